@@ -1,0 +1,11 @@
+// Package governor keeps local model runs safe: it reads sensors (GPU through
+// NVML, host through gopsutil, the runtime's cgroup, token progress), checks
+// them against policies with hysteresis, preempts the running trial when one
+// is violated, holds the queue until conditions clear, and publishes a
+// watchdog heartbeat. It also carries the fault-injection suite whose dated
+// pass record gates counted runs.
+//
+// It does not schedule trials, score them or own the study store: callers
+// hand it a Trial to stop, an EventSink to record into, and ask its Gate
+// before starting work.
+package governor

@@ -1,0 +1,402 @@
+package licences
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SchemaVersion is the registry file format this package reads and writes.
+const SchemaVersion = 1
+
+// DateLayout is the only form date_read may take, so dates sort and compare as
+// text and nobody has to guess between day-first and month-first.
+const DateLayout = "2006-01-02"
+
+// Kind says what sort of thing an entry covers.
+type Kind string
+
+// The kinds an entry may have.
+const (
+	KindModel   Kind = "model"
+	KindRuntime Kind = "runtime"
+	KindTool    Kind = "tool"
+	KindDataset Kind = "dataset"
+	KindService Kind = "service"
+	KindGrader  Kind = "grader"
+	KindJudge   Kind = "judge"
+)
+
+// Kinds lists every valid Kind in the order the docs give them.
+func Kinds() []Kind {
+	return []Kind{KindModel, KindRuntime, KindTool, KindDataset, KindService, KindGrader, KindJudge}
+}
+
+// Use is what a design does with an item.
+type Use string
+
+// The uses a registry entry can rule on.
+const (
+	UseInference         Use = "inference"
+	UseEvaluation        Use = "evaluation"
+	UseGrading           Use = "grading"
+	UseFineTuning        Use = "fine_tuning"
+	UseTrainingOnOutputs Use = "training_on_outputs"
+	UseDistillation      Use = "distillation"
+	UseCompetingModels   Use = "competing_models"
+	UseRedistribution    Use = "redistribution"
+	UseHostedService     Use = "hosted_service"
+	UseCommercial        Use = "commercial_use"
+)
+
+// Uses lists every valid Use.
+func Uses() []Use {
+	return []Use{UseInference, UseEvaluation, UseGrading, UseFineTuning, UseTrainingOnOutputs,
+		UseDistillation, UseCompetingModels, UseRedistribution, UseHostedService, UseCommercial}
+}
+
+// CommonlyBanned reports whether providers commonly ban the use. Such a use is
+// never allowed by default: the entry must carry an explicit reading of the
+// clause, because Stage 1's training data had to be regenerated when three
+// services' terms turned out to bar training on their outputs.
+func (u Use) CommonlyBanned() bool {
+	switch u {
+	case UseTrainingOnOutputs, UseDistillation, UseCompetingModels:
+		return true
+	}
+	return false
+}
+
+// Valid reports whether u is one of Uses().
+func (u Use) Valid() bool {
+	for _, v := range Uses() {
+		if u == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Valid reports whether k is one of Kinds().
+func (k Kind) Valid() bool {
+	for _, v := range Kinds() {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Decision is the verdict an entry gives a use.
+type Decision string
+
+// The three verdicts. Restricted means allowed only under the conditions the
+// reading states (a notice to carry, a policy to follow); it does not block, but
+// the check prints it so the conditions are seen.
+const (
+	Allowed    Decision = "allowed"
+	Banned     Decision = "banned"
+	Restricted Decision = "restricted"
+)
+
+// Verdict is one use's ruling with the reading of the clause behind it.
+type Verdict struct {
+	Verdict Decision `json:"verdict"`
+	Reading string   `json:"reading"`
+	// Clause cites the section this reading rests on when it differs from the
+	// entry's main clause.
+	Clause string `json:"clause,omitempty"`
+}
+
+// Entry is one row of the registry: one item, the page its terms were read
+// from, the clause, the date, and a verdict per use.
+type Entry struct {
+	ID         string          `json:"id"`
+	Item       string          `json:"item"`
+	Kind       Kind            `json:"kind"`
+	Licence    string          `json:"licence"`
+	SourcePage string          `json:"source_page"`
+	Clause     string          `json:"clause"`
+	DateRead   string          `json:"date_read"`
+	Verdicts   map[Use]Verdict `json:"verdicts"`
+}
+
+// Registry is the parsed licences/registry.json.
+type Registry struct {
+	SchemaVersion int     `json:"schema_version"`
+	Entries       []Entry `json:"entries"`
+}
+
+// Lookup returns the entry with the given id.
+func (r *Registry) Lookup(id string) (Entry, bool) {
+	for _, e := range r.Entries {
+		if e.ID == id {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Marshal writes the registry in the file format, indented, with a trailing
+// newline, so a hand edit and a rewrite diff cleanly.
+func (r *Registry) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+//go:embed registry.json
+var bundledRegistry []byte
+
+// Bundled parses the starting registry shipped with rig (licences/registry.json
+// as built into the binary).
+func Bundled() (*Registry, error) {
+	return ParseRegistry("licences/registry.json", bundledRegistry)
+}
+
+// LoadRegistry reads and parses a registry file.
+func LoadRegistry(path string) (*Registry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("licence registry: %w", err)
+	}
+	return ParseRegistry(path, data)
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// ParseRegistry parses a registry strictly: unknown fields, missing fields,
+// unknown kinds, uses or verdicts, bad dates, duplicate ids and trailing data
+// are errors that name the file, the field and the fix. file is only used in
+// messages.
+func ParseRegistry(file string, data []byte) (*Registry, error) {
+	p := parser{file: file}
+	top, err := p.object("", data, []string{"schema_version", "entries"}, []string{"schema_version", "entries"})
+	if err != nil {
+		return nil, err
+	}
+	reg := &Registry{}
+	if err := json.Unmarshal(top["schema_version"], &reg.SchemaVersion); err != nil {
+		return nil, p.errf("schema_version", "must be an integer", "write \"schema_version\": %d", SchemaVersion)
+	}
+	if reg.SchemaVersion != SchemaVersion {
+		return nil, p.errf("schema_version", fmt.Sprintf("version %d is not known", reg.SchemaVersion),
+			"this rig reads version %d; upgrade rig or rewrite the file", SchemaVersion)
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(top["entries"], &raws); err != nil || raws == nil {
+		return nil, p.errf("entries", "must be an array of entries", "write \"entries\": [ {\"id\": ...}, ... ]")
+	}
+	seen := map[string]int{}
+	for i, raw := range raws {
+		e, err := p.entry(fmt.Sprintf("entries[%d]", i), raw)
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := seen[e.ID]; dup {
+			return nil, p.errf(fmt.Sprintf("entries[%d].id", i), fmt.Sprintf("%q is already the id of entries[%d]", e.ID, j),
+				"ids are unique; merge the two entries or rename one")
+		}
+		seen[e.ID] = i
+		reg.Entries = append(reg.Entries, e)
+	}
+	return reg, nil
+}
+
+type parser struct{ file string }
+
+func (p parser) errf(field, msg, fix string, args ...any) *ParseError {
+	return &ParseError{File: p.file, Field: field, Msg: msg, Fix: fmt.Sprintf(fix, args...)}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// object decodes one JSON object, refusing unknown keys, missing required keys,
+// duplicate keys and trailing data, and naming the offending key.
+func (p parser) object(path string, data []byte, known, required []string) (map[string]json.RawMessage, error) {
+	where := path
+	if where == "" {
+		where = "(top level)"
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, p.errf(where, "must be a JSON object", "write { ... }")
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+		}
+		key, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, p.errf(join(path, key), "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+		}
+		if !contains(known, key) {
+			return nil, p.errf(join(path, key), "unknown field", "known fields here: %s", strings.Join(known, ", "))
+		}
+		if _, dup := m[key]; dup {
+			return nil, p.errf(join(path, key), "appears twice", "keep one; JSON readers disagree on which one wins")
+		}
+		m[key] = raw
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+	}
+	if path == "" {
+		if _, err := dec.Token(); err == nil {
+			return nil, p.errf(where, "has data after the closing brace", "remove everything after the registry object")
+		} else if !errors.Is(err, io.EOF) {
+			return nil, p.errf(where, "has data after the closing brace: "+err.Error(), "remove everything after the registry object")
+		}
+	}
+	for _, k := range required {
+		if _, ok := m[k]; !ok {
+			return nil, p.errf(join(path, k), "is missing", "add it; every entry records %s", strings.Join(required, ", "))
+		}
+	}
+	return m, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (p parser) text(path string, raw json.RawMessage) (string, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", p.errf(path, "must be a string", "write it in double quotes")
+	}
+	if strings.TrimSpace(s) == "" {
+		return "", p.errf(path, "is empty", "fill it in from the terms you read")
+	}
+	return s, nil
+}
+
+var entryFields = []string{"id", "item", "kind", "licence", "source_page", "clause", "date_read", "verdicts"}
+
+func (p parser) entry(path string, raw json.RawMessage) (Entry, error) {
+	m, err := p.object(path, raw, entryFields, entryFields)
+	if err != nil {
+		return Entry{}, err
+	}
+	var e Entry
+	fields := []struct {
+		key string
+		dst *string
+	}{{"id", &e.ID}, {"item", &e.Item}, {"licence", &e.Licence}, {"source_page", &e.SourcePage}, {"clause", &e.Clause}, {"date_read", &e.DateRead}}
+	for _, f := range fields {
+		s, err := p.text(join(path, f.key), m[f.key])
+		if err != nil {
+			return Entry{}, err
+		}
+		*f.dst = s
+	}
+	if !idPattern.MatchString(e.ID) {
+		return Entry{}, p.errf(join(path, "id"), fmt.Sprintf("%q is not a valid id", e.ID),
+			"use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, e.g. \"smollm2-135m-instruct\"")
+	}
+	if _, err := time.Parse(DateLayout, e.DateRead); err != nil {
+		return Entry{}, p.errf(join(path, "date_read"), fmt.Sprintf("%q is not a date", e.DateRead),
+			"write the day you read the terms as YYYY-MM-DD, e.g. \"2026-11-30\"")
+	}
+	kind, err := p.text(join(path, "kind"), m["kind"])
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Kind = Kind(kind)
+	if !e.Kind.Valid() {
+		return Entry{}, p.errf(join(path, "kind"), fmt.Sprintf("%q is not a kind", kind), "use one of %s", listKinds())
+	}
+	vm, err := p.object(join(path, "verdicts"), m["verdicts"], useNames(), nil)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(vm) == 0 {
+		return Entry{}, p.errf(join(path, "verdicts"), "is empty",
+			"record a verdict for at least the uses a design makes of it (inference, evaluation)")
+	}
+	e.Verdicts = map[Use]Verdict{}
+	keys := make([]string, 0, len(vm))
+	for k := range vm {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v, err := p.verdict(join(join(path, "verdicts"), k), vm[k])
+		if err != nil {
+			return Entry{}, err
+		}
+		e.Verdicts[Use(k)] = v
+	}
+	return e, nil
+}
+
+func (p parser) verdict(path string, raw json.RawMessage) (Verdict, error) {
+	m, err := p.object(path, raw, []string{"verdict", "reading", "clause"}, []string{"verdict", "reading"})
+	if err != nil {
+		return Verdict{}, err
+	}
+	var v Verdict
+	d, err := p.text(join(path, "verdict"), m["verdict"])
+	if err != nil {
+		return Verdict{}, err
+	}
+	v.Verdict = Decision(d)
+	switch v.Verdict {
+	case Allowed, Banned, Restricted:
+	default:
+		return Verdict{}, p.errf(join(path, "verdict"), fmt.Sprintf("%q is not a verdict", d), "use allowed, banned or restricted")
+	}
+	if v.Reading, err = p.text(join(path, "reading"), m["reading"]); err != nil {
+		return Verdict{}, p.errf(join(path, "reading"), "is missing or empty",
+			"write which way the clause reads for this use, in your words, after reading the terms at the source")
+	}
+	if c, ok := m["clause"]; ok {
+		if v.Clause, err = p.text(join(path, "clause"), c); err != nil {
+			return Verdict{}, err
+		}
+	}
+	return v, nil
+}
+
+func useNames() []string {
+	out := []string{}
+	for _, u := range Uses() {
+		out = append(out, string(u))
+	}
+	return out
+}
+
+func listKinds() string {
+	out := []string{}
+	for _, k := range Kinds() {
+		out = append(out, string(k))
+	}
+	return strings.Join(out, ", ")
+}

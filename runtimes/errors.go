@@ -1,0 +1,20 @@
+package runtimes
+
+import "errors"
+
+// Sentinel errors a caller can test with errors.Is. Each wrapping error names the
+// file, binary or socket involved and what to do.
+var (
+	// ErrBinaryMissing: the runtime's executable is not where the pins say.
+	ErrBinaryMissing = errors.New("runtime binary not found")
+	// ErrBusy: the socket or port is taken by another live server.
+	ErrBusy = errors.New("address in use")
+	// ErrModelFile: the model file is missing, unreadable or not a GGUF the runtime loads.
+	ErrModelFile = errors.New("model file unusable")
+	// ErrChecksum: a file's sha256 differs from its pin.
+	ErrChecksum = errors.New("sha256 differs from the pin")
+	// ErrCrashed: the runtime exited while rig was waiting on it (mid-call or while loading).
+	ErrCrashed = errors.New("runtime exited")
+	// ErrNotReady: the runtime did not become ready in time.
+	ErrNotReady = errors.New("runtime did not become ready")
+)

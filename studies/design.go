@@ -1,0 +1,601 @@
+package studies
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Design is a study's design file: everything written down before any run.
+// Field names are the JSON keys of the file; see DesignSchema for the
+// published schema and ExampleDesign for a commented example.
+type Design struct {
+	Name         string       `json:"name"`
+	Sentences    Sentences    `json:"sentences"`
+	JobKinds     []JobKind    `json:"job_kinds"`
+	Arms         []Arm        `json:"arms"`
+	Items        []Item       `json:"items"`
+	Pairs        []Pair       `json:"pairs,omitempty"`
+	Repeats      int          `json:"repeats"`
+	DecisionRule DecisionRule `json:"decision_rule"`
+	Power        Power        `json:"power"`
+	PBestBar     float64      `json:"p_best_bar"`
+	Budget       Budget       `json:"budget"`
+	CardProfile  CardProfile  `json:"card_profile"`
+	// TopK is how many log-probabilities per step the generation record
+	// keeps; zero means DefaultTopK.
+	TopK int `json:"top_k,omitempty"`
+}
+
+// DefaultTopK is the generation record's top-K when the design leaves it out.
+const DefaultTopK = 5
+
+// Sentences are the three sentences the Director reads before anything else.
+type Sentences struct {
+	JobKindsAndDecisions string `json:"job_kinds_and_decisions"`
+	CandidatesAndHowRun  string `json:"candidates_and_how_run"`
+	WhyTheMeasure        string `json:"why_the_measure"`
+}
+
+// JobKind is one kind of job a decision is for, with its own task bank,
+// ranking measure and grader.
+type JobKind struct {
+	Name           string  `json:"name"`
+	Decision       string  `json:"decision"`
+	TaskBank       string  `json:"task_bank"`
+	RankingMeasure Measure `json:"ranking_measure"`
+	Grader         Grader  `json:"grader"`
+	// IncludeHoldout runs the bank's hold-out tasks too; reports say so.
+	IncludeHoldout bool `json:"include_holdout,omitempty"`
+}
+
+// Measure is the one pre-registered ranking measure of a job kind.
+type Measure struct {
+	Name      string `json:"name"`
+	Direction string `json:"direction"` // "higher" or "lower" is better
+}
+
+// Grader names a versioned grader; changing what it returns is a version bump.
+type Grader struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Arm is one candidate (or the incumbent, or a judge) at its pins in its runtime.
+type Arm struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// JobKinds lists the job kinds the arm runs; empty means all of them.
+	JobKinds []string `json:"job_kinds,omitempty"`
+	Model    Model    `json:"model"`
+	Runtime  string   `json:"runtime"`
+	// Guest marks a model inside a runtime built for another family: it may
+	// answer how well that runtime drives models, and never ranks them.
+	Guest      bool   `json:"guest,omitempty"`
+	Pins       Pins   `json:"pins"`
+	PinsSource string `json:"pins_source"`
+}
+
+// Model identifies the weights an arm runs.
+type Model struct {
+	RegistryName string `json:"registry_name"`
+	// File is a path to the GGUF or a reference such as "${SMOLLM2_GGUF}".
+	File         string `json:"file"`
+	SHA256       string `json:"sha256,omitempty"`
+	OllamaDigest string `json:"ollama_digest,omitempty"`
+}
+
+// Pins are held for the whole confirmatory run.
+type Pins struct {
+	Quant        string   `json:"quant"`
+	Context      int      `json:"context"`
+	Sampling     Sampling `json:"sampling"`
+	StopCap      int      `json:"stop_cap"`
+	Effort       Effort   `json:"effort"`
+	RuntimeBuild string   `json:"runtime_build"`
+}
+
+// Sampling is the sampler configuration sent with every call.
+type Sampling struct {
+	Temperature float64 `json:"temperature"`
+	TopK        int     `json:"top_k"`
+	TopP        float64 `json:"top_p"`
+	MinP        float64 `json:"min_p"`
+	Seed        int64   `json:"seed"`
+}
+
+// Effort is the raw parameter actually sent. A level the model cannot take
+// is a label, not a setting: Graded false records it as unsupported.
+type Effort struct {
+	RawParameter string `json:"raw_parameter"`
+	Value        string `json:"value"`
+	Graded       bool   `json:"graded"`
+}
+
+// Item is anything the design puts to work, with its licence registry id and
+// the use made of it.
+type Item struct {
+	Role       string `json:"role"`
+	Name       string `json:"name"`
+	RegistryID string `json:"registry_id"`
+	Use        string `json:"use"`
+}
+
+// Pair is a pairwise comparison named in advance. Empty JobKind means every
+// job kind both arms run.
+type Pair struct {
+	Challenger string `json:"challenger"`
+	Incumbent  string `json:"incumbent"`
+	JobKind    string `json:"job_kind,omitempty"`
+}
+
+// DecisionRule is the rule written in full before any run: the text the
+// Director read, and the same rule as ordered clauses where the first clause
+// whose condition holds assigns the outcome.
+type DecisionRule struct {
+	Text       string   `json:"text"`
+	Alpha      float64  `json:"alpha"`
+	Correction string   `json:"correction"`
+	Clauses    []Clause `json:"clauses"`
+	Otherwise  string   `json:"otherwise"`
+}
+
+// Clause is one ordered step of the decision rule.
+type Clause struct {
+	When   string `json:"when"`
+	Assign string `json:"assign"`
+	// MaxCostRatio bounds a challenger's wall time against the incumbent's
+	// for the "challenger_costs_more" condition.
+	MaxCostRatio float64 `json:"max_cost_ratio,omitempty"`
+}
+
+// Conditions a decision clause may name; studies/analysis evaluates them.
+const (
+	WhenUnderpowered       = "underpowered"          // task count cannot see the stated difference
+	WhenPBestBelowBar      = "p_best_below_bar"      // the best model's P(best) is under p_best_bar: a tie
+	WhenChallengerBetter   = "challenger_better"     // Holm-adjusted exact test significant, challenger ahead
+	WhenChallengerWorse    = "challenger_worse"      // Holm-adjusted exact test significant, incumbent ahead
+	WhenChallengerCostMore = "challenger_costs_more" // wall time ratio above max_cost_ratio
+	WhenNotShown           = "difference_not_shown"  // no significant difference
+)
+
+// Outcomes every decision rule must be able to assign.
+const (
+	OutcomeKeepIncumbent = "keep the incumbent"
+	OutcomeNoDecision    = "no decision at this sample size"
+)
+
+// Power is the stated power of the study, sized from a pilot.
+type Power struct {
+	SmallestDetectableDifference float64 `json:"smallest_detectable_difference"`
+	PilotDiscordance             float64 `json:"pilot_discordance"`
+	TaskCount                    int     `json:"task_count"`
+	Power                        float64 `json:"power,omitempty"` // default 0.8
+}
+
+// Budget caps the whole execution; a plan priced over either cap is refused.
+type Budget struct {
+	WallTime string  `json:"wall_time"` // a Go duration, e.g. "2h30m"
+	EnergyWh float64 `json:"energy_wh"`
+}
+
+// CardProfile is the card the runs are held to.
+type CardProfile struct {
+	Name          string `json:"name"`
+	MemoryMiB     int    `json:"memory_mib"`
+	GPU           string `json:"gpu,omitempty"`
+	OffloadLayers *int   `json:"offload_layers,omitempty"`
+	Simulated     bool   `json:"simulated,omitempty"`
+}
+
+// Roles of an arm.
+const (
+	RoleCandidate = "candidate"
+	RoleIncumbent = "incumbent"
+	RoleJudge     = "judge"
+)
+
+// Runtimes an arm may name.
+var runtimeNames = []string{"ollama", "llama-server", "aider+ollama", "aider+llama-server"}
+
+// Pin sources.
+const (
+	PinsShared     = "shared"
+	PinsProduction = "production-values"
+)
+
+// ParseError is a design file that cannot be read as JSON or YAML.
+type ParseError struct {
+	File string
+	Line int // 1-based; 0 when unknown
+	Col  int
+	Err  error
+}
+
+func (e *ParseError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Col, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.File, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ParseDesign reads a design file. file names it in errors and picks the
+// format: ".yaml"/".yml" is YAML, anything else is JSON unless the first
+// non-space byte says otherwise. YAML is converted to JSON and both are
+// decoded strictly: an unknown field or a value of the wrong type is a
+// *ValidationError with the field's JSON path.
+func ParseDesign(file string, data []byte) (*Design, error) {
+	if file == "" {
+		file = "design.json"
+	}
+	jsonData, err := toJSON(file, data)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(jsonData))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, jsonSyntaxError(file, jsonData, err)
+	}
+	if dec.More() {
+		return nil, &ParseError{File: file, Err: errors.New("more than one JSON value (a design file holds exactly one object)")}
+	}
+	var probs []Problem
+	checkShape(file, tree, reflect.TypeFor[Design](), "", &probs)
+	if len(probs) > 0 {
+		return nil, &ValidationError{Problems: probs}
+	}
+	var d Design
+	if err := json.Unmarshal(jsonData, &d); err != nil {
+		// checkShape accepts exactly what Unmarshal does; reaching here is a bug
+		// in checkShape, still reported with the file name.
+		return nil, &ParseError{File: file, Err: err}
+	}
+	return &d, nil
+}
+
+func toJSON(file string, data []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, &ParseError{File: file, Err: errors.New("empty file (run `rig study init` for a commented example)")}
+	}
+	ext := strings.ToLower(filepath.Ext(file))
+	isYAML := ext == ".yaml" || ext == ".yml"
+	if !isYAML && trimmed[0] != '{' && trimmed[0] != '[' {
+		isYAML = ext != ".json"
+	}
+	if !isYAML {
+		return data, nil
+	}
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return nil, &ParseError{File: file, Err: err}
+	}
+	v, err := yamlValue(&node, 0)
+	if err != nil {
+		return nil, &ParseError{File: file, Line: err.line, Col: err.col, Err: err}
+	}
+	out, merr := json.Marshal(v)
+	if merr != nil {
+		return nil, &ParseError{File: file, Err: merr}
+	}
+	return out, nil
+}
+
+type yamlError struct {
+	line, col int
+	msg       string
+}
+
+func (e *yamlError) Error() string { return e.msg }
+
+// yamlValue converts a YAML node to JSON-compatible values while keeping
+// numbers as json.Number so that JSON and YAML decode the same way.
+func yamlValue(n *yaml.Node, depth int) (any, *yamlError) {
+	if depth > 64 {
+		return nil, &yamlError{n.Line, n.Column, "nesting deeper than 64 levels"}
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return yamlValue(n.Content[0], depth+1)
+	case yaml.AliasNode:
+		return nil, &yamlError{n.Line, n.Column, "YAML aliases are not accepted in a design file (write the value out)"}
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode {
+				return nil, &yamlError{k.Line, k.Column, "a mapping key must be a plain string"}
+			}
+			if _, dup := m[k.Value]; dup {
+				return nil, &yamlError{k.Line, k.Column, fmt.Sprintf("key %q appears twice", k.Value)}
+			}
+			val, err := yamlValue(v, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			val, err := yamlValue(c, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, val)
+		}
+		return s, nil
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				return nil, &yamlError{n.Line, n.Column, err.Error()}
+			}
+			return b, nil
+		case "!!int", "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil {
+				return nil, &yamlError{n.Line, n.Column, err.Error()}
+			}
+			num := json.Number(strings.ReplaceAll(n.Value, "_", ""))
+			if _, err := num.Float64(); err != nil {
+				// YAML spellings JSON lacks (0x10, .inf): keep the value, not the spelling.
+				b, merr := json.Marshal(f)
+				if merr != nil {
+					return nil, &yamlError{n.Line, n.Column, fmt.Sprintf("number %q has no JSON form", n.Value)}
+				}
+				num = json.Number(b)
+			}
+			return num, nil
+		default:
+			return n.Value, nil
+		}
+	}
+	return nil, &yamlError{n.Line, n.Column, "unsupported YAML node"}
+}
+
+func jsonSyntaxError(file string, data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := lineCol(data, se.Offset)
+		return &ParseError{File: file, Line: line, Col: col, Err: err}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return &ParseError{File: file, Err: fmt.Errorf("file ends inside a value (a brace or quote is missing): %w", err)}
+	}
+	return &ParseError{File: file, Err: err}
+}
+
+func lineCol(data []byte, off int64) (int, int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col := 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+// checkShape walks the decoded tree beside the Go type and records every
+// unknown field and wrongly typed value with its JSON path, so the user sees
+// arms[2].pins.quant rather than encoding/json's field name alone.
+func checkShape(file string, v any, t reflect.Type, path string, probs *[]Problem) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if v == nil {
+		return // null leaves the zero value, which validation judges
+	}
+	bad := func(want string) {
+		*probs = append(*probs, Problem{File: file, Path: path, Kind: KindWrongType,
+			Msg: fmt.Sprintf("is %s, want %s", jsonKind(v), want)})
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			bad("an object")
+			return
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			f, ok := fields[k]
+			if !ok {
+				*probs = append(*probs, Problem{File: file, Path: join(path, k), Kind: KindUnknownField,
+					Msg: fmt.Sprintf("unknown field (known fields here: %s)", strings.Join(sortedKeys(fields), ", "))})
+				continue
+			}
+			checkShape(file, m[k], f.Type, join(path, k), probs)
+		}
+	case reflect.Slice:
+		s, ok := v.([]any)
+		if !ok {
+			bad("a list")
+			return
+		}
+		for i, e := range s {
+			checkShape(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
+		}
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			bad("a string (quote it)")
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			bad("true or false")
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		n, ok := v.(json.Number)
+		if !ok {
+			bad("a whole number")
+			return
+		}
+		if _, err := n.Int64(); err != nil {
+			bad("a whole number")
+		}
+	case reflect.Float64:
+		n, ok := v.(json.Number)
+		if !ok {
+			bad("a number")
+			return
+		}
+		if _, err := n.Float64(); err != nil {
+			bad("a number in range")
+		}
+	}
+}
+
+func jsonKind(v any) string {
+	switch x := v.(type) {
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	case bool:
+		return fmt.Sprintf("%v", x)
+	case json.Number:
+		return "the number " + x.String()
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	out := make(map[string]reflect.StructField, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		out[name] = f
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// EffectiveTopK is the design's top-K with the default applied.
+func (d *Design) EffectiveTopK() int {
+	if d.TopK == 0 {
+		return DefaultTopK
+	}
+	return d.TopK
+}
+
+// RunsJobKind reports whether the arm takes part in the named job kind.
+func (a *Arm) RunsJobKind(name string) bool {
+	if len(a.JobKinds) == 0 {
+		return true
+	}
+	for _, k := range a.JobKinds {
+		if k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ArmsFor returns the indexes of the arms that run the job kind, judges excluded.
+func (d *Design) ArmsFor(jobKind string) []int {
+	var out []int
+	for i := range d.Arms {
+		if d.Arms[i].Role != RoleJudge && d.Arms[i].RunsJobKind(jobKind) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Arm returns the named arm, or nil.
+func (d *Design) Arm(name string) *Arm {
+	for i := range d.Arms {
+		if d.Arms[i].Name == name {
+			return &d.Arms[i]
+		}
+	}
+	return nil
+}
+
+// ResolvedPairs returns the pairs named in advance, one per job kind. When
+// the design names none, each ranking challenger is paired with the job
+// kind's incumbent; guests never rank and so are never paired.
+func (d *Design) ResolvedPairs() []Pair {
+	var out []Pair
+	for _, jk := range d.JobKinds {
+		if len(d.Pairs) > 0 {
+			for _, p := range d.Pairs {
+				if p.JobKind != "" && p.JobKind != jk.Name {
+					continue
+				}
+				c, in := d.Arm(p.Challenger), d.Arm(p.Incumbent)
+				if c == nil || in == nil || !c.RunsJobKind(jk.Name) || !in.RunsJobKind(jk.Name) {
+					continue
+				}
+				out = append(out, Pair{Challenger: p.Challenger, Incumbent: p.Incumbent, JobKind: jk.Name})
+			}
+			continue
+		}
+		var inc string
+		for _, i := range d.ArmsFor(jk.Name) {
+			if d.Arms[i].Role == RoleIncumbent {
+				inc = d.Arms[i].Name
+			}
+		}
+		if inc == "" {
+			continue
+		}
+		for _, i := range d.ArmsFor(jk.Name) {
+			a := d.Arms[i]
+			if a.Role == RoleCandidate && !a.Guest {
+				out = append(out, Pair{Challenger: a.Name, Incumbent: inc, JobKind: jk.Name})
+			}
+		}
+	}
+	return out
+}

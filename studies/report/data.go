@@ -1,0 +1,255 @@
+package report
+
+import (
+	"fmt"
+	"time"
+)
+
+// CardCaveat is printed beside every card table, because a memory
+// reservation reproduces what fits and nothing else about a smaller card.
+const CardCaveat = "A simulated card reproduces what fits, not a smaller card's bandwidth, compute or spill behaviour."
+
+// Data is everything a report shows. It is a plain view model: the analysis
+// and the decision are mapped into it by the caller, and every renderer
+// reads only this.
+type Data struct {
+	Study          string    `json:"study"`
+	Sentences      Sentences `json:"sentences"`
+	DesignHash     string    `json:"design_hash"`
+	ComparisonHash string    `json:"comparison_hash"`
+	GeneratedAt    time.Time `json:"generated_at"`
+	// Machine is the one machine line the main runs used: GPU, driver,
+	// runtimes and their versions.
+	Machine  string    `json:"machine"`
+	Licences []Licence `json:"licences"`
+	Kinds    []Kind    `json:"kinds"`
+	Cards    *Cards    `json:"cards,omitempty"`
+	Replay   *Replay   `json:"replay,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// Sentences are the three sentences written before anything else.
+type Sentences struct {
+	// JobKinds names the job kinds and the decision each one feeds.
+	JobKinds string `json:"job_kinds"`
+	// Candidates names the candidates and the incumbent, with how each runs.
+	Candidates string `json:"candidates"`
+	// Measure says why the ranking measure answers the decision.
+	Measure string `json:"measure"`
+}
+
+// Licence is one checked item of the licence gate.
+type Licence struct {
+	Item    string `json:"item"`
+	Entry   string `json:"entry"`
+	Use     string `json:"use"`
+	Verdict string `json:"verdict"`
+}
+
+// Line is the licence as the report prints it: "item (entry, use: verdict)".
+func (l Licence) Line() string {
+	return fmt.Sprintf("%s (%s, %s: %s)", l.Item, l.Entry, l.Use, l.Verdict)
+}
+
+// Kind is one job kind: its ranking, its named pairs and what goes with them.
+type Kind struct {
+	Name string `json:"name"`
+	// Measure is the pre-registered ranking measure, e.g. "pass rate".
+	Measure string `json:"measure"`
+	// Direction is "higher" or "lower": which way the measure is better.
+	Direction string `json:"direction"`
+	// Interval says how score intervals were made, e.g. "bootstrap
+	// percentile over tasks, 10,000 resamples, seed 7".
+	Interval string `json:"interval"`
+	// Gate is the design's pass threshold on the measure.
+	Gate float64 `json:"gate"`
+	// BestBar is the design's P(best) bar: a leader below it is a tie.
+	BestBar float64 `json:"best_bar"`
+	// Alpha is the family-wise level the Holm-adjusted p-values are read at.
+	Alpha float64 `json:"alpha"`
+	// Detectable is the smallest difference the design says the task count
+	// can detect at 80% power; nil when the design states none.
+	Detectable *float64 `json:"detectable,omitempty"`
+
+	Arms     []Arm       `json:"arms"`
+	Pairs    []Pair      `json:"pairs"`
+	Sweep    *Sweep      `json:"sweep,omitempty"`
+	Paired   []PairedRow `json:"paired,omitempty"`
+	Failures []Failure   `json:"failures,omitempty"`
+	Cost     *CostFigure `json:"cost,omitempty"`
+}
+
+// Interval is an estimate with its interval.
+type Interval struct {
+	Value float64 `json:"value"`
+	Low   float64 `json:"low"`
+	High  float64 `json:"high"`
+}
+
+// Arm is one row of a job kind's ranking table.
+type Arm struct {
+	Arm      string `json:"arm"`
+	Runtime  string `json:"runtime"`
+	Digest   string `json:"digest"`
+	Baseline bool   `json:"baseline,omitempty"`
+
+	Score    Interval `json:"score"`
+	PassRate float64  `json:"pass_rate"`
+	Median   float64  `json:"median"`
+	P10      float64  `json:"p10"`
+	Worst    float64  `json:"worst"`
+	PBest    float64  `json:"p_best"`
+	// Tie marks the leader whose P(best) is below the design's bar.
+	Tie bool `json:"tie,omitempty"`
+
+	Tasks     int `json:"tasks"`
+	Trials    int `json:"trials"`
+	Preempted int `json:"preempted"`
+	Capped    int `json:"capped"`
+
+	// Cost at the card size the decision is for; nil means not measured,
+	// which the report shows as missing, never as zero.
+	WallSeconds  *float64 `json:"wall_seconds,omitempty"`
+	PeakMemBytes *int64   `json:"peak_mem_bytes,omitempty"`
+	EnergyJoules *float64 `json:"energy_joules,omitempty"`
+	// EnergySource is "NVML", "RAPL" or "estimate".
+	EnergySource string `json:"energy_source,omitempty"`
+}
+
+// Pair is one pairwise test named in the design.
+type Pair struct {
+	Challenger string   `json:"challenger"`
+	Baseline   string   `json:"baseline"`
+	Delta      Interval `json:"delta"`
+	PRaw       float64  `json:"p_raw"`
+	PHolm      float64  `json:"p_holm"`
+	// Test names the test, e.g. "exact McNemar (binomial on 17 discordant tasks)".
+	Test string `json:"test"`
+	// Outcome is one of improvement, regression, tradeoff, tie,
+	// inconclusive, not_comparable.
+	Outcome string `json:"outcome"`
+	// NotShown, when set, is printed instead of any reading of the delta,
+	// because it is below what the study can detect.
+	NotShown string `json:"not_shown,omitempty"`
+}
+
+// Sweep is the pass rate of each arm as the gate moves.
+type Sweep struct {
+	Gates []float64   `json:"gates"`
+	Lines []SweepLine `json:"lines"`
+}
+
+// SweepLine is one arm's pass rate at each gate of a Sweep.
+type SweepLine struct {
+	Arm      string    `json:"arm"`
+	PassRate []float64 `json:"pass_rate"`
+}
+
+// Change is the direction of a paired row.
+type Change string
+
+// The two changes a paired row can show.
+const (
+	NewlyFailing Change = "newly_failing"
+	NewlyFixed   Change = "newly_fixed"
+)
+
+// PairedRow is a task whose pass/fail flipped between baseline and
+// challenger, with both outputs.
+type PairedRow struct {
+	Task             string  `json:"task"`
+	Challenger       string  `json:"challenger"`
+	Baseline         string  `json:"baseline"`
+	Change           Change  `json:"change"`
+	BaselineScore    float64 `json:"baseline_score"`
+	ChallengerScore  float64 `json:"challenger_score"`
+	BaselineOutput   string  `json:"baseline_output"`
+	ChallengerOutput string  `json:"challenger_output"`
+}
+
+// Failure counts one failure code for one arm.
+type Failure struct {
+	Arm   string `json:"arm"`
+	Code  string `json:"code"`
+	Count int    `json:"count"`
+}
+
+// CostFigure is what the cost-against-score figure plots.
+type CostFigure struct {
+	// Label names the cost axis, e.g. "wall time per task (s)".
+	Label  string      `json:"label"`
+	Points []CostPoint `json:"points"`
+}
+
+// CostPoint is one arm's cost and score.
+type CostPoint struct {
+	Arm   string  `json:"arm"`
+	Cost  float64 `json:"cost"`
+	Score float64 `json:"score"`
+}
+
+// Cards is the card sub-study: model × profile, where the profile is the
+// treatment.
+type Cards struct {
+	Rows []CardRow `json:"rows"`
+}
+
+// CardRow is one model at one card profile.
+type CardRow struct {
+	Model   string `json:"model"`
+	Profile string `json:"profile"`
+	// Simulated is true for a memory reservation, false for a real card.
+	Simulated bool `json:"simulated"`
+	Fits      bool `json:"fits"`
+	// Verdict is the preflight's words, e.g. "fits (1.2 GiB margin)".
+	Verdict      string   `json:"verdict"`
+	PromptTokS   *float64 `json:"prompt_tok_s,omitempty"`
+	GenTokS      *float64 `json:"gen_tok_s,omitempty"`
+	Score        *float64 `json:"score,omitempty"`
+	PeakMemBytes *int64   `json:"peak_mem_bytes,omitempty"`
+	WallSeconds  *float64 `json:"wall_seconds,omitempty"`
+	EnergyJoules *float64 `json:"energy_joules,omitempty"`
+	EnergySource string   `json:"energy_source,omitempty"`
+}
+
+// ReplayStatus is the result of replaying one generation record.
+type ReplayStatus string
+
+// The replay results a row can have.
+const (
+	Reproduced   ReplayStatus = "reproduced"
+	Mismatch     ReplayStatus = "mismatch"
+	StackDiffers ReplayStatus = "stack_differs"
+)
+
+// Replay is the sample of generation records replayed through the pinned
+// model and stack.
+type Replay struct {
+	// Tolerance is the replay check's tolerance in words, e.g.
+	// "|Δ log-prob| ≤ 1e-3 per token".
+	Tolerance string      `json:"tolerance"`
+	Rows      []ReplayRow `json:"rows"`
+}
+
+// ReplayRow is one replayed record.
+type ReplayRow struct {
+	Record string       `json:"record"`
+	Arm    string       `json:"arm"`
+	Status ReplayStatus `json:"status"`
+	// MaxDelta is the largest per-token log-probability difference seen.
+	MaxDelta float64 `json:"max_delta"`
+	Detail   string  `json:"detail,omitempty"`
+}
+
+// Decision is the recorded decision and how the rule reached it.
+type Decision struct {
+	Rule      string    `json:"rule"`
+	Trace     []string  `json:"trace"`
+	Outcome   string    `json:"outcome"`
+	Actor     string    `json:"actor"`
+	Rationale string    `json:"rationale,omitempty"`
+	At        time.Time `json:"at,omitzero"`
+	// NextBaseline is the baseline the next study starts from.
+	NextBaseline string `json:"next_baseline,omitempty"`
+}

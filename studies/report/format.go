@@ -1,0 +1,136 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Missing is what every renderer prints for a value that was not measured.
+const Missing = "—"
+
+func num(v float64) string { return fmt.Sprintf("%.3f", v) }
+
+func signed(v float64) string { return fmt.Sprintf("%+.3f", v) }
+
+func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+
+func interval(iv Interval) string {
+	return fmt.Sprintf("%s [%s, %s]", num(iv.Value), num(iv.Low), num(iv.High))
+}
+
+func deltaText(iv Interval) string {
+	return fmt.Sprintf("%s [%s, %s]", signed(iv.Value), signed(iv.Low), signed(iv.High))
+}
+
+// pval prints small p-values in scientific notation so that 3e-7 does not
+// read as zero.
+func pval(p float64) string {
+	switch {
+	case p >= 0.001:
+		return fmt.Sprintf("%.3f", p)
+	case p == 0:
+		return "0"
+	default:
+		return fmt.Sprintf("%.1e", p)
+	}
+}
+
+func optNum(v *float64, format string) string {
+	if v == nil {
+		return Missing
+	}
+	return fmt.Sprintf(format, *v)
+}
+
+func bytesText(b *int64) string {
+	if b == nil {
+		return Missing
+	}
+	v := float64(*b)
+	switch {
+	case v >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", v/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf("%.0f MiB", v/(1<<20))
+	default:
+		return fmt.Sprintf("%.0f KiB", v/(1<<10))
+	}
+}
+
+func secondsText(s *float64) string {
+	if s == nil {
+		return Missing
+	}
+	v := *s
+	switch {
+	case v >= 3600:
+		return fmt.Sprintf("%dh %02dm", int(v/3600), int(math.Mod(v, 3600)/60))
+	case v >= 60:
+		return fmt.Sprintf("%dm %02ds", int(v/60), int(math.Mod(v, 60)))
+	default:
+		return fmt.Sprintf("%.1f s", v)
+	}
+}
+
+// energyText labels an estimate as one, so it is never read as a
+// measurement.
+func energyText(j *float64, source string) string {
+	if j == nil {
+		return Missing
+	}
+	var v string
+	switch {
+	case *j >= 3.6e6:
+		v = fmt.Sprintf("%.2f kWh", *j/3.6e6)
+	case *j >= 1000:
+		v = fmt.Sprintf("%.1f kJ", *j/1000)
+	default:
+		v = fmt.Sprintf("%.0f J", *j)
+	}
+	switch source {
+	case "":
+		return v
+	case "estimate":
+		return "≈ " + v + " (estimate)"
+	default:
+		return v + " (" + source + ")"
+	}
+}
+
+func short(digest string) string {
+	d := digest
+	if i := strings.IndexByte(d, ':'); i >= 0 && i < 12 {
+		d = d[i+1:]
+	}
+	if len(d) > 12 {
+		return d[:12]
+	}
+	return d
+}
+
+// slug makes a name usable in an element id.
+func slug(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash && b.Len() > 0 {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	out := strings.TrimSuffix(b.String(), "-")
+	if out == "" {
+		return "x"
+	}
+	return out
+}
+
+// NotShownText is the wording for a delta smaller than the study can
+// detect: it says "not shown", never "equal".
+func NotShownText(delta, detectable float64) string {
+	return fmt.Sprintf("not shown: |Δ| %.3f is below the %.3f this task count can detect at 80%% power", math.Abs(delta), detectable)
+}

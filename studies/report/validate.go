@@ -1,0 +1,128 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ErrInvalid is wrapped by every error Validate returns, so a caller can
+// tell a malformed report input from a failed write.
+var ErrInvalid = errors.New("report data invalid")
+
+// Outcomes are the outcome classes a named pair can have.
+var outcomes = []string{"improvement", "regression", "tradeoff", "tie", "inconclusive", "not_comparable"}
+
+// Validate checks that the data is internally consistent: every arm a pair,
+// paired row, failure, sweep line or cost point names is an arm of its job
+// kind, sweeps have one pass rate per gate, and numbers are finite. The
+// renderers call it first, because a report that silently drops a row is
+// worse than no report.
+func (d Data) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...)))
+	}
+	if d.Study == "" {
+		bad("study", "empty (name the study the report is for)")
+	}
+	for i, k := range d.Kinds {
+		at := fmt.Sprintf("kinds[%d]", i)
+		if k.Name == "" {
+			bad(at+".name", "empty (name the job kind)")
+		}
+		arms := map[string]bool{}
+		for j, a := range k.Arms {
+			f := fmt.Sprintf("%s.arms[%d]", at, j)
+			if a.Arm == "" {
+				bad(f+".arm", "empty (every row needs the arm's name)")
+			}
+			if arms[a.Arm] {
+				bad(f+".arm", "%q appears twice in job kind %q (one row per arm)", a.Arm, k.Name)
+			}
+			arms[a.Arm] = true
+			for _, n := range []named{
+				{"score.value", a.Score.Value}, {"score.low", a.Score.Low}, {"score.high", a.Score.High},
+				{"pass_rate", a.PassRate}, {"median", a.Median}, {"p10", a.P10}, {"worst", a.Worst}, {"p_best", a.PBest},
+			} {
+				if !finite(n.v) {
+					bad(f+"."+n.name, "%v is not a number (mark missing data as a warning instead)", n.v)
+				}
+			}
+		}
+		known := func(field, arm string) {
+			if !arms[arm] {
+				bad(field, "%q is not an arm of job kind %q (arms are %v)", arm, k.Name, armNames(k))
+			}
+		}
+		for j, p := range k.Pairs {
+			f := fmt.Sprintf("%s.pairs[%d]", at, j)
+			known(f+".challenger", p.Challenger)
+			known(f+".baseline", p.Baseline)
+			if !slices.Contains(outcomes, p.Outcome) {
+				bad(f+".outcome", "%q is not an outcome class (use one of %v)", p.Outcome, outcomes)
+			}
+			for _, n := range []named{{"delta.value", p.Delta.Value}, {"delta.low", p.Delta.Low}, {"delta.high", p.Delta.High}, {"p_raw", p.PRaw}, {"p_holm", p.PHolm}} {
+				if !finite(n.v) {
+					bad(f+"."+n.name, "%v is not a number", n.v)
+				}
+			}
+		}
+		if s := k.Sweep; s != nil {
+			for j, l := range s.Lines {
+				f := fmt.Sprintf("%s.sweep.lines[%d]", at, j)
+				known(f+".arm", l.Arm)
+				if len(l.PassRate) != len(s.Gates) {
+					bad(f+".pass_rate", "%d values for %d gates (give one pass rate per gate)", len(l.PassRate), len(s.Gates))
+				}
+			}
+		}
+		for j, r := range k.Paired {
+			f := fmt.Sprintf("%s.paired[%d]", at, j)
+			known(f+".challenger", r.Challenger)
+			known(f+".baseline", r.Baseline)
+			if r.Change != NewlyFailing && r.Change != NewlyFixed {
+				bad(f+".change", "%q is neither %q nor %q", r.Change, NewlyFailing, NewlyFixed)
+			}
+		}
+		for j, fl := range k.Failures {
+			known(fmt.Sprintf("%s.failures[%d].arm", at, j), fl.Arm)
+		}
+		if c := k.Cost; c != nil {
+			for j, p := range c.Points {
+				f := fmt.Sprintf("%s.cost.points[%d]", at, j)
+				known(f+".arm", p.Arm)
+				if !finite(p.Cost) || !finite(p.Score) {
+					bad(f, "cost %v, score %v: both must be numbers", p.Cost, p.Score)
+				}
+			}
+		}
+	}
+	if r := d.Replay; r != nil {
+		for j, row := range r.Rows {
+			switch row.Status {
+			case Reproduced, Mismatch, StackDiffers:
+			default:
+				bad(fmt.Sprintf("replay.rows[%d].status", j), "%q is not one of %q, %q, %q", row.Status, Reproduced, Mismatch, StackDiffers)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// named is a field name and its value, in the order errors are reported.
+type named struct {
+	name string
+	v    float64
+}
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+func armNames(k Kind) []string {
+	names := make([]string, len(k.Arms))
+	for i, a := range k.Arms {
+		names[i] = a.Arm
+	}
+	return names
+}

@@ -1,0 +1,523 @@
+package studies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrInvalidDesign classifies every *ValidationError.
+var ErrInvalidDesign = errors.New("invalid design")
+
+// ProblemKind classifies a Problem so callers and tests can tell them apart.
+type ProblemKind string
+
+// Kinds of design problems.
+const (
+	KindUnknownField  ProblemKind = "unknown_field"
+	KindWrongType     ProblemKind = "wrong_type"
+	KindMissing       ProblemKind = "missing"
+	KindInvalid       ProblemKind = "invalid"
+	KindUnknownRef    ProblemKind = "unknown_reference"
+	KindDuplicate     ProblemKind = "duplicate"
+	KindUnknownRT     ProblemKind = "unknown_runtime"
+	KindPinsDiffer    ProblemKind = "pins_differ"
+	KindQuantMismatch ProblemKind = "quant_mismatch"
+	KindUnreadable    ProblemKind = "unreadable_asset"
+)
+
+// Problem is one thing wrong with a design, located by its JSON path.
+type Problem struct {
+	File string
+	Path string
+	Kind ProblemKind
+	Msg  string // says what is wrong and what to do
+}
+
+func (p Problem) Error() string {
+	if p.Path == "" {
+		return fmt.Sprintf("%s: %s", p.File, p.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", p.File, p.Path, p.Msg)
+}
+
+// ValidationError carries every problem found, so one edit fixes them all.
+type ValidationError struct {
+	Problems []Problem
+}
+
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is makes errors.Is(err, ErrInvalidDesign) true.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalidDesign }
+
+// Has reports whether a problem of the kind sits at the path.
+func (e *ValidationError) Has(kind ProblemKind, path string) bool {
+	for _, p := range e.Problems {
+		if p.Kind == kind && p.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// QuantReader reads the quant a model file actually holds, e.g. "Q4_1".
+// The preflight package's GGUF reader provides it.
+type QuantReader func(path string) (string, error)
+
+// ValidateOptions carries what validation needs from outside the design.
+type ValidateOptions struct {
+	// File names the design in messages; "design.json" when empty.
+	File string
+	// Lookup expands "${NAME}" references in model files (os.LookupEnv, or
+	// a reader of ~/.cache/rig/installed.env). Nil: references are not
+	// expanded and the quant check skips them.
+	Lookup func(name string) (string, bool)
+	// BaseDir resolves relative model paths; the design file's folder.
+	BaseDir string
+	// Quant, when set, checks every arm's pinned quant against its file.
+	Quant QuantReader
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	refRE    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+)
+
+// Validate checks a parsed design and returns a *ValidationError listing
+// every problem, or nil. It reads model files only through opts.Quant.
+func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
+	v := validator{file: opts.File, d: d}
+	if v.file == "" {
+		v.file = "design.json"
+	}
+	v.top()
+	v.jobKinds()
+	v.arms()
+	v.sharedPins()
+	v.items()
+	v.pairs()
+	v.rule()
+	v.power()
+	if opts.Quant != nil {
+		v.quants(ctx, opts)
+	}
+	if len(v.probs) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.probs}
+}
+
+type validator struct {
+	file  string
+	d     *Design
+	probs []Problem
+}
+
+func (v *validator) add(kind ProblemKind, path, format string, args ...any) {
+	v.probs = append(v.probs, Problem{File: v.file, Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) need(path, value, fix string) bool {
+	if strings.TrimSpace(value) == "" {
+		v.add(KindMissing, path, "missing (%s)", fix)
+		return false
+	}
+	return true
+}
+
+func (v *validator) top() {
+	d := v.d
+	if v.need("name", d.Name, "name the study; it names the study's store") && !nameRE.MatchString(d.Name) {
+		v.add(KindInvalid, "name", "%q: use lowercase letters, digits, '.', '-' or '_', at most 64 (it names the study's store file)", d.Name)
+	}
+	v.need("sentences.job_kinds_and_decisions", d.Sentences.JobKindsAndDecisions,
+		"write the job kinds and the decision each one feeds, e.g. \"which local model writes apply items\"")
+	v.need("sentences.candidates_and_how_run", d.Sentences.CandidatesAndHowRun,
+		"write the candidates and the incumbent, with how each is run")
+	v.need("sentences.why_the_measure", d.Sentences.WhyTheMeasure,
+		"write why the ranking measure answers the decision; if it is hard to write, the measure is wrong")
+	if d.Repeats < 1 {
+		v.add(KindInvalid, "repeats", "%d: must be at least 1 (repeats are the seed policy; start at 1 for screening)", d.Repeats)
+	}
+	if !(d.PBestBar > 0 && d.PBestBar < 1) {
+		v.add(KindInvalid, "p_best_bar", "%v: must be between 0 and 1, e.g. 0.8 (a best model under it is reported as a tie)", d.PBestBar)
+	}
+	if d.TopK < 0 || d.TopK > 20 {
+		v.add(KindInvalid, "top_k", "%d: must be 1..20, or left out for %d", d.TopK, DefaultTopK)
+	}
+	if v.need("budget.wall_time", d.Budget.WallTime, "cap the execution's wall time, e.g. \"2h\"") {
+		if dur, err := time.ParseDuration(d.Budget.WallTime); err != nil || dur <= 0 {
+			v.add(KindInvalid, "budget.wall_time", "%q: write a positive duration such as \"90m\" or \"2h30m\"", d.Budget.WallTime)
+		}
+	}
+	if d.Budget.EnergyWh <= 0 {
+		v.add(KindInvalid, "budget.energy_wh", "%v: cap the energy in watt-hours, above 0", d.Budget.EnergyWh)
+	}
+	v.need("card_profile.name", d.CardProfile.Name, "name the card profile the decision is for")
+	if d.CardProfile.MemoryMiB <= 0 {
+		v.add(KindInvalid, "card_profile.memory_mib", "%d: give the card's memory in MiB", d.CardProfile.MemoryMiB)
+	}
+	if o := d.CardProfile.OffloadLayers; o != nil && *o < 0 {
+		v.add(KindInvalid, "card_profile.offload_layers", "%d: must be 0 or more", *o)
+	}
+}
+
+func (v *validator) jobKinds() {
+	if len(v.d.JobKinds) == 0 {
+		v.add(KindMissing, "job_kinds", "no job kinds (add at least one, with its task bank, ranking measure and grader)")
+	}
+	seen := map[string]int{}
+	for i, jk := range v.d.JobKinds {
+		p := fmt.Sprintf("job_kinds[%d]", i)
+		if v.need(p+".name", jk.Name, "name the job kind") {
+			if j, dup := seen[jk.Name]; dup {
+				v.add(KindDuplicate, p+".name", "%q is already job_kinds[%d] (names must be unique)", jk.Name, j)
+			}
+			seen[jk.Name] = i
+		}
+		v.need(p+".decision", jk.Decision, "say which decision this job kind feeds")
+		v.need(p+".task_bank", jk.TaskBank, "give the path of the job kind's task bank (JSONL)")
+		v.need(p+".ranking_measure.name", jk.RankingMeasure.Name, "name the one pre-registered ranking measure, e.g. \"pass_rate\"")
+		if d := jk.RankingMeasure.Direction; d != "higher" && d != "lower" {
+			v.add(KindInvalid, p+".ranking_measure.direction", "%q: write \"higher\" or \"lower\" (which way is better)", d)
+		}
+		v.need(p+".grader.name", jk.Grader.Name, "name the grader")
+		v.need(p+".grader.version", jk.Grader.Version, "give the grader's version; changing what it returns is a version bump")
+	}
+}
+
+func (v *validator) knownJobKind(name string) bool {
+	return slices.ContainsFunc(v.d.JobKinds, func(j JobKind) bool { return j.Name == name })
+}
+
+func (v *validator) jobKindNames() string {
+	names := make([]string, len(v.d.JobKinds))
+	for i, j := range v.d.JobKinds {
+		names[i] = fmt.Sprintf("%q", j.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (v *validator) armNames() string {
+	names := make([]string, len(v.d.Arms))
+	for i, a := range v.d.Arms {
+		names[i] = fmt.Sprintf("%q", a.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (v *validator) arms() {
+	if len(v.d.Arms) < 2 {
+		v.add(KindMissing, "arms", "%d arms: a comparison needs at least an incumbent and one candidate", len(v.d.Arms))
+	}
+	seen := map[string]int{}
+	for i, a := range v.d.Arms {
+		p := fmt.Sprintf("arms[%d]", i)
+		if v.need(p+".name", a.Name, "name the arm") {
+			if !nameRE.MatchString(a.Name) {
+				v.add(KindInvalid, p+".name", "%q: use lowercase letters, digits, '.', '-' or '_' (it appears in trial keys)", a.Name)
+			}
+			if j, dup := seen[a.Name]; dup {
+				v.add(KindDuplicate, p+".name", "%q is already arms[%d] (names must be unique)", a.Name, j)
+			}
+			seen[a.Name] = i
+		}
+		switch a.Role {
+		case RoleCandidate, RoleIncumbent, RoleJudge:
+		default:
+			v.add(KindInvalid, p+".role", "%q: write \"candidate\", \"incumbent\" or \"judge\"", a.Role)
+		}
+		if !slices.Contains(runtimeNames, a.Runtime) {
+			v.add(KindUnknownRT, p+".runtime", "%q is not a runtime rig drives (use one of %s)", a.Runtime, strings.Join(runtimeNames, ", "))
+		}
+		if a.Guest && a.Role == RoleIncumbent {
+			v.add(KindInvalid, p+".guest", "a guest arm cannot be the incumbent (a guest never ranks; run the incumbent in its native runtime)")
+		}
+		for j, k := range a.JobKinds {
+			if !v.knownJobKind(k) {
+				v.add(KindUnknownRef, fmt.Sprintf("%s.job_kinds[%d]", p, j), "%q is not a job kind of this design (known: %s)", k, v.jobKindNames())
+			}
+		}
+		v.need(p+".model.registry_name", a.Model.RegistryName, "give the model's registry name")
+		v.need(p+".model.file", a.Model.File, "give the GGUF path or a reference such as \"${SMOLLM2_GGUF}\"")
+		if s := a.Model.SHA256; s != "" && !sha256RE.MatchString(s) {
+			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
+		}
+		v.pins(p+".pins", a.Pins)
+		if a.PinsSource != PinsShared && a.PinsSource != PinsProduction {
+			v.add(KindInvalid, p+".pins_source", "%q: write \"shared\" (same context, sampling and stop cap across the job kind) or \"production-values\" (the model's documented values)", a.PinsSource)
+		}
+	}
+	for _, jk := range v.d.JobKinds {
+		var inc, cand []int
+		for _, i := range v.d.ArmsFor(jk.Name) {
+			switch v.d.Arms[i].Role {
+			case RoleIncumbent:
+				inc = append(inc, i)
+			case RoleCandidate:
+				cand = append(cand, i)
+			}
+		}
+		switch {
+		case len(inc) == 0:
+			v.add(KindMissing, "arms", "job kind %q has no incumbent arm (mark what runs today with role \"incumbent\")", jk.Name)
+		case len(inc) > 1:
+			v.add(KindInvalid, fmt.Sprintf("arms[%d].role", inc[1]), "job kind %q has a second incumbent, arms[%d] is the first (one incumbent per job kind; limit arms with job_kinds)", jk.Name, inc[0])
+		}
+		if len(cand) == 0 {
+			v.add(KindMissing, "arms", "job kind %q has no candidate arm", jk.Name)
+		}
+	}
+}
+
+func (v *validator) pins(p string, pins Pins) {
+	v.need(p+".quant", pins.Quant, "pin the quant, e.g. \"Q4_K_M\"")
+	if pins.Context <= 0 {
+		v.add(KindInvalid, p+".context", "%d: pin the context length in tokens", pins.Context)
+	}
+	if pins.StopCap <= 0 {
+		v.add(KindInvalid, p+".stop_cap", "%d: pin the stop cap (maximum output tokens)", pins.StopCap)
+	}
+	if pins.StopCap > 0 && pins.Context > 0 && pins.StopCap >= pins.Context {
+		v.add(KindInvalid, p+".stop_cap", "%d is not below the context %d (leave room for the prompt)", pins.StopCap, pins.Context)
+	}
+	s := pins.Sampling
+	if s.Temperature < 0 || s.Temperature > 5 {
+		v.add(KindInvalid, p+".sampling.temperature", "%v: must be 0..5", s.Temperature)
+	}
+	if s.TopK < 0 {
+		v.add(KindInvalid, p+".sampling.top_k", "%d: must be 0 (off) or more", s.TopK)
+	}
+	if s.TopP < 0 || s.TopP > 1 {
+		v.add(KindInvalid, p+".sampling.top_p", "%v: must be 0..1", s.TopP)
+	}
+	if s.MinP < 0 || s.MinP > 1 {
+		v.add(KindInvalid, p+".sampling.min_p", "%v: must be 0..1", s.MinP)
+	}
+	v.need(p+".effort.raw_parameter", pins.Effort.RawParameter,
+		"write the raw parameter actually sent, or \"none\" when the model takes no effort setting")
+	if pins.Effort.Graded && strings.TrimSpace(pins.Effort.Value) == "" {
+		v.add(KindMissing, p+".effort.value", "a graded effort needs the level sent")
+	}
+	v.need(p+".runtime_build", pins.RuntimeBuild, "pin the runtime build, e.g. \"llama.cpp b6123\" or \"ollama v0.17.4\"")
+}
+
+// sharedPins holds context, sampling and stop cap equal across the arms of
+// a job kind that say pins_source "shared"; quant, effort and runtime build
+// belong to the model and runtime and may differ.
+func (v *validator) sharedPins() {
+	for _, jk := range v.d.JobKinds {
+		first := -1
+		for _, i := range v.d.ArmsFor(jk.Name) {
+			a := v.d.Arms[i]
+			if a.PinsSource != PinsShared {
+				continue
+			}
+			if first < 0 {
+				first = i
+				continue
+			}
+			f := v.d.Arms[first].Pins
+			diff := func(field string, got, want any) {
+				v.add(KindPinsDiffer, fmt.Sprintf("arms[%d].pins.%s", i, field),
+					"%v differs from arms[%d].pins.%s %v in job kind %q (pins_source \"shared\" holds context, sampling and stop cap equal across a job kind; make them equal, or set pins_source \"production-values\" for documented values)",
+					got, first, field, want, jk.Name)
+			}
+			if a.Pins.Context != f.Context {
+				diff("context", a.Pins.Context, f.Context)
+			}
+			if a.Pins.StopCap != f.StopCap {
+				diff("stop_cap", a.Pins.StopCap, f.StopCap)
+			}
+			if a.Pins.Sampling != f.Sampling {
+				diff("sampling", fmt.Sprintf("%+v", a.Pins.Sampling), fmt.Sprintf("%+v", f.Sampling))
+			}
+		}
+	}
+}
+
+func (v *validator) items() {
+	if len(v.d.Items) == 0 {
+		v.add(KindMissing, "items", "no items: list every model, runtime, tool, grader and data source the design puts to work, with its licence registry id and use")
+	}
+	for i, it := range v.d.Items {
+		p := fmt.Sprintf("items[%d]", i)
+		v.need(p+".role", it.Role, "say what the item does here, e.g. \"writer\", \"runtime\", \"grader\"")
+		v.need(p+".name", it.Name, "name the item")
+		v.need(p+".registry_id", it.RegistryID, "give its licences/registry.json id (add the entry first if there is none)")
+		v.need(p+".use", it.Use, "say the use made of it, e.g. \"inference\" or \"evaluation\"")
+	}
+	for i, a := range v.d.Arms {
+		name := a.Model.RegistryName
+		if name == "" {
+			continue
+		}
+		if !slices.ContainsFunc(v.d.Items, func(it Item) bool { return strings.EqualFold(it.Name, name) }) {
+			v.add(KindMissing, fmt.Sprintf("arms[%d].model.registry_name", i),
+				"%q is not listed in items (add an item with role, name %q, its licence registry_id and the use)", name, name)
+		}
+	}
+}
+
+func (v *validator) pairs() {
+	for i, p := range v.d.Pairs {
+		path := fmt.Sprintf("pairs[%d]", i)
+		c, in := v.d.Arm(p.Challenger), v.d.Arm(p.Incumbent)
+		if c == nil {
+			v.add(KindUnknownRef, path+".challenger", "%q is not an arm of this design (known: %s)", p.Challenger, v.armNames())
+		}
+		if in == nil {
+			v.add(KindUnknownRef, path+".incumbent", "%q is not an arm of this design (known: %s)", p.Incumbent, v.armNames())
+		}
+		if p.JobKind != "" && !v.knownJobKind(p.JobKind) {
+			v.add(KindUnknownRef, path+".job_kind", "%q is not a job kind of this design (known: %s)", p.JobKind, v.jobKindNames())
+		}
+		if c == nil || in == nil {
+			continue
+		}
+		if p.Challenger == p.Incumbent {
+			v.add(KindInvalid, path, "pairs %q with itself", p.Challenger)
+		}
+		for _, a := range []*Arm{c, in} {
+			if a.Guest {
+				v.add(KindInvalid, path, "%q is a guest arm: it may describe its runtime but never ranks, so it cannot be in a pair", a.Name)
+			}
+			if a.Role == RoleJudge {
+				v.add(KindInvalid, path, "%q is a judge, not a ranked arm", a.Name)
+			}
+		}
+		if p.JobKind != "" && (!c.RunsJobKind(p.JobKind) || !in.RunsJobKind(p.JobKind)) {
+			v.add(KindInvalid, path+".job_kind", "both arms must run job kind %q", p.JobKind)
+		}
+		shared := false
+		for _, jk := range v.d.JobKinds {
+			shared = shared || (c.RunsJobKind(jk.Name) && in.RunsJobKind(jk.Name))
+		}
+		if !shared {
+			v.add(KindInvalid, path, "%q and %q share no job kind, so they cannot be compared", p.Challenger, p.Incumbent)
+		}
+	}
+}
+
+var knownConditions = []string{WhenUnderpowered, WhenPBestBelowBar, WhenChallengerBetter, WhenChallengerWorse, WhenChallengerCostMore, WhenNotShown}
+
+func (v *validator) rule() {
+	r := v.d.DecisionRule
+	v.need("decision_rule.text", r.Text, "write the decision rule in full before any run: what each outcome assigns")
+	if !(r.Alpha > 0 && r.Alpha < 1) {
+		v.add(KindInvalid, "decision_rule.alpha", "%v: write the family-wise alpha, e.g. 0.05", r.Alpha)
+	}
+	if r.Correction != "holm" {
+		v.add(KindInvalid, "decision_rule.correction", "%q: write \"holm\" (Holm across job kinds and pairs)", r.Correction)
+	}
+	if len(r.Clauses) == 0 {
+		v.add(KindMissing, "decision_rule.clauses", "write the rule as ordered clauses {when, assign}; the first that holds decides")
+	}
+	outcomes := []string{r.Otherwise}
+	for i, c := range r.Clauses {
+		p := fmt.Sprintf("decision_rule.clauses[%d]", i)
+		if !slices.Contains(knownConditions, c.When) {
+			v.add(KindInvalid, p+".when", "%q: use one of %s", c.When, strings.Join(knownConditions, ", "))
+		}
+		v.need(p+".assign", c.Assign, "say what this outcome assigns")
+		if c.When == WhenChallengerCostMore && c.MaxCostRatio <= 0 {
+			v.add(KindMissing, p+".max_cost_ratio", "give the wall-time ratio above which a challenger costs too much, e.g. 2")
+		}
+		outcomes = append(outcomes, c.Assign)
+	}
+	v.need("decision_rule.otherwise", r.Otherwise, fmt.Sprintf("say what holds when no clause does, usually %q", OutcomeKeepIncumbent))
+	for _, must := range []string{OutcomeKeepIncumbent, OutcomeNoDecision} {
+		if !slices.Contains(outcomes, must) {
+			v.add(KindMissing, "decision_rule", "no clause assigns %q (the rule must say when it keeps the incumbent and when the sample cannot decide)", must)
+		}
+	}
+}
+
+func (v *validator) power() {
+	p := v.d.Power
+	if !(p.SmallestDetectableDifference > 0 && p.SmallestDetectableDifference <= 1) {
+		v.add(KindInvalid, "power.smallest_detectable_difference", "%v: state the smallest difference (a fraction of tasks, 0..1) the task count detects with 80%% power", p.SmallestDetectableDifference)
+	}
+	if !(p.PilotDiscordance > 0 && p.PilotDiscordance <= 1) {
+		v.add(KindInvalid, "power.pilot_discordance", "%v: give the discordance estimated from the pilot (0..1)", p.PilotDiscordance)
+	}
+	if p.TaskCount < 1 {
+		v.add(KindInvalid, "power.task_count", "%d: give the task count the power was computed for", p.TaskCount)
+	}
+	if p.Power != 0 && !(p.Power > 0 && p.Power < 1) {
+		v.add(KindInvalid, "power.power", "%v: must be between 0 and 1, or left out for 0.8", p.Power)
+	}
+}
+
+func (v *validator) quants(ctx context.Context, opts ValidateOptions) {
+	for i, a := range v.d.Arms {
+		if ctx.Err() != nil {
+			return
+		}
+		if a.Model.File == "" || a.Pins.Quant == "" {
+			continue
+		}
+		path, err := ModelPath(a.Model.File, opts.Lookup, opts.BaseDir)
+		if err != nil {
+			if opts.Lookup != nil {
+				v.add(KindUnreadable, fmt.Sprintf("arms[%d].model.file", i), "%v", err)
+			}
+			continue
+		}
+		got, err := opts.Quant(path)
+		if err != nil {
+			v.add(KindUnreadable, fmt.Sprintf("arms[%d].model.file", i), "cannot read the quant of %s: %v (check the path)", path, err)
+			continue
+		}
+		if !strings.EqualFold(got, a.Pins.Quant) {
+			v.add(KindQuantMismatch, fmt.Sprintf("arms[%d].pins.quant", i),
+				"%q differs from the model file's %q (pins hold for the whole run; add a separate arm for another quant)", a.Pins.Quant, got)
+		}
+	}
+}
+
+// ErrUnsetReference is a model file reference naming an unset variable.
+var ErrUnsetReference = errors.New("unset reference")
+
+// ModelPath expands "${NAME}" references with lookup and makes a relative
+// path absolute against baseDir. A reference with a nil lookup, or naming
+// an unset variable, is an ErrUnsetReference.
+func ModelPath(ref string, lookup func(string) (string, bool), baseDir string) (string, error) {
+	var missing []string
+	out := refRE.ReplaceAllStringFunc(ref, func(m string) string {
+		name := refRE.FindStringSubmatch(m)[1]
+		if lookup != nil {
+			if val, ok := lookup(name); ok && val != "" {
+				return val
+			}
+		}
+		missing = append(missing, name)
+		return m
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("%w: %s in %q is not set (source ~/.cache/rig/installed.env, or write the file's path)", ErrUnsetReference, strings.Join(missing, ", "), ref)
+	}
+	if strings.HasPrefix(out, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			out = filepath.Join(home, out[2:])
+		}
+	}
+	if !filepath.IsAbs(out) && baseDir != "" {
+		out = filepath.Join(baseDir, out)
+	}
+	return out, nil
+}

@@ -1,0 +1,352 @@
+package tasks
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// SchemaVersion is the bank format this package reads and writes.
+const SchemaVersion = 1
+
+// Difficulty levels a task may carry; the lint reports the mix.
+const (
+	Easy   = "easy"
+	Medium = "medium"
+	Hard   = "hard"
+)
+
+// SourcePrivate marks a task written in-house; public benchmark tasks use
+// "public-benchmark:NAME" and are only fit as a change detector.
+const (
+	SourcePrivate         = "private"
+	sourcePublicBenchmark = "public-benchmark:"
+)
+
+// Header is the first line of a bank file.
+type Header struct {
+	SchemaVersion int    `json:"schema_version"`
+	JobKind       string `json:"job_kind"`
+	BankVersion   string `json:"bank_version"`
+	Description   string `json:"description,omitempty"`
+}
+
+// Input is what a model or harness is given for one task. Code tasks carry a
+// small repository (path → content) and the argv that runs its tests.
+type Input struct {
+	Prompt      string            `json:"prompt"`
+	Files       map[string]string `json:"files,omitempty"`
+	TestCommand []string          `json:"test_command,omitempty"`
+}
+
+// GraderRef names one registered grader at one version.
+type GraderRef struct {
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+}
+
+func (g GraderRef) String() string { return fmt.Sprintf("%s@v%d", g.Name, g.Version) }
+
+// Task is one line of a bank after the header. Key is decoded by the task's
+// grader, which knows its shape.
+type Task struct {
+	ID         string          `json:"id"`
+	JobKind    string          `json:"job_kind"`
+	TemplateID string          `json:"template_id"`
+	Difficulty string          `json:"difficulty"`
+	Input      Input           `json:"input"`
+	Key        json.RawMessage `json:"key"`
+	Grader     GraderRef       `json:"grader"`
+	Tags       []string        `json:"tags,omitempty"`
+	Holdout    bool            `json:"holdout"`
+	Source     string          `json:"source"`
+
+	line int
+}
+
+// Line is the 1-based line of the task in its bank file (0 if built in code).
+func (t Task) Line() int { return t.line }
+
+// PublicBenchmark returns the benchmark name when the task comes from one.
+func (t Task) PublicBenchmark() (string, bool) {
+	name, ok := strings.CutPrefix(t.Source, sourcePublicBenchmark)
+	return name, ok
+}
+
+// Bank is a parsed bank file with its content hash.
+type Bank struct {
+	File   string
+	Header Header
+	Tasks  []Task
+	// Hash is the hex sha256 of the canonical bytes (see Canonical); it
+	// ignores formatting and so changes only when content changes.
+	Hash string
+}
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// LoadBank reads and parses a bank file.
+func LoadBank(file string) (*Bank, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("open bank: %w", err)
+	}
+	defer f.Close()
+	return ParseBank(f, file)
+}
+
+// ParseBank reads a bank strictly: unknown fields, malformed lines, missing
+// required fields and duplicate ids are errors naming file:line and field.
+func ParseBank(r io.Reader, file string) (*Bank, error) {
+	br := bufio.NewReader(r)
+	b := &Bank{File: file}
+	seen := map[string]int{}
+	lineNo := 0
+	haveHeader := false
+	for {
+		raw, err := br.ReadBytes('\n')
+		if len(raw) > 0 {
+			lineNo++
+			line := bytes.TrimSpace(raw)
+			if len(line) > 0 {
+				if !haveHeader {
+					if err := decodeStrict(line, &b.Header); err != nil {
+						return nil, lineErr(file, lineNo, "header", err, `the first line must be {"schema_version":1,"job_kind":...,"bank_version":...}`)
+					}
+					if err := b.Header.validate(file, lineNo); err != nil {
+						return nil, err
+					}
+					haveHeader = true
+				} else {
+					var t Task
+					if err := decodeStrict(line, &t); err != nil {
+						return nil, lineErr(file, lineNo, "task", err, "each line after the header is one task object")
+					}
+					t.line = lineNo
+					if err := t.validate(file, b.Header); err != nil {
+						return nil, err
+					}
+					if prev, dup := seen[t.ID]; dup {
+						return nil, &ParseError{File: file, Line: lineNo, Field: "id", Msg: fmt.Sprintf("duplicate task id %q (first on line %d)", t.ID, prev), Fix: "give every task a unique id"}
+					}
+					seen[t.ID] = lineNo
+					b.Tasks = append(b.Tasks, t)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: read: %w", file, err)
+		}
+	}
+	if !haveHeader {
+		return nil, &ParseError{File: file, Line: 1, Field: "header", Msg: "empty bank", Fix: "start the file with a header line"}
+	}
+	if len(b.Tasks) == 0 {
+		return nil, &ParseError{File: file, Line: lineNo, Field: "tasks", Msg: "bank has no tasks", Fix: "add at least one task line after the header"}
+	}
+	h, err := b.computeHash()
+	if err != nil {
+		return nil, fmt.Errorf("%s: hash: %w", file, err)
+	}
+	b.Hash = h
+	return b, nil
+}
+
+func decodeStrict(line []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON object")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON object")
+	}
+	return nil
+}
+
+var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+func lineErr(file string, line int, what string, err error, fix string) error {
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		return &ParseError{File: file, Line: line, Field: m[1], Msg: "unknown field", Fix: "remove it or check its spelling; the bank format is strict", Err: err}
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return &ParseError{File: file, Line: line, Field: te.Field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, te.Type), Fix: "use the documented type", Err: err}
+	}
+	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + err.Error(), Fix: fix, Err: err}
+}
+
+func (h Header) validate(file string, line int) error {
+	fail := func(field, msg, fix string) error {
+		return &ParseError{File: file, Line: line, Field: field, Msg: msg, Fix: fix}
+	}
+	switch {
+	case h.SchemaVersion != SchemaVersion:
+		return fail("schema_version", fmt.Sprintf("is %d", h.SchemaVersion), fmt.Sprintf("this rig reads schema_version %d", SchemaVersion))
+	case h.JobKind == "":
+		return fail("job_kind", "is empty", "name the job kind the bank is for")
+	case h.BankVersion == "":
+		return fail("bank_version", "is empty", `set a version such as "1"; bump it on every edit`)
+	}
+	return nil
+}
+
+func (t Task) validate(file string, h Header) error {
+	fail := func(field, msg, fix string) error {
+		return &ParseError{File: file, Line: t.line, Field: field, Msg: msg, Fix: fix}
+	}
+	switch {
+	case !idPattern.MatchString(t.ID):
+		return fail("id", fmt.Sprintf("%q is not a valid id", t.ID), "use letters, digits, '.', '_' or '-' (max 128)")
+	case t.JobKind != h.JobKind:
+		return fail("job_kind", fmt.Sprintf("%q differs from the header's %q", t.JobKind, h.JobKind), "one bank holds one job kind")
+	case t.TemplateID == "":
+		return fail("template_id", "is empty", "name the template the task was written from; the lint counts templates")
+	case t.Difficulty != Easy && t.Difficulty != Medium && t.Difficulty != Hard:
+		return fail("difficulty", fmt.Sprintf("%q", t.Difficulty), "use easy, medium or hard")
+	case strings.TrimSpace(t.Input.Prompt) == "":
+		return fail("input.prompt", "is empty", "give the model something to do")
+	case len(bytes.TrimSpace(t.Key)) == 0 || string(bytes.TrimSpace(t.Key)) == "null":
+		return fail("key", "is missing", "every task carries its key; keys are audited before any run")
+	case t.Grader.Name == "":
+		return fail("grader.name", "is empty", "name a registered grader such as json or code")
+	case t.Grader.Version < 1:
+		return fail("grader.version", fmt.Sprintf("is %d", t.Grader.Version), "grader versions start at 1")
+	}
+	if t.Source != SourcePrivate {
+		name, ok := t.PublicBenchmark()
+		if !ok || name == "" {
+			return fail("source", fmt.Sprintf("%q", t.Source), `use "private" or "public-benchmark:NAME"`)
+		}
+	}
+	for p := range t.Input.Files {
+		if err := checkRelPath(p); err != nil {
+			return fail("input.files", fmt.Sprintf("%q: %v", p, err), "use a clean relative path inside the repository")
+		}
+	}
+	if len(t.Input.Files) > 0 && len(t.Input.TestCommand) == 0 {
+		return fail("input.test_command", "is empty", `give the argv that runs the tests, e.g. ["python3","-m","unittest","-q"]`)
+	}
+	return nil
+}
+
+func checkRelPath(p string) error {
+	if p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || strings.HasPrefix(p, "../") || p == ".." || strings.HasPrefix(p, ".git/") || p == ".git" || strings.ContainsRune(p, '\\') {
+		return errors.New("not a clean relative path")
+	}
+	return nil
+}
+
+// Canonical returns the bytes the content hash is taken over: the header and
+// every task re-encoded with sorted keys, one per line.
+func (b *Bank) Canonical() ([]byte, error) {
+	var buf bytes.Buffer
+	if err := b.Encode(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Encode writes the bank in canonical form (header line, then tasks).
+func (b *Bank) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	// Code lives in keys and files; keep "<" and "&" readable.
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b.Header); err != nil {
+		return err
+	}
+	for _, t := range b.Tasks {
+		key, err := canonicalJSON(t.Key)
+		if err != nil {
+			return fmt.Errorf("task %s: key: %w", t.ID, err)
+		}
+		t.Key = key
+		if err := enc.Encode(t); err != nil {
+			return fmt.Errorf("task %s: %w", t.ID, err)
+		}
+	}
+	return nil
+}
+
+func (b *Bank) computeHash() (string, error) {
+	c, err := b.Canonical()
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// canonicalJSON re-encodes a JSON value with sorted object keys, keeping
+// numbers exact.
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// Select returns the tasks a plan runs: hold-out tasks only when asked.
+func (b *Bank) Select(includeHoldout bool) []Task {
+	var out []Task
+	for _, t := range b.Tasks {
+		if t.Holdout && !includeHoldout {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// PublicBenchmarks lists the public benchmark names the bank draws on; a
+// report must say that high scores on them may be recall.
+func (b *Bank) PublicBenchmarks() []string {
+	set := map[string]bool{}
+	for _, t := range b.Tasks {
+		if n, ok := t.PublicBenchmark(); ok {
+			set[n] = true
+		}
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Task returns the task with the given id.
+func (b *Bank) Task(id string) (Task, bool) {
+	for _, t := range b.Tasks {
+		if t.ID == id {
+			return t, true
+		}
+	}
+	return Task{}, false
+}

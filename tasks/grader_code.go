@@ -1,0 +1,206 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// codeKey holds the fixed file contents and the test files that a produced
+// repository may not change (they are restored before the tests run).
+type codeKey struct {
+	Files map[string]string `json:"files"`
+	Tests []string          `json:"tests"`
+}
+
+func readCodeKey(t Task) (codeKey, error) {
+	var k codeKey
+	if err := decodeKey(t, &k); err != nil {
+		return k, err
+	}
+	if len(t.Input.Files) == 0 || len(t.Input.TestCommand) == 0 {
+		return k, errors.New("code tasks need input.files and input.test_command")
+	}
+	if len(k.Files) == 0 {
+		return k, errors.New("key.files is empty")
+	}
+	for p := range k.Files {
+		if err := checkRelPath(p); err != nil {
+			return k, fmt.Errorf("key.files %q: %w", p, err)
+		}
+	}
+	if len(k.Tests) == 0 {
+		return k, errors.New("key.tests is empty (list the test files a fix may not edit)")
+	}
+	for _, p := range k.Tests {
+		if _, ok := t.Input.Files[p]; !ok {
+			return k, fmt.Errorf("key.tests %q is not in input.files", p)
+		}
+	}
+	return k, nil
+}
+
+// Code materializes the task's repository in a scratch git repo, overlays
+// the produced files, restores the protected tests and runs the task's test
+// command through Runner with a time cap. Pass means exit status 0 in time.
+type Code struct {
+	Runner Runner
+	Limit  time.Duration
+	// TempDir is where scratch repos go; empty means os.TempDir().
+	TempDir string
+}
+
+func (*Code) Name() string { return "code" }
+func (*Code) Version() int { return 1 }
+
+func (*Code) CheckKey(t Task) error { _, err := readCodeKey(t); return err }
+
+func (*Code) KeyOutput(t Task) (Output, error) {
+	k, err := readCodeKey(t)
+	return Output{TaskID: t.ID, Files: k.Files}, err
+}
+
+func (c *Code) Grade(ctx context.Context, t Task, out Output) (Grade, error) {
+	k, err := readCodeKey(t)
+	if err != nil {
+		return Grade{}, err
+	}
+	dir, err := os.MkdirTemp(c.TempDir, "rig-grade-")
+	if err != nil {
+		return Grade{}, err
+	}
+	defer os.RemoveAll(dir)
+	if err := Materialize(ctx, dir, t.Input.Files); err != nil {
+		return Grade{}, err
+	}
+	var rejected []string
+	for p, content := range out.Files {
+		if checkRelPath(p) != nil {
+			rejected = append(rejected, p)
+			continue
+		}
+		if err := writeFile(dir, p, content); err != nil {
+			return Grade{}, err
+		}
+	}
+	for _, p := range k.Tests {
+		if err := writeFile(dir, p, t.Input.Files[p]); err != nil {
+			return Grade{}, err
+		}
+	}
+	runner := c.Runner
+	if runner == nil {
+		runner = ExecRunner{}
+	}
+	res, err := runner.Run(ctx, Command{Dir: dir, Argv: t.Input.TestCommand, Env: []string{"PYTHONDONTWRITEBYTECODE=1"}, Limit: c.Limit})
+	if err != nil {
+		return Grade{}, fmt.Errorf("run %s: %w", strings.Join(t.Input.TestCommand, " "), err)
+	}
+	pass := res.ExitCode == 0 && !res.TimedOut
+	score := 0.0
+	if pass {
+		score = 1
+	}
+	d := map[string]any{"exit_code": res.ExitCode, "timed_out": res.TimedOut, "wall_ms": res.Wall.Milliseconds(), "output_tail": tail([]byte(res.Output), 2048)}
+	if len(rejected) > 0 {
+		sort.Strings(rejected)
+		d["rejected_paths"] = rejected
+	}
+	return Grade{Score: score, Pass: pass, Details: d}, nil
+}
+
+// CheckBaseline confirms the unfixed repository fails its tests; a task
+// whose tests already pass measures nothing.
+func (c *Code) CheckBaseline(ctx context.Context, t Task) error {
+	g, err := c.Grade(ctx, t, Output{TaskID: t.ID})
+	if err != nil {
+		return err
+	}
+	if g.Pass {
+		return errors.New("the unfixed repository already passes its tests")
+	}
+	return nil
+}
+
+// Materialize writes files into dir and commits them to a fresh git repo,
+// so a harness such as Aider sees a clean tree and a diff can be taken.
+func Materialize(ctx context.Context, dir string, files map[string]string) error {
+	for p, content := range files {
+		if err := checkRelPath(p); err != nil {
+			return fmt.Errorf("file %q: %w", p, err)
+		}
+		if err := writeFile(dir, p, content); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"commit", "-q", "-m", "task"},
+	} {
+		if err := git(ctx, dir, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func git(ctx context.Context, dir string, args ...string) error {
+	base := []string{"-c", "user.name=rig", "-c", "user.email=rig@localhost", "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"}
+	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	cmd.Dir = dir
+	// Keep the operator's git config out of scratch repos.
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func writeFile(dir, p, content string) error {
+	full := filepath.Join(dir, filepath.FromSlash(p))
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(full, []byte(content), 0o644)
+}
+
+// RepoState reads the files of a repository after a harness ran in it
+// (skipping .git and caches), as an Output's Files.
+func RepoState(dir string) (map[string]string, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && p != dir && (name == ".git" || name == "__pycache__" || strings.HasPrefix(name, ".aider")) {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() || strings.HasPrefix(name, ".aider") {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Size() > 1<<20 {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		files[filepath.ToSlash(rel)] = string(b)
+		return nil
+	})
+	return files, err
+}
