@@ -42,6 +42,12 @@ func NewReader(r io.Reader, path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
+	var probe struct {
+		Kind string `json:"kind"`
+	}
+	if err := json.Unmarshal(raw, &probe); err == nil && probe.Kind != KindHeader {
+		return nil, &LineError{Path: path, Line: 1, Field: "kind", Err: fmt.Errorf("%w: first line has kind %q, want %q (a record starts with its header; was the file cut or concatenated?)", ErrNoHeader, probe.Kind, KindHeader)}
+	}
 	var h Header
 	if err := strictUnmarshal(raw, &h); err != nil {
 		return nil, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: %v", ErrNoHeader, err)}

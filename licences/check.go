@@ -27,7 +27,8 @@ const (
 )
 
 // roleKinds says which entry kinds can stand behind a role, so a runtime's
-// entry cannot vouch for a model by a mistyped id.
+// entry cannot vouch for a model by a mistyped id. Tool and runtime back each
+// other because a harness such as Aider is listed as either.
 var roleKinds = map[Role][]Kind{
 	RoleWriter:    {KindModel, KindService},
 	RoleCritic:    {KindModel, KindService},
@@ -37,8 +38,8 @@ var roleKinds = map[Role][]Kind{
 	RoleGenerator: {KindModel, KindService},
 	RoleJudge:     {KindJudge, KindModel, KindService},
 	RoleGrader:    {KindGrader, KindJudge, KindModel, KindTool, KindService},
-	RoleTool:      {KindTool},
-	RoleRuntime:   {KindRuntime},
+	RoleTool:      {KindTool, KindRuntime},
+	RoleRuntime:   {KindRuntime, KindTool},
 	RoleDataset:   {KindDataset},
 	RoleService:   {KindService},
 }

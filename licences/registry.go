@@ -185,7 +185,7 @@ func ParseRegistry(file string, data []byte) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := &Registry{}
+	reg := &Registry{Entries: []Entry{}}
 	if err := json.Unmarshal(top["schema_version"], &reg.SchemaVersion); err != nil {
 		return nil, p.errf("schema_version", "must be an integer", "write \"schema_version\": %d", SchemaVersion)
 	}

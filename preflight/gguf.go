@@ -125,7 +125,7 @@ func Open(path string) (*File, error) {
 // errors. Every length is checked against the bytes left, so a corrupt count
 // fails fast instead of allocating.
 func Read(r io.ReaderAt, size int64, name string) (*File, error) {
-	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<20), size: size, name: name}
+	d := &decoder{r: bufio.NewReaderSize(io.NewSectionReader(r, 0, size), int(min(size, 1<<20))+16), size: size, name: name}
 	f := &File{Path: name, Size: size, Alignment: 32}
 	if d.u32("magic") != ggufMagic && d.err == nil {
 		return nil, d.fail(0, "magic", ErrNotGGUF)

@@ -173,3 +173,9 @@ func decodeKey(t Task, v any) error {
 	}
 	return nil
 }
+
+func jsonUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
+}

@@ -304,4 +304,3 @@ func toFloat(v any) (float64, bool) {
 	}
 	return 0, false
 }
-

@@ -13,8 +13,8 @@ import (
 
 // Interval is a bootstrap interval with the method that produced it.
 type Interval struct {
-	Lo     float64        `json:"lo"`
-	Hi     float64        `json:"hi"`
+	Lo     Num            `json:"lo"`
+	Hi     Num            `json:"hi"`
 	Level  float64        `json:"level"`
 	Method IntervalMethod `json:"method"`
 }
@@ -101,19 +101,19 @@ func drawIndices(src *rand.PCG, idx []int32, n int) {
 // interval computes the bootstrap interval of the mean of xs from its
 // bootstrap distribution boot (which it sorts in place).
 func interval(method IntervalMethod, level float64, xs, boot []float64) Interval {
-	iv := Interval{Level: level, Method: method, Lo: math.NaN(), Hi: math.NaN()}
+	iv := Interval{Level: level, Method: method, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	if len(xs) == 0 || len(boot) == 0 {
 		return iv
 	}
 	sort.Float64s(boot)
 	alpha := (1 - level) / 2
 	if method == Percentile {
-		iv.Lo, iv.Hi = quantile(boot, alpha), quantile(boot, 1-alpha)
+		iv.Lo, iv.Hi = Num(quantile(boot, alpha)), Num(quantile(boot, 1-alpha))
 		return iv
 	}
 	theta := mean(xs)
 	if boot[0] == boot[len(boot)-1] {
-		iv.Lo, iv.Hi = boot[0], boot[0]
+		iv.Lo, iv.Hi = Num(boot[0]), Num(boot[0])
 		return iv
 	}
 	// Bias correction: the share of resamples below the estimate, ties half.
@@ -143,7 +143,7 @@ func interval(method IntervalMethod, level float64, xs, boot []float64) Interval
 		z := distuv.UnitNormal.Quantile(p)
 		return distuv.UnitNormal.CDF(z0 + (z0+z)/(1-acc*(z0+z)))
 	}
-	iv.Lo, iv.Hi = quantile(boot, adj(alpha)), quantile(boot, adj(1-alpha))
+	iv.Lo, iv.Hi = Num(quantile(boot, adj(alpha))), Num(quantile(boot, adj(1-alpha)))
 	return iv
 }
 

@@ -1,0 +1,43 @@
+# rig — the two commands a newcomer runs are `make demo` and `make test`.
+# Both provision first (scripts/setup.sh: idempotent, cached outside the clone).
+GO      ?= go
+BIN     := bin/rig
+PKGS    := ./...
+TESTTIMEOUT ?= 75m
+
+.PHONY: all build setup demo test test-short lint fuzz bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/rig
+
+setup:
+	@scripts/setup.sh
+
+demo: setup build
+	$(BIN) demo
+
+test: setup
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)
+
+# Unit tests only: no real runtime is started.
+test-short:
+	$(GO) test -short -count=1 $(PKGS)
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 $(PKGS)
+
+# Each parser of user files has a fuzz target; FUZZTIME per target.
+FUZZTIME ?= 20s
+fuzz:
+	@for t in $$($(GO) test -list '^Fuzz' $(PKGS) | grep -E '^(Fuzz|ok)' | awk '/^Fuzz/{f=f" "$$1} /^ok/{if(f!="")print $$2":"f; f=""}'); do \
+	  pkg=$${t%%:*}; for f in $${t#*:}; do $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; done; done
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 5x ./runtimes/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"rig/internal/provision"
+	"rig/runtimes"
+)
+
+func newRuntimesCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runtimes",
+		Short: "Check and exercise the provisioned runtimes and models",
+	}
+	cmd.AddCommand(newRuntimesCheckCommand(), newRuntimesSmokeCommand())
+	return cmd
+}
+
+func newRuntimesCheckCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check",
+		Short: "Print what is installed, where, its version and sha256, and what is missing",
+		Long: `check reads the pin file compiled into rig (internal/provision/pins.env) and the
+cache that make setup fills ($RIG_CACHE, default ~/.cache/rig), and prints each
+runtime and model: its path, version and sha256, and whether it matches its pin.
+Anything missing is listed with the command that fixes it. Exit status 1 when
+something is missing or differs from its pin.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			report, ok := runtimes.Check()
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "COMPONENT\tSTATUS\tVERSION\tSHA256\tPATH")
+			for _, c := range report {
+				sum := c.SHA256
+				if len(sum) > 16 {
+					sum = sum[:16] + "…"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Status, c.Version, sum, c.Path)
+			}
+			w.Flush()
+			for _, c := range report {
+				if c.Fix != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", c.Name, c.Fix)
+				}
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "machine:", runtimes.ReadMachine())
+			if !ok {
+				return fmt.Errorf("some components are missing or differ from their pins (run: make setup)")
+			}
+			return nil
+		},
+	}
+}
+
+func newRuntimesSmokeCommand() *cobra.Command {
+	var noSandbox bool
+	var maxTokens int
+	var prompt string
+	cmd := &cobra.Command{
+		Use:   "smoke",
+		Short: "Run one short generation on each runtime x model inside the sandbox",
+		Long: `smoke starts a private llama-server and a private ollama serve for each bundled
+model, each in its own loopback-only network namespace, sends one short seeded
+greedy generation, and prints the tokens, the top-5 log-probabilities of the
+first steps, the runtime's timings, the peak memory of its process tree and what
+the containment check read. Everything it starts is stopped before it returns.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in, err := provision.Load()
+			if err != nil {
+				return err
+			}
+			work, err := os.MkdirTemp("", "rig-smoke-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(work)
+			out := cmd.OutOrStdout()
+			for _, kind := range []string{"llama-server", "ollama"} {
+				for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
+					m := in.Models[name]
+					bin, flags := in.LlamaServer, in.LlamaBuildFlag
+					if kind == "ollama" {
+						bin, flags = in.Ollama, "go build -trimpath (cgo, CPU)"
+					}
+					cfg := runtimes.Config{Binary: bin, Model: m.Path, ModelName: name, ModelSHA256: m.SHA256,
+						Context: 2048, WorkDir: filepath.Join(work, kind+"-"+name), NoSandbox: noSandbox, BuildFlags: flags}
+					fmt.Fprintf(out, "== %s × %s\n", kind, name)
+					started := time.Now()
+					rt, err := runtimes.Start(cmd.Context(), kind, cfg)
+					if err != nil {
+						return err
+					}
+					res, err := rt.Generate(cmd.Context(), runtimes.Request{
+						CallID:   "smoke-" + kind + "-" + name,
+						Messages: []runtimes.Message{{Role: "user", Content: prompt}},
+						Sampling: runtimes.Sampling{Temperature: 0, Seed: 42}, MaxTokens: maxTokens, TopK: 5,
+					})
+					pins := rt.Pins()
+					_ = rt.Stop(cmd.Context())
+					if err != nil {
+						return err
+					}
+					printSmoke(out, pins, res, time.Since(started))
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run without network namespaces (recorded on every receipt)")
+	cmd.Flags().IntVar(&maxTokens, "max-tokens", 12, "stop cap for the smoke generation")
+	cmd.Flags().StringVar(&prompt, "prompt", "Name three colours.", "the user message sent to every model")
+	return cmd
+}

@@ -1,0 +1,47 @@
+// Command rig registers, freezes and runs model-comparison studies of local
+// LLMs on local hardware, each model in its native runtime inside a
+// loopback-only sandbox. `rig daemon` is the resident process; the other
+// commands are its command line.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	// The sandbox re-executes rig itself; importing runtimes installs that hook.
+	_ "rig/runtimes"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRootCommand()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "rig:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "rig",
+		Short: "Run model-comparison studies of local LLMs on local hardware",
+		Long: `rig runs several local LLMs on the same task banks, each in the runtime where it
+would really be deployed (Ollama, llama-server, Aider), inside a loopback-only
+sandbox, grades the outputs blind and decides by a rule written before any run.
+
+Start here:
+  make setup               provision the runtimes and models (idempotent, cached)
+  rig runtimes check       what is installed, where, its version and sha256
+  rig runtimes smoke       one short generation on each runtime x model`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRuntimesCommand())
+	return root
+}

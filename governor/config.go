@@ -1,0 +1,360 @@
+package governor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Policy names, as written in the config file.
+const (
+	PolicyOverTemperature = "over-temperature"
+	PolicyOverPower       = "over-power"
+	PolicyCardMemory      = "card-memory"
+	PolicyHostMemory      = "host-memory"
+	PolicyCgroupOOM       = "cgroup-oom"
+	PolicyGPUError        = "gpu-error"
+	PolicyHungRuntime     = "hung-runtime"
+	PolicyRuntimeCrash    = "runtime-crash"
+	PolicySensorLoss      = "sensor-loss"
+	PolicyLowDisk         = "low-disk"
+	// Reasons that are not config policies but show up as preemption causes.
+	ReasonHeartbeatStale = "heartbeat-stale"
+	ReasonRecordWrite    = "record-write"
+)
+
+// GPUPolicies are the policies that need the "gpu" sensor. A daemon on a
+// host without NVML disables them (and says so) or gives a simulated card;
+// leaving them on without a gpu sensor holds the queue, by design.
+func GPUPolicies() []string {
+	return []string{PolicyOverTemperature, PolicyOverPower, PolicyCardMemory, PolicyGPUError}
+}
+
+// PolicyConfig is one policy's settings. Which fields a policy reads, and in
+// what unit, is in policyFields; a field a policy does not read is an error
+// in the file rather than silently ignored.
+type PolicyConfig struct {
+	Enabled bool
+	// Limit trips the policy: °C, a fraction, seconds or bytes, by policy.
+	Limit float64
+	// Band is the hysteresis: a tripped policy clears only once the reading
+	// is Band back on the safe side of Limit.
+	Band float64
+	// Shutdown is the card's shutdown temperature (over-temperature only);
+	// a limit at or above it would never act in time.
+	Shutdown float64
+	// ClearAfter keeps an event policy (XID, OOM kill) tripped this long
+	// after the last new event before the queue is released.
+	ClearAfter time.Duration
+}
+
+// Config is the governor's whole configuration.
+type Config struct {
+	Poll        time.Duration // sensor poll and policy evaluation period
+	Heartbeat   time.Duration // watchdog heartbeat period; stale after 3
+	Grace       time.Duration // SIGTERM → SIGKILL wait when stopping a trial
+	ReadTimeout time.Duration // one sensor read; longer counts as an error
+	Policies    map[string]PolicyConfig
+}
+
+type fieldSpec struct{ limit, band, shutdown, clearAfter bool }
+
+var policyFields = map[string]fieldSpec{
+	PolicyOverTemperature: {limit: true, band: true, shutdown: true},
+	PolicyOverPower:       {limit: true, band: true},
+	PolicyCardMemory:      {limit: true, band: true},
+	PolicyHostMemory:      {limit: true, band: true},
+	PolicyCgroupOOM:       {clearAfter: true},
+	PolicyGPUError:        {clearAfter: true},
+	PolicyHungRuntime:     {limit: true},
+	PolicyRuntimeCrash:    {},
+	PolicySensorLoss:      {limit: true},
+	PolicyLowDisk:         {limit: true, band: true},
+}
+
+// PolicyNames returns the known policy names, sorted.
+func PolicyNames() []string {
+	names := make([]string, 0, len(policyFields))
+	for n := range policyFields {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DefaultConfig returns the defaults a studio config file overrides.
+// Units: over-temperature °C; over-power a fraction of the enforced power
+// limit; card-memory a fraction of the profile's card budget; host-memory the
+// used fraction of RAM; hung-runtime and sensor-loss seconds; low-disk bytes
+// free.
+func DefaultConfig() Config {
+	return Config{
+		Poll:        250 * time.Millisecond,
+		Heartbeat:   time.Second,
+		Grace:       5 * time.Second,
+		ReadTimeout: 200 * time.Millisecond,
+		Policies: map[string]PolicyConfig{
+			PolicyOverTemperature: {Enabled: true, Limit: 83, Band: 3, Shutdown: 90},
+			PolicyOverPower:       {Enabled: true, Limit: 1.05, Band: 0.05},
+			PolicyCardMemory:      {Enabled: true, Limit: 1.0, Band: 0.02},
+			PolicyHostMemory:      {Enabled: true, Limit: 0.95, Band: 0.03},
+			PolicyCgroupOOM:       {Enabled: true, ClearAfter: 30 * time.Second},
+			PolicyGPUError:        {Enabled: true, ClearAfter: 5 * time.Minute},
+			PolicyHungRuntime:     {Enabled: true, Limit: 60},
+			PolicyRuntimeCrash:    {Enabled: true},
+			PolicySensorLoss:      {Enabled: true, Limit: 1.0},
+			PolicyLowDisk:         {Enabled: true, Limit: 2 << 30, Band: 512 << 20},
+		},
+	}
+}
+
+// Disable turns policies off, e.g. GPUPolicies() on a host without NVML.
+func (c *Config) Disable(names ...string) {
+	for _, n := range names {
+		if p, ok := c.Policies[n]; ok {
+			p.Enabled = false
+			c.Policies[n] = p
+		}
+	}
+}
+
+// clone returns a copy whose map can be changed without touching c's.
+func (c Config) clone() Config {
+	out := c
+	out.Policies = make(map[string]PolicyConfig, len(c.Policies))
+	for k, v := range c.Policies {
+		out.Policies[k] = v
+	}
+	return out
+}
+
+type fileConfig struct {
+	PollMS        *float64                   `json:"poll_ms"`
+	HeartbeatMS   *float64                   `json:"heartbeat_ms"`
+	GraceMS       *float64                   `json:"grace_ms"`
+	ReadTimeoutMS *float64                   `json:"read_timeout_ms"`
+	Policies      map[string]json.RawMessage `json:"policies"`
+}
+
+type filePolicy struct {
+	Enabled     *bool    `json:"enabled"`
+	Limit       *float64 `json:"limit"`
+	Band        *float64 `json:"band"`
+	Shutdown    *float64 `json:"shutdown"`
+	ClearAfterS *float64 `json:"clear_after_s"`
+}
+
+// LoadConfig reads a JSON config file over DefaultConfig. Errors name the
+// file, the field and the fix.
+func LoadConfig(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("governor config: %w", err)
+	}
+	return ParseConfig(path, b)
+}
+
+// ParseConfig parses config bytes; name is used in error messages.
+func ParseConfig(name string, data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	bad := func(field, msg, fix string) error {
+		return &ConfigError{File: name, Field: field, Msg: msg, Fix: fix}
+	}
+	var fc fileConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fc); err != nil {
+		return Config{}, bad("", jsonMsg(err), "the file is one JSON object with poll_ms, heartbeat_ms, grace_ms, read_timeout_ms and policies")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Config{}, bad("", "text after the JSON object", "keep one object per file")
+	}
+	durs := []struct {
+		field string
+		v     *float64
+		dst   *time.Duration
+		min   float64
+	}{
+		{"poll_ms", fc.PollMS, &cfg.Poll, 10},
+		{"heartbeat_ms", fc.HeartbeatMS, &cfg.Heartbeat, 10},
+		{"grace_ms", fc.GraceMS, &cfg.Grace, 0},
+		{"read_timeout_ms", fc.ReadTimeoutMS, &cfg.ReadTimeout, 1},
+	}
+	for _, d := range durs {
+		if d.v == nil {
+			continue
+		}
+		if !finite(*d.v) || *d.v < d.min || *d.v > 3.6e6 {
+			return Config{}, bad(d.field, fmt.Sprintf("%v is out of range", *d.v), fmt.Sprintf("use milliseconds from %v to 3600000", d.min))
+		}
+		*d.dst = time.Duration(*d.v * float64(time.Millisecond))
+	}
+	// Defaults that depend on the poll follow it unless set explicitly.
+	if fc.ReadTimeoutMS == nil && cfg.ReadTimeout > cfg.Poll {
+		cfg.ReadTimeout = cfg.Poll * 4 / 5
+	}
+	if sl := cfg.Policies[PolicySensorLoss]; float64(cfg.Poll)*4 > sl.Limit*float64(time.Second) {
+		sl.Limit = 4 * cfg.Poll.Seconds()
+		cfg.Policies[PolicySensorLoss] = sl
+	}
+	names := make([]string, 0, len(fc.Policies))
+	for n := range fc.Policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		field := "policies." + n
+		spec, ok := policyFields[n]
+		if !ok {
+			return Config{}, bad(field, fmt.Sprintf("unknown policy %q", n), "known policies: "+strings.Join(PolicyNames(), ", "))
+		}
+		var fp filePolicy
+		pd := json.NewDecoder(bytes.NewReader(fc.Policies[n]))
+		pd.DisallowUnknownFields()
+		if err := pd.Decode(&fp); err != nil {
+			return Config{}, bad(field, jsonMsg(err), "a policy takes "+strings.Join(spec.names(), ", "))
+		}
+		p := cfg.Policies[n]
+		set := func(f string, allowed bool, v *float64, dst *float64) error {
+			if v == nil {
+				return nil
+			}
+			if !allowed {
+				return bad(field+"."+f, fmt.Sprintf("%s does not use %s", n, f), n+" takes "+strings.Join(spec.names(), ", "))
+			}
+			if !finite(*v) || *v < 0 {
+				return bad(field+"."+f, fmt.Sprintf("%v is not a usable value", *v), "use a finite number ≥ 0")
+			}
+			*dst = *v
+			return nil
+		}
+		if fp.Enabled != nil {
+			if n == PolicySensorLoss && !*fp.Enabled {
+				return Config{}, bad(field+".enabled", "sensor-loss cannot be disabled", "the governor fails closed; disable the policies that need a missing sensor instead")
+			}
+			p.Enabled = *fp.Enabled
+		}
+		var clearS = p.ClearAfter.Seconds()
+		for _, e := range []error{
+			set("limit", spec.limit, fp.Limit, &p.Limit),
+			set("band", spec.band, fp.Band, &p.Band),
+			set("shutdown", spec.shutdown, fp.Shutdown, &p.Shutdown),
+			set("clear_after_s", spec.clearAfter, fp.ClearAfterS, &clearS),
+		} {
+			if e != nil {
+				return Config{}, e
+			}
+		}
+		p.ClearAfter = time.Duration(clearS * float64(time.Second))
+		cfg.Policies[n] = p
+	}
+	if err := cfg.validate(name); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+func (s fieldSpec) names() []string {
+	out := []string{"enabled"}
+	if s.limit {
+		out = append(out, "limit")
+	}
+	if s.band {
+		out = append(out, "band")
+	}
+	if s.shutdown {
+		out = append(out, "shutdown")
+	}
+	if s.clearAfter {
+		out = append(out, "clear_after_s")
+	}
+	return out
+}
+
+// validate checks cross-field rules that hold whatever the source.
+func (c Config) validate(name string) error {
+	bad := func(field, msg, fix string) error {
+		return &ConfigError{File: name, Field: field, Msg: msg, Fix: fix}
+	}
+	if c.Poll > c.Heartbeat {
+		return bad("poll_ms", fmt.Sprintf("%v is longer than heartbeat_ms %v", c.Poll, c.Heartbeat), "the loop beats once per poll; keep poll_ms ≤ heartbeat_ms")
+	}
+	if c.ReadTimeout > c.Poll {
+		return bad("read_timeout_ms", fmt.Sprintf("%v is longer than poll_ms %v", c.ReadTimeout, c.Poll), "a read must finish within one poll")
+	}
+	for _, n := range PolicyNames() {
+		p := c.Policies[n]
+		f := "policies." + n
+		switch n {
+		case PolicyOverTemperature:
+			if p.Limit <= 0 {
+				return bad(f+".limit", fmt.Sprintf("%v °C cannot be a temperature limit", p.Limit), "use the card's slowdown temperature or a few °C below it")
+			}
+			if p.Limit >= p.Shutdown {
+				return bad(f+".limit", fmt.Sprintf("%v °C is at or above the shutdown threshold %v °C", p.Limit, p.Shutdown), "set limit below shutdown, e.g. the card's slowdown temperature")
+			}
+			if p.Band >= p.Limit {
+				return bad(f+".band", fmt.Sprintf("band %v is not below limit %v", p.Band, p.Limit), "use a band of a few °C")
+			}
+		case PolicyOverPower, PolicyCardMemory:
+			if p.Limit <= 0 || p.Limit > 2 {
+				return bad(f+".limit", fmt.Sprintf("%v is not a usable fraction", p.Limit), "use a fraction of the limit between 0 and 2, e.g. 1.05")
+			}
+			if p.Band >= p.Limit {
+				return bad(f+".band", fmt.Sprintf("band %v is not below limit %v", p.Band, p.Limit), "use a band like 0.05")
+			}
+		case PolicyHostMemory:
+			if p.Limit <= 0 || p.Limit > 1 {
+				return bad(f+".limit", fmt.Sprintf("%v is not a used fraction of RAM", p.Limit), "use a fraction between 0 and 1, e.g. 0.95")
+			}
+			if p.Band >= p.Limit {
+				return bad(f+".band", fmt.Sprintf("band %v is not below limit %v", p.Band, p.Limit), "use a band like 0.03")
+			}
+		case PolicyHungRuntime, PolicySensorLoss:
+			if p.Limit <= 0 {
+				return bad(f+".limit", fmt.Sprintf("%v s would trip at once", p.Limit), "use seconds > 0")
+			}
+		case PolicyLowDisk:
+			if p.Limit <= 0 {
+				return bad(f+".limit", "a free-space floor of 0 bytes never acts", "use bytes, e.g. 2147483648")
+			}
+		}
+	}
+	if sl := c.Policies[PolicySensorLoss].Limit; sl*float64(time.Second) < float64(c.Poll) {
+		return bad("policies.sensor-loss.limit", fmt.Sprintf("%v s is shorter than one poll (%v)", sl, c.Poll), "use at least poll_ms/1000, typically 3-4 polls")
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// jsonMsg turns a decoder error into a message without Go type names.
+func jsonMsg(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q holds %s where %s is expected", te.Field, te.Value, kindName(te.Type.Kind().String()))
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func kindName(k string) string {
+	if slices.Contains([]string{"float64", "int", "int64"}, k) {
+		return "a number"
+	}
+	if k == "bool" {
+		return "true or false"
+	}
+	return k
+}

@@ -1,0 +1,73 @@
+package governor
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// WriteHeartbeat stores t in path atomically (write, fsync, rename), so a
+// reader never sees a torn time.
+func WriteHeartbeat(path string, t time.Time) error {
+	return writeFileAtomic(path, []byte(t.UTC().Format(time.RFC3339Nano)+"\n"))
+}
+
+// ReadHeartbeat returns the time stored by WriteHeartbeat.
+func ReadHeartbeat(path string) (time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%s: not a heartbeat time: %w", path, err)
+	}
+	return t, nil
+}
+
+// CheckHeartbeat returns a *StaleError unless the heartbeat at path is at
+// most three intervals old: the gate counted runs pass before they start.
+func CheckHeartbeat(path string, interval time.Duration, now time.Time) error {
+	t, err := ReadHeartbeat(path)
+	fix := "start the rig daemon (its governor writes the heartbeat) and check its log"
+	if err != nil {
+		if os.IsNotExist(err) {
+			return &StaleError{What: "governor heartbeat " + path, Max: 3 * interval, Fix: fix}
+		}
+		return err
+	}
+	if now.Sub(t) > 3*interval {
+		return &StaleError{What: "governor heartbeat " + path, Last: t, Max: 3 * interval, Fix: fix}
+	}
+	return nil
+}
+
+// writeFileAtomic writes through a temporary file in the same directory so
+// a crash or a full disk leaves either the old file or the new one, never a
+// half-written one.
+func writeFileAtomic(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,99 @@
+package runtimes
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"rig/internal/provision"
+)
+
+// Component is one line of `rig runtimes check`.
+type Component struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"` // ok, missing, differs
+	Path    string `json:"path"`
+	Version string `json:"version"`
+	SHA256  string `json:"sha256"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+const fixSetup = "run `make setup` (scripts/setup.sh provisions it into the cache)"
+
+// Check reports every provisioned component against its pin. ok is false when
+// anything is missing or differs.
+func Check() ([]Component, bool) {
+	pins := provision.Pins()
+	in, err := provision.Load()
+	if err != nil {
+		return []Component{{Name: "cache", Status: "missing", Path: provision.CacheDir(), Fix: err.Error()}}, false
+	}
+	var out []Component
+	ok := true
+	add := func(c Component) {
+		if c.Status != "ok" {
+			ok = false
+		}
+		out = append(out, c)
+	}
+	add(binary("llama-server", in.LlamaServer, "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12], "--version"))
+	add(binary("ollama", in.Ollama, "v"+pins["OLLAMA_VERSION"], "--version"))
+	add(binary("aider", in.Aider, pins["AIDER_VERSION"], "--version"))
+	for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
+		m := in.Models[name]
+		c := Component{Name: name, Path: m.Path, Version: m.Quant}
+		sum, err := FileSHA256(m.Path)
+		switch {
+		case err != nil:
+			c.Status, c.Fix = "missing", fixSetup
+		case sum != m.SHA256:
+			c.Status, c.SHA256 = "differs", sum
+			c.Fix = fmt.Sprintf("sha256 %s, pinned %s: remove %s and %s", sum, m.SHA256, m.Path, fixSetup)
+		default:
+			c.Status, c.SHA256 = "ok", sum
+		}
+		add(c)
+	}
+	return out, ok
+}
+
+func binary(name, path, pinned string, versionArgs ...string) Component {
+	c := Component{Name: name, Path: path}
+	if _, err := os.Stat(path); err != nil || path == "" {
+		c.Status, c.Fix = "missing", fixSetup
+		return c
+	}
+	sum, err := FileSHA256(path)
+	if err != nil {
+		c.Status, c.Fix = "missing", err.Error()
+		return c
+	}
+	c.SHA256 = sum
+	c.Version = versionLine(path, versionArgs...)
+	c.Status = "ok"
+	if !strings.Contains(c.Version, strings.TrimPrefix(pinned, "v")) && !strings.HasPrefix(pinned, "llama.cpp") {
+		c.Status = "differs"
+		c.Fix = fmt.Sprintf("reports %q, pinned %s: %s", c.Version, pinned, fixSetup)
+	}
+	if strings.HasPrefix(pinned, "llama.cpp") {
+		c.Version = pinned + " (" + c.Version + ")"
+	}
+	return c
+}
+
+// versionLine runs the binary with an empty environment so it cannot reach
+// anything or read stray settings.
+func versionLine(path string, args ...string) string {
+	cmd := exec.Command(path, args...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "AIDER_ANALYTICS=false", "AIDER_CHECK_UPDATE=false", "LITELLM_LOCAL_MODEL_COST_MAP=True"}
+	b, _ := cmd.CombinedOutput()
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "load_backend") || strings.HasPrefix(line, "Warning") || strings.HasPrefix(line, "warning") {
+			continue
+		}
+		return line
+	}
+	return "unknown"
+}

@@ -1,0 +1,7 @@
+// Package runtimes starts and drives the real model runtimes rig compares
+// models in (llama-server, Ollama, and Aider on top of either), each inside a
+// loopback-only sandbox, and records the pins of what actually ran: model and
+// binary digests, every shared library loaded, build flags and the machine line.
+// It does not decide anything about a study; it runs one call and reports
+// tokens, top-K log-probabilities, timings and peak memory truthfully.
+package runtimes

@@ -1,0 +1,447 @@
+package runtimes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LlamaServer drives a private llama-server: one slot (-np 1), no prompt cache
+// between calls, the model's own jinja chat template, reached through a unix
+// socket forwarded into its sandbox.
+type LlamaServer struct {
+	cfg    Config
+	sb     *Sandbox
+	sock   string
+	http   *http.Client
+	pins   Pins
+	meter  peakMeter
+	tmpl   string // the model's chat template, as the server reports it
+	effort bool   // the template reads a graded effort parameter
+}
+
+// llamaServerPort is the port inside the sandbox; the namespace is private, so
+// it cannot collide with anything on the host.
+const llamaServerPort = 8080
+
+// StartLlamaServer verifies the model against its pin, starts llama-server in
+// its sandbox and waits until it has loaded the model.
+func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
+	if err := prepareWorkDir(&cfg); err != nil {
+		return nil, err
+	}
+	if err := verifyModel(cfg.Model, cfg.ModelSHA256); err != nil {
+		return nil, err
+	}
+	port := llamaServerPort
+	if cfg.NoSandbox {
+		p, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
+	}
+	args := []string{cfg.Binary,
+		"--model", cfg.Model,
+		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--parallel", "1",
+		"--ctx-size", strconv.Itoa(cfg.Context),
+		"--threads", strconv.Itoa(cfg.Threads),
+		"--jinja", "--no-webui", "--offline",
+		"--cache-type-k", cfg.KVCacheType, "--cache-type-v", cfg.KVCacheType,
+		"--cache-reuse", "0", "--cache-ram", "0",
+	}
+	env, err := BuildEnv(cfg.WorkDir, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &LlamaServer{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "llama-server.sock")}
+	sb, err := StartSandbox(ctx, SandboxSpec{
+		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
+		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
+	}, filepath.Join(cfg.WorkDir, "llama-server.log"))
+	if err != nil {
+		return nil, err
+	}
+	s.sb = sb
+	s.http = socketClient(s.sock)
+	s.meter = peakMeter{cgroup: cfg.CgroupDir, root: sb.RuntimePID}
+	if err := s.waitReady(ctx); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	if err := s.readPins(ctx); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	return s, nil
+}
+
+func prepareWorkDir(cfg *Config) error {
+	if cfg.WorkDir == "" {
+		return errors.New("runtime config: WorkDir is empty")
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.WorkDir, "tmp"), 0o700); err != nil {
+		return err
+	}
+	if cfg.Context <= 0 {
+		cfg.Context = 4096
+	}
+	if cfg.Threads <= 0 {
+		cfg.Threads = defaultThreads()
+	}
+	if cfg.KVCacheType == "" {
+		cfg.KVCacheType = "f16"
+	}
+	if cfg.ReadyWithin == 0 {
+		cfg.ReadyWithin = 3 * time.Minute
+	}
+	return nil
+}
+
+func defaultThreads() int {
+	n := len(processTreeCPUs())
+	if n < 1 {
+		n = 1
+	}
+	return n
+}
+
+func processTreeCPUs() []int {
+	b, err := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")
+	if err != nil {
+		b, _ = os.ReadFile("/sys/devices/system/cpu/online")
+	}
+	var cpus []int
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, found := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		z := a
+		if found {
+			z, _ = strconv.Atoi(hi)
+		}
+		for i := a; i <= z; i++ {
+			cpus = append(cpus, i)
+		}
+	}
+	return cpus
+}
+
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func socketClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: 4,
+	}}
+}
+
+// waitReady polls /health until the model is loaded, and fails fast with the
+// server's own last words if it exits instead.
+func (s *LlamaServer) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(s.cfg.ReadyWithin)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://llama/health", nil)
+		resp, err := s.http.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		select {
+		case <-s.sb.Done():
+			return fmt.Errorf("llama-server with %s: %w while loading (%v):\n%s", s.cfg.Model, ErrCrashed, s.sb.ExitError(), s.sb.LogTail(8))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("llama-server with %s: %w within %s:\n%s", s.cfg.Model, ErrNotReady, s.cfg.ReadyWithin, s.sb.LogTail(8))
+		}
+	}
+}
+
+func (s *LlamaServer) readPins(ctx context.Context) error {
+	var props struct {
+		ChatTemplate string `json:"chat_template"`
+		BuildInfo    string `json:"build_info"`
+	}
+	if err := s.call(ctx, "GET", "/props", nil, &props); err != nil {
+		return err
+	}
+	s.tmpl = props.ChatTemplate
+	s.effort = strings.Contains(s.tmpl, "reasoning_effort")
+	bin, err := FileSHA256(s.cfg.Binary)
+	if err != nil {
+		return err
+	}
+	libs, err := LoadedLibraries(processTree(s.sb.RuntimePID)...)
+	if err != nil {
+		return err
+	}
+	version := props.BuildInfo
+	if version == "" {
+		version = binaryVersion(s.cfg.Binary, "--version")
+	}
+	s.pins = Pins{
+		Runtime: "llama-server", RuntimeVersion: version, BinarySHA256: bin,
+		BuildFlags: s.cfg.BuildFlags, Libraries: libs,
+		ModelName: s.cfg.ModelName, ModelFile: s.cfg.Model, ModelSHA256: s.cfg.ModelSHA256,
+		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType,
+		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
+		Containment: s.sb.Containment, Machine: ReadMachine(),
+	}
+	return nil
+}
+
+// call sends one JSON request over the socket. A runtime that dies while rig
+// waits gives ErrCrashed, not a hang.
+func (s *LlamaServer) call(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.sb.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	req, err := http.NewRequestWithContext(ctx, method, "http://llama"+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		select {
+		case <-s.sb.Done():
+			return fmt.Errorf("llama-server %s: %w mid-call (%v):\n%s", path, ErrCrashed, s.sb.ExitError(), s.sb.LogTail(5))
+		default:
+		}
+		return fmt.Errorf("llama-server %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("llama-server %s: reading the answer: %w", path, err)
+	}
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("llama-server %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return fmt.Errorf("llama-server %s: decoding the answer: %w", path, err)
+		}
+	}
+	return nil
+}
+
+type lsCandidate struct {
+	ID      int     `json:"id"`
+	Token   string  `json:"token"`
+	RawB    []int   `json:"bytes"`
+	Logprob float64 `json:"logprob"`
+}
+
+func (c lsCandidate) candidate() Candidate {
+	b := make([]byte, len(c.RawB))
+	for i, v := range c.RawB {
+		b[i] = byte(v)
+	}
+	return Candidate{ID: c.ID, Text: c.Token, Bytes: b, Logprob: c.Logprob}
+}
+
+type lsCompletion struct {
+	Content string `json:"content"`
+	Tokens  []int  `json:"tokens"`
+	Probs   []struct {
+		lsCandidate
+		Top []lsCandidate `json:"top_logprobs"`
+	} `json:"completion_probabilities"`
+	StopType        string `json:"stop_type"`
+	Truncated       bool   `json:"truncated"`
+	TokensPredicted int    `json:"tokens_predicted"`
+	TokensEvaluated int    `json:"tokens_evaluated"`
+	Timings         struct {
+		PromptN     int     `json:"prompt_n"`
+		PromptMS    float64 `json:"prompt_ms"`
+		PromptPerS  float64 `json:"prompt_per_second"`
+		PredictedN  int     `json:"predicted_n"`
+		PredictedMS float64 `json:"predicted_ms"`
+		PredPerS    float64 `json:"predicted_per_second"`
+	} `json:"timings"`
+}
+
+// Render applies the model's own chat template (the server's jinja) and
+// tokenizes the result exactly as /completion would.
+func (s *LlamaServer) Render(ctx context.Context, msgs []Message, effort EffortRecord) (string, []int, error) {
+	body := map[string]any{"messages": msgs}
+	if effort.Supported && effort.Label != "" {
+		body["chat_template_kwargs"] = map[string]any{"reasoning_effort": effort.Label}
+	}
+	var tmpl struct {
+		Prompt string `json:"prompt"`
+	}
+	if err := s.call(ctx, "POST", "/apply-template", body, &tmpl); err != nil {
+		return "", nil, err
+	}
+	var tok struct {
+		Tokens []int `json:"tokens"`
+	}
+	if err := s.call(ctx, "POST", "/tokenize", map[string]any{"content": tmpl.Prompt, "add_special": true, "parse_special": true}, &tok); err != nil {
+		return "", nil, err
+	}
+	return tmpl.Prompt, tok.Tokens, nil
+}
+
+func (s *LlamaServer) effortFor(e Effort) EffortRecord {
+	rec := EffortRecord{Label: e.Level, Graded: s.effort, Supported: s.effort}
+	if s.effort && e.Level != "" {
+		rec.Raw = fmt.Sprintf(`chat_template_kwargs.reasoning_effort=%q`, e.Level)
+	}
+	return rec
+}
+
+// Generate renders the messages with the model's template, sends the prompt as
+// token ids to /completion with n_probs = K, and returns tokens, log-probs,
+// timings and the peak memory of the call.
+func (s *LlamaServer) Generate(ctx context.Context, req Request) (Result, error) {
+	if req.TopK <= 0 {
+		req.TopK = 5
+	}
+	res := Result{CallID: req.CallID, Effort: s.effortFor(req.Effort), PeakSource: s.meter.source()}
+	prompt := req.PromptTokens
+	if len(prompt) == 0 {
+		text, ids, err := s.Render(ctx, req.Messages, res.Effort)
+		if err != nil {
+			return res, err
+		}
+		res.RenderedPrompt, prompt = text, ids
+	}
+	res.PromptTokenIDs = prompt
+	body := map[string]any{
+		"prompt":              prompt,
+		"n_predict":           req.MaxTokens,
+		"n_probs":             req.TopK,
+		"post_sampling_probs": false,
+		"return_tokens":       true,
+		"cache_prompt":        false,
+		"stream":              false,
+		"temperature":         req.Sampling.Temperature,
+		"top_k":               req.Sampling.TopK,
+		"top_p":               orOne(req.Sampling.TopP),
+		"min_p":               req.Sampling.MinP,
+		"seed":                req.Sampling.Seed,
+		"samplers":            []string{"top_k", "top_p", "min_p", "temperature"},
+	}
+	if len(req.Stop) > 0 {
+		body["stop"] = req.Stop
+	}
+	if req.Grammar != "" {
+		body["grammar"] = req.Grammar
+	}
+	s.meter.reset()
+	start := time.Now()
+	var out lsCompletion
+	err := s.call(ctx, "POST", "/completion", body, &out)
+	res.Wall = time.Since(start)
+	res.PeakMemory = s.meter.read()
+	if err != nil {
+		return res, err
+	}
+	res.Text = out.Content
+	res.PromptTokens = out.Timings.PromptN
+	if res.PromptTokens == 0 {
+		res.PromptTokens = len(prompt)
+	}
+	res.OutputTokens = out.TokensPredicted
+	for _, p := range out.Probs {
+		st := Step{Candidate: p.lsCandidate.candidate()}
+		for _, t := range p.Top {
+			st.Top = append(st.Top, t.candidate())
+		}
+		res.Steps = append(res.Steps, st)
+	}
+	res.LogprobsMissing = max(0, res.OutputTokens-len(res.Steps))
+	res.Truncated = out.StopType == "limit"
+	res.StopReason = "stop"
+	if res.Truncated {
+		res.StopReason = "length"
+	}
+	res.Timings = Timings{
+		PromptTokens: out.Timings.PromptN, PromptDuration: msDur(out.Timings.PromptMS), PromptPerSecond: out.Timings.PromptPerS,
+		OutputTokens: out.Timings.PredictedN, OutputDuration: msDur(out.Timings.PredictedMS), OutputPerSecond: out.Timings.PredPerS,
+	}
+	return res, nil
+}
+
+func orOne(v float64) float64 {
+	if v == 0 {
+		return 1
+	}
+	return v
+}
+
+func msDur(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+
+// Name is "llama-server".
+func (s *LlamaServer) Name() string { return "llama-server" }
+
+// Pins returns the recorded pins.
+func (s *LlamaServer) Pins() Pins { return s.pins }
+
+// Endpoint is the unix socket that reaches the server.
+func (s *LlamaServer) Endpoint() string { return s.sock }
+
+// Sandbox is the contained process tree.
+func (s *LlamaServer) Sandbox() *Sandbox { return s.sb }
+
+// ChatTemplate is the model's template as the server uses it.
+func (s *LlamaServer) ChatTemplate() string { return s.tmpl }
+
+// Stop ends the server and everything it started.
+func (s *LlamaServer) Stop(ctx context.Context) error {
+	s.sb.Stop(5 * time.Second)
+	return nil
+}
+
+// Raw sends a request straight to the server with no driver logic around it;
+// the driver-overhead benchmark compares Generate against it.
+func (s *LlamaServer) Raw(ctx context.Context, path string, body any) (time.Duration, error) {
+	start := time.Now()
+	err := s.call(ctx, "POST", path, body, nil)
+	return time.Since(start), err
+}

@@ -1,0 +1,88 @@
+package runtimes
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"golang.org/x/sys/unix"
+)
+
+// Machine is the machine line recorded with every run: CPU, memory, kernel, OS
+// and GPU. Main runs of a study use one machine line.
+type Machine struct {
+	CPU       string   `json:"cpu"`
+	Cores     int      `json:"cores"`
+	MemoryMiB int64    `json:"memory_mib"`
+	Kernel    string   `json:"kernel"`
+	OS        string   `json:"os"`
+	GPUs      []string `json:"gpus"`   // "NVIDIA H200 (143771 MiB), driver 570.x"
+	GPUNote   string   `json:"gpu_note"` // why there is none, said plainly
+}
+
+// String is the one-line form printed on reports and receipts.
+func (m Machine) String() string {
+	gpu := m.GPUNote
+	if len(m.GPUs) > 0 {
+		gpu = strings.Join(m.GPUs, "; ")
+	}
+	return fmt.Sprintf("%s ×%d, %d MiB RAM, %s, kernel %s, GPU: %s", m.CPU, m.Cores, m.MemoryMiB, m.OS, m.Kernel, gpu)
+}
+
+// ReadMachine reads the machine line from /proc, uname and NVML.
+func ReadMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), CPU: "unknown CPU", OS: "unknown OS"}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+		f.Close()
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		m.MemoryMiB = int64(si.Totalram) * int64(si.Unit) >> 20
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				m.OS = strings.Trim(v, `"`)
+			}
+		}
+	}
+	m.GPUs, m.GPUNote = readGPUs()
+	return m
+}
+
+func readGPUs() ([]string, string) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return nil, "none (NVML unavailable: " + nvml.ErrorString(ret) + "); simulated cards only"
+	}
+	defer nvml.Shutdown()
+	driver, _ := nvml.SystemGetDriverVersion()
+	n, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS || n == 0 {
+		return nil, "none (NVML found no device); simulated cards only"
+	}
+	var out []string
+	for i := 0; i < n; i++ {
+		d, ret := nvml.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		name, _ := d.GetName()
+		mem, _ := d.GetMemoryInfo()
+		out = append(out, fmt.Sprintf("%s (%d MiB), driver %s", name, mem.Total>>20, driver))
+	}
+	return out, ""
+}

@@ -1,0 +1,380 @@
+package runtimes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ollama/ollama/api"
+)
+
+// Ollama drives a private `ollama serve`: its own HOME and models directory,
+// one parallel request, the model imported from its pinned GGUF (Ollama picks
+// the chat template from the file's own metadata), reached through the
+// official api client over a unix socket forwarded into its sandbox.
+type Ollama struct {
+	cfg    Config
+	sb     *Sandbox
+	sock   string
+	client *api.Client
+	model  string // the name the model was imported under
+	pins   Pins
+	meter  peakMeter
+	think  bool // the model reports the "thinking" capability
+}
+
+const ollamaPort = 11434
+
+// StartOllama verifies the model against its pin, starts ollama serve in its
+// sandbox, and imports the model into the private store.
+func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
+	if err := prepareWorkDir(&cfg); err != nil {
+		return nil, err
+	}
+	if err := verifyModel(cfg.Model, cfg.ModelSHA256); err != nil {
+		return nil, err
+	}
+	port := ollamaPort
+	if cfg.NoSandbox {
+		p, err := freeLoopbackPort()
+		if err != nil {
+			return nil, err
+		}
+		port = p
+	}
+	models := filepath.Join(cfg.WorkDir, "models")
+	if err := os.MkdirAll(models, 0o700); err != nil {
+		return nil, err
+	}
+	env, err := BuildEnv(cfg.WorkDir, map[string]string{
+		"OLLAMA_HOST":              "127.0.0.1:" + strconv.Itoa(port),
+		"OLLAMA_MODELS":            models,
+		"OLLAMA_NUM_PARALLEL":      "1",
+		"OLLAMA_MAX_LOADED_MODELS": "1",
+		"OLLAMA_KEEP_ALIVE":        "-1",
+		"OLLAMA_CONTEXT_LENGTH":    strconv.Itoa(cfg.Context),
+		"OLLAMA_KV_CACHE_TYPE":     cfg.KVCacheType,
+		"OLLAMA_NO_CLOUD":          "1",
+		"OLLAMA_NOPRUNE":           "1",
+	})
+	if err != nil {
+		return nil, err
+	}
+	o := &Ollama{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "ollama.sock")}
+	sb, err := StartSandbox(ctx, SandboxSpec{
+		Argv: []string{cfg.Binary, "serve"}, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
+		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
+	}, filepath.Join(cfg.WorkDir, "ollama.log"))
+	if err != nil {
+		return nil, err
+	}
+	o.sb = sb
+	base, _ := url.Parse("http://ollama")
+	o.client = api.NewClient(base, socketClient(o.sock))
+	o.meter = peakMeter{cgroup: cfg.CgroupDir, root: sb.RuntimePID}
+	if err := o.waitReady(ctx); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	if err := o.importModel(ctx); err != nil {
+		sb.Kill()
+		return nil, err
+	}
+	return o, nil
+}
+
+func (o *Ollama) crashed(what string) error {
+	return fmt.Errorf("ollama %s: %w (%v):\n%s", what, ErrCrashed, o.sb.ExitError(), o.sb.LogTail(8))
+}
+
+func (o *Ollama) waitReady(ctx context.Context) error {
+	deadline := time.Now().Add(o.cfg.ReadyWithin)
+	for {
+		if err := o.client.Heartbeat(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-o.sb.Done():
+			return o.crashed("while starting")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ollama serve: %w within %s:\n%s", ErrNotReady, o.cfg.ReadyWithin, o.sb.LogTail(8))
+		}
+	}
+}
+
+// guard cancels ctx when the sandbox exits, so a crash mid-call is an error, not a hang.
+func (o *Ollama) guard(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-o.sb.Done():
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func (o *Ollama) importModel(ctx context.Context) error {
+	digest := "sha256:" + o.cfg.ModelSHA256
+	if o.cfg.ModelSHA256 == "" {
+		sum, err := FileSHA256(o.cfg.Model)
+		if err != nil {
+			return err
+		}
+		digest = "sha256:" + sum
+	}
+	f, err := os.Open(o.cfg.Model)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", o.cfg.Model, ErrModelFile, err)
+	}
+	defer f.Close()
+	gctx, cancel := o.guard(ctx)
+	defer cancel()
+	if err := o.client.CreateBlob(gctx, digest, f); err != nil {
+		if o.exited() {
+			return o.crashed("while importing the model")
+		}
+		return fmt.Errorf("ollama: uploading %s: %w", o.cfg.Model, err)
+	}
+	o.model = "rig-" + sanitizeName(o.cfg.ModelName) + ":pinned"
+	err = o.client.Create(gctx, &api.CreateRequest{Model: o.model, Files: map[string]string{filepath.Base(o.cfg.Model): digest}}, func(api.ProgressResponse) error { return nil })
+	if err != nil {
+		if o.exited() {
+			return o.crashed("while importing the model")
+		}
+		return fmt.Errorf("ollama: importing %s: %w: %v", o.cfg.Model, ErrModelFile, err)
+	}
+	show, err := o.client.Show(gctx, &api.ShowRequest{Model: o.model})
+	if err != nil {
+		return fmt.Errorf("ollama: show %s: %w", o.model, err)
+	}
+	for _, c := range show.Capabilities {
+		if string(c) == "thinking" {
+			o.think = true
+		}
+	}
+	list, err := o.client.List(gctx)
+	if err != nil {
+		return err
+	}
+	var ollamaDigest string
+	for _, m := range list.Models {
+		if m.Name == o.model || m.Model == o.model {
+			ollamaDigest = m.Digest
+		}
+	}
+	// Load the model now, so the first counted call does not pay for it and
+	// the libraries of the runner process can be read.
+	stream := false
+	if err := o.client.Generate(gctx, &api.GenerateRequest{Model: o.model, Stream: &stream}, func(api.GenerateResponse) error { return nil }); err != nil {
+		if o.exited() {
+			return o.crashed("while loading the model")
+		}
+		return fmt.Errorf("ollama: loading %s: %w: %v", o.cfg.Model, ErrModelFile, err)
+	}
+	version, _ := o.client.Version(gctx)
+	bin, err := FileSHA256(o.cfg.Binary)
+	if err != nil {
+		return err
+	}
+	libs, err := LoadedLibraries(processTree(o.sb.RuntimePID)...)
+	if err != nil {
+		return err
+	}
+	o.pins = Pins{
+		Runtime: "ollama", RuntimeVersion: version, BinarySHA256: bin, BuildFlags: o.cfg.BuildFlags,
+		Libraries: libs, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
+		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType,
+		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
+	}
+	return nil
+}
+
+func (o *Ollama) exited() bool {
+	select {
+	case <-o.sb.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func sanitizeName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '.' || r == '_' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "model"
+	}
+	return b.String()
+}
+
+func (o *Ollama) effortFor(e Effort) (EffortRecord, *api.ThinkValue) {
+	rec := EffortRecord{Label: e.Level, Graded: o.think, Supported: o.think}
+	if !o.think || e.Level == "" {
+		return rec, nil
+	}
+	rec.Raw = fmt.Sprintf(`"think":%q`, e.Level)
+	return rec, &api.ThinkValue{Value: e.Level}
+}
+
+func (o *Ollama) options(req Request) map[string]any {
+	opts := map[string]any{
+		"temperature": req.Sampling.Temperature,
+		"top_k":       req.Sampling.TopK,
+		"top_p":       orOne(req.Sampling.TopP),
+		"min_p":       req.Sampling.MinP,
+		"seed":        req.Sampling.Seed,
+		"num_predict": req.MaxTokens,
+		"num_ctx":     o.cfg.Context,
+	}
+	if len(req.Stop) > 0 {
+		opts["stop"] = req.Stop
+	}
+	return opts
+}
+
+// Generate sends one chat call with logprobs and top_logprobs = K. Ollama gives
+// no token ids; steps carry ids of -1 and the record says so.
+func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
+	if req.TopK <= 0 {
+		req.TopK = 5
+	}
+	if len(req.PromptTokens) > 0 {
+		return Result{}, errors.New("ollama: prompts as token ids are not supported by its API; use messages")
+	}
+	eff, think := o.effortFor(req.Effort)
+	res := Result{CallID: req.CallID, Effort: eff, PeakSource: o.meter.source()}
+	msgs := make([]api.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = api.Message{Role: m.Role, Content: m.Content}
+	}
+	gctx, cancel := o.guard(ctx)
+	defer cancel()
+	stream := false
+	// The exact prompt the template produced, for the generation record.
+	render := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, DebugRenderOnly: true}
+	if err := o.client.Chat(gctx, render, func(r api.ChatResponse) error {
+		if r.DebugInfo != nil {
+			res.RenderedPrompt = r.DebugInfo.RenderedTemplate
+		}
+		return nil
+	}); err != nil {
+		if o.exited() {
+			return res, o.crashed("mid-call")
+		}
+		return res, fmt.Errorf("ollama: rendering the prompt: %w", err)
+	}
+	chat := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, Logprobs: true, TopLogprobs: req.TopK}
+	o.meter.reset()
+	start := time.Now()
+	var last api.ChatResponse
+	err := o.client.Chat(gctx, chat, func(r api.ChatResponse) error {
+		res.Text += r.Message.Content
+		res.Thinking += r.Message.Thinking
+		for _, lp := range r.Logprobs {
+			st := Step{Candidate: ollamaCandidate(lp.TokenLogprob)}
+			for _, t := range lp.TopLogprobs {
+				st.Top = append(st.Top, ollamaCandidate(t))
+			}
+			res.Steps = append(res.Steps, st)
+		}
+		last = r
+		return nil
+	})
+	res.Wall = time.Since(start)
+	res.PeakMemory = o.meter.read()
+	if err != nil {
+		if o.exited() {
+			return res, o.crashed("mid-call")
+		}
+		var se api.StatusError
+		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
+			return res, fmt.Errorf("ollama: model %s vanished from the private store: %w", o.model, err)
+		}
+		return res, fmt.Errorf("ollama: chat: %w", err)
+	}
+	res.PromptTokens = last.PromptEvalCount
+	res.OutputTokens = last.EvalCount
+	if res.Thinking != "" {
+		// Ollama counts thinking and answer tokens together in eval_count.
+		res.ThinkingTokens = max(0, res.OutputTokens-countAnswerSteps(res))
+	}
+	res.LogprobsMissing = max(0, res.OutputTokens-len(res.Steps))
+	res.Truncated = last.DoneReason == "length"
+	res.StopReason = "stop"
+	if res.Truncated {
+		res.StopReason = "length"
+	}
+	res.Timings = Timings{
+		PromptTokens: last.PromptEvalCount, PromptDuration: last.PromptEvalDuration,
+		OutputTokens: last.EvalCount, OutputDuration: last.EvalDuration, LoadDuration: last.LoadDuration,
+		PromptPerSecond: perSecond(last.PromptEvalCount, last.PromptEvalDuration),
+		OutputPerSecond: perSecond(last.EvalCount, last.EvalDuration),
+	}
+	return res, nil
+}
+
+func countAnswerSteps(r Result) int { return len(r.Steps) }
+
+func perSecond(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+func ollamaCandidate(t api.TokenLogprob) Candidate {
+	b := make([]byte, len(t.Bytes))
+	for i, v := range t.Bytes {
+		b[i] = byte(v)
+	}
+	return Candidate{ID: -1, Text: t.Token, Bytes: b, Logprob: t.Logprob}
+}
+
+// Name is "ollama".
+func (o *Ollama) Name() string { return "ollama" }
+
+// Pins returns the recorded pins.
+func (o *Ollama) Pins() Pins { return o.pins }
+
+// Endpoint is the unix socket that reaches the server.
+func (o *Ollama) Endpoint() string { return o.sock }
+
+// Sandbox is the contained process tree.
+func (o *Ollama) Sandbox() *Sandbox { return o.sb }
+
+// ModelTag is the name the pinned model was imported under.
+func (o *Ollama) ModelTag() string { return o.model }
+
+// Stop ends ollama serve and its runner.
+func (o *Ollama) Stop(ctx context.Context) error {
+	o.sb.Stop(5 * time.Second)
+	return nil
+}
+
+// RawChat sends a chat request straight through the api client with no driver
+// logic around it; the driver-overhead benchmark compares Generate against it.
+func (o *Ollama) RawChat(ctx context.Context, req *api.ChatRequest) (time.Duration, error) {
+	start := time.Now()
+	err := o.client.Chat(ctx, req, func(api.ChatResponse) error { return nil })
+	return time.Since(start), err
+}
+

@@ -1,0 +1,163 @@
+package runtimes
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Pins are the runtime's side of an arm's pins: what was loaded, by what, built
+// how, on what machine. The design adds quant, context, sampling, stop cap and
+// effort; both end up on every receipt and in the generation record's header.
+type Pins struct {
+	Runtime        string            `json:"runtime"`
+	RuntimeVersion string            `json:"runtime_version"`
+	BinarySHA256   string            `json:"binary_sha256"`
+	BuildFlags     string            `json:"build_flags,omitempty"`
+	Libraries      map[string]string `json:"libraries"` // path -> sha256, as loaded (/proc/PID/maps)
+	ModelName      string            `json:"model_name"`
+	ModelFile      string            `json:"model_file"`
+	ModelSHA256    string            `json:"model_sha256"`
+	OllamaDigest   string            `json:"ollama_digest,omitempty"`
+	Context        int               `json:"context"`
+	KVCacheType    string            `json:"kv_cache_type"`
+	Sandboxed      bool              `json:"sandboxed"`
+	NoSandbox      bool              `json:"no_sandbox"`
+	Containment    Containment       `json:"containment"`
+	Machine        Machine           `json:"machine"`
+}
+
+// FileSHA256 hashes a file.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// verifyModel checks that a model file exists, is a GGUF, and matches its pin.
+func verifyModel(path, want string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v (run make setup, or fix the design's model.file)", path, ErrModelFile, err)
+	}
+	magic := make([]byte, 4)
+	_, err = io.ReadFull(f, magic)
+	f.Close()
+	if err != nil || string(magic) != "GGUF" {
+		return fmt.Errorf("%s: %w: not a GGUF file (magic %q); re-provision it with make setup", path, ErrModelFile, magic)
+	}
+	if want == "" {
+		return nil
+	}
+	got, err := FileSHA256(path)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("%s: %w: got %s, pinned %s (the file changed since it was pinned; restore it or pin the new file as a new arm)", path, ErrChecksum, got, want)
+	}
+	return nil
+}
+
+// LoadedLibraries returns the sha256 of every shared library mapped by the
+// given processes, read from /proc/PID/maps. It is evidence of the stack that
+// actually ran, not the one that was meant to.
+func LoadedLibraries(pids ...int) (map[string]string, error) {
+	paths := map[string]bool{}
+	for _, pid := range pids {
+		f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "maps"))
+		if err != nil {
+			return nil, fmt.Errorf("reading the libraries of pid %d: %w", pid, err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) < 6 {
+				continue
+			}
+			p := fields[5]
+			base := filepath.Base(p)
+			if strings.HasPrefix(p, "/") && (strings.HasSuffix(base, ".so") || strings.Contains(base, ".so.")) {
+				paths[p] = true
+			}
+		}
+		f.Close()
+	}
+	out := make(map[string]string, len(paths))
+	keys := make([]string, 0, len(paths))
+	for p := range paths {
+		keys = append(keys, p)
+	}
+	sort.Strings(keys)
+	for _, p := range keys {
+		sum, err := FileSHA256(p)
+		if err != nil {
+			// A library replaced on disk after it was mapped shows as "(deleted)".
+			out[p] = "unreadable: " + err.Error()
+			continue
+		}
+		out[p] = sum
+	}
+	return out, nil
+}
+
+// processTree returns pid and all its descendants.
+func processTree(pid int) []int {
+	children := map[int][]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		fields := strings.Fields(s[i+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		out = append(out, children[out[i]]...)
+	}
+	return out
+}
+
+// binaryVersion runs `bin args...` and returns its first non-empty output line.
+func binaryVersion(bin string, args ...string) string {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil && len(out) == 0 {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "load_backend") {
+			return line
+		}
+	}
+	return "unknown"
+}

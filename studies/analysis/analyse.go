@@ -1,0 +1,406 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Report is the full analysis of one study.
+type Report struct {
+	DesignHash     string `json:"designHash"`
+	ComparisonHash string `json:"comparisonHash"`
+	// IntervalMethod says which bootstrap interval every Interval used.
+	IntervalMethod IntervalMethod `json:"intervalMethod"`
+	Level          float64        `json:"level"`
+	Resamples      int            `json:"resamples"`
+	Seed           uint64         `json:"seed"`
+	Alpha          float64        `json:"alpha"`
+	// HolmFamily is the number of tests Holm corrects across (job kinds × pairs).
+	HolmFamily int          `json:"holmFamily"`
+	Kinds      []KindResult `json:"kinds"`
+	Pairs      []PairResult `json:"pairs"`
+	Costs      []Cost       `json:"costs"`
+	Power      *PowerReport `json:"power,omitempty"`
+	Decision   Decision     `json:"decision"`
+	Warnings   []Warning    `json:"warnings"`
+}
+
+// KindResult is the ranking of the arms in one job kind.
+type KindResult struct {
+	JobKind string  `json:"jobKind"`
+	Measure Measure `json:"measure"`
+	Gate    float64 `json:"gate"`
+	Tasks   int     `json:"tasks"` // tasks seen for any arm
+	// CommonTasks have a result for every arm; P(best) is computed on them.
+	CommonTasks int         `json:"commonTasks"`
+	Arms        []ArmResult `json:"arms"`
+	// Leader has the highest mean. Verdict is "best" when its P(best) reaches
+	// the design's bar and "tie" otherwise; TiedWith is then the smallest set
+	// of arms whose P(best) sums to the bar.
+	Leader      string       `json:"leader"`
+	LeaderPBest Num          `json:"leaderPBest"`
+	Verdict     string       `json:"verdict"`
+	TiedWith    []string     `json:"tiedWith,omitempty"`
+	Sweep       []SweepPoint `json:"sweep"`
+}
+
+// ArmResult is one arm's summary over tasks.
+type ArmResult struct {
+	Arm      string   `json:"arm"`
+	Tasks    int      `json:"tasks"`
+	Mean     Num      `json:"mean"`
+	Interval Interval `json:"interval"`
+	PassRate Num      `json:"passRate"` // share of tasks at or above the gate
+	Median   Num      `json:"median"`
+	P10      Num      `json:"p10"`
+	Worst    Num      `json:"worst"`
+	PBest    Num      `json:"pBest"`
+	Counts   Counts   `json:"counts"`
+}
+
+// SweepPoint is each arm's pass rate if the gate sat at Gate.
+type SweepPoint struct {
+	Gate     float64 `json:"gate"`
+	PassRate []Num   `json:"passRate"` // in the order of KindResult.Arms
+}
+
+// PairResult is a named pair in one job kind.
+type PairResult struct {
+	JobKind   string `json:"jobKind"`
+	Candidate string `json:"candidate"`
+	Baseline  string `json:"baseline"`
+	Tasks     int    `json:"tasks"` // paired tasks tested
+	// MissingTasks have a result for only one arm of the pair.
+	MissingTasks int       `json:"missingTasks"`
+	Delta        Num       `json:"delta"` // candidate − baseline, mean over paired tasks
+	Interval     Interval  `json:"interval"`
+	Test         string    `json:"test"`
+	P            Num       `json:"p"`
+	PHolm        Num       `json:"pHolm"`
+	McNemar      *McNemar  `json:"mcnemar,omitempty"`
+	SignFlip     *SignFlip `json:"signFlip,omitempty"`
+	// NewlyFixed tasks pass (at the gate) for the candidate only; NewlyFailing
+	// for the baseline only.
+	NewlyFixed   []string `json:"newlyFixed"`
+	NewlyFailing []string `json:"newlyFailing"`
+	// Discordance is the observed share of paired tasks whose pass differs;
+	// MinDetectable the lead these tasks detect at 80% power with the exact
+	// McNemar test at Holm's strictest step.
+	Discordance   Num     `json:"discordance"`
+	MinDetectable Num     `json:"minDetectable"`
+	CostRatio     Num     `json:"costRatio"` // candidate / baseline on the design's cost measure
+	Outcome       Outcome `json:"outcome"`
+	Reason        string  `json:"reason"`
+	// Shown is "shown" when Holm rejects, otherwise "not shown" (never "equal").
+	Shown string `json:"shown"`
+
+	direction     int
+	allEqual      bool
+	notComparable string
+}
+
+// PowerReport restates the design's sizing next to what the study can see.
+type PowerReport struct {
+	PilotDiscordance float64 `json:"pilotDiscordance"`
+	Tasks            int     `json:"tasks"`
+	Power            float64 `json:"power"`
+	Alpha            float64 `json:"alpha"` // the Holm step's alpha used
+	MinDetectable    Num     `json:"minDetectable"`
+}
+
+// Analyse computes the report for one study. It validates the input first;
+// errors are typed (UnknownArmError, MixedDesignError, FieldError) and wrap
+// ErrInvalid.
+func Analyse(ctx context.Context, in Input) (*Report, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	d := in.Design.withDefaults()
+	hash, err := ComparisonHash(in)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{DesignHash: d.Hash, ComparisonHash: hash, IntervalMethod: d.Interval, Level: d.Level,
+		Resamples: d.Resamples, Seed: d.Seed, Alpha: d.Alpha}
+	tables, warns := buildTables(d, in.Trials)
+	r.Warnings = append(r.Warnings, warns...)
+	for i, tb := range tables {
+		kr, err := rank(ctx, d, tb, uint64(i)*1000+1)
+		if err != nil {
+			return nil, fmt.Errorf("job kind %s: %w", tb.kind.Name, err)
+		}
+		r.Kinds = append(r.Kinds, kr)
+	}
+	for _, a := range d.Arms {
+		r.Costs = append(r.Costs, costOf(in.Trials, a.Name, ""))
+	}
+	m := 0
+	for _, p := range d.Pairs {
+		if comparable(d, p) == "" {
+			m++
+		}
+	}
+	r.HolmFamily = m * len(d.JobKinds)
+	stepAlpha := HolmStepAlpha(d.Alpha, max(r.HolmFamily, 1), 1)
+	if d.Power != nil {
+		md, ok := MinDetectable(d.Power.Tasks, d.Power.PilotDiscordance, stepAlpha, d.Power.Power)
+		if !ok {
+			md = math.NaN()
+		}
+		r.Power = &PowerReport{PilotDiscordance: d.Power.PilotDiscordance, Tasks: d.Power.Tasks, Power: d.Power.Power, Alpha: stepAlpha, MinDetectable: Num(md)}
+	}
+	var ps []float64
+	var tested []int
+	for i, tb := range tables {
+		for j, p := range d.Pairs {
+			pr, err := pair(ctx, d, tb, in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
+			if err != nil {
+				return nil, fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
+			}
+			if pr.notComparable == "" && pr.Tasks > 0 {
+				ps = append(ps, float64(pr.P))
+				tested = append(tested, len(r.Pairs))
+			}
+			r.Pairs = append(r.Pairs, pr)
+		}
+	}
+	for k, adj := range Holm(padFamily(ps, r.HolmFamily)) {
+		if k < len(tested) {
+			r.Pairs[tested[k]].PHolm = Num(adj)
+		}
+	}
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		classify(p, d.Alpha, d.CostFactor)
+		p.Shown = "not shown"
+		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && float64(p.PHolm) <= d.Alpha {
+			p.Shown = "shown"
+		}
+		if p.Outcome == Tie {
+			p.Shown = "no difference in any task"
+		}
+	}
+	dec, err := d.Rule.evaluate(d, r)
+	if err != nil {
+		return nil, err
+	}
+	dec.ComparisonHash = hash
+	r.Decision = dec
+	return r, nil
+}
+
+// padFamily keeps Holm's family at its planned size when a pair had no
+// paired tasks: a test that could not run still counted against alpha when
+// the study was sized, so the survivors are not let off more lightly.
+func padFamily(ps []float64, family int) []float64 {
+	for len(ps) < family {
+		ps = append(ps, 1)
+	}
+	return ps
+}
+
+func comparable(d Design, p Pair) string {
+	var c, b Arm
+	for _, a := range d.Arms {
+		switch a.Name {
+		case p.Candidate:
+			c = a
+		case p.Baseline:
+			b = a
+		}
+	}
+	switch {
+	case c.JudgeID != b.JudgeID:
+		return fmt.Sprintf("judge identities differ (%q vs %q); scores are on different scales", c.JudgeID, b.JudgeID)
+	case c.CalibrationID != b.CalibrationID:
+		return fmt.Sprintf("calibration identities differ (%q vs %q); scores are on different scales", c.CalibrationID, b.CalibrationID)
+	}
+	return ""
+}
+
+func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, error) {
+	kr := KindResult{JobKind: tb.kind.Name, Measure: tb.kind.Measure, Gate: tb.kind.Gate, Tasks: len(tb.tasks)}
+	k := len(tb.arms)
+	all := make([]int, k)
+	for a := range all {
+		all[a] = a
+	}
+	common := tb.complete(all...)
+	kr.CommonTasks = len(common)
+	x := make([]float64, 0, len(common)*k)
+	for _, i := range common {
+		x = append(x, tb.val[i]...)
+	}
+	boot, err := resampler{x: x, n: len(common), k: k}.means(ctx, d.Resamples, d.Seed, stream)
+	if err != nil {
+		return kr, err
+	}
+	pb := pBest(boot, k, d.Resamples)
+	if len(common) == 0 {
+		for a := range pb {
+			pb[a] = math.NaN()
+		}
+	}
+	for a, name := range tb.arms {
+		rows := tb.complete(a)
+		xs := make([]float64, len(rows))
+		for j, i := range rows {
+			xs[j] = tb.val[i][a]
+		}
+		var ab []float64
+		if len(rows) == len(common) {
+			ab = boot[a*d.Resamples : (a+1)*d.Resamples]
+		} else {
+			ab, err = resampler{x: xs, n: len(xs), k: 1}.means(ctx, d.Resamples, d.Seed, stream+uint64(a)+100)
+			if err != nil {
+				return kr, err
+			}
+		}
+		s := sortedCopy(xs)
+		ar := ArmResult{Arm: name, Tasks: len(xs), Mean: Num(mean(xs)), PBest: Num(pb[a]), Counts: tb.counts[a],
+			Median: Num(quantile(s, 0.5)), P10: Num(quantile(s, 0.1)), Worst: Num(math.NaN()), PassRate: Num(passRate(xs, tb.kind.Gate))}
+		if len(s) > 0 {
+			ar.Worst = Num(s[0])
+		}
+		ar.Interval = interval(d.Interval, d.Level, xs, ab)
+		kr.Arms = append(kr.Arms, ar)
+	}
+	for g := 0; g <= 20; g++ {
+		gate := float64(g) / 20
+		sp := SweepPoint{Gate: gate}
+		for a := range tb.arms {
+			var xs []float64
+			for _, row := range tb.val {
+				if !math.IsNaN(row[a]) {
+					xs = append(xs, row[a])
+				}
+			}
+			sp.PassRate = append(sp.PassRate, Num(passRate(xs, gate)))
+		}
+		kr.Sweep = append(kr.Sweep, sp)
+	}
+	if len(common) == 0 {
+		kr.Verdict = "no common tasks"
+		return kr, nil
+	}
+	order := make([]int, k)
+	copy(order, all)
+	sort.SliceStable(order, func(i, j int) bool { return kr.Arms[order[i]].Mean > kr.Arms[order[j]].Mean })
+	lead := order[0]
+	kr.Leader, kr.LeaderPBest = tb.arms[lead], Num(pb[lead])
+	if pb[lead] >= d.PBestBar {
+		kr.Verdict = "best"
+		return kr, nil
+	}
+	kr.Verdict = "tie"
+	byP := append([]int(nil), all...)
+	sort.SliceStable(byP, func(i, j int) bool { return pb[byP[i]] > pb[byP[j]] })
+	cum := 0.0
+	for _, a := range byP {
+		kr.TiedWith = append(kr.TiedWith, tb.arms[a])
+		cum += pb[a]
+		if cum >= d.PBestBar-1e-12 {
+			break
+		}
+	}
+	return kr, nil
+}
+
+func passRate(xs []float64, gate float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	n := 0
+	for _, x := range xs {
+		if x >= gate {
+			n++
+		}
+	}
+	return float64(n) / float64(len(xs))
+}
+
+func pair(ctx context.Context, d Design, tb *table, trials []Trial, p Pair, stepAlpha float64, stream uint64) (PairResult, error) {
+	pr := PairResult{JobKind: tb.kind.Name, Candidate: p.Candidate, Baseline: p.Baseline,
+		P: Num(math.NaN()), PHolm: Num(math.NaN()), Delta: Num(math.NaN()), Discordance: Num(math.NaN()), MinDetectable: Num(math.NaN()),
+		NewlyFixed: []string{}, NewlyFailing: []string{}}
+	var ci, bi int
+	for a, name := range tb.arms {
+		switch name {
+		case p.Candidate:
+			ci = a
+		case p.Baseline:
+			bi = a
+		}
+	}
+	cc, bc := costOf(trials, p.Candidate, tb.kind.Name), costOf(trials, p.Baseline, tb.kind.Name)
+	pr.CostRatio = Num(cc.value(d.CostMeasure) / bc.value(d.CostMeasure))
+	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
+	pr.notComparable = comparable(d, p)
+	for _, row := range tb.val {
+		if math.IsNaN(row[ci]) != math.IsNaN(row[bi]) {
+			pr.MissingTasks++
+		}
+	}
+	rows := tb.complete(ci, bi)
+	pr.Tasks = len(rows)
+	if pr.notComparable != "" || len(rows) == 0 {
+		return pr, nil
+	}
+	diffs := make([]float64, len(rows))
+	pr.allEqual = true
+	gate := tb.kind.Gate
+	for j, i := range rows {
+		c, b := tb.val[i][ci], tb.val[i][bi]
+		diffs[j] = c - b
+		if c != b {
+			pr.allEqual = false
+		}
+		switch cp, bp := c >= gate, b >= gate; {
+		case cp && !bp:
+			pr.NewlyFixed = append(pr.NewlyFixed, tb.tasks[i])
+		case bp && !cp:
+			pr.NewlyFailing = append(pr.NewlyFailing, tb.tasks[i])
+		}
+	}
+	pr.Delta = Num(mean(diffs))
+	boot, err := resampler{x: diffs, n: len(diffs), k: 1}.means(ctx, d.Resamples, d.Seed, stream)
+	if err != nil {
+		return pr, err
+	}
+	pr.Interval = interval(d.Interval, d.Level, diffs, boot)
+	b, c := len(pr.NewlyFixed), len(pr.NewlyFailing)
+	psi := float64(b+c) / float64(len(rows))
+	pr.Discordance = Num(psi)
+	if md, ok := MinDetectable(len(rows), psi, stepAlpha, 0.8); ok {
+		pr.MinDetectable = Num(md)
+	}
+	if tb.kind.Measure == MeasurePass {
+		m := ExactMcNemar(b, c)
+		pr.McNemar, pr.P, pr.Test = &m, Num(m.P), "exact McNemar (two-sided binomial on discordant tasks)"
+		pr.direction = sign(float64(b - c))
+		return pr, nil
+	}
+	sf, err := SignFlipTest(ctx, diffs, d.PermutationResamples, d.Seed^stream)
+	if err != nil {
+		return pr, err
+	}
+	pr.SignFlip, pr.P = &sf, Num(sf.P)
+	pr.Test = "exact sign-flip permutation test on per-task differences"
+	if !sf.Exact {
+		pr.Test = fmt.Sprintf("Monte Carlo sign-flip permutation test (%d seeded resamples)", sf.Resamples)
+	}
+	pr.direction = sign(float64(pr.Delta))
+	return pr, nil
+}
+
+func sign(x float64) int {
+	switch {
+	case x > 0:
+		return 1
+	case x < 0:
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,252 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Rule is a design's decision rule, written before any run: ordered clauses,
+// the first whose conditions all hold decides, else Default.
+type Rule struct {
+	Clauses []Clause `json:"clauses"`
+	// Default applies when no clause holds; if empty it is
+	// "no decision at this sample size".
+	Default string `json:"default,omitempty"`
+}
+
+// Clause is "if every condition holds, then Then". Then is one of
+// "accept ARM", "reject ARM", "keep the incumbent", "needs_review",
+// "no decision at this sample size", "ship ARM", "hold", "revert".
+type Clause struct {
+	If   []Condition `json:"if"`
+	Then string      `json:"then"`
+}
+
+// Condition holds when the named pair's outcome is one of Outcomes in the
+// named job kind (in every job kind when JobKind is empty) and the delta is
+// at least MinDelta away from zero.
+type Condition struct {
+	Outcomes  []Outcome `json:"outcomes"`
+	Candidate string    `json:"candidate"`
+	Baseline  string    `json:"baseline"`
+	JobKind   string    `json:"jobKind,omitempty"`
+	MinDelta  float64   `json:"minDelta,omitempty"`
+}
+
+// NoDecision is the default action.
+const NoDecision = "no decision at this sample size"
+
+// Verdict is the kind of action a rule assigns.
+type Verdict string
+
+const (
+	Accept      Verdict = "accept"
+	Reject      Verdict = "reject"
+	Keep        Verdict = "keep"
+	NeedsReview Verdict = "needs_review"
+	Undecided   Verdict = "no_decision"
+	Ship        Verdict = "ship"
+	Hold        Verdict = "hold"
+	Revert      Verdict = "revert"
+)
+
+// Decision is the rule's result with the logic that produced it.
+type Decision struct {
+	Action  string  `json:"action"`
+	Verdict Verdict `json:"verdict"`
+	Arm     string  `json:"arm,omitempty"` // the arm an accept/reject/ship names
+	// Clause is the 1-based clause that decided, 0 for the default.
+	Clause int `json:"clause"`
+	// NextBaseline is the baseline the next study starts from.
+	NextBaseline   string   `json:"nextBaseline"`
+	Trace          []string `json:"trace"`
+	ComparisonHash string   `json:"comparisonHash"`
+}
+
+func parseAction(s string) (Verdict, string, bool) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "keep the incumbent", "keep":
+		return Keep, "", true
+	case NoDecision, "no_decision":
+		return Undecided, "", true
+	case "needs_review", "needs review":
+		return NeedsReview, "", true
+	case "hold":
+		return Hold, "", true
+	case "revert":
+		return Revert, "", true
+	}
+	verb, arm, ok := strings.Cut(s, " ")
+	if !ok || strings.TrimSpace(arm) == "" {
+		return "", "", false
+	}
+	switch v := Verdict(strings.ToLower(verb)); v {
+	case Accept, Reject, Ship:
+		return v, strings.TrimSpace(arm), true
+	}
+	return "", "", false
+}
+
+func (r Rule) validate(d Design, arms []string) error {
+	named := map[Pair]bool{}
+	for _, p := range d.Pairs {
+		named[p] = true
+	}
+	kinds := map[string]bool{}
+	for _, k := range d.JobKinds {
+		kinds[k.Name] = true
+	}
+	isArm := func(a string) bool { return slices.Contains(arms, a) }
+	for i, c := range r.Clauses {
+		f := fmt.Sprintf("design.rule.clauses[%d]", i)
+		if len(c.If) == 0 {
+			return &FieldError{Field: f + ".if", Problem: "no conditions", Fix: "a clause needs at least one condition; use rule.default for the fallback"}
+		}
+		for j, cond := range c.If {
+			cf := fmt.Sprintf("%s.if[%d]", f, j)
+			if !isArm(cond.Candidate) {
+				return &UnknownArmError{Field: cf + ".candidate", Arm: cond.Candidate, Known: arms}
+			}
+			if !isArm(cond.Baseline) {
+				return &UnknownArmError{Field: cf + ".baseline", Arm: cond.Baseline, Known: arms}
+			}
+			p := Pair{Candidate: cond.Candidate, Baseline: cond.Baseline}
+			if !named[p] {
+				return &FieldError{Field: cf, Problem: fmt.Sprintf("pair %s is not named in design.pairs", p), Fix: "a rule may only cite pairs named before the run"}
+			}
+			if cond.JobKind != "" && !kinds[cond.JobKind] {
+				return &FieldError{Field: cf + ".jobKind", Problem: fmt.Sprintf("%q is not declared", cond.JobKind), Fix: "name a job kind from design.jobKinds or leave it empty for all"}
+			}
+			if len(cond.Outcomes) == 0 {
+				return &FieldError{Field: cf + ".outcomes", Problem: "empty", Fix: "list the outcomes that satisfy the condition"}
+			}
+			for _, o := range cond.Outcomes {
+				if !outcomes[o] {
+					return &FieldError{Field: cf + ".outcomes", Problem: fmt.Sprintf("%q is not an outcome", o), Fix: "use improvement, regression, tradeoff, tie, inconclusive or not_comparable"}
+				}
+			}
+			if cond.MinDelta < 0 || math.IsNaN(cond.MinDelta) {
+				return &FieldError{Field: cf + ".minDelta", Problem: fmt.Sprintf("%v is negative", cond.MinDelta), Fix: "minDelta is a distance from zero"}
+			}
+		}
+		if err := checkAction(d, f+".then", c.Then, arms); err != nil {
+			return err
+		}
+	}
+	if r.Default != "" {
+		return checkAction(d, "design.rule.default", r.Default, arms)
+	}
+	return nil
+}
+
+func checkAction(d Design, field, action string, arms []string) error {
+	v, arm, ok := parseAction(action)
+	if !ok {
+		return &FieldError{Field: field, Problem: fmt.Sprintf("%q is not an action", action), Fix: `use "accept ARM", "reject ARM", "keep the incumbent", "needs_review", "no decision at this sample size", "ship ARM", "hold" or "revert"`}
+	}
+	if arm == "" {
+		return nil
+	}
+	if !slices.Contains(arms, arm) {
+		return &UnknownArmError{Field: field, Arm: arm, Known: arms}
+	}
+	if v == Accept || v == Ship {
+		if arm == d.Incumbent {
+			return &FieldError{Field: field, Problem: fmt.Sprintf("accepting %q, the incumbent", arm), Fix: "accepting needs a non-baseline winner; use \"keep the incumbent\""}
+		}
+		for _, p := range d.Pairs {
+			if p.Candidate == arm {
+				return nil
+			}
+		}
+		return &FieldError{Field: field, Problem: fmt.Sprintf("%q is never a candidate in design.pairs", arm), Fix: "only an arm tested as a candidate can be accepted"}
+	}
+	return nil
+}
+
+// evaluate runs the rule on the report's pair outcomes, clause by clause.
+func (r Rule) evaluate(d Design, rep *Report) (Decision, error) {
+	dec := Decision{NextBaseline: d.Incumbent}
+	for i, c := range r.Clauses {
+		holds := true
+		var parts []string
+		for _, cond := range c.If {
+			ok, desc := cond.eval(rep)
+			parts = append(parts, desc)
+			holds = holds && ok
+		}
+		verdict := "does not hold"
+		if holds {
+			verdict = "holds"
+		}
+		dec.Trace = append(dec.Trace, fmt.Sprintf("clause %d: if %s → %s", i+1, strings.Join(parts, " and "), verdict))
+		if holds {
+			return dec.take(c.Then, i+1), nil
+		}
+	}
+	def := r.Default
+	if def == "" {
+		def = NoDecision
+	}
+	dec.Trace = append(dec.Trace, "no clause holds: default")
+	return dec.take(def, 0), nil
+}
+
+func (d Decision) take(action string, clause int) Decision {
+	v, arm, _ := parseAction(action)
+	d.Action, d.Verdict, d.Arm, d.Clause = action, v, arm, clause
+	if (v == Accept || v == Ship) && arm != "" {
+		d.NextBaseline = arm
+	}
+	d.Trace = append(d.Trace, "then: "+action+"; next baseline: "+orNone(d.NextBaseline))
+	return d
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none declared)"
+	}
+	return s
+}
+
+func (c Condition) eval(rep *Report) (bool, string) {
+	var os []string
+	for _, o := range c.Outcomes {
+		os = append(os, string(o))
+	}
+	where := "every job kind"
+	if c.JobKind != "" {
+		where = c.JobKind
+	}
+	desc := fmt.Sprintf("%s on %s vs %s in %s", strings.Join(os, " or "), c.Candidate, c.Baseline, where)
+	if c.MinDelta > 0 {
+		desc += fmt.Sprintf(" with |delta| ≥ %.3g", c.MinDelta)
+	}
+	holds, seen := true, 0
+	var got []string
+	for _, p := range rep.Pairs {
+		if p.Candidate != c.Candidate || p.Baseline != c.Baseline || (c.JobKind != "" && p.JobKind != c.JobKind) {
+			continue
+		}
+		seen++
+		ok := slices.Contains(c.Outcomes, p.Outcome)
+		delta := float64(p.Delta)
+		if c.MinDelta > 0 && !(p.Delta.Valid() && math.Abs(delta) >= c.MinDelta) {
+			ok = false
+		}
+		mark := "yes"
+		if !ok {
+			mark = "no"
+		}
+		got = append(got, fmt.Sprintf("%s: %s, delta %+.3f, Holm p %.3g: %s", p.JobKind, p.Outcome, delta, float64(p.PHolm), mark))
+		holds = holds && ok
+	}
+	if seen == 0 {
+		holds = false
+		got = append(got, "no result for this pair")
+	}
+	return holds, desc + " [" + strings.Join(got, "; ") + "]"
+}

@@ -1,0 +1,47 @@
+package analysis
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// ComparisonHash is the SHA-256 of the canonical analysis inputs: the design
+// with its defaults filled and the trials in a fixed order. A decision record
+// cites it so that a decision made on other data is caught.
+func ComparisonHash(in Input) (string, error) {
+	c := struct {
+		Design Design  `json:"design"`
+		Trials []Trial `json:"trials"`
+	}{Design: in.Design.withDefaults(), Trials: slices.Clone(in.Trials)}
+	for i := range c.Trials {
+		if c.Trials[i].Missing || c.Trials[i].Preempted {
+			c.Trials[i].Score = 0 // unscored: whatever was stored there does not count
+		}
+	}
+	slices.SortStableFunc(c.Trials, func(a, b Trial) int {
+		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))
+	})
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("comparison hash: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// CheckHash returns a StaleHashError when cited is not the comparison hash of
+// the current inputs; `rig study decide` calls it before recording.
+func CheckHash(in Input, cited string) error {
+	cur, err := ComparisonHash(in)
+	if err != nil {
+		return err
+	}
+	if cited != cur {
+		return &StaleHashError{Cited: cited, Current: cur}
+	}
+	return nil
+}

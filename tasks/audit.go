@@ -1,0 +1,140 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// AuditRecord freezes a bank's hash after every key passed its grader. It is
+// written once per bank hash and never rewritten.
+type AuditRecord struct {
+	File        string        `json:"file"`
+	JobKind     string        `json:"job_kind"`
+	BankVersion string        `json:"bank_version"`
+	BankHash    string        `json:"bank_hash"`
+	Tasks       int           `json:"tasks"`
+	Graders     []string      `json:"graders"`
+	Results     []AuditResult `json:"results"`
+	AuditedAt   time.Time     `json:"audited_at"`
+}
+
+// AuditResult is one key's grade during the audit.
+type AuditResult struct {
+	TaskID string  `json:"task_id"`
+	Grader string  `json:"grader"`
+	Score  float64 `json:"score"`
+	Pass   bool    `json:"pass"`
+}
+
+func auditPath(dir, hash string) string {
+	return filepath.Join(dir, "audit-"+hash+".json")
+}
+
+// Audit runs every key through its grader (and, for code tasks, checks that
+// the unfixed repository fails), then writes an audit record under dir that
+// freezes the bank hash. If any key fails it returns a *KeyFailedError and
+// writes nothing.
+func Audit(ctx context.Context, b *Bank, reg *Registry, dir string) (AuditRecord, error) {
+	if err := reg.Validate(b); err != nil {
+		return AuditRecord{}, err
+	}
+	rec := AuditRecord{File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, BankHash: b.Hash, Tasks: len(b.Tasks)}
+	graders := map[string]bool{}
+	var fails []KeyFailure
+	for _, t := range b.Tasks {
+		graders[t.Grader.String()] = true
+		if err := checkKey(ctx, reg, t); err != nil {
+			if ctx.Err() != nil {
+				return AuditRecord{}, ctx.Err()
+			}
+			fails = append(fails, KeyFailure{TaskID: t.ID, Reason: fmt.Sprintf("line %d: %v", t.line, err)})
+			rec.Results = append(rec.Results, AuditResult{TaskID: t.ID, Grader: t.Grader.String()})
+			continue
+		}
+		rec.Results = append(rec.Results, AuditResult{TaskID: t.ID, Grader: t.Grader.String(), Score: 1, Pass: true})
+	}
+	if len(fails) > 0 {
+		return AuditRecord{}, &KeyFailedError{File: b.File, Failures: fails}
+	}
+	for g := range graders {
+		rec.Graders = append(rec.Graders, g)
+	}
+	sort.Strings(rec.Graders)
+	rec.AuditedAt = time.Now().UTC()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return AuditRecord{}, fmt.Errorf("audit dir: %w", err)
+	}
+	data, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return AuditRecord{}, err
+	}
+	if err := writeAtomic(auditPath(dir, b.Hash), append(data, '\n')); err != nil {
+		return AuditRecord{}, fmt.Errorf("write audit record: %w", err)
+	}
+	return rec, nil
+}
+
+// CheckAudited returns the audit record for the bank's current hash. A bank
+// with no record, or edited since its audit, gets an *AuditError wrapping
+// ErrNotAudited or ErrBankChanged; the freeze refuses on either.
+func CheckAudited(b *Bank, dir string) (AuditRecord, error) {
+	data, err := os.ReadFile(auditPath(dir, b.Hash))
+	if err == nil {
+		var rec AuditRecord
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return rec, fmt.Errorf("%s: %w (re-run the audit)", auditPath(dir, b.Hash), err)
+		}
+		if rec.BankHash != b.Hash {
+			return rec, &AuditError{File: b.File, Recorded: rec.BankHash, Current: b.Hash, Err: ErrBankChanged}
+		}
+		return rec, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return AuditRecord{}, fmt.Errorf("read audit record: %w", err)
+	}
+	// Name the hash that was audited, if this bank version was audited at all.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "audit-") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		var rec AuditRecord
+		if json.Unmarshal(data, &rec) == nil && rec.JobKind == b.Header.JobKind && rec.BankVersion == b.Header.BankVersion {
+			return AuditRecord{}, &AuditError{File: b.File, Recorded: rec.BankHash, Current: b.Hash, Err: ErrBankChanged}
+		}
+	}
+	return AuditRecord{}, &AuditError{File: b.File, Current: b.Hash, Err: ErrNotAudited}
+}
+
+// writeAtomic writes via a temp file and rename so a crash leaves either the
+// old file or the new one.
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

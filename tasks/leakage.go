@@ -1,0 +1,200 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Leakage thresholds, stated in every report. A task part leaks into a
+// place when (a) its normalized words appear verbatim in the place and it
+// has at least leakMinWords words (shorter keys such as "42" occur
+// everywhere), or (b) at least half of its word 8-grams occur in the place
+// (containment, which catches a task pasted into a long document), or (c)
+// the MinHash estimate of word 5-gram Jaccard is at least 0.5 (a reworded
+// near-copy of similar length).
+const (
+	leakMinWords    = 6
+	leakGram        = 8
+	leakContainment = 0.5
+	leakMinHashGram = 5
+	leakMinHash     = 0.5
+)
+
+// Place kinds a design declares.
+const (
+	PlacePrompt       = "prompt"
+	PlaceSystemPrompt = "system_prompt"
+	PlaceToolSpec     = "tool_spec"
+	PlaceRetrieval    = "retrieval"
+	PlaceTraining     = "training_dataset"
+)
+
+// Place is a text a candidate sees or will be trained on.
+type Place struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Text string `json:"-"`
+}
+
+// LoadPlace reads a place's text from a file.
+func LoadPlace(kind, file string) (Place, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Place{}, fmt.Errorf("leakage place %s: %w", file, err)
+	}
+	return Place{Name: file, Kind: kind, Text: string(b)}, nil
+}
+
+// LeakHit names both places: the bank task (and whether its input or key
+// leaked) and the place it was found in.
+type LeakHit struct {
+	Bank      string  `json:"bank"`
+	TaskID    string  `json:"task_id"`
+	Part      string  `json:"part"` // input or key
+	Place     string  `json:"place"`
+	PlaceKind string  `json:"place_kind"`
+	Method    string  `json:"method"`
+	Score     float64 `json:"score"`
+}
+
+func (h LeakHit) String() string {
+	return fmt.Sprintf("%s:%s (%s) ↔ %s %s: %s %.2f", h.Bank, h.TaskID, h.Part, h.PlaceKind, h.Place, h.Method, h.Score)
+}
+
+// LeakageReport lists every hit and the thresholds used.
+type LeakageReport struct {
+	Method string    `json:"method"`
+	Tasks  int       `json:"tasks"`
+	Places int       `json:"places"`
+	Hits   []LeakHit `json:"hits,omitempty"`
+}
+
+// Err returns a *LeakError wrapping ErrLeak when there are hits; the freeze
+// refuses on it.
+func (r LeakageReport) Err() error {
+	if len(r.Hits) == 0 {
+		return nil
+	}
+	return &LeakError{Hits: r.Hits}
+}
+
+// LeakError carries the hits that block a freeze.
+type LeakError struct{ Hits []LeakHit }
+
+func (e *LeakError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d task leak(s) into what candidates see or train on (remove the text from the place, or drop the task and bump bank_version):", len(e.Hits))
+	for _, h := range e.Hits {
+		b.WriteString("\n  " + h.String())
+	}
+	return b.String()
+}
+
+func (e *LeakError) Unwrap() error { return ErrLeak }
+
+type leakText struct {
+	norm  string
+	n     int
+	grams map[uint64]struct{}
+	sig   signature
+}
+
+func newLeakText(s string) leakText {
+	ws := words(s)
+	return leakText{
+		norm:  " " + strings.Join(ws, " ") + " ",
+		n:     len(ws),
+		grams: shingles(ws, leakGram),
+		sig:   minHash(shingles(ws, leakMinHashGram)),
+	}
+}
+
+// CheckLeakage compares every task's input and key with every place.
+func CheckLeakage(ctx context.Context, banks []*Bank, places []Place) (LeakageReport, error) {
+	r := LeakageReport{
+		Method: fmt.Sprintf("exact normalized substring (parts of >= %d words); word %d-gram containment >= %.2f; MinHash (%d hashes) word %d-gram Jaccard >= %.2f",
+			leakMinWords, leakGram, leakContainment, minHashSize, leakMinHashGram, leakMinHash),
+		Places: len(places),
+	}
+	pts := make([]leakText, len(places))
+	for i, p := range places {
+		pts[i] = newLeakText(p.Text)
+	}
+	for _, b := range banks {
+		for _, t := range b.Tasks {
+			if err := ctx.Err(); err != nil {
+				return r, err
+			}
+			r.Tasks++
+			for _, part := range []struct{ name, text string }{{"input", taskText(t)}, {"key", keyText(t)}} {
+				tt := newLeakText(part.text)
+				if tt.n == 0 {
+					continue
+				}
+				for i, p := range places {
+					if method, score, hit := leaks(tt, pts[i]); hit {
+						r.Hits = append(r.Hits, LeakHit{Bank: b.File, TaskID: t.ID, Part: part.name, Place: p.Name, PlaceKind: p.Kind, Method: method, Score: score})
+					}
+				}
+			}
+		}
+	}
+	return r, nil
+}
+
+func leaks(t, p leakText) (string, float64, bool) {
+	if t.n >= leakMinWords && strings.Contains(p.norm, t.norm) {
+		return "exact", 1, true
+	}
+	if t.n >= leakGram {
+		if c := containment(t.grams, p.grams); c >= leakContainment {
+			return fmt.Sprintf("word %d-gram containment", leakGram), c, true
+		}
+	}
+	if t.n >= leakMinHashGram && p.n >= leakMinHashGram {
+		if j := t.sig.jaccard(p.sig); j >= leakMinHash {
+			return "minhash jaccard", j, true
+		}
+	}
+	return "", 0, false
+}
+
+// keyText is the key's content words in a stable order: JSON field names and
+// values and file contents (names are part of an extraction answer).
+func keyText(t Task) string {
+	var k any
+	if canon, err := canonicalJSON(t.Key); err == nil {
+		_ = jsonUnmarshal(canon, &k)
+	}
+	var b strings.Builder
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			names := make([]string, 0, len(x))
+			for name := range x {
+				// A schema is structure, not content.
+				if name != "schema" {
+					names = append(names, name)
+				}
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				b.WriteString(name + " ")
+				walk(x[name])
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case nil:
+		default:
+			fmt.Fprintf(&b, "%v ", x)
+		}
+	}
+	walk(k)
+	return b.String()
+}

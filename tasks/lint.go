@@ -1,0 +1,205 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Near-duplicate settings for tasks inside one bank: word 3-gram shingles
+// of the prompt and files, flagged at Jaccard ≥ 0.9. Tasks from one template
+// share wording by design; 0.9 is left for tasks that differ by a word or
+// two, which add a count without adding a case.
+const (
+	lintShingle   = 3
+	lintThreshold = 0.9
+)
+
+// Pair is two tasks and how alike they are (1 for exact duplicates).
+type Pair struct {
+	A          string  `json:"a"`
+	B          string  `json:"b"`
+	Similarity float64 `json:"similarity"`
+}
+
+// Report is what `rig tasks lint` prints. Templates is the count that
+// matters: forty tasks from two templates are two cases, not forty.
+type Report struct {
+	File             string         `json:"file"`
+	JobKind          string         `json:"job_kind"`
+	BankVersion      string         `json:"bank_version"`
+	Hash             string         `json:"hash"`
+	Tasks            int            `json:"tasks"`
+	Holdout          int            `json:"holdout"`
+	Templates        int            `json:"templates"`
+	TemplateCounts   map[string]int `json:"template_counts"`
+	Difficulty       map[string]int `json:"difficulty"`
+	PublicBenchmarks []string       `json:"public_benchmarks,omitempty"`
+	ExactDuplicates  []Pair         `json:"exact_duplicates,omitempty"`
+	NearDuplicates   []Pair         `json:"near_duplicates,omitempty"`
+	NearMethod       string         `json:"near_method"`
+	KeyFailures      []KeyFailure   `json:"key_failures,omitempty"`
+	Warnings         []string       `json:"warnings,omitempty"`
+}
+
+// OK reports whether the lint found nothing that blocks an audit.
+func (r Report) OK() bool {
+	return len(r.ExactDuplicates) == 0 && len(r.KeyFailures) == 0
+}
+
+// Lint counts templates and difficulty, finds exact and near duplicates and
+// runs every key through its grader. It reads only; nothing is written.
+func Lint(ctx context.Context, b *Bank, reg *Registry) Report {
+	r := Report{
+		File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, Hash: b.Hash,
+		Tasks: len(b.Tasks), TemplateCounts: map[string]int{}, Difficulty: map[string]int{Easy: 0, Medium: 0, Hard: 0},
+		PublicBenchmarks: b.PublicBenchmarks(),
+		NearMethod:       fmt.Sprintf("word %d-gram Jaccard >= %.2f", lintShingle, lintThreshold),
+	}
+	for _, t := range b.Tasks {
+		r.TemplateCounts[t.TemplateID]++
+		r.Difficulty[t.Difficulty]++
+		if t.Holdout {
+			r.Holdout++
+		}
+	}
+	r.Templates = len(r.TemplateCounts)
+	r.ExactDuplicates, r.NearDuplicates = duplicates(b.Tasks)
+	r.KeyFailures = checkKeys(ctx, b, reg)
+
+	if r.Templates < 10 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("only %d distinct templates; the count that matters is templates, not tasks (aim for 10 or more)", r.Templates))
+	}
+	for _, d := range []string{Easy, Medium, Hard} {
+		if r.Difficulty[d] == 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("no %s tasks; mix difficulty", d))
+		}
+	}
+	if len(r.PublicBenchmarks) > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("tasks from public benchmarks (%s) are probably in pretraining: use them only as a change detector; a high score may be recall", strings.Join(r.PublicBenchmarks, ", ")))
+	}
+	if r.Holdout == 0 {
+		r.Warnings = append(r.Warnings, "no hold-out tasks; keep a slice that never feeds prompt tuning")
+	}
+	return r
+}
+
+func duplicates(ts []Task) (exact, near []Pair) {
+	norm := make([]string, len(ts))
+	sets := make([]map[uint64]struct{}, len(ts))
+	for i, t := range ts {
+		ws := words(taskText(t))
+		norm[i] = strings.Join(ws, " ")
+		sets[i] = shingles(ws, lintShingle)
+	}
+	for i := range ts {
+		for j := i + 1; j < len(ts); j++ {
+			if norm[i] == norm[j] {
+				exact = append(exact, Pair{A: ts[i].ID, B: ts[j].ID, Similarity: 1})
+				continue
+			}
+			if s := jaccard(sets[i], sets[j]); s >= lintThreshold {
+				near = append(near, Pair{A: ts[i].ID, B: ts[j].ID, Similarity: s})
+			}
+		}
+	}
+	return exact, near
+}
+
+// baselineChecker is implemented by graders that can also check the task
+// before its fix (the code grader: unfixed tests must fail).
+type baselineChecker interface {
+	CheckBaseline(ctx context.Context, t Task) error
+}
+
+// checkKeys runs every key through its own grader: the key must pass.
+func checkKeys(ctx context.Context, b *Bank, reg *Registry) []KeyFailure {
+	var fails []KeyFailure
+	for _, t := range b.Tasks {
+		if err := checkKey(ctx, reg, t); err != nil {
+			fails = append(fails, KeyFailure{TaskID: t.ID, Reason: fmt.Sprintf("line %d: %v", t.line, err)})
+		}
+	}
+	return fails
+}
+
+func checkKey(ctx context.Context, reg *Registry, t Task) error {
+	g, err := reg.Get(t.Grader)
+	if err != nil {
+		return err
+	}
+	if err := g.CheckKey(t); err != nil {
+		return err
+	}
+	out, err := g.KeyOutput(t)
+	if err != nil {
+		return err
+	}
+	gr, err := g.Grade(ctx, t, out)
+	if err != nil {
+		return err
+	}
+	if !gr.Pass {
+		return fmt.Errorf("the key scores %.2f and does not pass (details %v)", gr.Score, gr.Details)
+	}
+	if bc, ok := g.(baselineChecker); ok {
+		if err := bc.CheckBaseline(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteText prints the report for a person.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: job kind %s, bank_version %s, hash %s\n", r.File, r.JobKind, r.BankVersion, short(r.Hash))
+	fmt.Fprintf(&b, "tasks %d (hold-out %d), distinct templates %d\n", r.Tasks, r.Holdout, r.Templates)
+	fmt.Fprintf(&b, "difficulty: easy %d, medium %d, hard %d\n", r.Difficulty[Easy], r.Difficulty[Medium], r.Difficulty[Hard])
+	names := make([]string, 0, len(r.TemplateCounts))
+	for n := range r.TemplateCounts {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  template %-24s %d\n", n, r.TemplateCounts[n])
+	}
+	fmt.Fprintf(&b, "exact duplicates: %d\n", len(r.ExactDuplicates))
+	for _, p := range r.ExactDuplicates {
+		fmt.Fprintf(&b, "  %s = %s\n", p.A, p.B)
+	}
+	fmt.Fprintf(&b, "near duplicates (%s): %d\n", r.NearMethod, len(r.NearDuplicates))
+	for _, p := range r.NearDuplicates {
+		fmt.Fprintf(&b, "  %s ~ %s (%.2f)\n", p.A, p.B, p.Similarity)
+	}
+	fmt.Fprintf(&b, "keys failing their own grader: %d\n", len(r.KeyFailures))
+	for _, f := range r.KeyFailures {
+		fmt.Fprintf(&b, "  %s: %s\n", f.TaskID, f.Reason)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// RunLint is the body of `rig tasks lint BANK`: parse, lint, print. It
+// returns an error when the bank does not parse or the lint finds keys that
+// fail or exact duplicates.
+func RunLint(ctx context.Context, w io.Writer, file string, reg *Registry) (Report, error) {
+	b, err := LoadBank(file)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Lint(ctx, b, reg)
+	if err := r.WriteText(w); err != nil {
+		return r, err
+	}
+	if !r.OK() {
+		return r, errors.New(file + ": lint found exact duplicates or failing keys (see above)")
+	}
+	return r, nil
+}
