@@ -16,7 +16,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup build
-	$(BIN) demo
+	$(BIN) runtimes smoke
 
 test: setup
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)

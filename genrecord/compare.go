@@ -48,7 +48,9 @@ func (m Mismatch) String() string {
 	if m.ObservedLogprob != nil {
 		s += fmt.Sprintf(" logprob %.6g", *m.ObservedLogprob)
 	}
-	s += fmt.Sprintf(", |Δ| %.6g", m.AbsDiff)
+	if m.Reason != ReasonToken && m.Reason != ReasonShort {
+		s += fmt.Sprintf(", |Δ| %.6g", m.AbsDiff)
+	}
 	if m.Detail != "" {
 		s += "; " + m.Detail
 	}
@@ -78,12 +80,7 @@ type Comparison struct {
 
 // Distance is the tolerance-free part of a Comparison, what Calibrate uses.
 func (c Comparison) Distance(label string) Distance {
-	d := Distance{Label: label, Changed: c.TokenChanged || c.Short, Token: c.MaxAbsDiff, Row: c.MeanAbsDiff}
-	if d.Changed {
-		// Infinity does not survive JSON; Changed already says "caught".
-		d.Token = 0
-	}
-	return d
+	return Distance{Label: label, Changed: c.TokenChanged || c.Short, Token: c.MaxAbsDiff, Row: c.MeanAbsDiff}
 }
 
 func sameToken(aID *int, aText string, bID *int, bText string) bool {

@@ -34,7 +34,7 @@ type Reader struct {
 
 // NewReader reads and validates the header. path is used in messages only.
 func NewReader(r io.Reader, path string) (*Reader, error) {
-	rd := &Reader{br: bufio.NewReaderSize(r, 1<<20), path: path, seen: map[string]int{}, hash: sha256.New()}
+	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10), path: path, seen: map[string]int{}, hash: sha256.New()}
 	raw, err := rd.readLine()
 	if errors.Is(err, io.EOF) {
 		return nil, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: the file is empty (a record starts with its header line; was the run killed before its first call?)", ErrNoHeader)}
@@ -52,7 +52,7 @@ func NewReader(r io.Reader, path string) (*Reader, error) {
 	if err := strictUnmarshal(raw, &h); err != nil {
 		return nil, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: %v", ErrNoHeader, err)}
 	}
-	if le := h.Validate(); le != nil {
+	if le := h.validate(); le != nil {
 		le.Path = path
 		return nil, le
 	}
@@ -132,7 +132,7 @@ func (r *Reader) Next() (Row, error) {
 	if err := strictUnmarshal(raw, &row); err != nil {
 		return Row{}, &LineError{Path: r.path, Line: line, Err: fmt.Errorf("%w: %v", ErrBadRow, err)}
 	}
-	if le := row.Validate(); le != nil {
+	if le := row.validate(); le != nil {
 		le.Path, le.Line = r.path, line
 		return Row{}, le
 	}

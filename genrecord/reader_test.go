@@ -202,3 +202,31 @@ func TestSalvageCleanRecord(t *testing.T) {
 		t.Error("salvage changed a clean record")
 	}
 }
+
+func TestStat(t *testing.T) {
+	m := fakeModel{salt: "smol", vocab: 40}
+	rows := genuineRows(m, 5)
+	rows[2].Output[0] = Step{Text: rows[2].Output[0].Text}
+	rows[2].LogprobsMissingSteps = 1
+	rows[4].Role = RoleJudge
+	path := recordWith(t, rows)
+	data, _ := os.ReadFile(path)
+	os.WriteFile(path, append(data, []byte(`{"kind":"row","ro`)...), 0o644)
+	st, err := Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Rows != 5 || st.MissingSteps != 1 || st.RowsWithGaps != 1 || st.ByRole[RoleJudge] != 1 || st.ByRole[RoleCandidate] != 4 {
+		t.Errorf("stats %+v", st)
+	}
+	if st.Torn == nil || st.Torn.Line != 7 {
+		t.Fatalf("torn tail not reported: %+v", st.Torn)
+	}
+	var b bytes.Buffer
+	st.WriteText(&b)
+	for _, want := range []string{"no log-prob for 1 tokens", "torn last line", st.SHA256} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+}

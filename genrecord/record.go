@@ -194,8 +194,16 @@ func (b *Bytes) UnmarshalJSON(data []byte) error {
 // maxLogprob allows for float rounding above log(1) = 0.
 const maxLogprob = 1e-6
 
-// Validate checks one row on its own. The error's Field names the JSON path.
-func (r Row) Validate() *LineError {
+// Validate checks one row on its own. The error is a *LineError whose
+// Field names the JSON path ("output[3].top").
+func (r Row) Validate() error {
+	if le := r.validate(); le != nil {
+		return le
+	}
+	return nil
+}
+
+func (r Row) validate() *LineError {
 	bad := func(field, format string, args ...any) *LineError {
 		return &LineError{Field: field, Err: fmt.Errorf("%w: "+format, append([]any{ErrBadRow}, args...)...)}
 	}
@@ -340,8 +348,15 @@ func isSHA256(s string) bool {
 	return true
 }
 
-// Validate checks a header line.
-func (h Header) Validate() *LineError {
+// Validate checks a header line; the error is a *LineError for line 1.
+func (h Header) Validate() error {
+	if le := h.validate(); le != nil {
+		return le
+	}
+	return nil
+}
+
+func (h Header) validate() *LineError {
 	if h.Kind != KindHeader {
 		return &LineError{Line: 1, Field: "kind", Err: fmt.Errorf("%w: first line has kind %q, want %q (a record starts with its header)", ErrNoHeader, h.Kind, KindHeader)}
 	}

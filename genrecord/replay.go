@@ -138,6 +138,9 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 	start := time.Now()
 	var replayTime, origTime, origReplay time.Duration
 	replayOne := func(row Row, line int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		t0 := time.Now()
 		steps, err := rs.Rescore(ctx, row)
 		dt := time.Since(t0)
@@ -177,7 +180,7 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 		}
 		s.RecordRows++
 		switch {
-		case len(want) > 0:
+		case len(opts.Rows) > 0:
 			if want[row.RowID] {
 				picked = append(picked, lined{row, rd.Line()})
 				delete(want, row.RowID)

@@ -124,7 +124,7 @@ func (w *Writer) Append(row Row) error {
 	if row.Kind == "" {
 		row.Kind = KindRow
 	}
-	if le := row.Validate(); le != nil {
+	if le := row.validate(); le != nil {
 		le.Path, le.Line = w.path, w.rows+2
 		return le
 	}

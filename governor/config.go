@@ -253,6 +253,9 @@ func ParseConfig(name string, data []byte) (Config, error) {
 				return Config{}, e
 			}
 		}
+		if clearS > 86400 {
+			return Config{}, bad(field+".clear_after_s", fmt.Sprintf("%v s is over a day", clearS), "use seconds up to 86400")
+		}
 		p.ClearAfter = time.Duration(clearS * float64(time.Second))
 		cfg.Policies[n] = p
 	}

@@ -2,6 +2,7 @@ package governor
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,7 +48,13 @@ func CheckHeartbeat(path string, interval time.Duration, now time.Time) error {
 // writeFileAtomic writes through a temporary file in the same directory so
 // a crash or a full disk leaves either the old file or the new one, never a
 // half-written one.
-func writeFileAtomic(path string, data []byte) (err error) {
+func writeFileAtomic(path string, data []byte) error {
+	return writeFileAtomicW(path, data, nil)
+}
+
+// writeFileAtomicW is writeFileAtomic with the file's writer wrapped, which
+// is how the fault suite makes a write fail with ENOSPC half way.
+func writeFileAtomicW(path string, data []byte, wrap func(io.Writer) io.Writer) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -60,7 +67,11 @@ func writeFileAtomic(path string, data []byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
+	var w io.Writer = f
+	if wrap != nil {
+		w = wrap(f)
+	}
+	if _, err = w.Write(data); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,46 +43,42 @@ func (p ProcessTarget) Stop(ctx context.Context, grace time.Duration) error {
 	if p.Pid <= 0 {
 		return fmt.Errorf("stop trial %s: no pid", p.TrialID)
 	}
-	if p.gone() {
+	pg, err := syscall.Getpgid(p.Pid)
+	group := err == nil && pg == p.Pid
+	if p.gone(group) {
 		return nil
 	}
-	p.signal(syscall.SIGTERM)
-	p.signal(syscall.SIGCONT)
-	if p.wait(ctx, grace) {
+	p.signal(group, syscall.SIGTERM)
+	p.signal(group, syscall.SIGCONT)
+	if p.wait(ctx, group, grace) {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	p.signal(syscall.SIGKILL)
-	if p.wait(ctx, 5*time.Second) {
+	p.signal(group, syscall.SIGKILL)
+	if p.wait(ctx, group, 5*time.Second) {
 		return nil
 	}
 	return fmt.Errorf("stop trial %s pid %d: %w", p.TrialID, p.Pid, ErrStopTimeout)
 }
 
 // signal sends to the group when the pid leads one, else to the process.
-func (p ProcessTarget) signal(sig syscall.Signal) {
-	if pg, err := syscall.Getpgid(p.Pid); err == nil && pg == p.Pid {
+func (p ProcessTarget) signal(group bool, sig syscall.Signal) {
+	if group {
 		_ = syscall.Kill(-p.Pid, sig)
 		return
 	}
 	_ = syscall.Kill(p.Pid, sig)
 }
 
-func (p ProcessTarget) wait(ctx context.Context, d time.Duration) bool {
+func (p ProcessTarget) wait(ctx context.Context, group bool, d time.Duration) bool {
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if p.Done != nil {
-			select {
-			case <-p.Done:
-				return true
-			default:
-			}
-		} else if p.gone() {
+		if p.gone(group) {
 			return true
 		}
 		select {
@@ -90,30 +87,69 @@ func (p ProcessTarget) wait(ctx context.Context, d time.Duration) bool {
 		case <-deadline.C:
 			return false
 		case <-tick.C:
-		case <-p.Done: // nil channel blocks forever: fine
-			return true
 		}
 	}
 }
 
-// gone reports whether the process no longer runs: absent, or a zombie.
-func (p ProcessTarget) gone() bool {
+// gone reports whether the process, and its group when it leads one, no
+// longer runs. Zombies count as gone: a container's init may never reap
+// orphans, and a zombie holds no memory or card.
+func (p ProcessTarget) gone(group bool) bool {
 	if p.Done != nil {
 		select {
 		case <-p.Done:
-			return true
 		default:
 			return false
 		}
+	} else if st, ok := procState(p.Pid); ok && st != 'Z' && st != 'X' {
+		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.Pid))
+	return !group || !groupLive(p.Pid)
+}
+
+// procState returns the state letter of pid from /proc/<pid>/stat.
+func procState(pid int) (byte, bool) {
+	st, _, ok := procStat(pid)
+	return st, ok
+}
+
+// procStat returns state and process group of pid.
+func procStat(pid int) (byte, int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0, 0, false
 	}
-	// Field 3, after the parenthesised command name, is the state.
+	// After the parenthesised command name: state, ppid, pgrp.
 	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && len(s) > i+2 {
-		return s[i+2] == 'Z' || s[i+2] == 'X'
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	pg, err := strconv.Atoi(f[2])
+	if err != nil {
+		return 0, 0, false
+	}
+	return f[0][0], pg, true
+}
+
+// groupLive reports whether any non-zombie process is in group pgid.
+func groupLive(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, pg, ok := procStat(pid); ok && pg == pgid && st != 'Z' && st != 'X' {
+			return true
+		}
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package licences
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -204,5 +205,33 @@ func TestSuggestID(t *testing.T) {
 		if got != want || !idPattern.MatchString(got) {
 			t.Errorf("suggestID(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDemoDesignItems checks the bundled registry against the items of the
+// bundled demo study, so the two cannot drift apart unnoticed.
+func TestDemoDesignItems(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "examples", "demo-study", "design.json"))
+	if err != nil {
+		t.Skipf("demo design not present: %v", err)
+	}
+	var d struct {
+		Items []Item `json:"items"`
+	}
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Items) == 0 {
+		t.Fatal("demo design lists no items")
+	}
+	if err := ValidateItems("design.json", "items", d.Items); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := Bundled()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(reg, d.Items).Err(); err != nil {
+		t.Errorf("bundled registry blocks the demo study: %v", err)
 	}
 }

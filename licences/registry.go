@@ -253,6 +253,9 @@ func (p parser) object(path string, data []byte, known, required []string) (map[
 			return nil, p.errf(join(path, key), "is not valid JSON: "+err.Error(), "fix the JSON syntax")
 		}
 		if !contains(known, key) {
+			if strings.HasSuffix(path, ".verdicts") {
+				return nil, p.errf(join(path, key), "is not a use this registry knows", "use one of %s", strings.Join(known, ", "))
+			}
 			return nil, p.errf(join(path, key), "unknown field", "known fields here: %s", strings.Join(known, ", "))
 		}
 		if _, dup := m[key]; dup {

@@ -72,7 +72,7 @@ func TestParseRegistryErrors(t *testing.T) {
 		{"unknown top field", edit(t, `"schema_version": 1,`, `"schema_version": 1, "extra": true,`), "extra", "unknown field"},
 		{"unknown entry field", edit(t, `"item": "Model A 1B",`, `"item": "Model A 1B", "url": "x",`), "entries[0].url", "unknown field"},
 		{"unknown verdict field", edit(t, `"reading": "use is granted"`, `"reading": "use is granted", "note": "x"`), "entries[0].verdicts.inference.note", "unknown field"},
-		{"unknown use", edit(t, `"inference":`, `"mining":`), "entries[0].verdicts.mining", "unknown field"},
+		{"unknown use", edit(t, `"inference":`, `"mining":`), "entries[0].verdicts.mining", "is not a use"},
 		{"bad verdict", edit(t, `"verdict": "allowed"`, `"verdict": "fine"`), "entries[0].verdicts.inference.verdict", "not a verdict"},
 		{"empty reading", edit(t, `"reading": "use is granted"`, `"reading": "  "`), "entries[0].verdicts.inference.reading", "missing or empty"},
 		{"missing reading", edit(t, `, "reading": "use is granted"`, ``), "entries[0].verdicts.inference.reading", "is missing"},
@@ -174,7 +174,7 @@ func TestBundledRegistry(t *testing.T) {
 	if !reflect.DeepEqual(reg, onDisk) {
 		t.Error("embedded registry differs from registry.json on disk")
 	}
-	for _, id := range []string{"smollm2-135m-instruct", "gemma-3-270m", "llama-cpp", "ollama", "aider-chat", "rig-task-banks"} {
+	for _, id := range []string{"smollm2-135m-instruct", "gemma-3-270m", "llama-cpp", "ollama", "aider-chat", "rig-task-banks", "rig-bank-extract-json", "rig-bank-fix-test"} {
 		e, ok := reg.Lookup(id)
 		if !ok {
 			t.Errorf("bundled registry lacks %q", id)

@@ -20,6 +20,9 @@ type NVMLError struct {
 }
 
 func (e *NVMLError) Error() string {
+	if e.Unwrap() != nil {
+		return fmt.Sprintf("%v: nvml %s: %s", ErrNoNVML, e.Op, nvml.ErrorString(e.Ret))
+	}
 	return fmt.Sprintf("nvml %s: %s", e.Op, nvml.ErrorString(e.Ret))
 }
 

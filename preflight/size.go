@@ -90,8 +90,13 @@ func (s Size) MarshalText() ([]byte, error) {
 	return []byte(strconv.FormatUint(uint64(s), 10)), nil
 }
 
-// UnmarshalText parses with ParseSize.
+// UnmarshalText takes a plain byte count (zero included, for measured
+// values) or anything ParseSize reads; profiles check positivity themselves.
 func (s *Size) UnmarshalText(b []byte) error {
+	if n, err := strconv.ParseUint(string(b), 10, 64); err == nil && n <= uint64(MaxSize) {
+		*s = Size(n)
+		return nil
+	}
 	v, err := ParseSize(string(b))
 	if err != nil {
 		return err

@@ -38,8 +38,10 @@ func (o TinyOptions) withDefaults() TinyOptions {
 }
 
 // TinyGGUF returns a small deterministic llama-architecture GGUF model with a
-// SentencePiece-style vocabulary (control tokens, all 256 byte tokens and a
-// few words) that llama.cpp loads and runs. Weights are F32 norms, F16
+// SentencePiece-style vocabulary (control tokens, the 128 ASCII byte tokens
+// and a few words) that llama.cpp loads and runs. Byte tokens stop at 0x7F so
+// any sampled sequence is valid UTF-8 (llama-server rejects output that is
+// not); prompts must therefore be ASCII. Weights are F32 norms, F16
 // attention and embeddings and Q8_0 feed-forward, so a reader sees three
 // tensor types. It is for tests of code that needs a real model file; the
 // model's output is noise.
@@ -142,7 +144,7 @@ func WriteTinyGGUF(path string, opts TinyOptions) error {
 }
 
 // tinyVocab is a SentencePiece vocabulary: llama.cpp's SPM tokenizer needs
-// <unk>, <s>, </s> and every <0xNN> byte token (it looks up "\n" as a byte).
+// <unk>, <s>, </s> and byte tokens (it looks up "\n" as a byte at load).
 func tinyVocab() ([]string, []float32, []int32) {
 	const (
 		normal  = 1
@@ -152,7 +154,7 @@ func tinyVocab() ([]string, []float32, []int32) {
 	)
 	tokens := []string{"<unk>", "<s>", "</s>"}
 	types := []int32{unknown, control, control}
-	for b := 0; b < 256; b++ {
+	for b := 0; b < 128; b++ {
 		tokens = append(tokens, fmt.Sprintf("<0x%02X>", b))
 		types = append(types, byteTok)
 	}

@@ -246,10 +246,8 @@ func (s *LlamaServer) call(ctx context.Context, method, path string, body, out a
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.http.Do(req)
 	if err != nil {
-		select {
-		case <-s.sb.Done():
+		if s.sb.exitedWithin(2 * time.Second) {
 			return fmt.Errorf("llama-server %s: %w mid-call (%v):\n%s", path, ErrCrashed, s.sb.ExitError(), s.sb.LogTail(5))
-		default:
 		}
 		return fmt.Errorf("llama-server %s: %w", path, err)
 	}

@@ -19,7 +19,7 @@ type Machine struct {
 	MemoryMiB int64    `json:"memory_mib"`
 	Kernel    string   `json:"kernel"`
 	OS        string   `json:"os"`
-	GPUs      []string `json:"gpus"`   // "NVIDIA H200 (143771 MiB), driver 570.x"
+	GPUs      []string `json:"gpus"`     // "NVIDIA H200 (143771 MiB), driver 570.x"
 	GPUNote   string   `json:"gpu_note"` // why there is none, said plainly
 }
 

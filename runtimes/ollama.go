@@ -202,14 +202,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	return nil
 }
 
-func (o *Ollama) exited() bool {
-	select {
-	case <-o.sb.Done():
-		return true
-	default:
-		return false
-	}
-}
+func (o *Ollama) exited() bool { return o.sb.exitedWithin(2 * time.Second) }
 
 func sanitizeName(s string) string {
 	var b strings.Builder
@@ -377,4 +370,3 @@ func (o *Ollama) RawChat(ctx context.Context, req *api.ChatRequest) (time.Durati
 	err := o.client.Chat(ctx, req, func(api.ChatResponse) error { return nil })
 	return time.Since(start), err
 }
-

@@ -202,6 +202,18 @@ func claimSocket(path string) error {
 // Done is closed when the whole sandbox (init and runtime) has exited.
 func (s *Sandbox) Done() <-chan struct{} { return s.done }
 
+// exitedWithin reports whether the sandbox ends within d. A connection that
+// breaks mid-call is a crash only if the process is going away; the forwarder
+// closes the connection a moment before init is reaped.
+func (s *Sandbox) exitedWithin(d time.Duration) bool {
+	select {
+	case <-s.done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
 // ExitError is the sandbox's exit status once Done is closed.
 func (s *Sandbox) ExitError() error { <-s.done; return s.waitErr }
 

@@ -66,7 +66,7 @@ type Measure struct {
 // Grader names a versioned grader; changing what it returns is a version bump.
 type Grader struct {
 	Name    string `json:"name"`
-	Version string `json:"version"`
+	Version int    `json:"version"`
 }
 
 // Arm is one candidate (or the incumbent, or a judge) at its pins in its runtime.
@@ -250,6 +250,12 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 	}
 	if dec.More() {
 		return nil, &ParseError{File: file, Err: errors.New("more than one JSON value (a design file holds exactly one object)")}
+	}
+	if err := duplicateKeys(jsonData); err != nil {
+		return nil, &ParseError{File: file, Err: err}
+	}
+	if tree == nil {
+		return nil, &ParseError{File: file, Err: errors.New("the design is null (a design file holds one object; run `rig study init` for an example)")}
 	}
 	var probs []Problem
 	checkShape(file, tree, reflect.TypeFor[Design](), "", &probs)
@@ -598,4 +604,76 @@ func (d *Design) ResolvedPairs() []Pair {
 		}
 	}
 	return out
+}
+
+// duplicateKeys finds an object key given twice, which encoding/json would
+// silently resolve to the last value.
+func duplicateKeys(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	type frame struct {
+		path  string
+		keys  map[string]bool // nil for arrays
+		index int
+		key   string // the key whose value comes next
+	}
+	var stack []*frame
+	child := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if f.keys == nil {
+			p := fmt.Sprintf("%s[%d]", f.path, f.index)
+			f.index++
+			return p
+		}
+		return join(f.path, f.key)
+	}
+	expectKey := func() bool {
+		if len(stack) == 0 {
+			return false
+		}
+		f := stack[len(stack)-1]
+		return f.keys != nil && f.key == ""
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return nil // syntax errors are reported by the decoder proper
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				f := &frame{path: child()}
+				if d == '{' {
+					f.keys = map[string]bool{}
+				}
+				if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+					stack[len(stack)-1].key = ""
+				}
+				stack = append(stack, f)
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		if expectKey() {
+			f := stack[len(stack)-1]
+			k := tok.(string)
+			if f.keys[k] {
+				return fmt.Errorf("%s: key appears twice (keep one)", join(f.path, k))
+			}
+			f.keys[k] = true
+			f.key = k
+			continue
+		}
+		child()
+		if len(stack) > 0 && stack[len(stack)-1].keys != nil {
+			stack[len(stack)-1].key = ""
+		}
+	}
 }

@@ -71,7 +71,7 @@ func TestBundledExampleValidates(t *testing.T) {
 	for _, it := range d.Items {
 		ids[it.RegistryID] = true
 	}
-	for _, id := range []string{"smollm2-135m-instruct", "gemma-3-270m", "llama.cpp", "ollama", "aider-chat", "rig-bank-extract-json", "rig-bank-fix-test"} {
+	for _, id := range []string{"smollm2-135m-instruct", "gemma-3-270m", "llama-cpp", "ollama", "aider-chat", "rig-bank-extract-json", "rig-bank-fix-test"} {
 		if !ids[id] {
 			t.Errorf("bundled example lists no item with registry id %q", id)
 		}
@@ -121,8 +121,10 @@ func TestParseDesignErrors(t *testing.T) {
 		{name: "malformed JSON", file: "design.json", data: []byte(`{"name": "x",, }`), wantMsg: "design.json:1:"},
 		{name: "truncated JSON", file: "design.json", data: []byte(`{"name": "x"`), wantMsg: "ends inside a value"},
 		{name: "empty", file: "design.json", data: []byte("  \n"), wantMsg: "rig study init"},
+		{name: "null", file: "design.json", data: []byte(`null`), wantMsg: "is null"},
 		{name: "two values", file: "design.json", data: []byte(`{} {}`), wantMsg: "more than one JSON value"},
 		{name: "malformed YAML", file: "design.yaml", data: []byte("name: [unclosed\n"), wantMsg: "design.yaml"},
+		{name: "JSON duplicate key", file: "design.json", data: []byte(`{"arms":[{"name":"a"},{"pins":{"quant":"x","quant":"y"}}]}`), wantMsg: "arms[1].pins.quant: key appears twice"},
 		{name: "YAML duplicate key", file: "d.yaml", data: []byte("name: a\nname: b\n"), wantMsg: `"name" appears twice`},
 		{
 			name: "unknown nested field", file: "design.json",

@@ -196,7 +196,9 @@ func (v *validator) jobKinds() {
 			v.add(KindInvalid, p+".ranking_measure.direction", "%q: write \"higher\" or \"lower\" (which way is better)", d)
 		}
 		v.need(p+".grader.name", jk.Grader.Name, "name the grader")
-		v.need(p+".grader.version", jk.Grader.Version, "give the grader's version; changing what it returns is a version bump")
+		if jk.Grader.Version < 1 {
+			v.add(KindInvalid, p+".grader.version", "%d: give the grader's version, 1 or more (changing what a grader returns is a version bump)", jk.Grader.Version)
+		}
 	}
 }
 

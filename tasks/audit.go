@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -48,12 +49,13 @@ func Audit(ctx context.Context, b *Bank, reg *Registry, dir string) (AuditRecord
 	rec := AuditRecord{File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, BankHash: b.Hash, Tasks: len(b.Tasks)}
 	graders := map[string]bool{}
 	var fails []KeyFailure
-	for _, t := range b.Tasks {
+	errs := checkAll(ctx, reg, b.Tasks)
+	if err := ctx.Err(); err != nil {
+		return AuditRecord{}, err
+	}
+	for i, t := range b.Tasks {
 		graders[t.Grader.String()] = true
-		if err := checkKey(ctx, reg, t); err != nil {
-			if ctx.Err() != nil {
-				return AuditRecord{}, ctx.Err()
-			}
+		if err := errs[i]; err != nil {
 			fails = append(fails, KeyFailure{TaskID: t.ID, Reason: fmt.Sprintf("line %d: %v", t.line, err)})
 			rec.Results = append(rec.Results, AuditResult{TaskID: t.ID, Grader: t.Grader.String()})
 			continue
@@ -137,4 +139,19 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// RunAudit is the body of `rig tasks audit BANK`: parse, audit, print.
+func RunAudit(ctx context.Context, w io.Writer, file, dir string, reg *Registry) (AuditRecord, error) {
+	b, err := LoadBank(file)
+	if err != nil {
+		return AuditRecord{}, err
+	}
+	rec, err := Audit(ctx, b, reg, dir)
+	if err != nil {
+		return rec, err
+	}
+	_, err = fmt.Fprintf(w, "%s: %d keys pass their graders (%s); bank hash %s frozen in %s\n",
+		file, rec.Tasks, strings.Join(rec.Graders, ", "), rec.BankHash, auditPath(dir, rec.BankHash))
+	return rec, err
 }

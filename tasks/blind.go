@@ -49,7 +49,7 @@ func (m BlindMap) Lookup(label string) (BlindEntry, bool) {
 func (m BlindMap) Identities() []string {
 	var ids []string
 	for _, e := range m.Entries {
-		ids = append(ids, e.Arm, e.Model)
+		ids = append(ids, e.Arm, e.Model, modelFamily(e.Model))
 	}
 	return expandIdentities(ids)
 }
@@ -71,11 +71,11 @@ func blind(cands, controls []Output, seed uint64, extra []string) ([]BlindItem, 
 	var ids []string
 	for _, o := range cands {
 		all = append(all, src{out: o})
-		ids = append(ids, o.Arm, o.Model)
+		ids = append(ids, o.Arm, o.Model, modelFamily(o.Model))
 	}
 	for _, o := range controls {
 		all = append(all, src{out: o, control: true})
-		ids = append(ids, o.Arm, o.Model)
+		ids = append(ids, o.Arm, o.Model, modelFamily(o.Model))
 	}
 	ids = expandIdentities(append(ids, extra...))
 	rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
@@ -138,6 +138,25 @@ func expandIdentities(ids []string) []string {
 		return out[i] < out[j]
 	})
 	return out
+}
+
+// modelFamily is the leading letters of a model's base name ("gemma" for
+// "hf.co/google/gemma-3-270m", "smollm" for "smollm2:135m"): a model that
+// says "I am Gemma" names itself. Families under four letters are too
+// likely to be ordinary words and are left out.
+func modelFamily(model string) string {
+	base := model
+	if i := strings.LastIndex(base, "/"); i >= 0 {
+		base = base[i+1:]
+	}
+	n := 0
+	for n < len(base) && (base[n]|0x20) >= 'a' && (base[n]|0x20) <= 'z' {
+		n++
+	}
+	if n < 4 {
+		return ""
+	}
+	return base[:n]
 }
 
 // Redacted replaces an identity in blind text.

@@ -114,7 +114,7 @@ func (JSONMatch) Grade(_ context.Context, t Task, out Output) (Grade, error) {
 func (s *jsonSchema) check(obj map[string]any) []string {
 	var errs []string
 	for _, r := range s.Required {
-		if _, ok := obj[r]; !ok {
+		if _, ok := lookupField(obj, r); !ok {
 			errs = append(errs, fmt.Sprintf("required field %q missing", r))
 		}
 	}
@@ -124,7 +124,7 @@ func (s *jsonSchema) check(obj map[string]any) []string {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		v, ok := obj[n]
+		v, ok := lookupField(obj, n)
 		if ok && !hasType(v, s.Properties[n].Type) {
 			errs = append(errs, fmt.Sprintf("field %q is not a %s", n, s.Properties[n].Type))
 		}

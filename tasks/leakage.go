@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -81,6 +82,17 @@ func (r LeakageReport) Err() error {
 	return &LeakError{Hits: r.Hits}
 }
 
+// WriteText prints the report for a person.
+func (r LeakageReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "leakage: %d tasks against %d places\nmethod: %s\nhits: %d\n", r.Tasks, r.Places, r.Method, len(r.Hits))
+	for _, h := range r.Hits {
+		b.WriteString("  " + h.String() + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
 // LeakError carries the hits that block a freeze.
 type LeakError struct{ Hits []LeakHit }
 
@@ -129,7 +141,7 @@ func CheckLeakage(ctx context.Context, banks []*Bank, places []Place) (LeakageRe
 				return r, err
 			}
 			r.Tasks++
-			for _, part := range []struct{ name, text string }{{"input", taskText(t)}, {"key", keyText(t)}} {
+			for _, part := range leakParts(t) {
 				tt := newLeakText(part.text)
 				if tt.n == 0 {
 					continue
@@ -162,8 +174,54 @@ func leaks(t, p leakText) (string, float64, bool) {
 	return "", 0, false
 }
 
-// keyText is the key's content words in a stable order: JSON field names and
-// values and file contents (names are part of an extraction answer).
+type leakPart struct{ name, text string }
+
+// leakParts splits a task into the texts checked on their own: the whole
+// input, each prompt paragraph and file (so the material of a task pasted
+// without its instructions is still found), the key's values, and each key
+// file. Identical texts are checked once.
+func leakParts(t Task) []leakPart {
+	parts := []leakPart{{"input", taskText(t)}}
+	paras := strings.Split(t.Input.Prompt, "\n\n")
+	if len(paras) > 1 {
+		for i, p := range paras {
+			parts = append(parts, leakPart{fmt.Sprintf("input.prompt#%d", i+1), p})
+		}
+	}
+	for _, p := range sortedKeys(t.Input.Files) {
+		parts = append(parts, leakPart{"input.files[" + p + "]", t.Input.Files[p]})
+	}
+	parts = append(parts, leakPart{"key", keyText(t)})
+	var k struct {
+		Files map[string]string `json:"files"`
+	}
+	if jsonUnmarshal(t.Key, &k) == nil {
+		for _, p := range sortedKeys(k.Files) {
+			parts = append(parts, leakPart{"key.files[" + p + "]", k.Files[p]})
+		}
+	}
+	seen := map[string]bool{}
+	out := parts[:0]
+	for _, p := range parts {
+		if norm := strings.Join(words(p.text), " "); !seen[norm] {
+			seen[norm] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// keyText is the key's values in a stable order (field names are shared by
+// every task of a template and would only add noise).
 func keyText(t Task) string {
 	var k any
 	if canon, err := canonicalJSON(t.Key); err == nil {
@@ -183,7 +241,6 @@ func keyText(t Task) string {
 			}
 			sort.Strings(names)
 			for _, name := range names {
-				b.WriteString(name + " ")
 				walk(x[name])
 			}
 		case []any:

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Near-duplicate settings for tasks inside one bank: word 3-gram shingles
@@ -118,12 +120,31 @@ type baselineChecker interface {
 // checkKeys runs every key through its own grader: the key must pass.
 func checkKeys(ctx context.Context, b *Bank, reg *Registry) []KeyFailure {
 	var fails []KeyFailure
-	for _, t := range b.Tasks {
-		if err := checkKey(ctx, reg, t); err != nil {
-			fails = append(fails, KeyFailure{TaskID: t.ID, Reason: fmt.Sprintf("line %d: %v", t.line, err)})
+	for i, err := range checkAll(ctx, reg, b.Tasks) {
+		if err != nil {
+			fails = append(fails, KeyFailure{TaskID: b.Tasks[i].ID, Reason: fmt.Sprintf("line %d: %v", b.Tasks[i].line, err)})
 		}
 	}
 	return fails
+}
+
+// checkAll checks keys on all CPUs: code keys run test suites, and a bank
+// of them takes minutes one at a time. Errors come back in task order.
+func checkAll(ctx context.Context, reg *Registry, ts []Task) []error {
+	errs := make([]error, len(ts))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[i] = checkKey(ctx, reg, t)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
 
 func checkKey(ctx context.Context, reg *Registry, t Task) error {

@@ -72,9 +72,13 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (RunResult, error) {
 	start := time.Now()
 	err := cmd.Run()
 	res := RunResult{Wall: time.Since(start), Output: tail(out.Bytes(), outputTail)}
-	if ctx.Err() == context.DeadlineExceeded {
+	switch ctx.Err() {
+	case context.DeadlineExceeded:
 		res.TimedOut, res.ExitCode = true, -1
 		return res, nil
+	case context.Canceled:
+		// The caller gave up; that is not a test result.
+		return res, ctx.Err()
 	}
 	var ee *exec.ExitError
 	switch {

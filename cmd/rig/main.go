@@ -43,5 +43,6 @@ Start here:
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRuntimesCommand())
+	addLeafCommands(root)
 	return root
 }

@@ -44,6 +44,8 @@ type KindResult struct {
 	Verdict     string       `json:"verdict"`
 	TiedWith    []string     `json:"tiedWith,omitempty"`
 	Sweep       []SweepPoint `json:"sweep"`
+	// Costs are per arm in this job kind, in the order of Arms.
+	Costs []Cost `json:"costs"`
 }
 
 // ArmResult is one arm's summary over tasks.
@@ -72,7 +74,7 @@ type PairResult struct {
 	Candidate string `json:"candidate"`
 	Baseline  string `json:"baseline"`
 	Tasks     int    `json:"tasks"` // paired tasks tested
-	// MissingTasks have a result for only one arm of the pair.
+	// MissingTasks are tasks of the job kind lacking a result for either arm.
 	MissingTasks int       `json:"missingTasks"`
 	Delta        Num       `json:"delta"` // candidate − baseline, mean over paired tasks
 	Interval     Interval  `json:"interval"`
@@ -126,15 +128,20 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		Resamples: d.Resamples, Seed: d.Seed, Alpha: d.Alpha}
 	tables, warns := buildTables(d, in.Trials)
 	r.Warnings = append(r.Warnings, warns...)
+	boots := make([]shared, len(tables))
 	for i, tb := range tables {
-		kr, err := rank(ctx, d, tb, uint64(i)*1000+1)
+		kr, sh, err := rank(ctx, d, tb, uint64(i)*1000+1)
 		if err != nil {
 			return nil, fmt.Errorf("job kind %s: %w", tb.kind.Name, err)
 		}
 		r.Kinds = append(r.Kinds, kr)
+		boots[i] = sh
 	}
 	for _, a := range d.Arms {
 		r.Costs = append(r.Costs, costOf(in.Trials, a.Name, ""))
+		for i := range r.Kinds {
+			r.Kinds[i].Costs = append(r.Kinds[i].Costs, costOf(in.Trials, a.Name, r.Kinds[i].JobKind))
+		}
 	}
 	m := 0
 	for _, p := range d.Pairs {
@@ -145,17 +152,14 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 	r.HolmFamily = m * len(d.JobKinds)
 	stepAlpha := HolmStepAlpha(d.Alpha, max(r.HolmFamily, 1), 1)
 	if d.Power != nil {
-		md, ok := MinDetectable(d.Power.Tasks, d.Power.PilotDiscordance, stepAlpha, d.Power.Power)
-		if !ok {
-			md = math.NaN()
-		}
-		r.Power = &PowerReport{PilotDiscordance: d.Power.PilotDiscordance, Tasks: d.Power.Tasks, Power: d.Power.Power, Alpha: stepAlpha, MinDetectable: Num(md)}
+		pr := PlanPower(*d.Power, d.Alpha, r.HolmFamily)
+		r.Power = &pr
 	}
 	var ps []float64
 	var tested []int
 	for i, tb := range tables {
 		for j, p := range d.Pairs {
-			pr, err := pair(ctx, d, tb, in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
+			pr, err := pair(ctx, d, tb, boots[i], in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
 			if err != nil {
 				return nil, fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
 			}
@@ -220,7 +224,15 @@ func comparable(d Design, p Pair) string {
 	return ""
 }
 
-func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, error) {
+// shared is a job kind's bootstrap over the tasks every arm has: column a's
+// resample means at boot[a*B:(a+1)*B]. Pairs on the same tasks reuse its
+// draws, since the mean difference is the difference of the means.
+type shared struct {
+	boot   []float64
+	common int
+}
+
+func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, shared, error) {
 	kr := KindResult{JobKind: tb.kind.Name, Measure: tb.kind.Measure, Gate: tb.kind.Gate, Tasks: len(tb.tasks)}
 	k := len(tb.arms)
 	all := make([]int, k)
@@ -235,8 +247,9 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 	}
 	boot, err := resampler{x: x, n: len(common), k: k}.means(ctx, d.Resamples, d.Seed, stream)
 	if err != nil {
-		return kr, err
+		return kr, shared{}, err
 	}
+	sh := shared{boot: boot, common: len(common)}
 	pb := pBest(boot, k, d.Resamples)
 	if len(common) == 0 {
 		for a := range pb {
@@ -251,11 +264,12 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		}
 		var ab []float64
 		if len(rows) == len(common) {
-			ab = boot[a*d.Resamples : (a+1)*d.Resamples]
+			// interval sorts its argument; the shared draws stay in order.
+			ab = append([]float64(nil), boot[a*d.Resamples:(a+1)*d.Resamples]...)
 		} else {
 			ab, err = resampler{x: xs, n: len(xs), k: 1}.means(ctx, d.Resamples, d.Seed, stream+uint64(a)+100)
 			if err != nil {
-				return kr, err
+				return kr, sh, err
 			}
 		}
 		s := sortedCopy(xs)
@@ -283,7 +297,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 	}
 	if len(common) == 0 {
 		kr.Verdict = "no common tasks"
-		return kr, nil
+		return kr, sh, nil
 	}
 	order := make([]int, k)
 	copy(order, all)
@@ -292,7 +306,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 	kr.Leader, kr.LeaderPBest = tb.arms[lead], Num(pb[lead])
 	if pb[lead] >= d.PBestBar {
 		kr.Verdict = "best"
-		return kr, nil
+		return kr, sh, nil
 	}
 	kr.Verdict = "tie"
 	byP := append([]int(nil), all...)
@@ -305,7 +319,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 			break
 		}
 	}
-	return kr, nil
+	return kr, sh, nil
 }
 
 func passRate(xs []float64, gate float64) float64 {
@@ -321,7 +335,7 @@ func passRate(xs []float64, gate float64) float64 {
 	return float64(n) / float64(len(xs))
 }
 
-func pair(ctx context.Context, d Design, tb *table, trials []Trial, p Pair, stepAlpha float64, stream uint64) (PairResult, error) {
+func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p Pair, stepAlpha float64, stream uint64) (PairResult, error) {
 	pr := PairResult{JobKind: tb.kind.Name, Candidate: p.Candidate, Baseline: p.Baseline,
 		P: Num(math.NaN()), PHolm: Num(math.NaN()), Delta: Num(math.NaN()), Discordance: Num(math.NaN()), MinDetectable: Num(math.NaN()),
 		NewlyFixed: []string{}, NewlyFailing: []string{}}
@@ -339,7 +353,7 @@ func pair(ctx context.Context, d Design, tb *table, trials []Trial, p Pair, step
 	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	pr.notComparable = comparable(d, p)
 	for _, row := range tb.val {
-		if math.IsNaN(row[ci]) != math.IsNaN(row[bi]) {
+		if math.IsNaN(row[ci]) || math.IsNaN(row[bi]) {
 			pr.MissingTasks++
 		}
 	}
@@ -365,9 +379,19 @@ func pair(ctx context.Context, d Design, tb *table, trials []Trial, p Pair, step
 		}
 	}
 	pr.Delta = Num(mean(diffs))
-	boot, err := resampler{x: diffs, n: len(diffs), k: 1}.means(ctx, d.Resamples, d.Seed, stream)
-	if err != nil {
-		return pr, err
+	var boot []float64
+	if len(rows) == sh.common {
+		B := d.Resamples
+		boot = make([]float64, B)
+		for b := range boot {
+			boot[b] = sh.boot[ci*B+b] - sh.boot[bi*B+b]
+		}
+	} else {
+		var err error
+		boot, err = resampler{x: diffs, n: len(diffs), k: 1}.means(ctx, d.Resamples, d.Seed, stream)
+		if err != nil {
+			return pr, err
+		}
 	}
 	pr.Interval = interval(d.Interval, d.Level, diffs, boot)
 	b, c := len(pr.NewlyFixed), len(pr.NewlyFailing)

@@ -184,7 +184,7 @@ func (r Rule) evaluate(d Design, rep *Report) (Decision, error) {
 		}
 		dec.Trace = append(dec.Trace, fmt.Sprintf("clause %d: if %s → %s", i+1, strings.Join(parts, " and "), verdict))
 		if holds {
-			return dec.take(c.Then, i+1), nil
+			return dec.take(c.Then, i+1, rep), nil
 		}
 	}
 	def := r.Default
@@ -192,11 +192,19 @@ func (r Rule) evaluate(d Design, rep *Report) (Decision, error) {
 		def = NoDecision
 	}
 	dec.Trace = append(dec.Trace, "no clause holds: default")
-	return dec.take(def, 0), nil
+	return dec.take(def, 0, rep), nil
 }
 
-func (d Decision) take(action string, clause int) Decision {
+// take records the action. Accepting (or shipping) needs an eligible winner:
+// the arm must be shown better than its baseline in at least one job kind
+// (an improvement, or a tradeoff on the better-score side). A rule that would
+// accept anything else is sent to review instead of being obeyed.
+func (d Decision) take(action string, clause int, rep *Report) Decision {
 	v, arm, _ := parseAction(action)
+	if (v == Accept || v == Ship) && !eligible(rep, arm) {
+		d.Trace = append(d.Trace, fmt.Sprintf("%q refused: %s is not shown better than its baseline in any job kind", action, arm))
+		action, v, arm = "needs_review", NeedsReview, ""
+	}
 	d.Action, d.Verdict, d.Arm, d.Clause = action, v, arm, clause
 	if (v == Accept || v == Ship) && arm != "" {
 		d.NextBaseline = arm
@@ -249,4 +257,13 @@ func (c Condition) eval(rep *Report) (bool, string) {
 		got = append(got, "no result for this pair")
 	}
 	return holds, desc + " [" + strings.Join(got, "; ") + "]"
+}
+
+func eligible(rep *Report, arm string) bool {
+	for _, p := range rep.Pairs {
+		if p.Candidate == arm && (p.Outcome == Improvement || (p.Outcome == Tradeoff && p.direction > 0)) {
+			return true
+		}
+	}
+	return false
 }

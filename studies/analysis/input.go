@@ -144,7 +144,7 @@ func (d Design) withDefaults() Design {
 		d.Resamples = 10000
 	}
 	if d.PermutationResamples == 0 {
-		d.PermutationResamples = 100000
+		d.PermutationResamples = 20000
 	}
 	if d.Interval == "" {
 		d.Interval = BCa
@@ -237,6 +237,19 @@ func (in Input) Validate() error {
 	if d.Resamples < MinResamples {
 		return &FieldError{Field: "design.resamples", Problem: fmt.Sprintf("%d is below %d", d.Resamples, MinResamples), Fix: "intervals and P(best) need at least 10,000 resamples"}
 	}
+	if d.PermutationResamples < 1000 {
+		return &FieldError{Field: "design.permutationResamples", Problem: fmt.Sprintf("%d is below 1000", d.PermutationResamples), Fix: "leave it unset for 20,000"}
+	}
+	if pw := d.Power; pw != nil {
+		switch {
+		case pw.Tasks < 1 || pw.Tasks > MaxTasks:
+			return &FieldError{Field: "design.power.tasks", Problem: fmt.Sprintf("%d is outside [1, %d]", pw.Tasks, MaxTasks), Fix: "the planned task count"}
+		case !(pw.PilotDiscordance > 0 && pw.PilotDiscordance <= 1):
+			return &FieldError{Field: "design.power.pilotDiscordance", Problem: fmt.Sprintf("%v is outside (0,1]", pw.PilotDiscordance), Fix: "the pilot's share of tasks where the pair's pass/fail differs"}
+		case !(pw.Power > 0 && pw.Power < 1):
+			return &FieldError{Field: "design.power.power", Problem: fmt.Sprintf("%v is outside (0,1)", pw.Power), Fix: "e.g. 0.8"}
+		}
+	}
 	if d.Interval != Percentile && d.Interval != BCa {
 		return &FieldError{Field: "design.interval", Problem: fmt.Sprintf("%q is not a method", d.Interval), Fix: `use "percentile" or "bca"`}
 	}
@@ -253,6 +266,11 @@ func (in Input) Validate() error {
 		return err
 	}
 	others := map[string]int{}
+	type key struct {
+		arm, kind, task string
+		repeat          int
+	}
+	scored := map[key]int{}
 	for i, t := range in.Trials {
 		if t.DesignHash != d.Hash {
 			others[t.DesignHash]++
@@ -270,6 +288,14 @@ func (in Input) Validate() error {
 		}
 		if !t.Missing && !t.Preempted && (math.IsNaN(t.Score) || t.Score < 0 || t.Score > 1) {
 			return &FieldError{Field: f + ".score", Problem: fmt.Sprintf("%v is outside [0,1]", t.Score), Fix: "scores are normalised to [0,1]"}
+		}
+		if !t.Missing && !t.Preempted {
+			k := key{t.Arm, t.JobKind, t.Task, t.Repeat}
+			if j, dup := scored[k]; dup {
+				return &FieldError{Field: f, Problem: fmt.Sprintf("a second scored result for arm %s, job kind %s, task %s, repeat %d (first at trials[%d])", t.Arm, t.JobKind, t.Task, t.Repeat, j),
+					Fix: "pass one scored attempt per trial; only preempted attempts are rerun"}
+			}
+			scored[k] = i
 		}
 	}
 	if len(others) > 0 {

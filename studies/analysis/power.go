@@ -32,17 +32,20 @@ func McNemarPower(n int, psi, delta, alpha float64) float64 {
 		return 0
 	}
 	q := (psi + delta) / (2 * psi) // P(a discordant task favours the candidate)
+	// Counts of discordant tasks more than 12 standard deviations from n·psi
+	// carry less than 1e-30 of the probability; skipping them keeps this
+	// O(√n) for large task counts.
+	mean, sd := float64(n)*psi, math.Sqrt(float64(n)*psi*(1-psi))
+	lo := max(1, int(math.Floor(mean-12*sd-1)))
+	hi := min(n, int(math.Ceil(mean+12*sd+1)))
 	power := 0.0
-	klo := -1 // largest k with 2·P(Bin(m,½) ≤ k) ≤ alpha; never decreases in m
-	for m := 1; m <= n; m++ {
-		for klo+1 < m && math.Min(1, 2*binomCDF(klo+1, m, 0.5)) <= alpha {
-			klo++
-		}
-		if klo < 0 {
-			continue
-		}
+	for m := lo; m <= hi; m++ {
 		w := binomPMF(m, n, psi)
 		if w == 0 {
+			continue
+		}
+		klo := rejectBelow(m, alpha)
+		if klo < 0 {
 			continue
 		}
 		// Reject for the candidate when the baseline-favouring count c ≤ klo.
@@ -67,7 +70,7 @@ func MinDetectable(n int, psi, alpha, power float64) (delta float64, ok bool) {
 		} else {
 			lo = mid
 		}
-		if hi-lo < 1e-6 {
+		if hi-lo < 1e-5 {
 			break
 		}
 	}
@@ -105,4 +108,40 @@ func TasksNeeded(delta, psi, alpha, power float64) (n int, ok bool) {
 		}
 	}
 	return hi, true
+}
+
+// rejectBelow is the largest k with 2·P(Bin(m,½) ≤ k) ≤ alpha, the edge of
+// the exact McNemar test's rejection region for m discordant tasks, or -1
+// when no count rejects.
+func rejectBelow(m int, alpha float64) int {
+	lo, hi := -1, m/2 // invariant: lo rejects (or is -1), hi+1 does not
+	if 2*binomCDF(hi, m, 0.5) <= alpha {
+		return hi
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if math.Min(1, 2*binomCDF(mid, m, 0.5)) <= alpha {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// PlanPower is the sizing a design states before running: from a pilot's
+// discordance, the smallest lead the planned tasks detect with the plan's
+// power (0.8 when unset) at Holm's strictest step over a family of tests.
+// Read the pilot's discordance from Analyse on the pilot's trials
+// (PairResult.Discordance).
+func PlanPower(p PowerPlan, alpha float64, family int) PowerReport {
+	if p.Power == 0 {
+		p.Power = 0.8
+	}
+	step := HolmStepAlpha(alpha, max(family, 1), 1)
+	md, ok := MinDetectable(p.Tasks, p.PilotDiscordance, step, p.Power)
+	if !ok {
+		md = math.NaN()
+	}
+	return PowerReport{PilotDiscordance: p.PilotDiscordance, Tasks: p.Tasks, Power: p.Power, Alpha: step, MinDetectable: Num(md)}
 }

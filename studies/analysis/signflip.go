@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // SignFlip is the result of a paired sign-flip permutation test.
@@ -75,30 +77,63 @@ func SignFlipTest(ctx context.Context, d []float64, resamples int, seed uint64) 
 		r.P = float64(hits) / float64(total)
 		return r, nil
 	}
-	src := rand.NewPCG(seed, 0x5157)
-	hits := 0
-	for i := range resamples {
-		if i&0xfff == 0 && ctx.Err() != nil {
-			return r, ctx.Err()
-		}
-		s := 0.0
-		var w uint64
-		for j, v := range nz {
-			if j&63 == 0 {
-				w = src.Uint64()
-			}
-			if w&1 == 1 {
-				s += v
-			} else {
-				s -= v
-			}
-			w >>= 1
-		}
-		if math.Abs(s) >= thr {
-			hits++
-		}
+	hits, err := signFlipHits(ctx, nz, thr, resamples, seed)
+	if err != nil {
+		return r, err
 	}
 	r.Resamples = resamples
 	r.P = float64(1+hits) / float64(1+resamples)
 	return r, nil
+}
+
+// signFlipHits counts random sign assignments whose |Σ| reaches thr, split
+// into fixed chunks (each seeded from its index) across GOMAXPROCS goroutines,
+// so the count does not depend on how many ran.
+func signFlipHits(ctx context.Context, nz []float64, thr float64, resamples int, seed uint64) (int, error) {
+	nChunks := (resamples + chunk - 1) / chunk
+	counts := make([]int, nChunks)
+	next := make(chan int, nChunks)
+	for c := range nChunks {
+		next <- c
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), nChunks) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				if ctx.Err() != nil {
+					return
+				}
+				src := rand.NewPCG(seed^0x5157, uint64(c)+1)
+				hits := 0
+				for range min(chunk, resamples-c*chunk) {
+					s := 0.0
+					var w uint64
+					for j, v := range nz {
+						if j&63 == 0 {
+							w = src.Uint64()
+						}
+						// Branch-free ±v: the sign bit comes from w.
+						s += math.Float64frombits(math.Float64bits(v) ^ (w&1)<<63)
+						w >>= 1
+					}
+					if math.Abs(s) >= thr {
+						hits++
+					}
+				}
+				counts[c] = hits
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, h := range counts {
+		total += h
+	}
+	return total, nil
 }

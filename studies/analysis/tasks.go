@@ -162,9 +162,10 @@ func b2f(b bool) float64 {
 // quantile is the type-7 (linear interpolation) sample quantile of sorted xs.
 func quantile(sorted []float64, p float64) float64 {
 	n := len(sorted)
-	if n == 0 {
+	if n == 0 || math.IsNaN(p) {
 		return math.NaN()
 	}
+	p = math.Min(1, math.Max(0, p)) // BCa can push a level past the ends
 	h := p * float64(n-1)
 	lo := int(math.Floor(h))
 	if lo >= n-1 {

@@ -3,56 +3,30 @@ package report
 import (
 	"bytes"
 	"context"
+	"errors"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// chromium finds the browser the lead's provisioning installs; the test
-// skips, saying why, only when there is none.
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("RIG_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	t.Skip("no Chromium: looked for $RIG_CHROMIUM, /usr/bin/chromium, chromium, chromium-browser, google-chrome on PATH; install it (apt-get install chromium) to check the report in a real browser")
-	return ""
-}
-
-// headless runs Chromium on a local file with everything that could reach
-// the network turned off, and name resolution mapped to nothing so that a
-// stray URL could not leave the machine even if the report held one.
-func headless(t *testing.T, bin, profile string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	base := []string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND",
-		"--user-data-dir=" + profile,
-	}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\nstderr:\n%s", bin, args, err, stderr.String())
-	}
-	return stdout.Bytes()
-}
-
+// TestBrowserRendersReport opens the sample report in headless Chromium,
+// checks the figures are in the rendered DOM and takes a screenshot. Run it
+// with -artifacts to keep report.html and report.png:
+//
+//	go test ./studies/report -run Browser -v -artifacts -outputdir DIR
 func TestBrowserRendersReport(t *testing.T) {
-	bin := chromium(t)
+	bin, err := FindBrowser()
+	if errors.Is(err, ErrNoBrowser) {
+		t.Skipf("skipping the browser check: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
 	out := t.ArtifactDir()
 	d := SampleData()
 	var buf bytes.Buffer
@@ -63,38 +37,17 @@ func TestBrowserRendersReport(t *testing.T) {
 	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	url := "file://" + page
 
-	dom := string(headless(t, bin, t.TempDir(), "--dump-dom", url))
-	if !strings.Contains(dom, "</html>") {
-		t.Fatalf("--dump-dom returned no document (%d bytes)", len(dom))
-	}
-
-	// Every figure the data calls for is an <svg> in the rendered DOM, with
-	// its class, a <title> for screen readers, and drawn content.
-	svgs := regexp.MustCompile(`(?s)<svg id="([^"]+)" class="fig (fig-[a-z]+)"[^>]*>(.*?)</svg>`).FindAllStringSubmatch(dom, -1)
-	got := map[string]string{}
-	for _, m := range svgs {
-		got[m[1]] = m[2]
-		if !strings.Contains(m[3], "<title") {
-			t.Errorf("figure %s has no <title> in the DOM", m[1])
-		}
-		if strings.Count(m[3], "<path") < 3 {
-			t.Errorf("figure %s has %d paths in the DOM; a drawn figure has axes and marks", m[1], strings.Count(m[3], "<path"))
-		}
-	}
-	v, err := newView(d)
+	dom, err := Browser{Bin: bin, Profile: t.TempDir()}.DumpDOM(ctx, page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range v.Kinds {
-		for class, id := range map[string]string{"fig-forest": "fig-forest-" + k.ID, "fig-pbest": "fig-pbest-" + k.ID, "fig-sweep": "fig-sweep-" + k.ID, "fig-cost": "fig-cost-" + k.ID} {
-			if got[id] != class {
-				t.Errorf("rendered DOM lacks <svg id=%q class=\"fig %s\"> (figures seen: %v)", id, class, got)
-			}
-		}
+	if err := CheckFigures(dom, d); err != nil {
+		t.Error(err)
 	}
-
+	if n := len(svgInDOM.FindAllString(dom, -1)); n != 8 {
+		t.Errorf("%d figures in the DOM, want 8 (four for each of two job kinds)", n)
+	}
 	// The hostile model output is text in the DOM, not elements.
 	for _, bad := range []string{"<script", "<img"} {
 		if strings.Contains(dom, bad) {
@@ -106,7 +59,9 @@ func TestBrowserRendersReport(t *testing.T) {
 	}
 
 	shot := filepath.Join(out, "report.png")
-	headless(t, bin, t.TempDir(), "--hide-scrollbars", "--screenshot="+shot, "--window-size=1280,2400", url)
+	if err := (Browser{Bin: bin, Profile: t.TempDir()}).Screenshot(ctx, page, shot, 1280, 2400); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -120,19 +75,43 @@ func TestBrowserRendersReport(t *testing.T) {
 	if b.Dx() != 1280 || b.Dy() != 2400 {
 		t.Errorf("screenshot is %dx%d, want 1280x2400", b.Dx(), b.Dy())
 	}
-	// A blank page would be all one colour; a rendered report has text,
-	// tables and figures over a good share of the page.
-	inked := 0
+	// A blank page is all one colour; a rendered report has text, tables
+	// and figures over a good share of it.
+	inked, all := 0, 0
 	for y := b.Min.Y; y < b.Max.Y; y += 4 {
 		for x := b.Min.X; x < b.Max.X; x += 4 {
 			r, g, bl, _ := img.At(x, y).RGBA()
 			if r < 0xe000 || g < 0xe000 || bl < 0xe000 {
 				inked++
 			}
+			all++
 		}
 	}
-	if frac := float64(inked) / float64((b.Dx()/4)*(b.Dy()/4)); frac < 0.02 {
+	if frac := float64(inked) / float64(all); frac < 0.02 {
 		t.Errorf("screenshot is %.1f%% inked; the page looks blank", 100*frac)
 	}
 	t.Logf("report: %s\nscreenshot: %s", page, shot)
+}
+
+func TestCheckFiguresNoticesAMissingFigure(t *testing.T) {
+	d := SampleData()
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFigures(buf.String(), d); err != nil {
+		t.Fatalf("the page as written fails the check: %v", err)
+	}
+	cut := strings.Replace(buf.String(), `<svg id="fig-sweep-kind-apply-items"`, `<svg id="gone"`, 1)
+	err := CheckFigures(cut, d)
+	if err == nil || !strings.Contains(err.Error(), "fig-sweep-kind-apply-items") {
+		t.Errorf("CheckFigures on a page without the sweep = %v, want an error naming it", err)
+	}
+}
+
+func TestFindBrowserHonoursEnv(t *testing.T) {
+	t.Setenv("RIG_CHROMIUM", filepath.Join(t.TempDir(), "no-such-chromium"))
+	if _, err := FindBrowser(); err == nil {
+		t.Error("FindBrowser accepted a RIG_CHROMIUM that does not exist")
+	}
 }

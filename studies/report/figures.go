@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"image/color"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -17,9 +18,9 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Figure is one inline SVG figure with the words that make it accessible:
+// figure is one inline SVG figure with the words that make it accessible:
 // Title and Desc go inside the SVG, Caption under it.
-type Figure struct {
+type figure struct {
 	ID      string
 	Class   string
 	Title   string
@@ -39,7 +40,7 @@ var baselineColor = color.RGBA{0x4d, 0x4d, 0x4d, 0xff}
 
 // Glyphs and dashes vary with the colour so no figure relies on colour alone.
 var glyphs = []draw.GlyphDrawer{
-	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{},
+	draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}, draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{},
 }
 
 var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}}
@@ -89,6 +90,8 @@ func newPlot(xLabel, yLabel string) *plot.Plot {
 	}
 	p.X.Label.Text = xLabel
 	p.Y.Label.Text = yLabel
+	p.X.Tick.Marker = niceTicks{}
+	p.Y.Tick.Marker = niceTicks{}
 	p.Legend.TextStyle.Font = font.From(sans, 10)
 	p.Legend.TextStyle.Color = ink
 	return p
@@ -123,7 +126,7 @@ func vline(x, y0, y1 float64, c color.Color, dash []vg.Length) (*plotter.Line, e
 // prologue, no namespace URLs (the HTML parser supplies the namespace, and
 // the report must hold no URL at all), sized by CSS, with a <title> and
 // <desc> for screen readers.
-func render(p *plot.Plot, w, h vg.Length, f Figure) (Figure, error) {
+func render(p *plot.Plot, w, h vg.Length, f figure) (figure, error) {
 	c := vgsvg.New(w, h)
 	p.Draw(draw.New(c))
 	var buf bytes.Buffer
@@ -154,7 +157,7 @@ func better(k Kind) string {
 }
 
 // forest plots each named pair's delta with its interval.
-func forest(k Kind, id string) (Figure, error) {
+func forest(k Kind, id string) (figure, error) {
 	styles := armStyles(k)
 	n := len(k.Pairs)
 	p := newPlot(fmt.Sprintf("Δ %s, challenger − baseline (%s)", k.Measure, better(k)), "")
@@ -169,7 +172,7 @@ func forest(k Kind, id string) (Figure, error) {
 		pts := xyErr{x: pr.Delta.Value, y: y, lo: pr.Delta.Value - pr.Delta.Low, hi: pr.Delta.High - pr.Delta.Value}
 		bars, err := plotter.NewXErrorBars(pts)
 		if err != nil {
-			return Figure{}, fmt.Errorf("report: forest %s: %w", k.Name, err)
+			return figure{}, fmt.Errorf("report: forest %s: %w", k.Name, err)
 		}
 		st := styles[pr.Challenger]
 		bars.Color = st.color
@@ -177,7 +180,7 @@ func forest(k Kind, id string) (Figure, error) {
 		bars.CapWidth = vg.Points(8)
 		dot, err := plotter.NewScatter(pts)
 		if err != nil {
-			return Figure{}, fmt.Errorf("report: forest %s: %w", k.Name, err)
+			return figure{}, fmt.Errorf("report: forest %s: %w", k.Name, err)
 		}
 		dot.GlyphStyle = draw.GlyphStyle{Color: st.color, Radius: vg.Points(4), Shape: draw.BoxGlyph{}}
 		p.Add(bars, dot)
@@ -187,14 +190,14 @@ func forest(k Kind, id string) (Figure, error) {
 	y0, y1 := -0.6, float64(n)-0.4
 	zero, err := vline(0, y0, y1, ink, nil)
 	if err != nil {
-		return Figure{}, err
+		return figure{}, err
 	}
 	p.Add(zero)
 	if d := k.Detectable; d != nil {
 		for _, x := range []float64{-*d, *d} {
 			g, err := vline(x, y0, y1, guideInk, []vg.Length{vg.Points(4), vg.Points(3)})
 			if err != nil {
-				return Figure{}, err
+				return figure{}, err
 			}
 			p.Add(g)
 		}
@@ -207,11 +210,12 @@ func forest(k Kind, id string) (Figure, error) {
 	p.X.Min, p.X.Max = lo-pad, hi+pad
 	p.NominalY(names...)
 	p.Y.Min, p.Y.Max = y0, y1
-	caption := fmt.Sprintf("Named pairs in %s: each challenger's difference from its baseline with its %s interval. The solid line is no difference", k.Name, k.Interval)
+	p.Y.Tick.Label.Font = font.From(sans, 10.5)
+	caption := fmt.Sprintf("Named pairs in %s: each challenger's difference from its baseline, with its interval (%s). The solid line is no difference", k.Name, k.Interval)
 	if k.Detectable != nil {
 		caption += fmt.Sprintf("; dashed lines mark ±%s, the smallest difference the task count can detect at 80%% power — inside them a difference is not shown, not equal", num(*k.Detectable))
 	}
-	return render(p, vg.Points(640), vg.Points(float64(70+34*n)), Figure{
+	return render(p, vg.Points(640), vg.Points(float64(70+34*n)), figure{
 		ID: id, Class: "fig-forest", Title: "Forest plot of named pairs, " + k.Name,
 		Desc: strings.Join(desc, "; ") + ".", Caption: caption + ".",
 	})
@@ -225,7 +229,7 @@ func (e xyErr) XY(int) (float64, float64)      { return e.x, e.y }
 func (e xyErr) XError(int) (low, high float64) { return e.lo, e.hi }
 
 // pBest draws each arm's P(best) with the design's bar.
-func pBest(k Kind, id string) (Figure, error) {
+func pBest(k Kind, id string) (figure, error) {
 	styles := armStyles(k)
 	n := len(k.Arms)
 	p := newPlot("P(best), by bootstrap over tasks", "")
@@ -237,7 +241,7 @@ func pBest(k Kind, id string) (Figure, error) {
 		names[n-1-i] = a.Arm
 		bar, err := plotter.NewBarChart(plotter.Values{a.PBest}, vg.Points(16))
 		if err != nil {
-			return Figure{}, fmt.Errorf("report: P(best) %s: %w", k.Name, err)
+			return figure{}, fmt.Errorf("report: P(best) %s: %w", k.Name, err)
 		}
 		bar.Horizontal = true
 		bar.XMin = y
@@ -246,7 +250,7 @@ func pBest(k Kind, id string) (Figure, error) {
 		p.Add(bar)
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: a.PBest, Y: y}}, Labels: []string{fmt.Sprintf(" %.2f", a.PBest)}})
 		if err != nil {
-			return Figure{}, err
+			return figure{}, err
 		}
 		lab.TextStyle[0].Font = font.From(sans, 10)
 		lab.TextStyle[0].Color = ink
@@ -257,13 +261,13 @@ func pBest(k Kind, id string) (Figure, error) {
 	y0, y1 := -0.6, float64(n)-0.4
 	bar, err := vline(k.BestBar, y0, y1, ink, []vg.Length{vg.Points(4), vg.Points(3)})
 	if err != nil {
-		return Figure{}, err
+		return figure{}, err
 	}
 	p.Add(bar)
 	p.NominalY(names...)
 	p.Y.Min, p.Y.Max = y0, y1
 	p.X.Min, p.X.Max = 0, 1.08
-	return render(p, vg.Points(420), vg.Points(float64(70+30*n)), Figure{
+	return render(p, vg.Points(420), vg.Points(float64(70+30*n)), figure{
 		ID: id, Class: "fig-pbest", Title: "P(best) per arm, " + k.Name,
 		Desc:    "P(best): " + strings.Join(desc, ", ") + fmt.Sprintf("; the design's bar is %.2f.", k.BestBar),
 		Caption: fmt.Sprintf("P(best) in %s: how often each arm ranks first when tasks are resampled. The dashed line is the design's bar (%.2f); a leader below it is a tie.", k.Name, k.BestBar),
@@ -271,7 +275,7 @@ func pBest(k Kind, id string) (Figure, error) {
 }
 
 // sweep draws each arm's pass rate as the gate moves.
-func sweep(k Kind, id string) (Figure, error) {
+func sweep(k Kind, id string) (figure, error) {
 	styles := armStyles(k)
 	p := newPlot("gate on "+k.Measure, "pass rate")
 	addGrid(p, true, true)
@@ -283,7 +287,7 @@ func sweep(k Kind, id string) (Figure, error) {
 		}
 		line, err := plotter.NewLine(xys)
 		if err != nil {
-			return Figure{}, fmt.Errorf("report: sweep %s: %w", k.Name, err)
+			return figure{}, fmt.Errorf("report: sweep %s: %w", k.Name, err)
 		}
 		st := styles[l.Arm]
 		line.Color = st.color
@@ -297,9 +301,10 @@ func sweep(k Kind, id string) (Figure, error) {
 	}
 	g, err := vline(k.Gate, 0, 1, ink, []vg.Length{vg.Points(4), vg.Points(3)})
 	if err != nil {
-		return Figure{}, err
+		return figure{}, err
 	}
 	p.Add(g)
+	p.Legend.Padding = vg.Points(3)
 	p.Legend.Left = true
 	p.Legend.Top = false
 	p.Legend.XOffs = vg.Points(12)
@@ -309,7 +314,7 @@ func sweep(k Kind, id string) (Figure, error) {
 	if len(desc) > 0 {
 		d += fmt.Sprintf(" At the design's gate %s: %s.", num(k.Gate), strings.Join(desc, ", "))
 	}
-	return render(p, vg.Points(560), vg.Points(300), Figure{
+	return render(p, vg.Points(560), vg.Points(300), figure{
 		ID: id, Class: "fig-sweep", Title: "Threshold sweep, " + k.Name, Desc: d,
 		Caption: fmt.Sprintf("Threshold sweep in %s: the pass rate each arm would have had as the gate on %s moves. The dashed line is the design's gate (%s).", k.Name, k.Measure, num(k.Gate)),
 	})
@@ -330,7 +335,7 @@ func rateAt(gates, rates []float64, g float64) (float64, bool) {
 }
 
 // costScatter draws each arm's cost against its score.
-func costScatter(k Kind, id string) (Figure, error) {
+func costScatter(k Kind, id string) (figure, error) {
 	styles := armStyles(k)
 	p := newPlot(k.Cost.Label, k.Measure)
 	addGrid(p, true, true)
@@ -340,13 +345,13 @@ func costScatter(k Kind, id string) (Figure, error) {
 		xy := plotter.XYs{{X: pt.Cost, Y: pt.Score}}
 		sc, err := plotter.NewScatter(xy)
 		if err != nil {
-			return Figure{}, fmt.Errorf("report: cost %s: %w", k.Name, err)
+			return figure{}, fmt.Errorf("report: cost %s: %w", k.Name, err)
 		}
 		st := styles[pt.Arm]
 		sc.GlyphStyle = draw.GlyphStyle{Color: st.color, Radius: vg.Points(5), Shape: st.glyph}
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: xy, Labels: []string{pt.Arm}})
 		if err != nil {
-			return Figure{}, err
+			return figure{}, err
 		}
 		lab.TextStyle[0].Font = font.From(sans, 10)
 		lab.TextStyle[0].Color = ink
@@ -357,7 +362,7 @@ func costScatter(k Kind, id string) (Figure, error) {
 	}
 	pad(&p.X, xs, 0.12, 0.30)
 	pad(&p.Y, ys, 0.15, 0.15)
-	return render(p, vg.Points(420), vg.Points(300), Figure{
+	return render(p, vg.Points(420), vg.Points(300), figure{
 		ID: id, Class: "fig-cost", Title: "Cost against score, " + k.Name,
 		Desc:    strings.Join(desc, "; ") + ".",
 		Caption: fmt.Sprintf("Cost against score in %s (%s against %s, %s). Up is better; left is cheaper.", k.Name, k.Cost.Label, k.Measure, better(k)),
@@ -378,4 +383,44 @@ func pad(ax *plot.Axis, vs []float64, left, right float64) {
 		span = math.Max(math.Abs(hi), 1) * 0.2
 	}
 	ax.Min, ax.Max = lo-left*span, hi+right*span
+}
+
+// niceTicks labels an axis at round steps (1, 2, 2.5 or 5 × 10^k) that
+// include zero when the range does, because the default marker can skip
+// the zero a forest plot is read against.
+type niceTicks struct{}
+
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 4, 64)}}
+	}
+	raw := (hi - lo) / 5
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+step*1e-9; v += step {
+		if math.Abs(v) < step*1e-9 {
+			v = 0
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals(step), 64)})
+		// Minor ticks halfway, unlabelled.
+		if m := v + step/2; m <= hi {
+			ticks = append(ticks, plot.Tick{Value: m})
+		}
+	}
+	return ticks
+}
+
+func decimals(step float64) int {
+	d := 0
+	for d < 6 && math.Abs(step*math.Pow(10, float64(d))-math.Round(step*math.Pow(10, float64(d)))) > 1e-9 {
+		d++
+	}
+	return d
 }

@@ -173,10 +173,10 @@ func SampleData() Data {
 		},
 		Kinds: []Kind{apply, edits},
 		Cards: &Cards{Rows: []CardRow{
-			{Model: "gemma3-4b-q4", Profile: "24 GiB · ctx 8192 · Q4_K_M · full offload", Fits: true, Verdict: "fits (17.9 GiB margin)", PromptTokS: f(2450), GenTokS: f(96.5), Score: f(0.84), PeakMemBytes: i64(4_300_000_000), WallSeconds: f(190), EnergyJoules: f(3900), EnergySource: "NVML"},
-			{Model: "gemma3-4b-q4", Profile: "8 GiB · ctx 8192 · Q4_K_M · full offload", Simulated: true, Fits: true, Verdict: "fits (2.1 GiB margin)", PromptTokS: f(2390), GenTokS: f(95.1), Score: f(0.83), PeakMemBytes: i64(4_400_000_000), WallSeconds: f(194), EnergyJoules: f(4000), EnergySource: "NVML"},
+			{Model: "gemma3-4b-q4", Profile: "24 GiB · ctx 8192 · Q4_K_M · full offload", Fits: true, Verdict: "17.9 GiB margin", PromptTokS: f(2450), GenTokS: f(96.5), Score: f(0.84), PeakMemBytes: i64(4_300_000_000), WallSeconds: f(190), EnergyJoules: f(3900), EnergySource: "NVML"},
+			{Model: "gemma3-4b-q4", Profile: "8 GiB · ctx 8192 · Q4_K_M · full offload", Simulated: true, Fits: true, Verdict: "2.1 GiB margin", PromptTokS: f(2390), GenTokS: f(95.1), Score: f(0.83), PeakMemBytes: i64(4_400_000_000), WallSeconds: f(194), EnergyJoules: f(4000), EnergySource: "NVML"},
 			{Model: "qwen2.5-7b-q4", Profile: "6 GiB · ctx 8192 · Q4_K_M · full offload", Simulated: true, Fits: false, Verdict: "needs 6.9 GiB; 0.9 GiB short"},
-			{Model: "smollm2-1.7b-q8", Profile: "4 GiB · ctx 4096 · Q8_0 · full offload", Simulated: true, Fits: true, Verdict: "fits (1.6 GiB margin)", PromptTokS: f(5100), GenTokS: f(180), Score: f(0.52), PeakMemBytes: i64(2_100_000_000), WallSeconds: f(75)},
+			{Model: "smollm2-1.7b-q8", Profile: "4 GiB · ctx 4096 · Q8_0 · full offload", Simulated: true, Fits: true, Verdict: "1.6 GiB margin", PromptTokS: f(5100), GenTokS: f(180), Score: f(0.52), PeakMemBytes: i64(2_100_000_000), WallSeconds: f(75)},
 		}},
 		Replay: &Replay{Tolerance: "|Δ log-prob| ≤ 1e-3 per token, top-5", Rows: []ReplayRow{
 			{Record: "gen-000017", Arm: "gemma3-4b-q4", Status: Reproduced, MaxDelta: 2.1e-5},

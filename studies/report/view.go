@@ -20,10 +20,10 @@ type kindView struct {
 	ID       string
 	Colors   map[string]template.CSS
 	Leader   *Arm
-	Forest   *Figure
-	PBest    *Figure
-	Sweep    *Figure
-	Cost     *Figure
+	Forest   *figure
+	PBest    *figure
+	Sweep    *figure
+	Cost     *figure
 	Failures *failureTable
 }
 
@@ -63,22 +63,22 @@ func newView(d Data) (view, error) {
 		kv.Leader = leader(k)
 		var err error
 		if len(k.Pairs) > 0 {
-			if kv.Forest, err = figure(forest(k, "fig-forest-"+id)); err != nil {
+			if kv.Forest, err = keep(forest(k, "fig-forest-"+id)); err != nil {
 				return v, err
 			}
 		}
 		if len(k.Arms) > 0 {
-			if kv.PBest, err = figure(pBest(k, "fig-pbest-"+id)); err != nil {
+			if kv.PBest, err = keep(pBest(k, "fig-pbest-"+id)); err != nil {
 				return v, err
 			}
 		}
 		if k.Sweep != nil && len(k.Sweep.Gates) > 0 {
-			if kv.Sweep, err = figure(sweep(k, "fig-sweep-"+id)); err != nil {
+			if kv.Sweep, err = keep(sweep(k, "fig-sweep-"+id)); err != nil {
 				return v, err
 			}
 		}
 		if k.Cost != nil && len(k.Cost.Points) > 0 {
-			if kv.Cost, err = figure(costScatter(k, "fig-cost-"+id)); err != nil {
+			if kv.Cost, err = keep(costScatter(k, "fig-cost-"+id)); err != nil {
 				return v, err
 			}
 		}
@@ -101,7 +101,8 @@ func newView(d Data) (view, error) {
 	return v, nil
 }
 
-func figure(f Figure, err error) (*Figure, error) {
+// keep turns a drawn figure into the pointer the template tests for.
+func keep(f figure, err error) (*figure, error) {
 	if err != nil {
 		return nil, err
 	}

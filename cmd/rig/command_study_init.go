@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"rig/studies"
+)
+
+// newStudyInitCommand builds `rig study init`; the study command group
+// registers it.
+func newStudyInitCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "init [PATH]",
+		Short: "Write a commented example design to start a study from",
+		Long: `init writes a commented example design (YAML) to PATH, design.yaml when PATH
+is left out. Every field carries a comment saying what it pins and why; edit
+it, then check it with rig licences check and register it. init never
+overwrites a file: pick another PATH or move the old one away.
+
+Example:
+  rig study init studies/which-extractor.yaml
+
+Exit status 0 when the file was written, 1 when PATH exists or cannot be
+written.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := "design.yaml"
+			if len(args) == 1 {
+				path = args[0]
+			}
+			if err := studies.InitDesign(path); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: edit it, then run: rig licences check %s\n", path, path)
+			return nil
+		},
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"rig/internal/provision"
+)
+
+// addLeafCommands registers the commands that call one leaf package each
+// (schema, licences, tasks, preflight, cards, governor). `rig study init` is
+// built by newStudyInitCommand and registered by the study command group.
+func addLeafCommands(root *cobra.Command) {
+	schema := &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schemas of rig's files, for editors and outside tools",
+	}
+	schema.AddCommand(newSchemaDesignCommand(), newSchemaGenerationsCommand())
+
+	lic := &cobra.Command{
+		Use:   "licences",
+		Short: "Check a design's items against the licence registry, or list the registry",
+	}
+	lic.AddCommand(newLicencesCheckCommand(), newLicencesListCommand())
+
+	tasks := &cobra.Command{
+		Use:   "tasks",
+		Short: "Lint, audit and leak-check task banks; export and import blind human keying",
+	}
+	tasks.AddCommand(newTasksLintCommand(), newTasksAuditCommand(), newTasksLeakageCommand(),
+		newTasksExportBlindCommand(), newTasksImportKeysCommand())
+
+	cards := &cobra.Command{
+		Use:   "cards",
+		Short: "List the real and simulated cards a study can be held to",
+	}
+	cards.AddCommand(newCardsListCommand())
+
+	gov := &cobra.Command{
+		Use:   "governor",
+		Short: "Run the governor's fault-injection suite and read its last pass",
+	}
+	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand())
+
+	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov)
+}
+
+// installedEnvPath is the file `make setup` writes, naming every provisioned
+// binary and model; designs refer to its variables as ${NAME}.
+func installedEnvPath() string {
+	return filepath.Join(provision.CacheDir(), "installed.env")
+}

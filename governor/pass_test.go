@@ -1,0 +1,74 @@
+package governor
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestLastPassAndCheckFresh(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)
+	if err := CheckFresh(dir, 0, now); !errors.Is(err, ErrStale) {
+		t.Fatalf("empty dir: %v", err)
+	}
+	for _, r := range []Record{
+		{At: now.Add(-30 * time.Hour), Pass: true, Host: "old"},
+		{At: now.Add(-2 * time.Hour), Pass: true, Host: "newest pass"},
+		{At: now.Add(-1 * time.Hour), Pass: false, Host: "failed later"},
+	} {
+		if _, err := writeRecord(dir, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := LastPass(dir)
+	if err != nil || r.Host != "newest pass" {
+		t.Fatalf("LastPass = %+v, %v", r, err)
+	}
+	tests := []struct {
+		maxAge time.Duration
+		stale  bool
+	}{{0, false}, {3 * time.Hour, false}, {time.Hour, true}}
+	for _, tt := range tests {
+		err := CheckFresh(dir, tt.maxAge, now)
+		if errors.Is(err, ErrStale) != tt.stale {
+			t.Errorf("maxAge %v: %v", tt.maxAge, err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, passPrefix+"99999999T999999.999Z.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LastPass(dir); err == nil {
+		t.Fatal("a corrupt newest record was skipped silently")
+	}
+}
+
+func TestHeartbeatFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heartbeat")
+	now := time.Now()
+	if err := CheckHeartbeat(path, time.Second, now); !errors.Is(err, ErrStale) {
+		t.Fatalf("missing file: %v", err)
+	}
+	if err := WriteHeartbeat(path, now.Add(-2*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHeartbeat(path, time.Second, now); err != nil {
+		t.Fatalf("2s old with 1s interval: %v", err)
+	}
+	if err := CheckHeartbeat(path, time.Second, now.Add(2*time.Second)); !errors.Is(err, ErrStale) {
+		t.Fatalf("4s old: %v", err)
+	}
+}
+
+func TestGovernorWritesHeartbeatFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heartbeat")
+	g, err := New(Options{Config: SuiteConfig(), Sensors: allSimulated(), Sink: &eventLog{}, HeartbeatPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	go func() { _ = g.Run(ctx) }()
+	waitFor(t, "heartbeat file", func() bool { return CheckHeartbeat(path, g.Config().Heartbeat, time.Now()) == nil })
+}

@@ -1,0 +1,126 @@
+package governor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// SoakResult counts what a soak of normal generation saw. Every preemption
+// in a soak is a false one: nothing was wrong on purpose.
+type SoakResult struct {
+	Duration         time.Duration `json:"duration"`
+	Trials           int           `json:"trials"`
+	Tokens           int64         `json:"tokens"`
+	FalsePreemptions []Preemption  `json:"false_preemptions"`
+	Sensors          []string      `json:"sensors"`
+	Notes            []string      `json:"notes,omitempty"`
+}
+
+// Soak runs normal generation on the real llama-server for d under a
+// governor with real sensors (host, this process's memory cgroup, NVML when
+// present, progress) and counts false preemptions; the goal is zero over
+// ten minutes. It needs installed.env (ErrNotInstalled otherwise).
+func Soak(ctx context.Context, w io.Writer, d time.Duration, opts FaultOptions) (SoakResult, error) {
+	opts = opts.withDefaults()
+	cfg := opts.Config.clone()
+	inst, err := ReadInstalled(opts.InstalledEnv)
+	if err != nil {
+		return SoakResult{}, err
+	}
+	work := opts.WorkDir
+	if work == "" {
+		dir, err := os.MkdirTemp("", "rig-governor-soak-*")
+		if err != nil {
+			return SoakResult{}, err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o755); err != nil {
+		return SoakResult{}, err
+	}
+	var res SoakResult
+	prog := NewProgress()
+	sensors := []Sensor{NewHost(opts.StateDir), prog}
+	if n, err := OpenNVML(ctx, 0); err != nil {
+		cfg.Disable(GPUPolicies()...)
+		res.Notes = append(res.Notes, "NVML absent ("+err.Error()+"): GPU policies off for the soak")
+	} else {
+		defer n.Close()
+		sensors = append(sensors, n)
+	}
+	if dir, err := SelfCgroupDir(); err != nil {
+		cfg.Disable(PolicyCgroupOOM)
+		res.Notes = append(res.Notes, "no memory cgroup readable: cgroup-oom off for the soak")
+	} else {
+		sensors = append(sensors, NewCgroup("cgroup", dir))
+	}
+	for _, s := range sensors {
+		res.Sensors = append(res.Sensors, s.Name())
+	}
+	events := &eventLog{}
+	g, err := New(Options{Config: cfg, Sensors: sensors, Sink: Sinks{events, SlogSink{Logger: opts.Logger}}})
+	if err != nil {
+		return res, err
+	}
+	e := &suiteEnv{g: g, prog: prog, events: events, dir: work}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = g.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+
+	fmt.Fprintf(w, "soak: %s of normal generation on %s; config: %s\n", d, filepath.Base(inst.GGUF), configLine(cfg))
+	for _, n := range res.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+	start := time.Now()
+	var run *suiteRun
+	defer func() {
+		if run != nil {
+			run.stop()
+		}
+	}()
+	for time.Since(start) < d && ctx.Err() == nil {
+		if run == nil || run.exited() {
+			if run, err = startRuntime(ctx, e, true, inst, "soak"); err != nil {
+				return res, err
+			}
+		}
+		if ok, why := e.waitGate(ctx, 10*time.Second); !ok {
+			return res, fmt.Errorf("soak: gate stayed closed for 10s: %s", why)
+		}
+		res.Trials++
+		id := fmt.Sprintf("soak-%04d", res.Trials)
+		run.target = run.llama.target(id)
+		watch, err := g.Begin(run.target, Budget{})
+		if err != nil {
+			return res, err
+		}
+		run.follow(watch, 64)
+		cerr := run.complete(ctx, 0)
+		res.Tokens += run.tokens.Load()
+		run.endCall()
+		if p := watch.End(); p != nil {
+			res.FalsePreemptions = append(res.FalsePreemptions, *p)
+			fmt.Fprintf(w, "FALSE PREEMPTION %s: %s: %s\n", id, p.Policy, p.Reason)
+			<-watch.Stopped()
+			continue
+		}
+		if cerr != nil && !errors.Is(cerr, context.Canceled) {
+			return res, fmt.Errorf("soak %s: %w", id, cerr)
+		}
+	}
+	res.Duration = time.Since(start)
+	verdict := "met"
+	if len(res.FalsePreemptions) > 0 {
+		verdict = "NOT met"
+	}
+	fmt.Fprintf(w, "soak: %d trials, %d tokens in %s, %d false preemptions (goal zero over 10 minutes: %s for this %s)\n",
+		res.Trials, res.Tokens, res.Duration.Round(time.Second), len(res.FalsePreemptions), verdict, res.Duration.Round(time.Second))
+	return res, ctx.Err()
+}

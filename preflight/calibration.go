@@ -1,0 +1,84 @@
+package preflight
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// RuntimeCalibration holds the constants of one runtime's memory model that
+// only a measurement can give. BenchPreflight fits them.
+type RuntimeCalibration struct {
+	BaseBytes      float64 `json:"base_bytes"`      // the runtime's own resident size: binary, libraries, threads
+	PerVocabBytes  float64 `json:"per_vocab_bytes"` // tokenizer tables per vocabulary entry
+	ComputeScale   float64 `json:"compute_scale"`   // multiplier on the modelled compute buffer
+	UBatch         int     `json:"ubatch"`          // physical batch the runtime reserves compute for
+	CtxPad         int     `json:"ctx_pad"`         // KV cells are rounded up to this
+	FlashAttention bool    `json:"flash_attention"` // whether the runtime runs with flash attention here
+	RelError       float64 `json:"relative_error"`  // largest |predicted-measured|/measured seen
+	Runs           int     `json:"runs"`            // measurements behind the constants
+}
+
+// Calibration is the table of constants, dated and tied to a machine line.
+type Calibration struct {
+	Date     string                        `json:"date"`
+	Machine  string                        `json:"machine"`
+	Source   string                        `json:"source"` // the measured table the constants came from
+	Runtimes map[string]RuntimeCalibration `json:"runtimes"`
+}
+
+//go:embed calibration.json
+var calibrationJSON []byte
+
+// DefaultCalibration is the calibration table committed with rig.
+func DefaultCalibration() (*Calibration, error) {
+	return parseCalibration(calibrationJSON, "preflight/calibration.json")
+}
+
+// LoadCalibration reads a calibration table from a file.
+func LoadCalibration(path string) (*Calibration, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: calibration: %w", err)
+	}
+	return parseCalibration(b, path)
+}
+
+func parseCalibration(b []byte, name string) (*Calibration, error) {
+	var c Calibration
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if c.Date == "" || c.Machine == "" {
+		return nil, fmt.Errorf("%s: date and machine: missing (a calibration is only meaningful for a dated machine line)", name)
+	}
+	for rt, rc := range c.Runtimes {
+		if rc.ComputeScale <= 0 || rc.UBatch <= 0 || rc.CtxPad <= 0 || rc.RelError <= 0 {
+			return nil, fmt.Errorf("%s: runtimes.%s: compute_scale, ubatch, ctx_pad and relative_error must be positive", name, rt)
+		}
+	}
+	return &c, nil
+}
+
+// For returns the constants of a runtime.
+func (c *Calibration) For(runtime string) (RuntimeCalibration, error) {
+	rc, ok := c.Runtimes[runtime]
+	if !ok {
+		names := make([]string, 0, len(c.Runtimes))
+		for n := range c.Runtimes {
+			names = append(names, n)
+		}
+		return rc, fmt.Errorf("preflight: runtime %q has no calibration (calibrated: %v; run rig bench preflight)", runtime, names)
+	}
+	return rc, nil
+}
+
+// Save writes the table as indented JSON.
+func (c *Calibration) Save(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

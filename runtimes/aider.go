@@ -1,0 +1,227 @@
+package runtimes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// AiderCaps are the turn, time and token caps, held equal across models. A run
+// that hits one is flagged capped and reported apart, because a cap one model
+// hits first censors it.
+type AiderCaps struct {
+	Turns  int           `json:"turns"`  // model calls per task
+	Wall   time.Duration `json:"wall"`   // whole run
+	Tokens int           `json:"tokens"` // output tokens summed over calls
+}
+
+// AiderConfig runs Aider (the harness) against one arm's server.
+type AiderConfig struct {
+	Binary     string
+	Arm        Runtime
+	WorkDir    string // private HOME, proxy socket, logs
+	Sampling   Sampling
+	MaxTokens  int // per-call stop cap
+	TopK       int
+	Caps       AiderCaps
+	EditFormat string // default "whole": the simplest format small models can follow
+	NoSandbox  bool
+}
+
+// AiderTask is one scratch git repository and the request for it.
+type AiderTask struct {
+	Repo    string   // a git work tree; Aider edits it in place
+	Files   []string // files added to the chat, relative to Repo
+	Message string
+}
+
+// AiderResult is what one Aider run did.
+type AiderResult struct {
+	ExitCode     int           `json:"exit_code"`
+	Wall         time.Duration `json:"wall_ns"`
+	Turns        int           `json:"turns"`
+	EditedFiles  []string      `json:"edited_files"`
+	OutputTokens int           `json:"output_tokens"`
+	PromptTokens int           `json:"prompt_tokens"`
+	Capped       bool          `json:"capped"`
+	CapHit       string        `json:"cap_hit,omitempty"` // turns, time or tokens
+	Calls        []Result      `json:"calls"`
+	Version      string        `json:"version"`
+	Containment  Containment   `json:"containment"`
+	LogTail      string        `json:"log_tail,omitempty"`
+}
+
+// aiderInnerPort is where Aider finds the arm inside its own namespace.
+const aiderInnerPort = 18080
+
+// RunAider runs Aider non-interactively on task.Repo in its own loopback-only
+// sandbox, pointed at the arm through a recording proxy.
+func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult, error) {
+	var res AiderResult
+	if cfg.Arm == nil {
+		return res, errors.New("aider: no arm to point at")
+	}
+	if cfg.TopK <= 0 {
+		cfg.TopK = 5
+	}
+	if cfg.EditFormat == "" {
+		cfg.EditFormat = "whole"
+	}
+	if cfg.Caps.Wall <= 0 {
+		cfg.Caps.Wall = 5 * time.Minute
+	}
+	home := filepath.Join(cfg.WorkDir, "home")
+	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
+		return res, err
+	}
+	if err := seedAiderHome(home); err != nil {
+		return res, err
+	}
+	proxySock := filepath.Join(cfg.WorkDir, "aider-proxy.sock")
+	proxy, err := newRecordingProxy(proxySock, cfg.Arm.Endpoint(), cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
+	if err != nil {
+		return res, err
+	}
+	defer proxy.close()
+
+	port := aiderInnerPort
+	if cfg.NoSandbox {
+		if port, err = freeLoopbackPort(); err != nil {
+			return res, err
+		}
+	}
+	args := []string{cfg.Binary,
+		"--model", "openai/rig-arm",
+		"--openai-api-base", "http://127.0.0.1:" + strconv.Itoa(port) + "/v1",
+		// A loopback server takes any key; the placeholder keeps Aider from asking for one.
+		"--openai-api-key", "rig-loopback-placeholder",
+		"--edit-format", cfg.EditFormat,
+		"--no-stream", "--yes-always", "--no-pretty", "--no-fancy-input",
+		"--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
+		"--no-analytics", "--analytics-disable", "--no-check-update", "--no-show-release-notes",
+		"--no-show-model-warnings", "--no-check-model-accepts-settings", "--no-detect-urls",
+		"--no-suggest-shell-commands", "--no-auto-lint", "--map-tokens", "0",
+		"--no-restore-chat-history",
+		"--chat-history-file", filepath.Join(cfg.WorkDir, "chat-history.md"),
+		"--input-history-file", filepath.Join(cfg.WorkDir, "input-history"),
+		"--model-metadata-file", filepath.Join(home, "rig-model-metadata.json"),
+		"--timeout", strconv.Itoa(int(cfg.Caps.Wall.Seconds())),
+		"--message", task.Message,
+	}
+	args = append(args, task.Files...)
+	env, err := BuildEnv(home, map[string]string{
+		"LITELLM_LOCAL_MODEL_COST_MAP": "True",
+		"AIDER_ANALYTICS":              "false",
+		"AIDER_CHECK_UPDATE":           "false",
+		"GIT_AUTHOR_NAME":              "rig", "GIT_AUTHOR_EMAIL": "rig@localhost",
+		"GIT_COMMITTER_NAME": "rig", "GIT_COMMITTER_EMAIL": "rig@localhost",
+		"PYTHONDONTWRITEBYTECODE": "1",
+	})
+	if err != nil {
+		return res, err
+	}
+	before := gitStatus(task.Repo)
+	logPath := filepath.Join(cfg.WorkDir, "aider.log")
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Caps.Wall)
+	defer cancel()
+	start := time.Now()
+	sb, err := StartSandbox(runCtx, SandboxSpec{
+		Argv: args, Env: env, Dir: task.Repo, NoSandbox: cfg.NoSandbox,
+		Outbound: []Forward{{Socket: proxySock, Port: port}},
+	}, logPath)
+	if err != nil {
+		return res, err
+	}
+	res.Containment = sb.Containment
+	select {
+	case <-sb.Done():
+	case <-runCtx.Done():
+		sb.Stop(3 * time.Second)
+		if ctx.Err() == nil {
+			res.Capped, res.CapHit = true, "time"
+		}
+	}
+	res.Wall = time.Since(start)
+	var ee *exec.ExitError
+	if err := sb.ExitError(); errors.As(err, &ee) {
+		res.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.ExitCode = 128 + int(ws.Signal())
+		}
+	}
+	calls, out, hit := proxy.results()
+	res.Calls, res.Turns, res.OutputTokens = calls, len(calls), out
+	for _, c := range calls {
+		res.PromptTokens += c.PromptTokens
+	}
+	if hit != "" && res.CapHit == "" {
+		res.Capped, res.CapHit = true, hit
+	}
+	res.EditedFiles = changedFiles(before, gitStatus(task.Repo))
+	res.Version = strings.TrimSpace(versionLine(cfg.Binary, "--version"))
+	res.LogTail = tailFile(logPath, 15)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// seedAiderHome writes what Aider would otherwise try to download at start: a
+// fresh model-price cache and the metadata of the loopback model.
+func seedAiderHome(home string) error {
+	meta := map[string]any{"openai/rig-arm": map[string]any{
+		"max_input_tokens": 8192, "max_output_tokens": 2048, "max_tokens": 8192,
+		"input_cost_per_token": 0, "output_cost_per_token": 0,
+		"litellm_provider": "openai", "mode": "chat",
+	}}
+	b, _ := json.Marshal(meta)
+	if err := os.WriteFile(filepath.Join(home, "rig-model-metadata.json"), b, 0o600); err != nil {
+		return err
+	}
+	caches := filepath.Join(home, ".aider", "caches")
+	if err := os.MkdirAll(caches, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(caches, "model_prices_and_context_window.json"), b, 0o600)
+}
+
+func gitStatus(repo string) map[string]string {
+	out := map[string]string{}
+	cmd := exec.Command("git", "-C", repo, "ls-files", "-m", "-o", "--exclude-standard")
+	b, err := cmd.Output()
+	if err != nil {
+		return out
+	}
+	for _, f := range strings.Fields(string(b)) {
+		sum, _ := FileSHA256(filepath.Join(repo, f))
+		out[f] = sum
+	}
+	return out
+}
+
+func changedFiles(before, after map[string]string) []string {
+	var out []string
+	for f, sum := range after {
+		if before[f] != sum {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Describe is a one-line summary for logs and the smoke command.
+func (r AiderResult) Describe() string {
+	c := ""
+	if r.Capped {
+		c = ", CAPPED (" + r.CapHit + ")"
+	}
+	return fmt.Sprintf("exit %d, %d turns, %d output tokens, edited %v, %s%s", r.ExitCode, r.Turns, r.OutputTokens, r.EditedFiles, r.Wall.Round(time.Millisecond), c)
+}

@@ -1,0 +1,119 @@
+package analysis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// threeArmInput has job kinds "apply" and "review"; "fast" improves on
+// "base" in apply only, "slow" is the same as base everywhere.
+func threeArmInput(rule Rule) Input {
+	d := Design{
+		Hash: "d3", Incumbent: "base", Seed: 11,
+		Arms:     []Arm{{Name: "base"}, {Name: "fast"}, {Name: "slow"}},
+		JobKinds: []JobKind{{Name: "apply", Measure: MeasurePass}, {Name: "review", Measure: MeasureScore}},
+		Pairs:    []Pair{{Candidate: "fast", Baseline: "base"}, {Candidate: "slow", Baseline: "base"}},
+		Rule:     rule,
+	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	var ts []Trial
+	for t := range 300 {
+		u, v := rng.Float64(), rng.Float64()
+		for _, arm := range []string{"base", "fast", "slow"} {
+			p := 0.4
+			if arm == "fast" {
+				p = 0.75
+			}
+			task := fmt.Sprintf("t%03d", t)
+			ts = append(ts, Trial{DesignHash: "d3", Arm: arm, JobKind: "apply", Task: task, Pass: u < p, WallSeconds: 5})
+			ts = append(ts, Trial{DesignHash: "d3", Arm: arm, JobKind: "review", Task: task, Score: v, WallSeconds: 5})
+		}
+	}
+	return Input{Design: d, Trials: ts}
+}
+
+func TestRuleEvaluation(t *testing.T) {
+	improve := func(c, kind string, min float64) Condition {
+		return Condition{Outcomes: []Outcome{Improvement}, Candidate: c, Baseline: "base", JobKind: kind, MinDelta: min}
+	}
+	tests := []struct {
+		name     string
+		rule     Rule
+		verdict  Verdict
+		arm      string
+		clause   int
+		next     string
+		traceHas []string
+	}{
+		{name: "first holding clause decides",
+			rule:    Rule{Clauses: []Clause{{If: []Condition{improve("slow", "apply", 0)}, Then: "accept slow"}, {If: []Condition{improve("fast", "apply", 0.1)}, Then: "accept fast"}}},
+			verdict: Accept, arm: "fast", clause: 2, next: "fast",
+			traceHas: []string{"clause 1: if improvement on slow vs base in apply", "→ does not hold", "clause 2", "|delta| ≥ 0.1", "→ holds", "then: accept fast; next baseline: fast"}},
+		{name: "every job kind must hold",
+			rule:    Rule{Clauses: []Clause{{If: []Condition{improve("fast", "", 0)}, Then: "accept fast"}}, Default: "keep the incumbent"},
+			verdict: Keep, clause: 0, next: "base",
+			traceHas: []string{"in every job kind", "apply: improvement", "review: tie", "no clause holds: default", "then: keep the incumbent"}},
+		{name: "a minimum delta larger than the lead fails",
+			rule:    Rule{Clauses: []Clause{{If: []Condition{improve("fast", "apply", 0.9)}, Then: "accept fast"}}},
+			verdict: Undecided, clause: 0, next: "base",
+			traceHas: []string{"|delta| ≥ 0.9", "no decision at this sample size"}},
+		{name: "accepting a non-winner goes to review",
+			rule:    Rule{Clauses: []Clause{{If: []Condition{{Outcomes: []Outcome{Tie}, Candidate: "slow", Baseline: "base", JobKind: "apply"}}, Then: "accept slow"}}},
+			verdict: NeedsReview, clause: 1, next: "base",
+			traceHas: []string{`"accept slow" refused`, "then: needs_review"}},
+		{name: "tie clause with two conditions",
+			rule: Rule{Clauses: []Clause{{If: []Condition{
+				{Outcomes: []Outcome{Tie}, Candidate: "slow", Baseline: "base", JobKind: "apply"},
+				{Outcomes: []Outcome{Tie, Inconclusive}, Candidate: "slow", Baseline: "base", JobKind: "review"},
+			}, Then: "reject slow"}}},
+			verdict: Reject, arm: "slow", clause: 1, next: "base",
+			traceHas: []string{"tie on slow vs base in apply", " and ", "tie or inconclusive"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Analyse(context.Background(), threeArmInput(tc.rule))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := r.Decision
+			trace := strings.Join(dec.Trace, "\n")
+			if dec.Verdict != tc.verdict || dec.Arm != tc.arm || dec.Clause != tc.clause || dec.NextBaseline != tc.next {
+				t.Fatalf("decision %+v; want %s %q clause %d next %s\n%s", dec, tc.verdict, tc.arm, tc.clause, tc.next, trace)
+			}
+			for _, s := range tc.traceHas {
+				if !strings.Contains(trace, s) {
+					t.Errorf("trace lacks %q:\n%s", s, trace)
+				}
+			}
+			if r.HolmFamily != 4 {
+				t.Errorf("Holm family %d, want 2 pairs × 2 job kinds", r.HolmFamily)
+			}
+		})
+	}
+}
+
+func TestParseAction(t *testing.T) {
+	tests := []struct {
+		in      string
+		verdict Verdict
+		arm     string
+		ok      bool
+	}{
+		{"accept qwen3", Accept, "qwen3", true},
+		{"Keep the incumbent", Keep, "", true},
+		{"no decision at this sample size", Undecided, "", true},
+		{"ship gemma", Ship, "gemma", true},
+		{"hold", Hold, "", true},
+		{"accept", "", "", false},
+		{"promote qwen3", "", "", false},
+	}
+	for _, tc := range tests {
+		v, arm, ok := parseAction(tc.in)
+		if v != tc.verdict || arm != tc.arm || ok != tc.ok {
+			t.Errorf("parseAction(%q) = %q %q %v", tc.in, v, arm, ok)
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package studies
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Sources of a speed figure; the dry run prints which one priced each arm.
+const (
+	SourcePilot    = "pilot"
+	SourceMeasured = "measured on this machine"
+)
+
+// Speed is how fast an arm runs, from a pilot or measured on this machine.
+type Speed struct {
+	GenTokensPerSec    float64 `json:"gen_tokens_per_sec"`
+	PromptTokensPerSec float64 `json:"prompt_tokens_per_sec"`
+	LoadSeconds        float64 `json:"load_seconds"`     // one model load
+	OverheadSeconds    float64 `json:"overhead_seconds"` // per trial: harness start, grading
+	Watts              float64 `json:"watts"`            // mean draw while running
+	// MeanOutputTokens prices output from the pilot; 0 prices every trial
+	// at its stop cap, the worst case.
+	MeanOutputTokens float64 `json:"mean_output_tokens,omitempty"`
+	Source           string  `json:"source"`
+}
+
+// SpeedTable holds a Speed per arm name.
+type SpeedTable map[string]Speed
+
+// DefaultPromptTokens prices a trial whose prompt size is unknown.
+const DefaultPromptTokens = 512
+
+// ArmCost is one arm's share of the priced plan.
+type ArmCost struct {
+	Arm       string        `json:"arm"`
+	Source    string        `json:"source"`
+	Trials    int           `json:"trials"`
+	Loads     int           `json:"loads"`
+	WallTime  time.Duration `json:"wall_time"`
+	EnergyWh  float64       `json:"energy_wh"`
+	AtStopCap bool          `json:"at_stop_cap"` // output priced at the stop cap
+}
+
+// Estimate is a dry run's price of a plan against the design's caps.
+type Estimate struct {
+	Arms        []ArmCost     `json:"arms"`
+	Trials      int           `json:"trials"`
+	Loads       int           `json:"loads"`
+	WallTime    time.Duration `json:"wall_time"`
+	EnergyWh    float64       `json:"energy_wh"`
+	CapWallTime time.Duration `json:"cap_wall_time"`
+	CapEnergyWh float64       `json:"cap_energy_wh"`
+}
+
+// ErrOverBudget classifies a plan priced over a cap; see *OverBudgetError.
+var ErrOverBudget = errors.New("plan over budget")
+
+// ErrNoSpeed is an arm the speed table does not price.
+var ErrNoSpeed = errors.New("no speed for arm")
+
+// OverBudgetError refuses a plan before anything runs.
+type OverBudgetError struct {
+	Over []string // e.g. "wall time 3h10m > cap 2h"
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("plan over budget: %s; nothing was run (cut repeats, arms or tasks, or raise budget in the design and register it again)",
+		strings.Join(e.Over, ", "))
+}
+
+// Is makes errors.Is(err, ErrOverBudget) true.
+func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget }
+
+// DryRun prices every trial of the plan — prompt, output at the pilot's
+// mean or the stop cap, per-trial overhead, and a model load at each switch
+// of runtime instance — and executes nothing. It returns the estimate in
+// every case it can price, with a *OverBudgetError when the estimate passes
+// a cap, so the caller can print the table and refuse. prompt gives a
+// trial's prompt tokens; nil prices each at DefaultPromptTokens.
+func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*Estimate, error) {
+	var missing []string
+	for _, a := range d.Arms {
+		s, ok := speeds[a.Name]
+		if !ok {
+			if a.Role != RoleJudge {
+				missing = append(missing, a.Name)
+			}
+			continue
+		}
+		if s.Source != SourcePilot && s.Source != SourceMeasured {
+			return nil, fmt.Errorf("speed of arm %q: source %q: say %q or %q", a.Name, s.Source, SourcePilot, SourceMeasured)
+		}
+		if s.GenTokensPerSec <= 0 || s.PromptTokensPerSec <= 0 || s.LoadSeconds < 0 || s.OverheadSeconds < 0 || s.Watts < 0 || s.MeanOutputTokens < 0 {
+			return nil, fmt.Errorf("speed of arm %q: token rates must be above 0 and the rest 0 or more (got %+v)", a.Name, s)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: %s (run a pilot, or measure the arm on this machine, and add it to the speed table)", ErrNoSpeed, strings.Join(missing, ", "))
+	}
+	wallCap, err := time.ParseDuration(d.Budget.WallTime)
+	if err != nil {
+		return nil, fmt.Errorf("budget.wall_time %q: %w", d.Budget.WallTime, err)
+	}
+	costs := map[string]*ArmCost{}
+	var order []string
+	prev := ""
+	for _, t := range p.Trials {
+		a := d.Arm(t.Key.Arm)
+		if a == nil {
+			return nil, fmt.Errorf("plan names arm %q, which the design lacks (plan and design differ; rebuild the plan)", t.Key.Arm)
+		}
+		s := speeds[a.Name]
+		c, ok := costs[a.Name]
+		if !ok {
+			c = &ArmCost{Arm: a.Name, Source: s.Source}
+			costs[a.Name] = c
+			order = append(order, a.Name)
+		}
+		in := DefaultPromptTokens
+		if prompt != nil {
+			in = prompt(t.Key)
+		}
+		out := s.MeanOutputTokens
+		if out == 0 {
+			out = float64(a.Pins.StopCap)
+			c.AtStopCap = true
+		}
+		secs := float64(in)/s.PromptTokensPerSec + out/s.GenTokensPerSec + s.OverheadSeconds
+		if t.Instance != prev {
+			secs += s.LoadSeconds
+			c.Loads++
+			prev = t.Instance
+		}
+		dur := time.Duration(secs * float64(time.Second))
+		c.Trials++
+		c.WallTime += dur
+		c.EnergyWh += secs * s.Watts / 3600
+	}
+	e := &Estimate{CapWallTime: wallCap, CapEnergyWh: d.Budget.EnergyWh}
+	sort.Strings(order)
+	for _, name := range order {
+		c := costs[name]
+		e.Arms = append(e.Arms, *c)
+		e.Trials += c.Trials
+		e.Loads += c.Loads
+		e.WallTime += c.WallTime
+		e.EnergyWh += c.EnergyWh
+	}
+	var over []string
+	if e.WallTime > wallCap {
+		over = append(over, fmt.Sprintf("wall time %s > cap %s", e.WallTime.Round(time.Second), wallCap))
+	}
+	if e.EnergyWh > d.Budget.EnergyWh {
+		over = append(over, fmt.Sprintf("energy %.1f Wh > cap %.1f Wh", e.EnergyWh, d.Budget.EnergyWh))
+	}
+	if len(over) > 0 {
+		return e, &OverBudgetError{Over: over}
+	}
+	return e, nil
+}
+
+// WriteTable prints the per-arm price, the total and the caps.
+func (e *Estimate) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "arm\tspeed from\ttrials\tloads\twall time\tenergy\t")
+	for _, c := range e.Arms {
+		src := c.Source
+		if c.AtStopCap {
+			src += ", output at stop cap"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.1f Wh\t\n", c.Arm, src, c.Trials, c.Loads, c.WallTime.Round(time.Second), c.EnergyWh)
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t%d\t%s\t%.1f Wh\t\n", e.Trials, e.Loads, e.WallTime.Round(time.Second), e.EnergyWh)
+	fmt.Fprintf(tw, "cap\t\t\t\t%s\t%.1f Wh\t\n", e.CapWallTime, e.CapEnergyWh)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "dry run: nothing was executed")
+	return err
+}
+
+// ParseSpeedTable reads a speed table file: a JSON object from arm name to
+// Speed, every entry saying its source. Unknown fields are errors.
+func ParseSpeedTable(file string, data []byte) (SpeedTable, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var t SpeedTable
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("%s: %w (want {\"ARM\": {\"gen_tokens_per_sec\": …, \"source\": \"pilot\"}})", file, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", file)
+	}
+	for _, arm := range sortedKeys(t) {
+		if s := t[arm].Source; s != SourcePilot && s != SourceMeasured {
+			return nil, fmt.Errorf("%s: %s.source: %q: say %q or %q", file, arm, s, SourcePilot, SourceMeasured)
+		}
+	}
+	return t, nil
+}

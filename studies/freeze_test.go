@@ -1,0 +1,316 @@
+package studies
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCanonical(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"sorted keys, no whitespace", `{ "b": 1, "a": { "d": [1, 2], "c": null } }`, `{"a":{"c":null,"d":[1,2]},"b":1}`},
+		{"numbers shortest", `[1.0, 1e2, 0.5, 1e-7, 1e21, -0.0, 100000000000000000000]`, `[1,100,0.5,1e-7,1e+21,0,100000000000000000000]`},
+		{"int64 kept exact", `[9007199254740993]`, `[9007199254740993]`},
+		{"no HTML escaping", `["<a&b>"]`, `["<a&b>"]`},
+		{"control escapes", `["a\u0001\n\"\\"]`, `["a\u0001\n\"\\"]`},
+		{"unicode kept", `["é😀"]`, `["é😀"]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Canonical(json.RawMessage(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("Canonical(%s) = %s, want %s", tc.in, got, tc.want)
+			}
+			again, err := Canonical(json.RawMessage(got))
+			if err != nil || !bytes.Equal(again, got) {
+				t.Errorf("canonical form is not a fixed point: %s → %s (%v)", got, again, err)
+			}
+		})
+	}
+}
+
+func TestDesignHashIgnoresLayout(t *testing.T) {
+	fromJSON := demoDesign(t)
+	var m map[string]any
+	if err := json.Unmarshal(readDemo(t), &m); err != nil {
+		t.Fatal(err)
+	}
+	compact, _ := json.Marshal(m) // different layout and key order
+	fromCompact, err := ParseDesign("design.json", compact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1, err := DesignHash(fromJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := DesignHash(fromCompact)
+	if h1 != h2 {
+		t.Errorf("same design, different hash: %s vs %s", h1, h2)
+	}
+	fromCompact.Arms[1].Pins.Sampling.Seed++
+	h3, _ := DesignHash(fromCompact)
+	if h3 == h1 {
+		t.Error("a changed seed did not change the design hash")
+	}
+	if len(h1) != 64 {
+		t.Errorf("design hash %q is not hex SHA-256", h1)
+	}
+}
+
+// diskAssets hashes real files in a test's temp dir: model files,
+// stand-in binaries and JSONL banks whose rows carry an "id".
+type diskAssets struct {
+	bins map[string]string // component → path
+}
+
+func sha256File(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+func (a diskAssets) FileSHA256(_ context.Context, path string) (string, error) {
+	return sha256File(path)
+}
+
+func (a diskAssets) Binary(_ context.Context, c string) (Binary, error) {
+	p, ok := a.bins[c]
+	if !ok {
+		return Binary{}, fmt.Errorf("no %s installed", c)
+	}
+	sum, err := sha256File(p)
+	return Binary{Component: c, Path: p, SHA256: sum}, err
+}
+
+func (a diskAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
+	data, err := os.ReadFile(jk.TaskBank)
+	if err != nil {
+		return Bank{}, err
+	}
+	sum := sha256.Sum256(data)
+	b := Bank{Path: jk.TaskBank, SHA256: hex.EncodeToString(sum[:])}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for line := 1; sc.Scan(); line++ {
+		var row struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &row); err != nil || row.ID == "" {
+			return Bank{}, fmt.Errorf("line %d: task has no id", line)
+		}
+		b.Tasks = append(b.Tasks, row.ID)
+	}
+	return b, nil
+}
+
+type freezeFixture struct {
+	design *Design
+	assets diskAssets
+	opts   ValidateOptions
+	files  map[string]string
+}
+
+func newFreezeFixture(t *testing.T) freezeFixture {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	files := map[string]string{
+		"smol":   write("smol.gguf", "GGUF smol weights"),
+		"gemma":  write("gemma.gguf", "GGUF gemma weights"),
+		"llama":  write("llama-server", "llama-server binary"),
+		"ollama": write("ollama", "ollama binary"),
+		"aider":  write("aider", "aider entry point"),
+		"bankA":  write("extract.jsonl", "{\"id\":\"ej-1\"}\n{\"id\":\"ej-2\"}\n{\"id\":\"ej-3\"}\n"),
+		"bankB":  write("fix.jsonl", "{\"id\":\"ft-1\"}\n{\"id\":\"ft-2\"}\n"),
+	}
+	d := demoDesign(t)
+	d.JobKinds[0].TaskBank = files["bankA"]
+	d.JobKinds[1].TaskBank = files["bankB"]
+	env := map[string]string{"SMOLLM2_GGUF": files["smol"], "GEMMA3_GGUF": files["gemma"]}
+	return freezeFixture{
+		design: d,
+		assets: diskAssets{bins: map[string]string{"llama-server": files["llama"], "ollama": files["ollama"], "aider": files["aider"]}},
+		opts:   ValidateOptions{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }},
+		files:  files,
+	}
+}
+
+func TestFreeze(t *testing.T) {
+	ctx := context.Background()
+	fx := newFreezeFixture(t)
+	reg, err := Fingerprint(ctx, fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Freeze(ctx, FreezeInput{Design: fx.design, Registered: reg, Validate: fx.opts}, fx.assets)
+	if err != nil {
+		t.Fatalf("Freeze: %v", err)
+	}
+	smolSum, _ := sha256File(fx.files["smol"])
+	if s.Arms[0].ModelSHA256 != smolSum || s.Arms[0].ModelPath != fx.files["smol"] {
+		t.Errorf("arm 0 frozen as %s %s, want %s %s", s.Arms[0].ModelPath, s.Arms[0].ModelSHA256, fx.files["smol"], smolSum)
+	}
+	if got := len(s.Arms[3].Binaries); got != 2 {
+		t.Errorf("aider+llama-server arm froze %d binaries, want aider and llama-server", got)
+	}
+	if got := s.Tasks()["extract-json"]; strings.Join(got, ",") != "ej-1,ej-2,ej-3" {
+		t.Errorf("frozen tasks = %v", got)
+	}
+	if err := s.Verify(); err != nil {
+		t.Errorf("fresh snapshot does not verify: %v", err)
+	}
+	// Freezing the same inputs again gives the same content address.
+	s2, err := Freeze(ctx, FreezeInput{Design: fx.design, Registered: reg, Validate: fx.opts}, fx.assets)
+	if err != nil || s2.Hash != s.Hash {
+		t.Errorf("refreeze hash %v (%v), want %s", s2, err, s.Hash)
+	}
+	d, err := s.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := DesignHash(d); h != s.DesignHash {
+		t.Errorf("decoded frozen design hashes to %s, snapshot says %s", h, s.DesignHash)
+	}
+	if err := CheckStale(ctx, s, fx.assets); err != nil {
+		t.Errorf("CheckStale on unchanged assets: %v", err)
+	}
+
+	// Tampering with the stored snapshot is caught.
+	bad := *s
+	bad.Arms = append([]FrozenArm(nil), s.Arms...)
+	bad.Arms[0].ModelSHA256 = strings.Repeat("0", 64)
+	if err := bad.Verify(); !errors.Is(err, ErrTampered) {
+		t.Errorf("tampered snapshot Verify = %v, want ErrTampered", err)
+	}
+}
+
+func TestStaleAsset(t *testing.T) {
+	tests := []struct {
+		name   string
+		change string // fixture file to alter
+		asset  string // expected key prefix
+	}{
+		{"model file", "gemma", "model:"},
+		{"runtime binary", "ollama", "runtime:ollama"},
+		{"task bank", "bankB", "bank:fix-test"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			fx := newFreezeFixture(t)
+			reg, err := Fingerprint(ctx, fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup})
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := Freeze(ctx, FreezeInput{Design: fx.design, Registered: reg, Validate: fx.opts}, fx.assets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(fx.files[tc.change], os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintln(f, `{"id":"changed"}`)
+			f.Close()
+
+			_, err = Freeze(ctx, FreezeInput{Design: fx.design, Registered: reg, Validate: fx.opts}, fx.assets)
+			var se *StaleAssetError
+			if !errors.As(err, &se) || !errors.Is(err, ErrStaleAsset) {
+				t.Fatalf("Freeze after change = %v, want a stale asset", err)
+			}
+			if !strings.HasPrefix(se.Asset, tc.asset) {
+				t.Errorf("stale asset %q, want one starting %q", se.Asset, tc.asset)
+			}
+			if !strings.Contains(err.Error(), "design.json") {
+				t.Errorf("error %q does not name the design file", err)
+			}
+			if err := CheckStale(ctx, snap, fx.assets); !errors.Is(err, ErrStaleAsset) {
+				t.Errorf("CheckStale after change = %v, want ErrStaleAsset", err)
+			}
+		})
+	}
+}
+
+func TestFreezeRefuses(t *testing.T) {
+	ctx := context.Background()
+	t.Run("pinned sha256 differs", func(t *testing.T) {
+		fx := newFreezeFixture(t)
+		fx.design.Arms[0].Model.SHA256 = strings.Repeat("a", 64)
+		_, err := Freeze(ctx, FreezeInput{Design: fx.design, Validate: fx.opts}, fx.assets)
+		if !errors.Is(err, ErrStaleAsset) || !strings.Contains(err.Error(), "arms[0].model.sha256") {
+			t.Errorf("Freeze = %v, want a stale asset at arms[0].model.sha256", err)
+		}
+	})
+	t.Run("bad task", func(t *testing.T) {
+		fx := newFreezeFixture(t)
+		if err := os.WriteFile(fx.files["bankB"], []byte("{\"id\":\"ft-1\"}\n{\"prompt\":\"no id\"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Freeze(ctx, FreezeInput{Design: fx.design, Validate: fx.opts}, fx.assets)
+		if err == nil || !strings.Contains(err.Error(), "job_kinds[1].task_bank") || !strings.Contains(err.Error(), "line 2") {
+			t.Errorf("Freeze = %v, want the bad task named", err)
+		}
+	})
+	t.Run("invalid design", func(t *testing.T) {
+		fx := newFreezeFixture(t)
+		fx.design.Repeats = 0
+		_, err := Freeze(ctx, FreezeInput{Design: fx.design, Validate: fx.opts}, fx.assets)
+		if !errors.Is(err, ErrInvalidDesign) {
+			t.Errorf("Freeze = %v, want ErrInvalidDesign", err)
+		}
+	})
+	t.Run("missing binary", func(t *testing.T) {
+		fx := newFreezeFixture(t)
+		delete(fx.assets.bins, "aider")
+		_, err := Freeze(ctx, FreezeInput{Design: fx.design, Validate: fx.opts}, fx.assets)
+		if err == nil || !strings.Contains(err.Error(), "arms[3].runtime") {
+			t.Errorf("Freeze = %v, want the arm needing aider named", err)
+		}
+	})
+}
+
+func FuzzCanonical(f *testing.F) {
+	f.Add([]byte(`{"b":[1.5e300,-0.0,"\u00e9"],"a":{"x":null,"y":true}}`))
+	f.Add([]byte(`[9007199254740993, 1e-7, 123456789012345678901234567890]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		c, err := Canonical(json.RawMessage(data))
+		if err != nil {
+			return // numbers out of float64 range
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form %q is not JSON", c)
+		}
+		again, err := Canonical(json.RawMessage(c))
+		if err != nil || !bytes.Equal(again, c) {
+			t.Fatalf("not a fixed point: %q → %q (%v)", c, again, err)
+		}
+	})
+}

@@ -1,0 +1,97 @@
+package studies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LicenceChecker checks every item against the licence registry for the use
+// the design makes of it. The licences package provides it; a nil error
+// means every use is allowed with the clause read.
+type LicenceChecker interface {
+	Check(ctx context.Context, items []Item) error
+}
+
+// ErrNotWired is a gate whose checker was not provided: it fails closed.
+var ErrNotWired = errors.New("gate not wired")
+
+// Registration is what the store keeps for a newly registered study.
+type Registration struct {
+	Name       string          `json:"name"`
+	DesignHash string          `json:"design_hash"`
+	Design     json.RawMessage `json:"design"` // canonical
+	Assets     AssetSet        `json:"assets"` // hashes Freeze compares against
+	Lifecycle  *Lifecycle      `json:"lifecycle"`
+	Request    RequestRecord   `json:"request"`
+}
+
+// RegisterInput is one register request.
+type RegisterInput struct {
+	Design *Design
+	File   string // names the design in errors
+	Key    string // idempotency key
+	Actor  string
+	At     time.Time
+	// Prev is the record stored under Key, nil when the key is new.
+	Prev    *RequestRecord
+	Resolve ResolveOptions
+}
+
+// RegisterDeps are the checks registration runs, all required.
+type RegisterDeps struct {
+	Licences LicenceChecker
+	Assets   Assets
+	// Exists reports whether a study of that name is registered.
+	Exists func(name string) bool
+}
+
+// Register runs the gates before a study exists, in order, each failing
+// closed and writing nothing: the licence check, the asset fingerprint, the
+// idempotency key, then the name. A repeat of a stored request returns
+// replayed true and the existing study's name, and no Registration.
+func Register(ctx context.Context, in RegisterInput, deps RegisterDeps) (reg *Registration, replayed bool, err error) {
+	file := in.File
+	if file == "" {
+		file = "design.json"
+	}
+	if deps.Licences == nil || deps.Assets == nil || deps.Exists == nil {
+		return nil, false, fmt.Errorf("register %s: %w: the licence checker, asset resolver and study index must all be wired", file, ErrNotWired)
+	}
+	if err := deps.Licences.Check(ctx, in.Design.Items); err != nil {
+		return nil, false, fmt.Errorf("%s: items: %w", file, err)
+	}
+	assets, err := Fingerprint(ctx, in.Design, deps.Assets, in.Resolve)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s: %w", file, err)
+	}
+	dh, err := DesignHash(in.Design)
+	if err != nil {
+		return nil, false, err
+	}
+	req := Request{Op: OpCreate, Key: in.Key, Body: CreateBody{DesignHash: dh, Assets: assets}}
+	if _, again, err := Replay(in.Prev, req); err != nil || again {
+		return nil, again, err
+	}
+	if err := CheckNewName(file, in.Design.Name, deps.Exists); err != nil {
+		return nil, false, err
+	}
+	rec, err := req.Record(in.Design.Name)
+	if err != nil {
+		return nil, false, err
+	}
+	canon, err := Canonical(in.Design)
+	if err != nil {
+		return nil, false, err
+	}
+	return &Registration{
+		Name:       in.Design.Name,
+		DesignHash: dh,
+		Design:     canon,
+		Assets:     assets,
+		Lifecycle:  NewLifecycle(dh, in.Actor, in.At),
+		Request:    rec,
+	}, false, nil
+}

@@ -1,0 +1,130 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// ErrNoBrowser is returned by FindBrowser when no Chromium is installed.
+var ErrNoBrowser = errors.New("no Chromium found")
+
+// Browser is a headless Chromium used to check a report the way a reader
+// sees it. It is for tests and demos; the report itself needs no browser.
+type Browser struct {
+	// Bin is the Chromium executable.
+	Bin string
+	// Profile is an empty directory for the browser's profile; a fresh one
+	// per call keeps runs independent.
+	Profile string
+}
+
+// FindBrowser looks for Chromium at $RIG_CHROMIUM, /usr/bin/chromium and
+// on PATH.
+func FindBrowser() (string, error) {
+	if p := os.Getenv("RIG_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("RIG_CHROMIUM=%s: %w", p, err)
+		}
+		return p, nil
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: looked at $RIG_CHROMIUM, /usr/bin/chromium and for chromium, chromium-browser, google-chrome on PATH (install it with apt-get install chromium)", ErrNoBrowser)
+}
+
+// run starts Chromium on a local file with everything that could reach the
+// network turned off and name resolution mapped to nothing, so a stray URL
+// could not leave the machine even if a report held one.
+func (b Browser) run(ctx context.Context, page string, args ...string) ([]byte, error) {
+	abs, err := filepath.Abs(page)
+	if err != nil {
+		return nil, fmt.Errorf("report: browser: %w", err)
+	}
+	base := []string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND",
+		"--user-data-dir=" + b.Profile,
+	}
+	cmd := exec.CommandContext(ctx, b.Bin, append(append(base, args...), "file://"+abs)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("report: %s %s: %w\n%s", b.Bin, strings.Join(args, " "), err, tail(stderr.String(), 2000))
+	}
+	return stdout.Bytes(), nil
+}
+
+// DumpDOM returns the document as Chromium parsed and rendered it.
+func (b Browser) DumpDOM(ctx context.Context, page string) (string, error) {
+	out, err := b.run(ctx, page, "--dump-dom")
+	if err != nil {
+		return "", err
+	}
+	if !bytes.Contains(out, []byte("</html>")) {
+		return "", fmt.Errorf("report: %s --dump-dom %s returned no document (%d bytes)", b.Bin, page, len(out))
+	}
+	return string(out), nil
+}
+
+// Screenshot writes a PNG of the page at the given window size.
+func (b Browser) Screenshot(ctx context.Context, page, png string, width, height int) error {
+	_, err := b.run(ctx, page, "--hide-scrollbars", "--screenshot="+png, fmt.Sprintf("--window-size=%d,%d", width, height))
+	return err
+}
+
+var svgInDOM = regexp.MustCompile(`(?s)<svg id="([^"]+)" class="fig (fig-[a-z]+)"[^>]*>(.*?)</svg>`)
+
+// CheckFigures checks that every figure d calls for is an <svg> in a
+// rendered DOM, with its class, a <title>, and drawn marks.
+func CheckFigures(dom string, d Data) error {
+	v, err := newView(d)
+	if err != nil {
+		return err
+	}
+	type seen struct {
+		class        string
+		title, paths bool
+	}
+	got := map[string]seen{}
+	for _, m := range svgInDOM.FindAllStringSubmatch(dom, -1) {
+		got[m[1]] = seen{m[2], strings.Contains(m[3], "<title"), strings.Count(m[3], "<path") >= 3}
+	}
+	var errs []error
+	for _, k := range v.Kinds {
+		for _, f := range []*figure{k.Forest, k.PBest, k.Sweep, k.Cost} {
+			if f == nil {
+				continue
+			}
+			s, ok := got[f.ID]
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Errorf("figure %s (%s) is not in the rendered DOM", f.ID, f.Title))
+			case s.class != f.Class:
+				errs = append(errs, fmt.Errorf("figure %s has class %q, want %q", f.ID, s.class, f.Class))
+			case !s.title:
+				errs = append(errs, fmt.Errorf("figure %s has no <title> in the rendered DOM", f.ID))
+			case !s.paths:
+				errs = append(errs, fmt.Errorf("figure %s has fewer than 3 paths: nothing was drawn", f.ID))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,650 @@
+package studies
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/preflight"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/tasks"
+)
+
+// Gates are the checks before a counted run, and the governor's watch over
+// each trial. The daemon wires them to the governor; nil gates refuse.
+type Gates interface {
+	// Ready is nil when counted runs may start: the governor's fault suite
+	// passed recently and its heartbeat is fresh.
+	Ready(ctx context.Context) error
+	// Watch guards one running trial. The returned channel yields a reason
+	// when the governor preempts it; stop ends the watch.
+	Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, progress func() int) (preempt <-chan string, stop func())
+}
+
+// ErrGate means a gate before counted runs refused.
+var ErrGate = errors.New("gate refused")
+
+// ExecInfo is an execution's progress.
+type ExecInfo struct {
+	ID         string    `json:"id"`
+	Parent     string    `json:"parent,omitempty"`
+	Attempt    int       `json:"attempt"`
+	Status     string    `json:"status"`
+	Planned    int       `json:"planned"`
+	Done       int       `json:"done"`
+	Preempted  int       `json:"preempted"`
+	Current    string    `json:"current,omitempty"`
+	StartedAt  time.Time `json:"started_at"`
+	RatePerMin float64   `json:"rate_per_min"`
+	ETA        string    `json:"eta,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	Records    string    `json:"records,omitempty"` // directory of the generation records
+}
+
+type execState struct {
+	mu     sync.Mutex
+	info   ExecInfo
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (e *execState) snapshot() ExecInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.info
+}
+
+// execution is one running execution's working state.
+type execution struct {
+	svc       *Service
+	study     string
+	design    *Design
+	snap      *Snapshot
+	store     *receipts.Store
+	exec      receipts.Execution
+	installed provision.Installed
+	graders   *tasks.Registry
+	banks     map[string]*tasks.Bank
+	topK      int
+	workDir   string
+	recDir    string
+	state     *execState
+	writers   map[string]*genrecord.Writer
+	res       *preflight.Reservation
+}
+
+// RunRequest is `rig study run`.
+type RunRequest struct {
+	Study  string `json:"study"`
+	Key    string `json:"key"`
+	Actor  string `json:"actor"`
+	Parent string `json:"parent,omitempty"` // rerun of this execution
+}
+
+// Run starts an execution of a frozen study in the background and returns at
+// once; Status (or the CLI's progress) follows it. The same idempotency key
+// with the same request returns the existing execution.
+func (s *Service) Run(ctx context.Context, req RunRequest) (ExecInfo, error) {
+	snap, err := s.Snapshot(req.Study)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	st, err := s.store(req.Study)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	body, _ := json.Marshal(RunBody{Study: req.Study, SnapshotHash: snap.Hash, Parent: req.Parent})
+	if req.Key != "" {
+		if id, found, err := st.LookupIdempotency(ctx, req.Key, body); err != nil {
+			return ExecInfo{}, err
+		} else if found {
+			return s.execInfo(ctx, req.Study, id)
+		}
+	}
+	s.mu.Lock()
+	for name, r := range s.running {
+		if r.snapshot().Status == string(receipts.Running) {
+			s.mu.Unlock()
+			return ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, r.snapshot().ID, name)
+		}
+	}
+	s.mu.Unlock()
+	if err := s.checkGates(ctx, req.Study, snap); err != nil {
+		return ExecInfo{}, err
+	}
+	execs, err := st.Executions(ctx)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	e := receipts.Execution{ID: fmt.Sprintf("exec-%d", len(execs)+1), Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash, CreatedAt: time.Now().UTC()}
+	if req.Parent != "" {
+		parent, err := st.Execution(ctx, req.Parent)
+		if err != nil {
+			return ExecInfo{}, err
+		}
+		e.Parent, e.Attempt = parent.ID, parent.Attempt+1
+	}
+	e.PlanSeed = uint64(PlanSeed(snap.Hash, e.Attempt))
+	if req.Key != "" {
+		if existing, replay, err := st.ClaimIdempotency(ctx, req.Key, body, e.ID); err != nil {
+			return ExecInfo{}, err
+		} else if replay {
+			return s.execInfo(ctx, req.Study, existing)
+		}
+	}
+	if err := st.PutExecution(ctx, e); err != nil {
+		return ExecInfo{}, err
+	}
+	if _, err := s.apply(ctx, req.Study, Event{Kind: EventRun, Actor: orDefault(req.Actor, currentUser()), At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
+		return ExecInfo{}, err
+	}
+	return s.start(req.Study, snap, e)
+}
+
+// Resume restarts every execution that was running when the daemon stopped.
+// Receipts already stored are kept; the plan is rebuilt from its seed, so the
+// execution continues where it stopped, and no trial is scored twice.
+func (s *Service) Resume(ctx context.Context) ([]ExecInfo, error) {
+	names, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []ExecInfo
+	for _, name := range names {
+		l, err := s.lifecycle(name)
+		if err != nil || l.State != Running || l.Running == "" {
+			continue
+		}
+		snap, err := s.Snapshot(name)
+		if err != nil {
+			return out, err
+		}
+		st, err := s.store(name)
+		if err != nil {
+			return out, err
+		}
+		e, err := st.Execution(ctx, l.Running)
+		if err != nil {
+			return out, err
+		}
+		s.Log.Info("resuming execution", "study", name, "execution", e.ID)
+		info, err := s.start(name, snap, e)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (s *Service) start(name string, snap *Snapshot, e receipts.Execution) (ExecInfo, error) {
+	d, err := ParseDesign(name+"/snapshot.json", snap.Design)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	st, err := s.store(name)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	in, err := provision.Load()
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	x := &execution{svc: s, study: name, design: d, snap: snap, store: st, exec: e, installed: in,
+		graders: tasks.DefaultRegistry(sandboxRunner{noSandbox: s.NoSandbox}), banks: map[string]*tasks.Bank{},
+		topK: d.TopK, writers: map[string]*genrecord.Writer{}}
+	if x.topK == 0 {
+		x.topK = DefaultTopK
+	}
+	x.recDir = filepath.Join(s.Dir(name), "executions", e.ID)
+	x.workDir = filepath.Join(x.recDir, "work")
+	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
+		return ExecInfo{}, err
+	}
+	for _, fb := range snap.Banks {
+		b, err := tasks.LoadBank(fb.Path)
+		if err != nil {
+			return ExecInfo{}, err
+		}
+		if b.Hash != fb.SHA256 {
+			return ExecInfo{}, &StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
+		}
+		x.banks[fb.JobKind] = b
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	x.state = &execState{cancel: cancel, done: make(chan struct{}),
+		info: ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(receipts.Running), StartedAt: time.Now().UTC(), Records: x.recDir}}
+	s.mu.Lock()
+	s.running[name] = x.state
+	s.mu.Unlock()
+	go func() {
+		defer close(x.state.done)
+		err := x.loop(ctx)
+		x.finish(err)
+	}()
+	return x.state.snapshot(), nil
+}
+
+// loop runs every planned trial that has no counted receipt yet.
+func (x *execution) loop(ctx context.Context) error {
+	plan, err := NewPlan(x.design, x.snap.Tasks(), PlanOptions{Seed: int64(x.exec.PlanSeed)})
+	if err != nil {
+		return err
+	}
+	if err := writeJSONAtomic(filepath.Join(x.recDir, "plan.json"), plan, 0o600); err != nil {
+		return err
+	}
+	counted, err := x.store.Counted(ctx, x.exec.ID)
+	if err != nil {
+		return err
+	}
+	x.state.mu.Lock()
+	x.state.info.Planned = len(plan.Trials)
+	x.state.info.Done = len(counted)
+	x.state.mu.Unlock()
+	if x.design.CardProfile.Simulated && x.design.CardProfile.MemoryMiB > 0 {
+		res, err := preflight.Reserve(ctx, preflight.Size(x.design.CardProfile.MemoryMiB)*preflight.MiB)
+		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+			return err
+		}
+		x.res = res
+		if res != nil {
+			defer res.Close()
+		}
+	}
+	defer func() {
+		for _, w := range x.writers {
+			w.Close()
+		}
+	}()
+	arms := map[string]Arm{}
+	for _, a := range x.design.Arms {
+		arms[a.Name] = a
+	}
+	var cur runtimes.Runtime
+	var curArm string
+	defer func() {
+		if cur != nil {
+			cur.Stop(context.Background())
+		}
+	}()
+	started := time.Now()
+	doneAtStart := len(counted)
+	for _, t := range plan.Trials {
+		if _, ok := counted[receiptTrial(t.Key)]; ok {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		arm := arms[t.Key.Arm]
+		for {
+			if cur == nil || curArm != arm.Name {
+				if cur != nil {
+					cur.Stop(ctx)
+					cur = nil
+				}
+				rt, err := x.startArm(ctx, arm)
+				if err != nil {
+					return fmt.Errorf("arm %s: %w", arm.Name, err)
+				}
+				cur, curArm = rt, arm.Name
+			}
+			x.state.mu.Lock()
+			x.state.info.Current = t.Key.String()
+			x.state.mu.Unlock()
+			outcome, err := x.runTrial(ctx, arm, cur, t.Key)
+			if err != nil {
+				return fmt.Errorf("trial %s: %w", t.Key, err)
+			}
+			if outcome == receipts.Preempted || outcome == receipts.Error || outcome == receipts.FailedAtCard {
+				// The runtime was stopped or died; the next attempt gets a fresh one.
+				cur.Stop(ctx)
+				cur = nil
+			}
+			if outcome.Counted() {
+				break
+			}
+			x.state.mu.Lock()
+			x.state.info.Preempted++
+			x.state.mu.Unlock()
+			if err := x.waitForGates(ctx); err != nil {
+				return err
+			}
+		}
+		x.state.mu.Lock()
+		x.state.info.Done++
+		n := x.state.info.Done - doneAtStart
+		if el := time.Since(started); n > 0 {
+			x.state.info.RatePerMin = float64(n) / el.Minutes()
+			left := x.state.info.Planned - x.state.info.Done
+			x.state.info.ETA = (time.Duration(float64(el) / float64(n) * float64(left))).Round(time.Second).String()
+		}
+		x.state.mu.Unlock()
+	}
+	return nil
+}
+
+func (x *execution) waitForGates(ctx context.Context) error {
+	for {
+		if x.svc.Gates == nil {
+			return fmt.Errorf("%w: no governor is wired", ErrGate)
+		}
+		if err := x.svc.Gates.Ready(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (x *execution) startArm(ctx context.Context, arm Arm) (runtimes.Runtime, error) {
+	fa, ok := x.frozenArm(arm.Name)
+	if !ok {
+		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
+	}
+	kind := baseRuntime(arm.Runtime)
+	bin, flags := x.installed.LlamaServer, x.installed.LlamaBuildFlag
+	if kind == "ollama" {
+		bin, flags = x.installed.Ollama, "go build -trimpath (cgo, CPU), ollama v"+provision.Pins()["OLLAMA_VERSION"]
+	}
+	for _, b := range fa.Binaries {
+		if b.Component == kind {
+			if sum, err := runtimes.FileSHA256(bin); err != nil || sum != b.SHA256 {
+				return nil, &StaleAssetError{Asset: kind + " binary " + bin, Want: b.SHA256, Got: sum}
+			}
+		}
+	}
+	cfg := runtimes.Config{Binary: bin, Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
+		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.svc.NoSandbox, BuildFlags: flags}
+	if x.res != nil {
+		cfg.CgroupDir = x.res.Dir()
+	}
+	return runtimes.Start(ctx, kind, cfg)
+}
+
+func (x *execution) frozenArm(name string) (FrozenArm, bool) {
+	for _, a := range x.snap.Arms {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return FrozenArm{}, false
+}
+
+func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, error) {
+	if w, ok := x.writers[arm]; ok {
+		return w, nil
+	}
+	w, err := genrecord.OpenWriter(filepath.Join(x.recDir, "generations-"+arm+".jsonl"), recordPins(rp, x.snap.DesignHash, x.study, x.exec.ID))
+	if err != nil {
+		return nil, err
+	}
+	x.writers[arm] = w
+	return w, nil
+}
+
+// runTrial runs one attempt of a trial under the governor's watch and stores
+// its receipt. Only an error that makes the execution unsafe to continue is
+// returned; a preempted or failed attempt is a receipt.
+func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, key TrialKey) (receipts.Outcome, error) {
+	rk := receiptTrial(key)
+	attempt, parent, err := x.store.NextAttempt(ctx, x.exec.ID, rk)
+	if err != nil {
+		return "", err
+	}
+	bank := x.banks[key.JobKind]
+	task, ok := bank.Task(key.Task)
+	if !ok {
+		return "", fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
+	}
+	rp := rt.Pins()
+	rec := receipts.Receipt{
+		SchemaVersion: receipts.SchemaVersion, StudyID: x.study, ExecutionID: x.exec.ID, DesignHash: x.snap.DesignHash,
+		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, ParentAttempt: parent,
+		ModelName: arm.Model.RegistryName, ModelDigest: rp.ModelSHA256, Runtime: baseRuntime(arm.Runtime),
+		Harness: harnessOf(arm.Runtime), Pins: pinMap(arm, rp), Machine: rp.Machine.String(), NoSandbox: x.svc.NoSandbox,
+		StartedAt: time.Now().UTC(),
+	}
+	callID := fmt.Sprintf("%s#%d", key, attempt)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var reason string
+	var reasonMu sync.Mutex
+	if x.svc.Gates != nil {
+		preempt, stop := x.svc.Gates.Watch(tctx, callID, rt.Sandbox(), func() int { return 0 })
+		defer stop()
+		go func() {
+			select {
+			case r := <-preempt:
+				reasonMu.Lock()
+				reason = r
+				reasonMu.Unlock()
+				cancel()
+			case <-tctx.Done():
+			}
+		}()
+	}
+	if x.res != nil {
+		x.res.ResetPeak()
+	}
+	start := time.Now()
+	out, genErr := x.generate(tctx, arm, rt, task, callID)
+	rec.WallMS = time.Since(start).Milliseconds()
+	rec.FinishedAt = time.Now().UTC()
+	reasonMu.Lock()
+	preempted := reason
+	reasonMu.Unlock()
+	if out.version != "" {
+		rec.HarnessVersion = out.version
+	}
+	for _, c := range out.calls {
+		rec.InputTokens += c.PromptTokens
+		rec.ThinkingTokens += c.ThinkingTokens
+		rec.OutputTokens += c.OutputTokens
+		rec.Truncated = rec.Truncated || c.Truncated
+		rec.StopReason = c.StopReason
+		rec.PeakMemoryBytes = max(rec.PeakMemoryBytes, c.PeakMemory)
+		rec.Effort = receipts.Effort{RawParameter: c.Effort.Raw, Value: c.Effort.Label, Graded: c.Effort.Graded}
+	}
+	if rec.Effort.Value == "" {
+		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}
+	}
+	switch {
+	case preempted != "":
+		rec.Outcome = receipts.Preempted
+		rec.Detail = "preempted by the governor: " + preempted
+	case genErr != nil && x.res != nil && x.oomKilled():
+		rec.Outcome = receipts.FailedAtCard
+		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget: %v", x.design.CardProfile.MemoryMiB, genErr)
+		rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
+	case genErr != nil && errors.Is(genErr, runtimes.ErrCrashed):
+		rec.Outcome = receipts.Preempted
+		rec.Detail = "runtime crashed mid-call (never scored against the model; rerun): " + firstLine(genErr.Error())
+	case genErr != nil && ctx.Err() != nil:
+		return "", ctx.Err()
+	case genErr != nil:
+		return "", genErr
+	}
+	if rec.Outcome == "" {
+		g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
+		if err != nil {
+			return "", err
+		}
+		rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
+		rec.Outcome = receipts.Scored
+		if out.capped {
+			rec.Outcome = receipts.Capped
+			rec.Detail = "capped: " + out.capHit
+		}
+		if out.aider != nil {
+			rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
+		}
+	}
+	if len(out.calls) > 0 {
+		w, err := x.writer(arm.Name, rp)
+		if err != nil {
+			return "", err
+		}
+		role := genrecord.RoleCandidate
+		if out.harness == "aider" {
+			role = genrecord.RoleAider
+		}
+		for i, c := range out.calls {
+			if c.CallID == "" || out.harness == "aider" {
+				c.CallID = fmt.Sprintf("%s/call-%d", callID, i+1)
+			}
+			if err := w.Append(toRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
+				return "", err
+			}
+		}
+		rec.GenerationSHA256 = w.Sum()
+	}
+	if rec.Outcome.Counted() && rec.GenerationSHA256 == "" {
+		// A harness that made no model call still needs evidence of that.
+		rec.GenerationSHA256 = emptyRecordSum
+		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
+	}
+	if err := x.store.PutReceipt(ctx, rec); err != nil {
+		return "", err
+	}
+	return rec.Outcome, nil
+}
+
+// emptyRecordSum is the sha256 of no bytes: the record of a trial with no call.
+const emptyRecordSum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+func (x *execution) oomKilled() bool {
+	o, err := x.res.OOM()
+	return err == nil && o.Kills > 0
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func (x *execution) finish(err error) {
+	ctx := context.Background()
+	status, kind, why := receipts.Done, EventFinish, "all planned trials have a counted receipt"
+	switch {
+	case errors.Is(err, context.Canceled):
+		status, kind, why = receipts.Cancelled, EventCancel, "cancelled"
+	case err != nil:
+		status, kind, why = receipts.Failed, EventCancel, "failed: "+err.Error()
+	}
+	if ctx.Err() == nil {
+		if e := x.store.SetExecutionStatus(ctx, x.exec.ID, receipts.Running, status, "rig daemon", why); e != nil {
+			x.svc.Log.Error("recording execution status", "err", e)
+		}
+		if _, e := x.svc.apply(ctx, x.study, Event{Kind: kind, Actor: "rig daemon", At: time.Now().UTC(), Execution: x.exec.ID, Why: why}); e != nil {
+			x.svc.Log.Error("recording lifecycle", "err", e)
+		}
+	}
+	x.state.mu.Lock()
+	x.state.info.Status = string(status)
+	x.state.info.Current = ""
+	if err != nil {
+		x.state.info.Error = err.Error()
+	}
+	x.state.mu.Unlock()
+	x.svc.Log.Info("execution ended", "study", x.study, "execution", x.exec.ID, "status", status, "err", err)
+}
+
+// Cancel stops a study's running execution; its receipts stay.
+func (s *Service) Cancel(ctx context.Context, name string) (ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if !ok {
+		return ExecInfo{}, fmt.Errorf("study %s has no running execution", name)
+	}
+	st.cancel()
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		return st.snapshot(), ctx.Err()
+	}
+	return st.snapshot(), nil
+}
+
+func (s *Service) execInfo(ctx context.Context, name, id string) (ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if ok && st.snapshot().ID == id {
+		return st.snapshot(), nil
+	}
+	execs, err := s.executions(ctx, name)
+	if err != nil {
+		return ExecInfo{}, err
+	}
+	for _, e := range execs {
+		if e.ID == id {
+			return e, nil
+		}
+	}
+	return ExecInfo{}, fmt.Errorf("study %s has no execution %s", name, id)
+}
+
+func (s *Service) executions(ctx context.Context, name string) ([]ExecInfo, error) {
+	st, err := s.store(name)
+	if err != nil {
+		return nil, err
+	}
+	execs, err := st.Executions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	live := s.running[name]
+	s.mu.Unlock()
+	var out []ExecInfo
+	for _, e := range execs {
+		if live != nil && live.snapshot().ID == e.ID {
+			out = append(out, live.snapshot())
+			continue
+		}
+		info := ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(e.Status), StartedAt: e.CreatedAt,
+			Records: filepath.Join(s.Dir(name), "executions", e.ID)}
+		counted, err := st.Counted(ctx, e.ID)
+		if err == nil {
+			info.Done = len(counted)
+		}
+		var plan Plan
+		if readJSON(filepath.Join(info.Records, "plan.json"), &plan) == nil {
+			info.Planned = len(plan.Trials)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Wait blocks until the study's running execution ends.
+func (s *Service) Wait(ctx context.Context, name string) (ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if !ok {
+		return ExecInfo{}, fmt.Errorf("study %s has no execution in this daemon", name)
+	}
+	select {
+	case <-st.done:
+		return st.snapshot(), nil
+	case <-ctx.Done():
+		return st.snapshot(), ctx.Err()
+	}
+}

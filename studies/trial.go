@@ -1,0 +1,179 @@
+package studies
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"rig/genrecord"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/tasks"
+)
+
+// trialOutput is what one trial produced before it is graded and recorded.
+type trialOutput struct {
+	calls   []runtimes.Result // every kept model call, in order
+	text    string            // the answer graded (non-code job kinds)
+	files   map[string]string // the repository after the harness (code job kinds)
+	aider   *runtimes.AiderResult
+	capped  bool
+	capHit  string
+	harness string
+	version string
+}
+
+// Harness caps held equal across every Aider arm of a study. Small models get
+// one message and up to two reflections (test-fix turns) within three minutes.
+var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 3 * time.Minute, Tokens: 3072}
+
+func harnessOf(runtime string) string {
+	if strings.HasPrefix(runtime, "aider+") {
+		return "aider"
+	}
+	return runtime
+}
+
+func baseRuntime(runtime string) string { return strings.TrimPrefix(runtime, "aider+") }
+
+func samplingOf(p Pins) runtimes.Sampling {
+	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
+}
+
+// generate runs one trial's model work on a started runtime.
+func (x *execution) generate(ctx context.Context, arm Arm, rt runtimes.Runtime, task tasks.Task, callID string) (trialOutput, error) {
+	out := trialOutput{harness: harnessOf(arm.Runtime)}
+	if out.harness != "aider" {
+		res, err := rt.Generate(ctx, runtimes.Request{
+			CallID:   callID,
+			Messages: []runtimes.Message{{Role: "user", Content: task.Input.Prompt}},
+			Sampling: samplingOf(arm.Pins), MaxTokens: arm.Pins.StopCap, TopK: x.topK,
+			Effort: runtimes.Effort{Level: arm.Pins.Effort.Value},
+		})
+		if err != nil {
+			return out, err
+		}
+		out.calls, out.text = []runtimes.Result{res}, res.Text
+		out.version = rt.Pins().RuntimeVersion
+		return out, nil
+	}
+	// The code job kind: a scratch repository per trial, Aider pointed at the arm.
+	scratch, err := os.MkdirTemp(x.workDir, "task-")
+	if err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(scratch)
+	repo := filepath.Join(scratch, "repo")
+	if err := tasks.Materialize(ctx, repo, task.Input.Files); err != nil {
+		return out, err
+	}
+	var files []string
+	for f := range task.Input.Files {
+		files = append(files, f)
+	}
+	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{
+		Binary: x.installed.Aider, Arm: rt, WorkDir: scratch, Sampling: samplingOf(arm.Pins),
+		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: defaultAiderCaps, NoSandbox: x.svc.NoSandbox,
+	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt})
+	if err != nil {
+		return out, err
+	}
+	out.aider = &ar
+	out.calls = ar.Calls
+	out.capped, out.capHit = ar.Capped, ar.CapHit
+	out.version = ar.Version
+	out.files, err = tasks.RepoState(repo)
+	if err != nil {
+		return out, err
+	}
+	if len(ar.Calls) > 0 {
+		out.text = ar.Calls[len(ar.Calls)-1].Text
+	}
+	return out, nil
+}
+
+// toRow converts a runtime's call into a generation-record row.
+func toRow(rowID, arm string, role genrecord.Role, p Pins, k int, r runtimes.Result) genrecord.Row {
+	row := genrecord.Row{
+		Kind: genrecord.KindRow, RowID: rowID, Arm: arm, Prompt: r.CallID, Role: role,
+		RenderedPrompt: r.RenderedPrompt, PromptTokenIDs: r.PromptTokenIDs, K: k,
+		Sampling: genrecord.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP,
+			MinP: p.Sampling.MinP, Seed: p.Sampling.Seed, MaxTokens: p.StopCap},
+		StopReason:           genrecord.StopReason(r.StopReason),
+		RuntimeTokenCount:    r.OutputTokens,
+		LogprobsMissingSteps: r.LogprobsMissing,
+		WallMS:               float64(r.Wall) / float64(time.Millisecond),
+		Text:                 r.Text,
+	}
+	if r.StopReason == "" {
+		row.StopReason = genrecord.StopEOS
+	}
+	for _, st := range r.Steps {
+		lp := st.Logprob
+		gs := genrecord.Step{Text: st.Text, Bytes: st.Bytes, Logprob: &lp, ID: idPtr(st.ID)}
+		for _, t := range st.Top {
+			gs.Top = append(gs.Top, genrecord.Alt{ID: idPtr(t.ID), Text: t.Text, Bytes: t.Bytes, Logprob: t.Logprob})
+		}
+		row.Output = append(row.Output, gs)
+	}
+	return row
+}
+
+func idPtr(id int) *int {
+	if id < 0 {
+		return nil
+	}
+	v := id
+	return &v
+}
+
+// recordPins is the generation record's header for one arm's runtime.
+func recordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
+	return genrecord.Pins{
+		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
+		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
+		Libraries: rp.Libraries, BuildFlags: orDefault(rp.BuildFlags, "unrecorded"), MachineLine: rp.Machine.String(),
+		DesignHash: designHash, StudyID: study, ExecutionID: exec,
+	}
+}
+
+// pinMap flattens an arm's pins for the receipt.
+func pinMap(a Arm, rp runtimes.Pins) map[string]string {
+	m := map[string]string{
+		"quant":          a.Pins.Quant,
+		"context":        fmt.Sprint(a.Pins.Context),
+		"temperature":    fmt.Sprint(a.Pins.Sampling.Temperature),
+		"top_k":          fmt.Sprint(a.Pins.Sampling.TopK),
+		"top_p":          fmt.Sprint(a.Pins.Sampling.TopP),
+		"min_p":          fmt.Sprint(a.Pins.Sampling.MinP),
+		"seed":           fmt.Sprint(a.Pins.Sampling.Seed),
+		"stop_cap":       fmt.Sprint(a.Pins.StopCap),
+		"runtime_build":  a.Pins.RuntimeBuild,
+		"pins_source":    a.PinsSource,
+		"model_file":     rp.ModelFile,
+		"binary_sha256":  rp.BinarySHA256,
+		"build_flags":    rp.BuildFlags,
+		"kv_cache_type":  rp.KVCacheType,
+		"netns":          rp.Containment.NetNS,
+		"libraries_hash": librariesHash(rp.Libraries),
+	}
+	if rp.OllamaDigest != "" {
+		m["ollama_digest"] = rp.OllamaDigest
+	}
+	return m
+}
+
+func librariesHash(libs map[string]string) string {
+	h, err := Hash(libs)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+func receiptTrial(k TrialKey) receipts.TrialKey {
+	return receipts.TrialKey{Arm: k.Arm, TaskID: k.Task, Repeat: k.Repeat}
+}

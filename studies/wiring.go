@@ -1,0 +1,180 @@
+package studies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"rig/internal/provision"
+	"rig/licences"
+	"rig/preflight"
+	"rig/runtimes"
+	"rig/tasks"
+)
+
+// localAssets resolves pins to digests on this machine: model files hashed,
+// runtime binaries from the provisioned cache, task banks parsed, validated
+// against their graders and checked against their audit.
+type localAssets struct {
+	installed provision.Installed
+	graders   *tasks.Registry
+	// auditDir holds the banks' audit records; a bank edited after its
+	// audit is refused at freeze.
+	auditDir func(bank string) string
+}
+
+func (a localAssets) FileSHA256(_ context.Context, path string) (string, error) {
+	return runtimes.FileSHA256(path)
+}
+
+func (a localAssets) Binary(_ context.Context, component string) (Binary, error) {
+	var path string
+	switch component {
+	case "llama-server":
+		path = a.installed.LlamaServer
+	case "ollama":
+		path = a.installed.Ollama
+	case "aider":
+		path = a.installed.Aider
+	default:
+		return Binary{}, fmt.Errorf("unknown runtime component %q", component)
+	}
+	if path == "" {
+		return Binary{}, fmt.Errorf("%s: %w", component, provision.ErrNotProvisioned)
+	}
+	sum, err := runtimes.FileSHA256(path)
+	if err != nil {
+		return Binary{}, fmt.Errorf("%s at %s: %w (run make setup)", component, path, err)
+	}
+	return Binary{Component: component, Path: path, SHA256: sum}, nil
+}
+
+func (a localAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
+	b, err := tasks.LoadBank(jk.TaskBank)
+	if err != nil {
+		return Bank{}, err
+	}
+	if err := a.graders.Validate(b); err != nil {
+		return Bank{}, err
+	}
+	if a.auditDir != nil {
+		if _, err := tasks.CheckAudited(b, a.auditDir(jk.TaskBank)); err != nil {
+			return Bank{}, fmt.Errorf("job kind %s: %w (run: rig tasks audit %s)", jk.Name, err, jk.TaskBank)
+		}
+	}
+	var ids []string
+	for _, t := range b.Select(jk.IncludeHoldout) {
+		ids = append(ids, t.ID)
+	}
+	return Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: ids}, nil
+}
+
+// BankAuditDir is where `rig tasks audit BANK` keeps a bank's audit records.
+func BankAuditDir(bank string) string { return bank + ".audit" }
+
+// bundledLicences checks items against the registry built into rig.
+type bundledLicences struct{ reg *licences.Registry }
+
+func (b bundledLicences) Check(_ context.Context, items []Item) error {
+	var li []licences.Item
+	for _, it := range items {
+		li = append(li, licences.Item{Role: licences.Role(it.Role), Name: it.Name, RegistryID: it.RegistryID, Use: licences.Use(it.Use)})
+	}
+	return licences.Check(b.reg, li).Err()
+}
+
+// LicenceLines renders the design's items as "role: NAME (ENTRY-ID, USE: VERDICT)".
+func LicenceLines(items []Item) ([]string, error) {
+	reg, err := licences.Bundled()
+	if err != nil {
+		return nil, err
+	}
+	var li []licences.Item
+	for _, it := range items {
+		li = append(li, licences.Item{Role: licences.Role(it.Role), Name: it.Name, RegistryID: it.RegistryID, Use: licences.Use(it.Use)})
+	}
+	res := licences.Check(reg, li)
+	var out []string
+	for _, l := range res.Lines {
+		out = append(out, l.String())
+	}
+	return out, res.Err()
+}
+
+// GGUFQuant reads a model file's quant from its GGUF header.
+func GGUFQuant(path string) (string, error) {
+	f, err := preflight.Open(path)
+	if err != nil {
+		return "", err
+	}
+	ft, ok := f.Uint("general.file_type")
+	if !ok {
+		return "", fmt.Errorf("%s: no general.file_type in the GGUF header", path)
+	}
+	return preflight.FileTypeName(ft), nil
+}
+
+// sandboxRunner runs a task's test command inside a loopback-only sandbox,
+// so code written by a model cannot reach the network while it is tested.
+type sandboxRunner struct {
+	noSandbox bool
+}
+
+func (r sandboxRunner) Run(ctx context.Context, c tasks.Command) (tasks.RunResult, error) {
+	start := time.Now()
+	home, err := os.MkdirTemp("", "rig-test-home-")
+	if err != nil {
+		return tasks.RunResult{}, err
+	}
+	defer os.RemoveAll(home)
+	env, err := runtimes.BuildEnv(home, envMap(c.Env))
+	if err != nil {
+		return tasks.RunResult{}, err
+	}
+	logPath := filepath.Join(home, "test.log")
+	limit := c.Limit
+	if limit <= 0 {
+		limit = time.Minute
+	}
+	rctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	sb, err := runtimes.StartSandbox(rctx, runtimes.SandboxSpec{Argv: c.Argv, Env: env, Dir: c.Dir, NoSandbox: r.noSandbox}, logPath)
+	if err != nil {
+		return tasks.RunResult{}, err
+	}
+	res := tasks.RunResult{}
+	select {
+	case <-sb.Done():
+	case <-rctx.Done():
+		sb.Kill()
+		res.TimedOut = true
+	}
+	res.Wall = time.Since(start)
+	if err := sb.ExitError(); err != nil {
+		var ee interface{ ExitCode() int }
+		if errors.As(err, &ee) {
+			res.ExitCode = ee.ExitCode()
+		} else {
+			res.ExitCode = -1
+		}
+	}
+	if res.TimedOut && res.ExitCode == 0 {
+		res.ExitCode = -1
+	}
+	res.Output = sb.LogTail(40)
+	return res, nil
+}
+
+func envMap(env []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
