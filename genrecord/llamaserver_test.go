@@ -217,12 +217,9 @@ func (r llamaRescorer) Rescore(ctx context.Context, row Row) ([]Step, error) {
 	return toSteps(c.Probs), nil
 }
 
-func TestLlamaServerForcedReplay(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real llama-server")
-	}
-	paths := provisioned(t, "LLAMA_SERVER_BIN", "SMOLLM2_GGUF")
-	s := startLlamaServer(t, paths[0], paths[1])
+// liveRows generates kept calls on s: one greedy, two sampled.
+func liveRows(t *testing.T, s *liveServer) []Row {
+	t.Helper()
 	ctx := context.Background()
 	var rows []Row
 	for i, tc := range []struct {
@@ -257,6 +254,17 @@ func TestLlamaServerForcedReplay(t *testing.T) {
 			RenderedPrompt: prompt, PromptTokenIDs: tok.Tokens, Output: toSteps(c.Probs), K: DefaultK, Sampling: sampling,
 			StopReason: stop, RuntimeTokenCount: c.TokensPredicted, WallMS: ms(time.Since(t0))})
 	}
+	return rows
+}
+
+func TestLlamaServerForcedReplay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real llama-server")
+	}
+	paths := provisioned(t, "LLAMA_SERVER_BIN", "SMOLLM2_GGUF")
+	s := startLlamaServer(t, paths[0], paths[1])
+	ctx := context.Background()
+	rows := liveRows(t, s)
 	path := filepath.Join(t.TempDir(), "generations.jsonl")
 	w, err := OpenWriter(path, s.pins)
 	if err != nil {
@@ -296,4 +304,39 @@ func TestLlamaServerForcedReplay(t *testing.T) {
 		t.Fatalf("one-token edit at step 3 not caught there: %+v", c.First)
 	}
 	t.Logf("edit caught: %s; max |Δ| after the edit %.3g nats", c.First, c.MaxAbsDiff)
+}
+
+// TestLlamaServerSwappedModel re-scores SmolLM2's rows on a Gemma server
+// that claims SmolLM2's pins: the pins check is bypassed on purpose, so only
+// the log-probs can catch the swap.
+func TestLlamaServerSwappedModel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two real llama-servers")
+	}
+	paths := provisioned(t, "LLAMA_SERVER_BIN", "SMOLLM2_GGUF", "GEMMA3_GGUF")
+	smol := startLlamaServer(t, paths[0], paths[1])
+	rows := liveRows(t, smol)
+	gemma := startLlamaServer(t, paths[0], paths[2])
+	gemma.pins = smol.pins // a stack that lies about its model
+	path := filepath.Join(t.TempDir(), "generations.jsonl")
+	w, err := OpenWriter(path, smol.pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if err := w.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	sum, err := Replay(context.Background(), path, llamaRescorer{gemma}, ReplayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text bytes.Buffer
+	sum.WriteText(&text)
+	t.Log("\n" + text.String())
+	if sum.Mismatched != len(rows) {
+		t.Fatalf("swapped model: %d of %d rows caught", sum.Mismatched, len(rows))
+	}
 }

@@ -51,6 +51,10 @@ type PolicyConfig struct {
 	// Shutdown is the card's shutdown temperature (over-temperature only);
 	// a limit at or above it would never act in time.
 	Shutdown float64
+	// FirstToken is how long a call may go without its first token
+	// (hung-runtime only): prompt processing is slower than decoding, and
+	// a runtime hung before its first token is still hung.
+	FirstToken time.Duration
 	// ClearAfter keeps an event policy (XID, OOM kill) tripped this long
 	// after the last new event before the queue is released.
 	ClearAfter time.Duration
@@ -65,7 +69,7 @@ type Config struct {
 	Policies    map[string]PolicyConfig
 }
 
-type fieldSpec struct{ limit, band, shutdown, clearAfter bool }
+type fieldSpec struct{ limit, band, shutdown, clearAfter, firstToken bool }
 
 var policyFields = map[string]fieldSpec{
 	PolicyOverTemperature: {limit: true, band: true, shutdown: true},
@@ -74,7 +78,7 @@ var policyFields = map[string]fieldSpec{
 	PolicyHostMemory:      {limit: true, band: true},
 	PolicyCgroupOOM:       {clearAfter: true},
 	PolicyGPUError:        {clearAfter: true},
-	PolicyHungRuntime:     {limit: true},
+	PolicyHungRuntime:     {limit: true, firstToken: true},
 	PolicyRuntimeCrash:    {},
 	PolicySensorLoss:      {limit: true},
 	PolicyLowDisk:         {limit: true, band: true},
@@ -108,7 +112,7 @@ func DefaultConfig() Config {
 			PolicyHostMemory:      {Enabled: true, Limit: 0.95, Band: 0.03},
 			PolicyCgroupOOM:       {Enabled: true, ClearAfter: 30 * time.Second},
 			PolicyGPUError:        {Enabled: true, ClearAfter: 5 * time.Minute},
-			PolicyHungRuntime:     {Enabled: true, Limit: 60},
+			PolicyHungRuntime:     {Enabled: true, Limit: 60, FirstToken: 5 * time.Minute},
 			PolicyRuntimeCrash:    {Enabled: true},
 			PolicySensorLoss:      {Enabled: true, Limit: 1.0},
 			PolicyLowDisk:         {Enabled: true, Limit: 2 << 30, Band: 512 << 20},
@@ -150,6 +154,7 @@ type filePolicy struct {
 	Band        *float64 `json:"band"`
 	Shutdown    *float64 `json:"shutdown"`
 	ClearAfterS *float64 `json:"clear_after_s"`
+	FirstTokenS *float64 `json:"first_token_s"`
 }
 
 // LoadConfig reads a JSON config file over DefaultConfig. Errors name the
@@ -242,12 +247,13 @@ func ParseConfig(name string, data []byte) (Config, error) {
 			}
 			p.Enabled = *fp.Enabled
 		}
-		var clearS = p.ClearAfter.Seconds()
+		clearS, firstS := p.ClearAfter.Seconds(), p.FirstToken.Seconds()
 		for _, e := range []error{
 			set("limit", spec.limit, fp.Limit, &p.Limit),
 			set("band", spec.band, fp.Band, &p.Band),
 			set("shutdown", spec.shutdown, fp.Shutdown, &p.Shutdown),
 			set("clear_after_s", spec.clearAfter, fp.ClearAfterS, &clearS),
+			set("first_token_s", spec.firstToken, fp.FirstTokenS, &firstS),
 		} {
 			if e != nil {
 				return Config{}, e
@@ -256,7 +262,11 @@ func ParseConfig(name string, data []byte) (Config, error) {
 		if clearS > 86400 {
 			return Config{}, bad(field+".clear_after_s", fmt.Sprintf("%v s is over a day", clearS), "use seconds up to 86400")
 		}
+		if firstS > 86400 {
+			return Config{}, bad(field+".first_token_s", fmt.Sprintf("%v s is over a day", firstS), "use seconds up to 86400")
+		}
 		p.ClearAfter = time.Duration(clearS * float64(time.Second))
+		p.FirstToken = time.Duration(firstS * float64(time.Second))
 		cfg.Policies[n] = p
 	}
 	if err := cfg.validate(name); err != nil {
@@ -278,6 +288,9 @@ func (s fieldSpec) names() []string {
 	}
 	if s.clearAfter {
 		out = append(out, "clear_after_s")
+	}
+	if s.firstToken {
+		out = append(out, "first_token_s")
 	}
 	return out
 }
@@ -322,6 +335,9 @@ func (c Config) validate(name string) error {
 				return bad(f+".band", fmt.Sprintf("band %v is not below limit %v", p.Band, p.Limit), "use a band like 0.03")
 			}
 		case PolicyHungRuntime, PolicySensorLoss:
+			if n == PolicyHungRuntime && p.FirstToken <= 0 {
+				return bad(f+".first_token_s", "0 s would trip before any prompt is read", "use seconds > 0, longer than prompt processing takes")
+			}
 			if p.Limit <= 0 {
 				return bad(f+".limit", fmt.Sprintf("%v s would trip at once", p.Limit), "use seconds > 0")
 			}

@@ -201,7 +201,20 @@ func buildPolicies(cfg Config) []policy {
 	if p, ok := on(PolicyHungRuntime); ok {
 		out = append(out, &trialCheck{pname: PolicyHungRuntime, fn: func(r Reading) Verdict {
 			since, ok := r.Value(KeySinceLastTokenS)
-			if active, _ := r.Value(KeyActive); active == 1 && ok && since > p.Limit {
+			active, _ := r.Value(KeyActive)
+			if active != 1 || !ok {
+				return Verdict{}
+			}
+			if st, _ := r.Value(KeyStopped); st == 1 {
+				return Verdict{Violated: true, Reason: fmt.Sprintf("runtime process is stopped (no token for %.2fs)", since)}
+			}
+			if n, _ := r.Value(KeyTokens); n == 0 {
+				if lim := p.FirstToken.Seconds(); since > lim {
+					return Verdict{Violated: true, Reason: fmt.Sprintf("no first token after %.2fs (limit %.4gs)", since, lim)}
+				}
+				return Verdict{}
+			}
+			if since > p.Limit {
 				return Verdict{Violated: true, Reason: fmt.Sprintf("no token for %.2fs (limit %.4gs)", since, p.Limit)}
 			}
 			return Verdict{}

@@ -122,10 +122,13 @@ func TestTrialScopedPolicies(t *testing.T) {
 		active      bool
 		hung, crash bool
 	}{
-		{"flowing", map[string]float64{KeyActive: 1, KeySinceLastTokenS: 0.1}, true, false, false},
-		{"hung", map[string]float64{KeyActive: 1, KeySinceLastTokenS: 61}, true, true, false},
+		{"flowing", map[string]float64{KeyActive: 1, KeyTokens: 5, KeySinceLastTokenS: 0.1}, true, false, false},
+		{"hung", map[string]float64{KeyActive: 1, KeyTokens: 5, KeySinceLastTokenS: 61}, true, true, false},
+		{"reading the prompt", map[string]float64{KeyActive: 1, KeyTokens: 0, KeySinceLastTokenS: 61}, true, false, false},
+		{"hung before the first token", map[string]float64{KeyActive: 1, KeyTokens: 0, KeySinceLastTokenS: 301}, true, true, false},
 		{"hung but no trial running", map[string]float64{KeyActive: 1, KeySinceLastTokenS: 61}, false, false, false},
 		{"idle call", map[string]float64{KeyActive: 0}, true, false, false},
+		{"stopped process", map[string]float64{KeyActive: 1, KeyTokens: 5, KeySinceLastTokenS: 0.1, KeyStopped: 1}, true, true, false},
 		{"exited", map[string]float64{KeyActive: 1, KeyExited: 1, KeySinceLastTokenS: 0.1}, true, false, true},
 		{"exited after the trial", map[string]float64{KeyExited: 1}, false, false, false},
 	}

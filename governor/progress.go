@@ -13,6 +13,7 @@ const (
 	KeyTokensPerS      = "tokens_per_s"       // over the call so far
 	KeySinceLastTokenS = "since_last_token_s" // since the last token, or since the call began
 	KeyExited          = "exited"             // 1 once the runtime process exited on its own
+	KeyStopped         = "stopped"            // 1 while the tracked runtime process is stopped (SIGSTOP, tracer)
 )
 
 // Progress is fed by the runtime driver: Begin when a call starts, Tokens as
@@ -28,6 +29,7 @@ type Progress struct {
 	lastAt time.Time
 	tokens int
 	exited bool
+	pid    int
 }
 
 // NewProgress returns an idle progress sensor named "progress".
@@ -42,6 +44,15 @@ func (p *Progress) Begin() {
 	defer p.mu.Unlock()
 	now := time.Now()
 	p.active, p.begun, p.lastAt, p.tokens, p.exited = true, now, now, 0, false
+}
+
+// Track names the runtime's process, whose state is read with the progress:
+// a stopped process (state T or t) is hung now, without waiting out the
+// token-gap limit. 0 stops tracking.
+func (p *Progress) Track(pid int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pid = pid
 }
 
 // Tokens records the running total of generated tokens in the call. A total
@@ -93,6 +104,10 @@ func (p *Progress) Read(ctx context.Context) (Reading, error) {
 			v[KeyTokensPerS] = float64(p.tokens) / el
 		}
 		v[KeySinceLastTokenS] = now.Sub(p.lastAt).Seconds()
+		if p.pid > 0 {
+			st, ok := procState(p.pid)
+			v[KeyStopped] = b2f(ok && (st == 'T' || st == 't'))
+		}
 	}
 	return Reading{Sensor: p.name, At: now, Values: v}, nil
 }

@@ -57,6 +57,7 @@ func (r *suiteRun) follow(w *Watch, nTokens int) {
 	r.feedErr = atomic.Value{}
 	r.watch = w
 	r.e.prog.Begin()
+	r.e.prog.Track(r.pid)
 	go func() {
 		select {
 		case <-r.done:
@@ -138,6 +139,12 @@ func (r *suiteRun) complete(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	select {
+	case <-r.watch.Preempted():
+		c := r.watch.Cause()
+		return fmt.Errorf("false preemption at %d tokens: %s: %s", r.tokens.Load(), c.Policy, c.Reason)
+	default:
+	}
 	if err, _ := r.feedErr.Load().(error); err != nil {
 		return fmt.Errorf("completion: %w", err)
 	}
@@ -155,6 +162,7 @@ func (r *suiteRun) endCall() {
 	}
 	r.feedWG.Wait()
 	r.e.prog.End()
+	r.e.prog.Track(0)
 }
 
 func (r *suiteRun) exited() bool {

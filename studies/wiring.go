@@ -73,8 +73,9 @@ func (a localAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
 	return Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: ids}, nil
 }
 
-// BankAuditDir is where `rig tasks audit BANK` keeps a bank's audit records.
-func BankAuditDir(bank string) string { return bank + ".audit" }
+// BankAuditDir is where `rig tasks audit BANK` keeps a bank's audit records:
+// "audits" beside the bank file.
+func BankAuditDir(bank string) string { return filepath.Join(filepath.Dir(bank), "audits") }
 
 // bundledLicences checks items against the registry built into rig.
 type bundledLicences struct{ reg *licences.Registry }

@@ -42,7 +42,9 @@ Start here:
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRuntimesCommand())
+	root.PersistentFlags().String("home", "", "where studies live (default $RIG_HOME or ~/.local/share/rig)")
+	root.PersistentFlags().String("socket", "", "the daemon's unix socket (default HOME/rig.sock)")
+	root.AddCommand(newRuntimesCommand(), newDaemonCommand(), newStudyCommand())
 	addLeafCommands(root)
 	return root
 }

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"rig/studies"
+)
+
+func newStudyCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "study",
+		Short: "Register, review, approve, freeze, run and decide a model-comparison study",
+		Long: `A study goes draft → reviewed → approved → frozen → running → decided. Each step
+is checked and audited (who, when, why). All commands but init talk to the
+resident daemon (rig daemon), which owns the study stores and the card.
+
+  rig study init design.yaml                 a commented example to edit
+  rig study register design.yaml             licences checked, pins fingerprinted
+  rig study review NAME --verdict pass --licence-line "..." --reviewer R
+  rig study approve NAME --director D
+  rig study freeze NAME                      content-addressed snapshot
+  rig study preflight NAME                   fit verdict per arm at the card profile
+  rig study validate NAME                    one free validation run per harness
+  rig study run NAME                         counted run, with progress
+  rig study status NAME | cancel NAME | rerun NAME EXEC`,
+	}
+	cmd.AddCommand(newStudyInitCommand(), studyRegisterCommand(), studyReviewCommand(), studyApproveCommand(),
+		studySimpleCommand("freeze", "Freeze the design: pins resolved to digests, tasks validated, snapshot hashed"),
+		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
+		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
+		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyStatusCommand(), studyListCommand())
+	return cmd
+}
+
+func studyRegisterCommand() *cobra.Command {
+	var key, actor string
+	cmd := &cobra.Command{
+		Use:   "register DESIGN",
+		Short: "Register a study from its design file (licences checked first)",
+		Long: `register reads the design (JSON or YAML), checks every item against the licence
+registry (a missing entry, a banned use, or a commonly banned use without a
+clause reading blocks it), fingerprints every pinned asset, and creates the
+study's own store. Nothing is written when a check fails.
+
+--key makes the request idempotent: the same key with the same design returns
+the existing study; the same key with another design is a conflict.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path, err := filepath.Abs(args[0])
+			if err != nil {
+				return err
+			}
+			var info studies.StudyInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "register", studies.RegisterRequest{DesignFile: path, Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			printStudy(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
+	cmd.Flags().StringVar(&actor, "actor", "", "who registers (default $USER)")
+	return cmd
+}
+
+func studyReviewCommand() *cobra.Command {
+	var r studies.Review
+	var why string
+	cmd := &cobra.Command{
+		Use:   "review NAME",
+		Short: "Record an outside review's verdict (a pass needs a licence line)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var info studies.StudyInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "review", reviewReq{Name: args[0], Review: r, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			printStudy(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&r.Reviewer, "reviewer", "", "who reviewed (required)")
+	cmd.Flags().StringVar(&r.Verdict, "verdict", "", "pass or fail (required)")
+	cmd.Flags().StringVar(&r.LicenceLine, "licence-line", "", "the reviewer's statement on the licence check; a pass without one does not count")
+	cmd.Flags().StringVar(&r.Notes, "notes", "", "the review's notes")
+	cmd.Flags().StringVar(&why, "why", "", "why, for the audit log")
+	return cmd
+}
+
+func studyApproveCommand() *cobra.Command {
+	var director, why string
+	cmd := &cobra.Command{
+		Use:   "approve NAME",
+		Short: "Record the Director's approval of a reviewed study",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var info studies.StudyInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "approve", nameReq{Name: args[0], Actor: director, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			printStudy(cmd.OutOrStdout(), info)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&director, "director", "", "the Director approving (required)")
+	cmd.Flags().StringVar(&why, "why", "", "why, for the audit log")
+	return cmd
+}
+
+func studySimpleCommand(method, short string) *cobra.Command {
+	var actor string
+	cmd := &cobra.Command{
+		Use:   method + " NAME",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var out any
+			if err := callDaemon(cmd.Context(), socketPath(cmd), method, nameReq{Name: args[0], Actor: actor}, &out, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if method == "freeze" {
+				return printStatus(cmd, args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&actor, "actor", "", "who does it (default $USER)")
+	return cmd
+}
+
+func studyRunCommand() *cobra.Command {
+	var key, actor string
+	var detach bool
+	cmd := &cobra.Command{
+		Use:   "run NAME",
+		Short: "Start a counted run of a frozen study and follow its progress",
+		Long: `run asks the daemon to start an execution of the frozen study. It refuses unless
+every arm has a recorded "fits" preflight verdict, the governor's fault suite
+passed recently and its heartbeat is fresh, and every harness passed its
+validation run. Progress (trials done/total, current trial, rate, ETA) is
+printed until the execution ends; Ctrl-C stops following, not the run.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var info studies.ExecInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", studies.RunRequest{Study: args[0], Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d)\n", info.ID, info.Attempt)
+			if detach {
+				return nil
+			}
+			return follow(cmd.Context(), cmd, args[0], info.ID)
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key returns the same execution")
+	cmd.Flags().StringVar(&actor, "actor", "", "who runs it (default $USER)")
+	cmd.Flags().BoolVar(&detach, "detach", false, "return at once; follow with rig study status")
+	return cmd
+}
+
+func studyRerunCommand() *cobra.Command {
+	var key string
+	cmd := &cobra.Command{
+		Use:   "rerun NAME EXECUTION",
+		Short: "Run a frozen study again as a new execution whose parent is EXECUTION",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var info studies.ExecInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", studies.RunRequest{Study: args[0], Key: key, Parent: args[1]}, &info, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d, parent %s)\n", info.ID, info.Attempt, info.Parent)
+			return follow(cmd.Context(), cmd, args[0], info.ID)
+		},
+	}
+	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
+	return cmd
+}
+
+// follow prints progress until the execution ends.
+func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
+	last := ""
+	for {
+		var info studies.StudyInfo
+		if err := callDaemon(ctx, socketPath(cmd), "status", nameReq{Name: name}, &info, nil); err != nil {
+			return err
+		}
+		for _, e := range info.Executions {
+			if e.ID != id {
+				continue
+			}
+			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
+			if line != last {
+				fmt.Fprintf(cmd.OutOrStdout(), "[%s] %s\n", time.Now().Format("15:04:05"), line)
+				last = line
+			}
+			if e.Status != "running" {
+				if e.Error != "" {
+					return fmt.Errorf("execution %s %s: %s", id, e.Status, e.Error)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "receipts: %s/store.bolt\ngeneration records: %s\n", info.Dir, e.Records)
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(cmd.OutOrStdout(), "stopped following; the execution goes on (rig study status", name+")")
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+func studyStatusCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status NAME",
+		Short: "Print a study's state, licences, executions and audit log",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return printStatus(cmd, args[0])
+		},
+	}
+}
+
+func printStatus(cmd *cobra.Command, name string) error {
+	var info studies.StudyInfo
+	if err := callDaemon(cmd.Context(), socketPath(cmd), "status", nameReq{Name: name}, &info, cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	printStudy(cmd.OutOrStdout(), info)
+	return nil
+}
+
+func studyListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the studies registered on this machine",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var names []string
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "list", struct{}{}, &names, nil); err != nil {
+				return err
+			}
+			for _, n := range names {
+				fmt.Fprintln(cmd.OutOrStdout(), n)
+			}
+			return nil
+		},
+	}
+}
+
+func printStudy(w io.Writer, info studies.StudyInfo) {
+	fmt.Fprintf(w, "study      %s", info.Name)
+	if info.Replayed {
+		fmt.Fprint(w, " (idempotent repeat: existing study returned)")
+	}
+	fmt.Fprintf(w, "\nstate      %s\ndesign     sha256:%s\n", info.State, info.DesignHash)
+	if info.SnapshotHash != "" {
+		fmt.Fprintf(w, "snapshot   sha256:%s\n", info.SnapshotHash)
+	}
+	fmt.Fprintf(w, "store      %s\n", filepath.Join(info.Dir, "store.bolt"))
+	if len(info.Licences) > 0 {
+		fmt.Fprintln(w, "licences")
+		for _, l := range info.Licences {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	for _, e := range info.Executions {
+		fmt.Fprintf(w, "execution  %s attempt %d: %s, %d/%d trials", e.ID, e.Attempt, e.Status, e.Done, e.Planned)
+		if e.Error != "" {
+			fmt.Fprintf(w, " (%s)", firstLineOf(e.Error))
+		}
+		fmt.Fprintln(w)
+	}
+	if n := len(info.Audit); n > 0 {
+		a := info.Audit[n-1]
+		fmt.Fprintf(w, "last step  %s → %s by %s at %s: %s\n", a.From, a.To, a.Actor, a.At.Format(time.RFC3339), a.Why)
+	}
+}
+
+func firstLineOf(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func studyReportCommand() *cobra.Command {
+	var exec string
+	cmd := &cobra.Command{
+		Use:   "report NAME",
+		Short: "Analyse an execution and write the HTML, JSON and Markdown report",
+		Long: `report runs the pre-registered analysis on the study's latest finished execution
+(or --execution): per-arm scores with bootstrap intervals over tasks, P(best),
+exact McNemar on the named pairs with Holm, power, cost and outcome classes,
+and the decision rule's result with its logic. It writes one self-contained
+HTML file (figures as inline SVG), plus report.json and report.md, and prints
+a summary and where the files are. It records nothing: rig study decide does.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var files studies.ReportFiles
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "report", execReq{Name: args[0], Execution: exec}, &files, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), files.Summary)
+			fmt.Fprintf(cmd.OutOrStdout(), "\nreport: %s\n        %s\n        %s\n", files.HTML, files.JSON, files.Markdown)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&exec, "execution", "", "execution to analyse (default: the latest finished)")
+	return cmd
+}
+
+func studyDecideCommand() *cobra.Command {
+	var req studies.DecideRequest
+	cmd := &cobra.Command{
+		Use:   "decide NAME --comparison HASH --rationale TEXT",
+		Short: "Record the decision the pre-registered rule assigns, citing the comparison you read",
+		Long: `decide evaluates the design's decision rule exactly as written on the latest
+finished execution and records the outcome, its logic, the actor, the rationale
+and the comparison hash. A hash that no longer matches the inputs (receipts
+changed since you read the report) is refused: read the new report first.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Study = args[0]
+			var rec studies.DecisionRecord
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "decide", req, &rec, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "decision   %s (%s)\nnext baseline %s\nrecorded by %s at %s\n", rec.Action, rec.Verdict, rec.NextBaseline, rec.Actor, rec.At.Format(time.RFC3339))
+			for _, t := range rec.Trace {
+				fmt.Fprintln(cmd.OutOrStdout(), "  "+t)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&req.ComparisonHash, "comparison", "", "the comparison hash printed by rig study report (required)")
+	cmd.Flags().StringVar(&req.Rationale, "rationale", "", "why, in words")
+	cmd.Flags().StringVar(&req.Actor, "actor", "", "who decides (default $USER)")
+	cmd.Flags().StringVar(&req.Execution, "execution", "", "execution (default: the latest finished)")
+	return cmd
+}

@@ -1,0 +1,427 @@
+package studies
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"rig/receipts"
+	"rig/studies/analysis"
+	"rig/studies/report"
+)
+
+// analysisDesign maps a frozen design onto what the analysis reads. The
+// design's ordered clauses name conditions in words; each becomes conditions
+// on the named pairs' outcome classes. "underpowered" and "p_best_below_bar"
+// are judged by the analysis itself (power report, tie verdict) and so carry
+// no pair condition.
+func analysisDesign(d *Design, designHash string) analysis.Design {
+	ad := analysis.Design{Hash: designHash, Alpha: d.DecisionRule.Alpha, PBestBar: d.PBestBar, Resamples: analysis.MinResamples,
+		PermutationResamples: 20000, Seed: 20261130, Interval: analysis.BCa, Level: 0.95, CostMeasure: analysis.CostWall, CostFactor: 2}
+	if ad.Alpha == 0 {
+		ad.Alpha = 0.05
+	}
+	if ad.PBestBar == 0 {
+		ad.PBestBar = 0.8
+	}
+	for _, a := range d.Arms {
+		ad.Arms = append(ad.Arms, analysis.Arm{Name: a.Name})
+		if a.Role == RoleIncumbent && ad.Incumbent == "" {
+			ad.Incumbent = a.Name
+		}
+	}
+	for _, jk := range d.JobKinds {
+		m := analysis.MeasurePass
+		if jk.RankingMeasure.Name != "pass_rate" {
+			m = analysis.MeasureScore
+		}
+		ad.JobKinds = append(ad.JobKinds, analysis.JobKind{Name: jk.Name, Measure: m, Gate: 0.5})
+	}
+	seen := map[string]bool{}
+	for _, p := range d.ResolvedPairs() {
+		k := p.Challenger + "|" + p.Incumbent
+		if !seen[k] {
+			seen[k] = true
+			ad.Pairs = append(ad.Pairs, analysis.Pair{Candidate: p.Challenger, Baseline: p.Incumbent})
+		}
+	}
+	if d.Power.PilotDiscordance > 0 {
+		ad.Power = &analysis.PowerPlan{PilotDiscordance: d.Power.PilotDiscordance, Tasks: d.Power.TaskCount, Power: d.Power.Power}
+	}
+	for _, c := range d.DecisionRule.Clauses {
+		if c.MaxCostRatio > 0 && c.When == "challenger_costs_more" {
+			ad.CostFactor = c.MaxCostRatio
+		}
+	}
+	for _, c := range d.DecisionRule.Clauses {
+		var outs []analysis.Outcome
+		switch c.When {
+		case "challenger_better":
+			outs = []analysis.Outcome{analysis.Improvement}
+		case "challenger_costs_more":
+			outs = []analysis.Outcome{analysis.Tradeoff}
+		case "challenger_worse":
+			outs = []analysis.Outcome{analysis.Regression}
+		case "difference_not_shown":
+			outs = []analysis.Outcome{analysis.Inconclusive, analysis.Tie}
+		default:
+			continue
+		}
+		for _, p := range ad.Pairs {
+			then := c.Assign
+			if strings.Contains(then, "challenger") {
+				then = "accept " + p.Candidate
+			}
+			ad.Rule.Clauses = append(ad.Rule.Clauses, analysis.Clause{If: []analysis.Condition{{Outcomes: outs, Candidate: p.Candidate, Baseline: p.Baseline}}, Then: then})
+		}
+	}
+	ad.Rule.Default = d.DecisionRule.Otherwise
+	return ad
+}
+
+// trials reads an execution's receipts: the latest attempt of each trial, and
+// every planned trial without a receipt as missing (a warning, never a zero).
+func (s *Service) trials(ctx context.Context, name, execID, designHash string) ([]analysis.Trial, error) {
+	st, err := s.store(name)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := st.Receipts(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
+	var out []analysis.Trial
+	seen := map[string]bool{}
+	for _, r := range recs {
+		t := analysis.Trial{DesignHash: r.DesignHash, Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat,
+			WallSeconds: float64(r.WallMS) / 1000, PeakMemoryBytes: r.PeakMemoryBytes,
+			// No power meter on a CPU-only machine: energy is wall time at the
+			// package's nominal draw, labelled as an estimate.
+			EnergyJoules: float64(r.WallMS) / 1000 * estimatedWatts, EnergySource: analysis.EnergyEstimate}
+		switch r.Outcome {
+		case receipts.Preempted, receipts.Error:
+			t.Preempted = true
+		case receipts.FailedAtCard:
+			t.BudgetBlown = true
+		case receipts.Capped:
+			t.Capped = true
+		}
+		if r.Grade != nil {
+			t.Score, t.Pass = r.Grade.Score, r.Grade.Pass
+		}
+		if r.Outcome.Counted() {
+			seen[r.Arm+"|"+r.TaskID+"|"+fmt.Sprint(r.Repeat)] = true
+		}
+		out = append(out, t)
+	}
+	var plan Plan
+	if err := readJSON(filepath.Join(s.Dir(name), "executions", execID, "plan.json"), &plan); err == nil {
+		for _, p := range plan.Trials {
+			if !seen[p.Key.Arm+"|"+p.Key.Task+"|"+fmt.Sprint(p.Key.Repeat)] {
+				out = append(out, analysis.Trial{DesignHash: designHash, Arm: p.Key.Arm, JobKind: p.Key.JobKind, Task: p.Key.Task, Repeat: p.Key.Repeat, Missing: true})
+			}
+		}
+	}
+	return out, nil
+}
+
+// estimatedWatts is the draw assumed for the energy estimate on a machine
+// with no readable power counter; every figure built on it says "estimate".
+const estimatedWatts = 35.0
+
+// Analysis is one execution's analysis with the inputs it read.
+type Analysis struct {
+	Study     string           `json:"study"`
+	Execution string           `json:"execution"`
+	Input     analysis.Input   `json:"input"`
+	Report    *analysis.Report `json:"report"`
+}
+
+// Analyse runs the pre-registered analysis on an execution (the latest
+// finished one when execID is empty).
+func (s *Service) Analyse(ctx context.Context, name, execID string) (*Analysis, error) {
+	snap, err := s.Snapshot(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ParseDesign(name+"/snapshot.json", snap.Design)
+	if err != nil {
+		return nil, err
+	}
+	if execID == "" {
+		l, err := s.lifecycle(name)
+		if err != nil {
+			return nil, err
+		}
+		if len(l.Finished) == 0 {
+			return nil, fmt.Errorf("study %s has no finished execution to analyse", name)
+		}
+		execID = l.Finished[len(l.Finished)-1]
+	}
+	trials, err := s.trials(ctx, name, execID, snap.DesignHash)
+	if err != nil {
+		return nil, err
+	}
+	in := analysis.Input{Design: analysisDesign(d, snap.DesignHash), Trials: trials}
+	rep, err := analysis.Analyse(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return &Analysis{Study: name, Execution: execID, Input: in, Report: rep}, nil
+}
+
+// ReportFiles are the paths `rig study report` wrote.
+type ReportFiles struct {
+	HTML     string `json:"html"`
+	JSON     string `json:"json"`
+	Markdown string `json:"markdown"`
+	Summary  string `json:"summary"`
+}
+
+// Report analyses an execution and writes the self-contained HTML report
+// with its JSON and Markdown twins under the study's reports/ directory.
+func (s *Service) Report(ctx context.Context, name, execID string) (ReportFiles, error) {
+	a, err := s.Analyse(ctx, name, execID)
+	if err != nil {
+		return ReportFiles{}, err
+	}
+	snap, _ := s.Snapshot(name)
+	d, _ := ParseDesign(name+"/snapshot.json", snap.Design)
+	data := s.reportData(ctx, name, d, snap, a)
+	dir := filepath.Join(s.Dir(name), "reports", a.Execution)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ReportFiles{}, err
+	}
+	files := ReportFiles{HTML: filepath.Join(dir, "report.html"), JSON: filepath.Join(dir, "report.json"), Markdown: filepath.Join(dir, "report.md")}
+	for path, write := range map[string]func(f *os.File) error{
+		files.HTML:     func(f *os.File) error { return report.WriteHTML(f, data) },
+		files.JSON:     func(f *os.File) error { return report.WriteJSON(f, data) },
+		files.Markdown: func(f *os.File) error { return report.WriteMarkdown(f, data) },
+	} {
+		if err := writeFileAtomic(path, write); err != nil {
+			return ReportFiles{}, err
+		}
+	}
+	var sb strings.Builder
+	a.Report.WriteSummary(&sb)
+	files.Summary = sb.String()
+	if err := writeJSONAtomic(filepath.Join(dir, "analysis.json"), a, 0o600); err != nil {
+		return ReportFiles{}, err
+	}
+	return files, nil
+}
+
+func writeFileAtomic(path string, write func(f *os.File) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func num(n analysis.Num) float64 { return float64(n) }
+
+func numPtr(n analysis.Num) *float64 {
+	if !n.Valid() {
+		return nil
+	}
+	v := float64(n)
+	return &v
+}
+
+func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *Snapshot, a *Analysis) report.Data {
+	rep := a.Report
+	data := report.Data{Study: name, DesignHash: snap.DesignHash, ComparisonHash: rep.ComparisonHash, GeneratedAt: time.Now().UTC(),
+		Sentences: report.Sentences{JobKinds: d.Sentences.JobKindsAndDecisions, Candidates: d.Sentences.CandidatesAndHowRun, Measure: d.Sentences.WhyTheMeasure}}
+	lines, _ := LicenceLines(d.Items)
+	for i, it := range d.Items {
+		verdict := ""
+		if i < len(lines) {
+			if _, rest, ok := strings.Cut(lines[i], ": "); ok {
+				_, v, _ := strings.Cut(rest, ", ")
+				verdict = strings.TrimSuffix(v, ")")
+			}
+		}
+		use, v, _ := strings.Cut(verdict, ": ")
+		data.Licences = append(data.Licences, report.Licence{Item: it.Name, Entry: it.RegistryID, Use: orDefault(use, it.Use), Verdict: v})
+	}
+	runtimeOf := map[string]string{}
+	digest := map[string]string{}
+	baseline := map[string]bool{}
+	for _, arm := range d.Arms {
+		runtimeOf[arm.Name] = arm.Runtime
+		baseline[arm.Name] = arm.Role == RoleIncumbent
+	}
+	for _, fa := range snap.Arms {
+		digest[fa.Name] = fa.ModelSHA256
+	}
+	if st, err := s.store(name); err == nil {
+		if recs, err := st.Receipts(ctx, a.Execution); err == nil && len(recs) > 0 {
+			data.Machine = recs[0].Machine
+		}
+	}
+	outputs := s.outputsByTrial(name, a.Execution)
+	for _, k := range rep.Kinds {
+		jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Interval: string(rep.IntervalMethod),
+			Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha}
+		if d.Power.SmallestDetectableDifference > 0 {
+			v := d.Power.SmallestDetectableDifference
+			jk.Detectable = &v
+		}
+		costOf := map[string]analysis.Cost{}
+		for _, c := range k.Costs {
+			costOf[c.Arm] = c
+		}
+		var cost report.CostFigure
+		cost.Label = "mean wall time per trial (s)"
+		for _, ar := range k.Arms {
+			c := costOf[ar.Arm]
+			row := report.Arm{Arm: ar.Arm, Runtime: runtimeOf[ar.Arm], Digest: shortHash(digest[ar.Arm]), Baseline: baseline[ar.Arm],
+				Score:    report.Interval{Value: num(ar.Mean), Low: num(ar.Interval.Lo), High: num(ar.Interval.Hi)},
+				PassRate: num(ar.PassRate), Median: num(ar.Median), P10: num(ar.P10), Worst: num(ar.Worst), PBest: num(ar.PBest),
+				Tie:   k.Verdict == "tie" && (ar.Arm == k.Leader || contains(k.TiedWith, ar.Arm)),
+				Tasks: ar.Tasks, Trials: ar.Counts.Trials, Preempted: ar.Counts.Preempted, Capped: ar.Counts.Capped,
+				WallSeconds: numPtr(c.MeanWallSeconds), EnergyJoules: numPtr(c.MeanEnergyJoules), EnergySource: string(c.EnergySource)}
+			if c.PeakMemoryBytes > 0 {
+				p := c.PeakMemoryBytes
+				row.PeakMemBytes = &p
+			}
+			jk.Arms = append(jk.Arms, row)
+			if c.MeanWallSeconds.Valid() && ar.Mean.Valid() {
+				cost.Points = append(cost.Points, report.CostPoint{Arm: ar.Arm, Cost: num(c.MeanWallSeconds), Score: num(ar.Mean)})
+			}
+		}
+		if len(cost.Points) > 0 {
+			jk.Cost = &cost
+		}
+		if len(k.Sweep) > 0 {
+			sw := &report.Sweep{}
+			for _, ar := range k.Arms {
+				sw.Lines = append(sw.Lines, report.SweepLine{Arm: ar.Arm})
+			}
+			for _, p := range k.Sweep {
+				sw.Gates = append(sw.Gates, p.Gate)
+				for i := range sw.Lines {
+					v := math.NaN()
+					if i < len(p.PassRate) {
+						v = num(p.PassRate[i])
+					}
+					sw.Lines[i].PassRate = append(sw.Lines[i].PassRate, v)
+				}
+			}
+			jk.Sweep = sw
+		}
+		for _, p := range rep.Pairs {
+			if p.JobKind != k.JobKind {
+				continue
+			}
+			pr := report.Pair{Challenger: p.Candidate, Baseline: p.Baseline,
+				Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi)},
+				PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome)}
+			if p.Shown != "shown" && jk.Detectable != nil {
+				pr.NotShown = report.NotShownText(num(p.Delta), *jk.Detectable)
+			}
+			jk.Pairs = append(jk.Pairs, pr)
+			for _, t := range p.NewlyFixed {
+				jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFixed,
+					ChallengerScore: 1, BaselineScore: 0, ChallengerOutput: outputs[p.Candidate+"|"+t], BaselineOutput: outputs[p.Baseline+"|"+t]})
+			}
+			for _, t := range p.NewlyFailing {
+				jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFailing,
+					ChallengerScore: 0, BaselineScore: 1, ChallengerOutput: outputs[p.Candidate+"|"+t], BaselineOutput: outputs[p.Baseline+"|"+t]})
+			}
+		}
+		jk.Failures = s.failures(ctx, name, a.Execution, k.JobKind)
+		data.Kinds = append(data.Kinds, jk)
+	}
+	for _, w := range rep.Warnings {
+		data.Warnings = append(data.Warnings, w.String())
+	}
+	data.Warnings = append(data.Warnings, "Energy is estimated from wall time at a nominal package draw: this machine exposes no power counter (no NVML, no readable RAPL).")
+	dec := rep.Decision
+	data.Decision = &report.Decision{Rule: d.DecisionRule.Text, Trace: dec.Trace, Outcome: dec.Action, NextBaseline: dec.NextBaseline,
+		Rationale: "evaluated by rig from the pre-registered rule; not yet recorded with rig study decide"}
+	if rec, err := s.decision(name); err == nil {
+		data.Decision.Actor, data.Decision.At, data.Decision.Rationale = rec.Actor, rec.At, rec.Rationale
+	}
+	return data
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// outputsByTrial returns, per arm and task, the kept text of the first repeat.
+func (s *Service) outputsByTrial(name, execID string) map[string]string {
+	out := map[string]string{}
+	files, _ := filepath.Glob(filepath.Join(s.Dir(name), "executions", execID, "generations-*.jsonl"))
+	for _, f := range files {
+		_, rows, err := readRows(f)
+		if err != nil {
+			continue
+		}
+		for _, r := range rows {
+			key, _, _ := strings.Cut(r.Prompt, "#")
+			parts := strings.Split(key, "/")
+			if len(parts) < 3 {
+				continue
+			}
+			k := parts[0] + "|" + parts[2]
+			if _, ok := out[k]; !ok {
+				out[k] = r.Text
+			}
+		}
+	}
+	return out
+}
+
+// failures counts an arm's non-passing trials by outcome.
+func (s *Service) failures(ctx context.Context, name, execID, jobKind string) []report.Failure {
+	st, err := s.store(name)
+	if err != nil {
+		return nil
+	}
+	recs, err := st.Receipts(ctx, execID)
+	if err != nil {
+		return nil
+	}
+	count := map[[2]string]int{}
+	for _, r := range recs {
+		if r.JobKind != jobKind {
+			continue
+		}
+		code := ""
+		switch {
+		case r.Outcome == receipts.Scored && r.Grade != nil && !r.Grade.Pass && r.Truncated:
+			code = "failed: truncated at the stop cap"
+		case r.Outcome == receipts.Scored && r.Grade != nil && !r.Grade.Pass:
+			code = "failed: wrong answer"
+		case r.Outcome != receipts.Scored:
+			code = string(r.Outcome)
+		}
+		if code != "" {
+			count[[2]string{r.Arm, code}]++
+		}
+	}
+	var out []report.Failure
+	for k, n := range count {
+		out = append(out, report.Failure{Arm: k[0], Code: k[1], Count: n})
+	}
+	return out
+}
