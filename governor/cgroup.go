@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -28,6 +29,7 @@ const (
 // runs on a copy of the layout in a test directory.
 type Cgroup struct {
 	name string
+	mu   sync.Mutex
 	dir  string
 }
 
@@ -38,37 +40,50 @@ func NewCgroup(name, dir string) *Cgroup { return &Cgroup{name: name, dir: dir} 
 // Name implements Sensor.
 func (c *Cgroup) Name() string { return c.name }
 
+// Retarget points the sensor at another cgroup directory, e.g. the cgroup
+// of the execution about to start. Keep it pointed at a directory that
+// exists while no trial runs (the runtimes' parent): a sensor that cannot
+// read holds the queue.
+func (c *Cgroup) Retarget(dir string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dir = dir
+}
+
 // Read implements Sensor.
 func (c *Cgroup) Read(ctx context.Context) (Reading, error) {
 	if err := ctx.Err(); err != nil {
 		return Reading{}, err
 	}
+	c.mu.Lock()
+	dir := c.dir
+	c.mu.Unlock()
 	v := map[string]float64{}
-	if _, err := os.Stat(filepath.Join(c.dir, "memory.current")); err == nil {
-		if err := c.readV2(v); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, "memory.current")); err == nil {
+		if err := readV2(dir, v); err != nil {
 			return Reading{}, err
 		}
-	} else if _, err := os.Stat(filepath.Join(c.dir, "memory.usage_in_bytes")); err == nil {
-		if err := c.readV1(v); err != nil {
+	} else if _, err := os.Stat(filepath.Join(dir, "memory.usage_in_bytes")); err == nil {
+		if err := readV1(dir, v); err != nil {
 			return Reading{}, err
 		}
 	} else {
-		return Reading{}, fmt.Errorf("cgroup %s: neither memory.current (v2) nor memory.usage_in_bytes (v1) is there", c.dir)
+		return Reading{}, fmt.Errorf("cgroup %s: neither memory.current (v2) nor memory.usage_in_bytes (v1) is there", dir)
 	}
 	return Reading{Sensor: c.name, At: time.Now(), Values: v}, nil
 }
 
-func (c *Cgroup) readV2(v map[string]float64) error {
-	cur, err := readUint(filepath.Join(c.dir, "memory.current"))
+func readV2(dir string, v map[string]float64) error {
+	cur, err := readUint(filepath.Join(dir, "memory.current"))
 	if err != nil {
 		return err
 	}
 	v[KeyCgMemBytes] = float64(cur)
 	// memory.peak appeared in Linux 5.19; older kernels lack it.
-	if pk, err := readUint(filepath.Join(c.dir, "memory.peak")); err == nil {
+	if pk, err := readUint(filepath.Join(dir, "memory.peak")); err == nil {
 		v[KeyCgPeakBytes] = float64(pk)
 	}
-	ev, err := readKeyed(filepath.Join(c.dir, "memory.events"))
+	ev, err := readKeyed(filepath.Join(dir, "memory.events"))
 	if err != nil {
 		return err
 	}
@@ -78,16 +93,16 @@ func (c *Cgroup) readV2(v map[string]float64) error {
 	return nil
 }
 
-func (c *Cgroup) readV1(v map[string]float64) error {
-	cur, err := readUint(filepath.Join(c.dir, "memory.usage_in_bytes"))
+func readV1(dir string, v map[string]float64) error {
+	cur, err := readUint(filepath.Join(dir, "memory.usage_in_bytes"))
 	if err != nil {
 		return err
 	}
 	v[KeyCgMemBytes] = float64(cur)
-	if pk, err := readUint(filepath.Join(c.dir, "memory.max_usage_in_bytes")); err == nil {
+	if pk, err := readUint(filepath.Join(dir, "memory.max_usage_in_bytes")); err == nil {
 		v[KeyCgPeakBytes] = float64(pk)
 	}
-	oc, err := readKeyed(filepath.Join(c.dir, "memory.oom_control"))
+	oc, err := readKeyed(filepath.Join(dir, "memory.oom_control"))
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestRunFaultsSimulatedClasses(t *testing.T) {
 	state := t.TempDir()
 	var out bytes.Buffer
 	rep, err := RunFaults(context.Background(), &out, FaultOptions{
-		StateDir: state, WorkDir: t.TempDir(), Repetitions: 3, Classes: simulatedClasses(),
+		StateDir: state, WorkDir: t.TempDir(), Repetitions: 2, Classes: simulatedClasses(),
 		InstalledEnv: filepath.Join(t.TempDir(), "missing.env"),
 	})
 	t.Log("\n" + out.String())
@@ -44,7 +44,7 @@ func TestRunFaultsSimulatedClasses(t *testing.T) {
 		if !c.Pass {
 			t.Errorf("%s: %+v", c.Class, c)
 		}
-		if c.Reps != 3 || len(c.LatencyMS) != 3 {
+		if c.Reps != 2 || len(c.LatencyMS) != 2 {
 			t.Errorf("%s: reps %d latencies %v", c.Class, c.Reps, c.LatencyMS)
 		}
 		if !c.Marked || !c.Rerun || !c.NothingLost {

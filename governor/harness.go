@@ -154,17 +154,3 @@ func startStandIn() (*standIn, error) {
 func (s *standIn) target(id string) ProcessTarget {
 	return ProcessTarget{TrialID: id, Pid: s.cmd.Process.Pid, Done: s.done}
 }
-
-func (s *standIn) exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
-func (s *standIn) kill() {
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-	<-s.done
-}

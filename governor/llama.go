@@ -88,8 +88,10 @@ func startLlama(ctx context.Context, in Installed, logDir string) (*llamaServer,
 	if err != nil {
 		return nil, err
 	}
+	// One thread: on a busy host llama.cpp's threads spin at barriers, and
+	// two of them on two shared cores decoded 30x slower than one.
 	cmd := exec.Command(in.LlamaServer, "-m", in.GGUF, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-np", "1", "-c", "1024", "-t", "2", "--no-webui")
+		"-np", "1", "-c", "1024", "-t", "1", "--no-webui")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + logDir}

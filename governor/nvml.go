@@ -25,6 +25,7 @@ const (
 	KeyXIDEvents       = "xid_events"
 	KeyXIDLast         = "xid_last"
 	KeyDBEEvents       = "dbe_events"
+	KeyECCUncorrected  = "ecc_uncorrected"
 )
 
 // NVML reads one GPU through the driver's NVML library. Critical events (XID,
@@ -166,6 +167,11 @@ func (s *NVML) Read(ctx context.Context) (Reading, error) {
 		} else {
 			v[KeyThermalThrottle] = 0
 		}
+	}
+	// Polled as well as evented: boards without ECC events still count
+	// uncorrected errors since the driver loaded.
+	if n, ret := s.dev.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); ret == nvml.SUCCESS {
+		v[KeyECCUncorrected] = float64(n)
 	}
 	s.drainEvents()
 	s.mu.Lock()

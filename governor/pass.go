@@ -89,3 +89,11 @@ func CheckFresh(dir string, maxAge time.Duration, now time.Time) error {
 	}
 	return nil
 }
+
+// ReadyForCounted is the governor's part of the gate before counted runs:
+// a fault-suite pass no older than maxAge in stateDir, and a fresh heartbeat
+// at heartbeatPath (written by the daemon's governor every interval). Both
+// failures come back joined, each a *StaleError.
+func ReadyForCounted(stateDir string, maxAge time.Duration, heartbeatPath string, interval time.Duration, now time.Time) error {
+	return errors.Join(CheckFresh(stateDir, maxAge, now), CheckHeartbeat(heartbeatPath, interval, now))
+}

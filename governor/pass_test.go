@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,4 +72,26 @@ func TestGovernorWritesHeartbeatFile(t *testing.T) {
 	ctx := t.Context()
 	go func() { _ = g.Run(ctx) }()
 	waitFor(t, "heartbeat file", func() bool { return CheckHeartbeat(path, g.Config().Heartbeat, time.Now()) == nil })
+}
+
+func TestReadyForCounted(t *testing.T) {
+	state, hb := t.TempDir(), filepath.Join(t.TempDir(), "heartbeat")
+	now := time.Now()
+	err := ReadyForCounted(state, 0, hb, time.Second, now)
+	var se *StaleError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "rig governor faults") || !strings.Contains(err.Error(), "heartbeat") {
+		t.Fatalf("nothing there: %v", err)
+	}
+	if _, err := writeRecord(state, Record{At: now.Add(-time.Hour), Pass: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHeartbeat(hb, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadyForCounted(state, 0, hb, time.Second, now); err != nil {
+		t.Fatalf("fresh pass and heartbeat: %v", err)
+	}
+	if err := ReadyForCounted(state, 30*time.Minute, hb, time.Second, now); !errors.Is(err, ErrStale) {
+		t.Fatalf("pass older than maxAge: %v", err)
+	}
 }

@@ -196,7 +196,7 @@ func buildPolicies(cfg Config) []policy {
 		out = append(out, &counter{pname: PolicyCgroupOOM, sname: "cgroup", keys: []string{KeyCgOOMKill}, clearAfter: p.ClearAfter})
 	}
 	if p, ok := on(PolicyGPUError); ok {
-		out = append(out, &counter{pname: PolicyGPUError, sname: "gpu", keys: []string{KeyXIDEvents, KeyDBEEvents}, clearAfter: p.ClearAfter})
+		out = append(out, &counter{pname: PolicyGPUError, sname: "gpu", keys: []string{KeyXIDEvents, KeyDBEEvents, KeyECCUncorrected}, clearAfter: p.ClearAfter})
 	}
 	if p, ok := on(PolicyHungRuntime); ok {
 		out = append(out, &trialCheck{pname: PolicyHungRuntime, fn: func(r Reading) Verdict {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 )
@@ -55,8 +56,15 @@ func TestSoakShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak")
 	}
+	d := 15 * time.Second
+	if v := os.Getenv("RIG_GOVERNOR_SOAK"); v != "" {
+		var err error
+		if d, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("RIG_GOVERNOR_SOAK: %v", err)
+		}
+	}
 	var out bytes.Buffer
-	res, err := Soak(context.Background(), &out, 15*time.Second, FaultOptions{StateDir: t.TempDir(), WorkDir: t.TempDir()})
+	res, err := Soak(context.Background(), &out, d, FaultOptions{StateDir: t.TempDir(), WorkDir: t.TempDir()})
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -66,5 +74,30 @@ func TestSoakShort(t *testing.T) {
 	}
 	if n := len(res.FalsePreemptions); n != 0 {
 		t.Fatalf("%d false preemptions: %+v", n, res.FalsePreemptions)
+	}
+}
+
+// TestFullSuite runs every class at the default repetitions, as the nightly
+// job does; it takes a few minutes, so it runs only when asked.
+func TestFullSuite(t *testing.T) {
+	if os.Getenv("RIG_GOVERNOR_FULL_SUITE") == "" {
+		t.Skip("set RIG_GOVERNOR_FULL_SUITE=1 to run the whole fault suite (a few minutes)")
+	}
+	installedOrSkip(t)
+	state := os.Getenv("RIG_GOVERNOR_STATE_DIR")
+	if state == "" {
+		state = t.TempDir()
+	}
+	var out bytes.Buffer
+	rep, err := RunFaults(context.Background(), &out, FaultOptions{StateDir: state, WorkDir: t.TempDir()})
+	t.Log("\n" + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFresh(state, 0, time.Now()); err != nil {
+		t.Fatalf("after a pass: %v", err)
+	}
+	if len(rep.Classes) != len(FaultClassNames()) {
+		t.Fatalf("%d classes", len(rep.Classes))
 	}
 }

@@ -105,6 +105,21 @@ func TestCgroupSensor(t *testing.T) {
 	}
 }
 
+func TestCgroupRetarget(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for i, d := range []string{a, b} {
+		if err := writeCgroupV1(d, uint64(100*(i+1)), 0, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := NewCgroup("cgroup", a)
+	c.Retarget(b)
+	r, err := c.Read(context.Background())
+	if err != nil || r.Values[KeyCgMemBytes] != 200 || r.Values[KeyCgOOMKill] != 1 {
+		t.Fatalf("after Retarget: %v %v", r.Values, err)
+	}
+}
+
 func TestCgroupSensorOnThisHost(t *testing.T) {
 	dir, err := SelfCgroupDir()
 	if err != nil {

@@ -166,6 +166,10 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 					} else {
 						opts.Logger.Warn("llama-fit-params", "err", err)
 					}
+				} else if fp, _, err := FitDryRun(ctx, opts.LlamaServerBin, path, p); err == nil {
+					row.LlamaFit = fp
+				} else {
+					opts.Logger.Warn("llama-server fit dry run", "err", err)
 				}
 				opts.Logger.Info("bench run", "model", name, "ctx", c, "kv", kv)
 				peak, bufs, err := measureLlamaServer(ctx, opts, path, p)
@@ -368,19 +372,19 @@ func measureLlamaServer(ctx context.Context, opts BenchOptions, model string, p 
 	// A prompt longer than one physical batch (512) touches every page of
 	// the compute buffer, as a real task's prompt does; a one-line prompt
 	// would leave it partly untouched and flatter the measurement.
-	prompt := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 120)
+	prompt := strings.Repeat("The quick brown fox jumps over the lazy dog. ", min(120, p.Context/16))
 	body := fmt.Sprintf(`{"prompt": %q, "n_predict": 16, "temperature": 0}`, prompt)
 	resp, err := client.Post(base+"/completion", "application/json", strings.NewReader(body))
 	if err != nil {
 		stop()
 		return 0, parseBuffers(logBuf.String()), fmt.Errorf("completion: %w", err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	respBody, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
 	peak, perr := r.Peak()
 	stop()
 	if resp.StatusCode != http.StatusOK {
-		return peak, parseBuffers(logBuf.String()), fmt.Errorf("completion: HTTP %d", resp.StatusCode)
+		return peak, parseBuffers(logBuf.String()), fmt.Errorf("completion: HTTP %d: %s", resp.StatusCode, tail(string(respBody), 300))
 	}
 	return peak, parseBuffers(logBuf.String()), perr
 }
@@ -436,6 +440,7 @@ func fitCalibration(cal *Calibration, rows []BenchRow, machine string) (*Calibra
 	out.Runtimes[RuntimeLlamaServer] = rc
 	out.Date = time.Now().UTC().Format("2006-01-02")
 	out.Machine = machine
+	out.Source = "rig bench preflight fit over " + strconv.Itoa(n) + " runs"
 	return &out, nil
 }
 
@@ -467,7 +472,7 @@ func benchTable(rows []BenchRow, cal *Calibration, machine string) string {
 	fmt.Fprintf(&b, "machine: %s\n\n", machine)
 	fmt.Fprintf(&b, "calibration: %s on %s\n\n", cal.Date, cal.Machine)
 	fmt.Fprintf(&b, "Measured = cgroup v1/v2 peak of llama-server's process tree (--load-mode none, --fit off, -np 1, CPU only, one /completion with a ~1200-token prompt). ")
-	fmt.Fprintf(&b, "Error = (predicted − measured) / measured. llama fit = `llama-fit-params --fit-print on` (model + context + compute; no runtime overhead).\n\n")
+	fmt.Fprintf(&b, "Error = (predicted − measured) / measured. llama fit = llama.cpp's own projection (`llama-server --fit on` dry run, or `llama-fit-params --fit-print on`): model + context + compute, no runtime overhead.\n\n")
 	fmt.Fprintf(&b, "| model | runtime | ctx | kv | measured MiB | rig MiB | rig err | gguf-parser MiB | parser err | llama fit MiB | fit err | logged model/KV/compute MiB |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var sr, sp, sf float64
@@ -524,4 +529,10 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.buf.String()
+}
+
+// newCommand is exec.CommandContext; a seam so the dry run and the
+// measurement start processes the same way.
+func newCommand(ctx context.Context, name string, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, name, args...)
 }

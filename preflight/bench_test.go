@@ -86,11 +86,11 @@ func installedOrSkip(t *testing.T, keys ...string) map[string]string {
 func TestIntegrationTinyGGUFLoadsInLlamaServer(t *testing.T) {
 	m := installedOrSkip(t, "LLAMA_SERVER_BIN")
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := WriteTinyGGUF(path, TinyOptions{Seed: 11}); err != nil {
+	if err := WriteTinyGGUF(path, TinyOptions{Seed: 11, Context: 8192}); err != nil {
 		t.Fatal(err)
 	}
 	opts := BenchOptions{LlamaServerBin: m["LLAMA_SERVER_BIN"], Limit: 2 * GiB, RunTimeout: 2 * time.Minute}
-	p := Profile{Name: "tiny", CardMemory: 2 * GiB, Context: 512, KVType: "f16", Parallel: 1, Simulated: true}
+	p := Profile{Name: "tiny", CardMemory: 2 * GiB, Context: 8192, KVType: "f16", Parallel: 1, Simulated: true}
 	peak, bufs, err := measureLlamaServer(context.Background(), opts, path, p)
 	if err != nil {
 		t.Fatalf("llama-server did not load and run the tiny model: %v", err)
@@ -152,5 +152,22 @@ func BenchmarkReadGGUF(b *testing.B) {
 		if _, err := Read(bytes.NewReader(data), int64(len(data)), "tiny.gguf"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestIntegrationFitDryRunEvidence(t *testing.T) {
+	m := installedOrSkip(t, "LLAMA_SERVER_BIN", "SMOLLM2_GGUF")
+	p := Profile{Name: "fit", CardMemory: 8 * GiB, Context: 4096, KVType: "f16", Parallel: 1, Simulated: true}
+	total, ev, err := FitDryRun(context.Background(), m["LLAMA_SERVER_BIN"], m["SMOLLM2_GGUF"], p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(m["SMOLLM2_GGUF"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// llama.cpp's projection covers at least the weights and the KV cache.
+	if total < Size(f.TensorBytes()) || !strings.Contains(ev.Output, "projected to use") {
+		t.Errorf("projection %s below the weights %s; evidence %q", total, Size(f.TensorBytes()), ev.Output)
 	}
 }

@@ -65,6 +65,9 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 	if p.Quant != "" && h.FileType != "" && !strings.EqualFold(p.Quant, h.FileType) {
 		return e, fmt.Errorf("%s: profile %s: quant %q differs from the model file's %q (pins hold for the whole run; use the file of that quant or another arm)", f.Path, p.Name, p.Quant, h.FileType)
 	}
+	if rc.Runs == 0 {
+		e.Notes = append(e.Notes, fmt.Sprintf("the %s overhead constants are first guesses, not measured (run rig bench preflight)", rt))
+	}
 	if h.ContextLen > 0 && p.Context > h.ContextLen {
 		e.Notes = append(e.Notes, fmt.Sprintf("context %d is beyond the model's trained %d", p.Context, h.ContextLen))
 	}
@@ -126,27 +129,29 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 	e.KVCache = Size(kvCard + kvHost)
 	e.Recurrent = Size(rec)
 
-	// Compute buffer for one physical batch: the logits of every token in it
-	// (the reserve pass assumes all are outputs), the attention mask over the
-	// cells, and the widest layer activations; without flash attention the
-	// KQ matrix over all cells for every head.
+	// Compute buffer for one physical batch, as llama.cpp reserves it: the
+	// feed-forward and residual activations of every token in the batch
+	// (3·ff + 4·embd floats each, fitted to the logged buffers), the logits
+	// of one output per slot, and the attention masks over the cells (f16
+	// with flash attention); without flash attention the KQ matrix over all
+	// cells for every head as well. The reserve is the worst case: a short
+	// prompt touches only the mask rows of the cells in use.
 	ub := min(rc.UBatch, cells)
-	logits := float64(h.Vocab) * float64(ub) * 4
+	acts := float64(3*h.FF+4*h.Embd) * float64(ub) * 4
+	logits := float64(h.Vocab) * 4 * float64(slots)
 	maskBytes := 4.0
 	if rc.FlashAttention {
 		maskBytes = 2
 	}
-	masks := 1.0
+	mask := float64(cells) * float64(ub) * maskBytes
 	if h.SlidingWin > 0 {
-		masks = 2
+		mask += float64(swaCells) * float64(ub) * maskBytes
 	}
-	mask := float64(cells) * float64(ub) * maskBytes * masks
-	acts := float64(max(h.FF*2, h.Embd*3)) * float64(ub) * 4
 	attn := 0.0
 	if !rc.FlashAttention {
 		attn = float64(h.Heads) * float64(cells) * float64(ub) * 4
 	}
-	e.Compute = Size(rc.ComputeScale * (max(logits, acts, attn) + mask + float64(h.Embd)*float64(ub)*4*2))
+	e.Compute = Size(rc.ComputeScale * (acts + logits + mask + attn))
 	e.Output = Size(float64(h.Vocab) * 4 * float64(slots))
 	e.Overhead = Size(rc.BaseBytes + rc.PerVocabBytes*float64(h.Vocab))
 

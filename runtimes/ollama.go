@@ -370,3 +370,40 @@ func (o *Ollama) RawChat(ctx context.Context, req *api.ChatRequest) (time.Durati
 	err := o.client.Chat(ctx, req, func(api.ChatResponse) error { return nil })
 	return time.Since(start), err
 }
+
+// GenerateRaw sends a prompt with no template (raw mode), for replay: the
+// recorded rendered prompt goes in as it was, with the recorded seed and
+// sampling. Ollama cannot force tokens, so this regenerates and the caller
+// compares; it is the closest its API allows.
+func (o *Ollama) GenerateRaw(ctx context.Context, prompt string, s Sampling, maxTokens, topK int) (Result, error) {
+	gctx, cancel := o.guard(ctx)
+	defer cancel()
+	stream := false
+	req := &api.GenerateRequest{Model: o.model, Prompt: prompt, Raw: true, Stream: &stream, Logprobs: true, TopLogprobs: topK,
+		Options: o.options(Request{Sampling: s, MaxTokens: maxTokens})}
+	res := Result{RenderedPrompt: prompt, PeakSource: o.meter.source()}
+	start := time.Now()
+	err := o.client.Generate(gctx, req, func(r api.GenerateResponse) error {
+		res.Text += r.Response
+		for _, lp := range r.Logprobs {
+			st := Step{Candidate: ollamaCandidate(lp.TokenLogprob)}
+			for _, t := range lp.TopLogprobs {
+				st.Top = append(st.Top, ollamaCandidate(t))
+			}
+			res.Steps = append(res.Steps, st)
+		}
+		if r.Done {
+			res.OutputTokens = r.EvalCount
+			res.Truncated = r.DoneReason == "length"
+		}
+		return nil
+	})
+	res.Wall = time.Since(start)
+	if err != nil {
+		if o.exited() {
+			return res, o.crashed("mid-call")
+		}
+		return res, fmt.Errorf("ollama: raw generate: %w", err)
+	}
+	return res, nil
+}

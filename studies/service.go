@@ -191,6 +191,16 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	if req.Key == "" {
+		// Without a key, the design's own content is the key: registering the
+		// same file twice returns the study; another design under the same name
+		// is refused as a name already taken.
+		h, err := DesignHash(d)
+		if err != nil {
+			return StudyInfo{}, err
+		}
+		req.Key = "register-" + h[:16]
+	}
 	var prev *RequestRecord
 	if req.Key != "" {
 		var rec RequestRecord

@@ -57,7 +57,7 @@ model or profile cannot be read.`,
 				fmt.Fprintln(cmd.OutOrStdout(), strings.TrimSpace(string(j)))
 			}
 			if !v.Fits {
-				return fmt.Errorf("%s: %s at %s (%s)", args[0], v.Outcome, p.Name, v.Reason)
+				return fmt.Errorf("%s: %s %s (see the verdict above)", args[0], v.Outcome, p.Name)
 			}
 			return nil
 		},

@@ -41,7 +41,7 @@ func addLeafCommands(root *cobra.Command) {
 		Use:   "governor",
 		Short: "Run the governor's fault-injection suite and read its last pass",
 	}
-	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand())
+	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand(), newGovernorSoakCommand())
 
 	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov)
 }

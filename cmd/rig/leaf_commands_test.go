@@ -44,7 +44,7 @@ func TestLeafCommandsHelp(t *testing.T) {
 		"schema design", "schema generations", "init",
 		"licences check", "licences list",
 		"tasks lint", "tasks audit", "tasks leakage", "tasks export-blind", "tasks import-keys",
-		"preflight", "cards list", "governor faults", "governor status",
+		"preflight", "cards list", "governor faults", "governor status", "governor soak",
 	}
 	for _, path := range leaves {
 		t.Run(path, func(t *testing.T) {

@@ -1,0 +1,105 @@
+package studies
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/runtimes"
+)
+
+// rescorer re-scores kept rows through the pinned runtime: llama-server forces
+// the kept tokens with a grammar of token-id literals, so one request re-scores
+// a whole row; Ollama's API cannot force tokens, so its path regenerates the
+// row in raw mode with the recorded seed and sampling, and a row that
+// diverges is a mismatch from the step where it diverged.
+type rescorer struct {
+	rt     runtimes.Runtime
+	header genrecord.Header
+}
+
+func (r rescorer) Stack(context.Context) (genrecord.Pins, error) {
+	p := recordPins(r.rt.Pins(), r.header.Pins.DesignHash, r.header.Pins.StudyID, r.header.Pins.ExecutionID)
+	return p, nil
+}
+
+func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.Step, error) {
+	samp := runtimes.Sampling{Temperature: row.Sampling.Temperature, TopK: row.Sampling.TopK, TopP: row.Sampling.TopP, MinP: row.Sampling.MinP, Seed: int(row.Sampling.Seed)}
+	var res runtimes.Result
+	var err error
+	switch rt := r.rt.(type) {
+	case *runtimes.LlamaServer:
+		ids, _, ferr := genrecord.ForcedTokens(row)
+		if ferr != nil {
+			return nil, ferr
+		}
+		res, err = rt.Generate(ctx, runtimes.Request{CallID: "replay:" + row.RowID, PromptTokens: row.PromptTokenIDs,
+			Grammar: genrecord.ForcedGrammar(ids), MaxTokens: len(row.Output), TopK: row.K, Sampling: samp})
+	case *runtimes.Ollama:
+		res, err = rt.GenerateRaw(ctx, row.RenderedPrompt, samp, len(row.Output), row.K)
+	default:
+		return nil, fmt.Errorf("replay: no rescoring path for %s", r.rt.Name())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return toRow(row.RowID, row.Arm, row.Role, Pins{}, row.K, res).Output, nil
+}
+
+// ReplayRequest is `rig replay`.
+type ReplayRequest struct {
+	File      string
+	Runtime   string // empty: the runtime that made the record
+	Options   genrecord.ReplayOptions
+	WorkDir   string
+	NoSandbox bool
+}
+
+// ReplayRecord verifies the record's pins against the stack this machine would run,
+// starts the pinned runtime in its sandbox and re-scores the selected rows.
+func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, error) {
+	rd, err := genrecord.OpenReader(req.File)
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	h := rd.Header()
+	rd.Close()
+	in, err := provision.Load()
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	var model provision.Model
+	for _, m := range in.Models {
+		if m.SHA256 == h.Pins.ModelSHA256 {
+			model = m
+		}
+	}
+	if model.Path == "" {
+		return genrecord.Summary{}, fmt.Errorf("%s: the record's model (sha256 %s, %s) is not provisioned here; replay needs the pinned model file", req.File, h.Pins.ModelSHA256, h.Pins.ModelName)
+	}
+	kind := req.Runtime
+	if kind == "" {
+		kind = h.Pins.Runtime
+	}
+	bin := in.LlamaServer
+	if kind == "ollama" {
+		bin = in.Ollama
+	}
+	work := req.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "rig-replay-"); err != nil {
+			return genrecord.Summary{}, err
+		}
+		defer os.RemoveAll(work)
+	}
+	rt, err := runtimes.Start(ctx, kind, runtimes.Config{Binary: bin, Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
+		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox, BuildFlags: h.Pins.BuildFlags})
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	defer rt.Stop(context.Background())
+	return genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
+}
