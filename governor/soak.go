@@ -24,10 +24,17 @@ type SoakResult struct {
 // Soak runs normal generation on the real llama-server for d under a
 // governor with real sensors (host, this process's memory cgroup, NVML when
 // present, progress) and counts false preemptions; the goal is zero over
-// ten minutes. It needs installed.env (ErrNotInstalled otherwise).
+// ten minutes. It runs under opts.Config, else DefaultConfig. It needs
+// installed.env (ErrNotInstalled otherwise).
 func Soak(ctx context.Context, w io.Writer, d time.Duration, opts FaultOptions) (SoakResult, error) {
+	// A soak judges the configuration counted runs use, so it defaults to
+	// DefaultConfig, not the suite's short dwells: a false preemption under
+	// the production limits is the one that costs a rerun.
+	cfg := DefaultConfig()
+	if opts.Config != nil {
+		cfg = opts.Config.clone()
+	}
 	opts = opts.withDefaults()
-	cfg := opts.Config.clone()
 	inst, err := ReadInstalled(opts.InstalledEnv)
 	if err != nil {
 		return SoakResult{}, err

@@ -83,7 +83,7 @@ func (v Verdict) Print(w io.Writer) error {
   KV cache %s (%d cells%s)
   compute  %s
   output   %s
-  runtime  %s
+  overhead %s
   needs    %s on the card%s
   margin   %s (rig trusts margins above %.0f%% = %s; calibrated %s)
 verdict: %s — %s

@@ -90,7 +90,14 @@ func versionLine(path string, args ...string) string {
 	b, _ := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "load_backend") || strings.HasPrefix(line, "Warning") || strings.HasPrefix(line, "warning") {
+		if line == "" || strings.HasPrefix(line, "load_backend") {
+			continue
+		}
+		// Ollama's client, with no server to ask, reports its own version in a warning.
+		if _, v, ok := strings.Cut(line, "client version is "); ok {
+			return "ollama version " + v
+		}
+		if strings.HasPrefix(strings.ToLower(line), "warning") {
 			continue
 		}
 		return line

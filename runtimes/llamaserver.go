@@ -28,6 +28,8 @@ type LlamaServer struct {
 	meter  peakMeter
 	tmpl   string // the model's chat template, as the server reports it
 	effort bool   // the template reads a graded effort parameter
+	// template says which chat format the pins hold: the GGUF's own, or the family's.
+	template string
 }
 
 // llamaServerPort is the port inside the sandbox; the namespace is private, so
@@ -60,12 +62,29 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		"--jinja", "--no-webui", "--offline",
 		"--cache-type-k", cfg.KVCacheType, "--cache-type-v", cfg.KVCacheType,
 		"--cache-reuse", "0", "--cache-ram", "0",
+		// Without this llama-server shrinks the context to fit memory: the
+		// silent downgrade a pinned run must never get.
+		"--fit", "off",
+	}
+	own, ft, err := chatTemplate(cfg.Model)
+	if err != nil {
+		return nil, err
+	}
+	if !own {
+		tf := filepath.Join(cfg.WorkDir, "chat-template.jinja")
+		if err := os.WriteFile(tf, []byte(ft.Jinja), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--chat-template-file", tf)
 	}
 	env, err := BuildEnv(cfg.WorkDir, nil)
 	if err != nil {
 		return nil, err
 	}
-	s := &LlamaServer{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "llama-server.sock")}
+	s := &LlamaServer{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "llama-server.sock"), template: "the GGUF's own"}
+	if !own {
+		s.template = ft.Name
+	}
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
 		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
@@ -212,7 +231,7 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 		Runtime: "llama-server", RuntimeVersion: version, BinarySHA256: bin,
 		BuildFlags: s.cfg.BuildFlags, Libraries: libs,
 		ModelName: s.cfg.ModelName, ModelFile: s.cfg.Model, ModelSHA256: s.cfg.ModelSHA256,
-		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType,
+		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, ChatTemplate: s.template,
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(),
 	}

@@ -28,6 +28,8 @@ type Ollama struct {
 	pins   Pins
 	meter  peakMeter
 	think  bool // the model reports the "thinking" capability
+	// template says which chat format the pins hold: the GGUF's own, or the family's.
+	template string
 }
 
 const ollamaPort = 11434
@@ -76,7 +78,9 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		return nil, err
 	}
 	o.sb = sb
-	base, _ := url.Parse("http://ollama")
+	// Ollama refuses requests whose Host is not a loopback name; the socket
+	// leads to its loopback port, so the URL says so.
+	base, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(port))
 	o.client = api.NewClient(base, socketClient(o.sock))
 	o.meter = peakMeter{cgroup: cfg.CgroupDir, root: sb.RuntimePID}
 	if err := o.waitReady(ctx); err != nil {
@@ -149,7 +153,18 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		return fmt.Errorf("ollama: uploading %s: %w", o.cfg.Model, err)
 	}
 	o.model = "rig-" + sanitizeName(o.cfg.ModelName) + ":pinned"
-	err = o.client.Create(gctx, &api.CreateRequest{Model: o.model, Files: map[string]string{filepath.Base(o.cfg.Model): digest}}, func(api.ProgressResponse) error { return nil })
+	create := &api.CreateRequest{Model: o.model, Files: map[string]string{filepath.Base(o.cfg.Model): digest}}
+	own, ft, err := chatTemplate(o.cfg.Model)
+	if err != nil {
+		return err
+	}
+	o.template = "the GGUF's own"
+	if !own {
+		create.Template = ft.Ollama
+		create.Parameters = map[string]any{"stop": ft.Stop}
+		o.template = ft.Name
+	}
+	err = o.client.Create(gctx, create, func(api.ProgressResponse) error { return nil })
 	if err != nil {
 		if o.exited() {
 			return o.crashed("while importing the model")
@@ -196,7 +211,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	o.pins = Pins{
 		Runtime: "ollama", RuntimeVersion: version, BinarySHA256: bin, BuildFlags: o.cfg.BuildFlags,
 		Libraries: libs, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
-		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType,
+		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
 	}
 	return nil

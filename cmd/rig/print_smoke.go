@@ -16,6 +16,7 @@ func printSmoke(w io.Writer, p runtimes.Pins, r runtimes.Result, total time.Dura
 		fmt.Fprintf(w, " (ollama digest %s…)", p.OllamaDigest[:min(12, len(p.OllamaDigest))])
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  template  %s\n", p.ChatTemplate)
 	c := p.Containment
 	if c.Sandboxed {
 		fmt.Fprintf(w, "  sandbox   %s (rig in %s), loopback only: %v, interfaces: %s\n", c.NetNS, c.ParentNetNS, c.LoopbackOnly, strings.Join(c.Interfaces, ", "))
