@@ -151,15 +151,21 @@ func TestRuntimeCrashMidCallIsATypedError(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			rt := startReal(t, kind, "smollm2-135m-instruct")
+			pid := rt.Sandbox().RuntimePID
+			// Kill the runtime once it is visibly computing the call: its CPU
+			// time has moved since the call began.
+			base := cpuTicks(processTree(pid))
 			go func() {
-				time.Sleep(700 * time.Millisecond)
-				for _, p := range processTree(rt.Sandbox().RuntimePID) {
+				for cpuTicks(processTree(pid)) < base+3 {
+					time.Sleep(5 * time.Millisecond)
+				}
+				for _, p := range processTree(pid) {
 					syscall.Kill(p, syscall.SIGKILL)
 				}
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			_, err := rt.Generate(ctx, Request{CallID: "crash", Messages: []Message{{Role: "user", Content: "Count from one to five hundred in words."}},
+			_, err := rt.Generate(ctx, Request{CallID: "crash", Messages: []Message{{Role: "user", Content: "Repeat the word apple five hundred times, separated by commas."}},
 				MaxTokens: 4000, TopK: 5})
 			if !errors.Is(err, ErrCrashed) {
 				t.Fatalf("want ErrCrashed, got %v", err)
@@ -193,7 +199,7 @@ func TestBadInputsGiveClearErrorsAndLeaveNothingRunning(t *testing.T) {
 		{"not a gguf", "ollama", Config{Binary: in.Ollama, Model: notGGUF}, ErrModelFile},
 		{"wrong sha256", "llama-server", Config{Binary: in.LlamaServer, Model: m.Path, ModelSHA256: strings.Repeat("0", 64)}, ErrChecksum},
 		{"absent binary", "llama-server", Config{Binary: filepath.Join(dir, "llama-server"), Model: m.Path}, ErrBinaryMissing},
-		{"truncated gguf", "llama-server", Config{Binary: in.LlamaServer, Model: truncated, ReadyWithin: time.Minute}, ErrCrashed},
+		{"truncated gguf", "llama-server", Config{Binary: in.LlamaServer, Model: truncated, ReadyWithin: time.Minute}, ErrModelFile},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,4 +237,23 @@ func processesUnder(dir string) []int {
 		}
 	}
 	return out
+}
+
+// cpuTicks sums user and system CPU ticks of the processes.
+func cpuTicks(pids []int) int {
+	total := 0
+	for _, p := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 12 {
+			u, _ := strconv.Atoi(fields[11])
+			k, _ := strconv.Atoi(fields[12])
+			total += u + k
+		}
+	}
+	return total
 }

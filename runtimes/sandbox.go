@@ -414,3 +414,10 @@ func sandboxExec() int {
 	fmt.Fprintln(os.Stderr, "rig sandbox: exec:", err)
 	return 126
 }
+
+// PID is the sandbox's init process, the leader of the process group that
+// holds the runtime; stopping the group stops everything the runtime started.
+func (s *Sandbox) PID() int { return s.cmd.Process.Pid }
+
+// ProcessTree returns pid and all its descendants, read from /proc.
+func ProcessTree(pid int) []int { return processTree(pid) }

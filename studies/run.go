@@ -26,9 +26,18 @@ type Gates interface {
 	// Ready is nil when counted runs may start: the governor's fault suite
 	// passed recently and its heartbeat is fresh.
 	Ready(ctx context.Context) error
-	// Watch guards one running trial. The returned channel yields a reason
-	// when the governor preempts it; stop ends the watch.
-	Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, progress func() int) (preempt <-chan string, stop func())
+	// Watch guards one running trial. It fails while the governor holds the
+	// queue, so a trial cannot slip in between the check and its start.
+	Watch(ctx context.Context, trial string, sb *runtimes.Sandbox) (TrialGuard, error)
+}
+
+// TrialGuard is the governor's hold on one running trial.
+type TrialGuard interface {
+	// Preempted is closed when the governor preempts the trial.
+	Preempted() <-chan struct{}
+	// End ends the watch and returns the preemption's reason if one came
+	// first: the result must then not be scored.
+	End() string
 }
 
 // ErrGate means a gate before counted runs refused.
@@ -422,22 +431,26 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	callID := fmt.Sprintf("%s#%d", key, attempt)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var reason string
-	var reasonMu sync.Mutex
-	if x.svc.Gates != nil {
-		preempt, stop := x.svc.Gates.Watch(tctx, callID, rt.Sandbox(), func() int { return 0 })
-		defer stop()
-		go func() {
-			select {
-			case r := <-preempt:
-				reasonMu.Lock()
-				reason = r
-				reasonMu.Unlock()
-				cancel()
-			case <-tctx.Done():
-			}
-		}()
+	if x.svc.Gates == nil {
+		return "", fmt.Errorf("%w: no governor is wired", ErrGate)
 	}
+	guard, err := x.svc.Gates.Watch(tctx, callID, rt.Sandbox())
+	if err != nil {
+		// The queue is held: nothing ran, nothing is recorded; wait and retry.
+		if werr := x.waitForGates(ctx); werr != nil {
+			return "", werr
+		}
+		if guard, err = x.svc.Gates.Watch(tctx, callID, rt.Sandbox()); err != nil {
+			return "", err
+		}
+	}
+	go func() {
+		select {
+		case <-guard.Preempted():
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
 	if x.res != nil {
 		x.res.ResetPeak()
 	}
@@ -445,9 +458,7 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	out, genErr := x.generate(tctx, arm, rt, task, callID)
 	rec.WallMS = time.Since(start).Milliseconds()
 	rec.FinishedAt = time.Now().UTC()
-	reasonMu.Lock()
-	preempted := reason
-	reasonMu.Unlock()
+	preempted := guard.End()
 	if out.version != "" {
 		rec.HarnessVersion = out.version
 	}
@@ -646,5 +657,30 @@ func (s *Service) Wait(ctx context.Context, name string) (ExecInfo, error) {
 		return st.snapshot(), nil
 	case <-ctx.Done():
 		return st.snapshot(), ctx.Err()
+	}
+}
+
+// RecordGovernorEvent appends a governor event to the store of the study whose
+// execution is running, so every preemption and limit crossed is kept beside
+// the receipts. With nothing running the event only goes to the daemon log.
+func (s *Service) RecordGovernorEvent(ctx context.Context, at time.Time, trial, kind string, detail any) {
+	s.mu.Lock()
+	var study, exec string
+	for name, r := range s.running {
+		if info := r.snapshot(); info.Status == string(receipts.Running) {
+			study, exec = name, info.ID
+		}
+	}
+	s.mu.Unlock()
+	if study == "" {
+		return
+	}
+	st, err := s.store(study)
+	if err != nil {
+		return
+	}
+	raw, _ := json.Marshal(detail)
+	if _, err := st.AppendGovernorEvent(ctx, receipts.GovernorEvent{At: at, ExecutionID: exec, Trial: trial, Kind: kind, Detail: raw}); err != nil {
+		s.Log.Error("recording a governor event", "study", study, "err", err)
 	}
 }
