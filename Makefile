@@ -16,7 +16,7 @@ setup:
 	@scripts/setup.sh
 
 demo: setup build
-	$(BIN) runtimes smoke
+	@scripts/demo.sh
 
 test: setup
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)

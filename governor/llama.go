@@ -155,6 +155,9 @@ func (s *llamaServer) stream(ctx context.Context, prompt string, n int, onToken 
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// A fresh connection per call: a reused keep-alive connection is one
+	// more thing that can stall between calls.
+	req.Close = true
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err

@@ -72,6 +72,9 @@ func TestSoakShort(t *testing.T) {
 	if res.Trials < 2 || res.Tokens < 64 {
 		t.Fatalf("soak ran %d trials, %d tokens", res.Trials, res.Tokens)
 	}
+	if len(res.Stalls) > 0 {
+		t.Errorf("runtime stalls: %v", res.Stalls)
+	}
 	if n := len(res.FalsePreemptions); n != 0 {
 		t.Fatalf("%d false preemptions: %+v", n, res.FalsePreemptions)
 	}

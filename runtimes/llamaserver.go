@@ -65,6 +65,9 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// Without this llama-server shrinks the context to fit memory: the
 		// silent downgrade a pinned run must never get.
 		"--fit", "off",
+		// Waiting threads sleep instead of spinning: with spinning, a runtime
+		// sharing its cores with anything else slows down many times over.
+		"--poll", "0",
 	}
 	own, ft, err := chatTemplate(cfg.Model)
 	if err != nil {

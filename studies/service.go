@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -441,4 +442,27 @@ func currentUser() string {
 		return u
 	}
 	return fmt.Sprintf("uid-%d", os.Getuid())
+}
+
+// CheckStore runs the store's integrity check: every receipt decodes, keys are
+// unique, and no trial is scored twice in an execution.
+func (s *Service) CheckStore(ctx context.Context, name string) (receipts.Summary, error) {
+	st, err := s.store(name)
+	if err != nil {
+		return receipts.Summary{}, err
+	}
+	return st.Check(ctx)
+}
+
+// Export writes every receipt of the study in the shared schema (jsonl or csv).
+func (s *Service) Export(ctx context.Context, name, format string, w io.Writer) error {
+	st, err := s.store(name)
+	if err != nil {
+		return err
+	}
+	f, err := receipts.ParseFormat(format)
+	if err != nil {
+		return err
+	}
+	return st.Export(ctx, w, f)
 }

@@ -178,8 +178,29 @@ func daemonMethods(svc *studies.Service) map[string]handler {
 			}
 			return svc.Decide(ctx, r)
 		},
+		"check": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
+			var r nameReq
+			if err := decode(raw, &r); err != nil {
+				return nil, err
+			}
+			return svc.CheckStore(ctx, r.Name)
+		},
+		"export": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
+			var r nameReq
+			if err := decode(raw, &r); err != nil {
+				return nil, err
+			}
+			return nil, svc.Export(ctx, r.Name, orDefaultStr(r.Format, "jsonl"), w)
+		},
 		"list": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
 			return svc.List()
 		},
 	}
+}
+
+func orDefaultStr(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

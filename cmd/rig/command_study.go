@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/receipts"
 	"rig/studies"
 )
 
@@ -36,7 +37,7 @@ resident daemon (rig daemon), which owns the study stores and the card.
 		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
 		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
 		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
-		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyStatusCommand(), studyListCommand())
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
 
@@ -350,5 +351,44 @@ changed since you read the report) is refused: read the new report first.`,
 	cmd.Flags().StringVar(&req.Rationale, "rationale", "", "why, in words")
 	cmd.Flags().StringVar(&req.Actor, "actor", "", "who decides (default $USER)")
 	cmd.Flags().StringVar(&req.Execution, "execution", "", "execution (default: the latest finished)")
+	return cmd
+}
+
+func studyCheckCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check NAME",
+		Short: "Check the study store's integrity: receipts decode, keys unique, no trial scored twice",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var sum receipts.Summary
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "check", nameReq{Name: args[0]}, &sum, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "store ok: %d executions, %d receipts (%d counted), %d audit entries, %d governor events\n",
+				sum.Executions, sum.Receipts, sum.Counted, sum.Audit, sum.Governor)
+			return nil
+		},
+	}
+}
+
+func newReceiptsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "receipts", Short: "Export a study's receipts in the shared schema"}
+	var format string
+	export := &cobra.Command{
+		Use:   "export NAME",
+		Short: "Write every receipt of the study as JSONL (default) or CSV on standard output",
+		Long: `export writes every receipt in the shared, versioned receipt schema (each row
+carries schema_version) so a later study can reuse them, for example effort
+against difficulty for each model.
+
+  rig receipts export demo-small-models > receipts.jsonl
+  rig receipts export demo-small-models --format csv > receipts.csv`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return callDaemon(cmd.Context(), socketPath(cmd), "export", nameReq{Name: args[0], Format: format}, nil, cmd.OutOrStdout())
+		},
+	}
+	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
+	cmd.AddCommand(export)
 	return cmd
 }

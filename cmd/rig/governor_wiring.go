@@ -54,6 +54,14 @@ func startGovernor(ctx context.Context, svc *studies.Service, log *slog.Logger) 
 	}
 	progress := governor.NewProgress()
 	sensors := []governor.Sensor{governor.NewHost(svc.Home), progress}
+	// rig's own memory cgroup holds the daemon and every runtime it starts:
+	// an OOM kill there is the host running out, which preempts the trial.
+	if dir, err := governor.SelfCgroupDir(); err == nil {
+		sensors = append(sensors, governor.NewCgroup("cgroup", dir))
+	} else {
+		log.Info("no memory cgroup readable: the cgroup-oom policy is off", "reason", err)
+		cfg.Disable(governor.PolicyCgroupOOM)
+	}
 	if nv, err := governor.OpenNVML(ctx, 0); err == nil {
 		sensors = append(sensors, nv)
 	} else {

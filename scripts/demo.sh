@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The bundled example study, end to end on the real runtimes and models:
+# register → review → approve → freeze → preflight → validate → run → report.
+# It starts a private daemon for the demo's own home and stops it at the end.
+# Everything is idempotent: running it again reuses the registered study and
+# makes a new execution only when the last one did not finish.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+rig="$root/bin/rig"
+design=${RIG_DEMO_DESIGN:-$root/examples/demo-study/design.json}
+export RIG_HOME=${RIG_DEMO_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rig-demo}
+mkdir -p "$RIG_HOME"
+name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$design")
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "runtimes (rig runtimes check)"
+"$rig" runtimes check
+
+step "governor fault-injection suite (counted runs need a pass from the last 24 h)"
+"$rig" governor status >/dev/null 2>&1 || "$rig" governor faults
+
+step "starting a private daemon for $RIG_HOME"
+"$rig" daemon >"$RIG_HOME/daemon.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
+for _ in $(seq 50); do [ -S "$RIG_HOME/rig.sock" ] && break; sleep 0.1; done
+
+step "register $design"
+"$rig" study register "$design"
+state=$("$rig" study status "$name" | awk '/^state/{print $2}')
+if [ "$state" = draft ]; then
+  step "outside review (with its licence line) and the Director's approval"
+  "$rig" study review "$name" --reviewer outside-model --verdict pass \
+    --licence-line "every item checked against licences/registry.json for evaluation and inference; Gemma is restricted only for training-like uses, which this design does not make" \
+    --why "demo review"
+  "$rig" study approve "$name" --director demo-director --why "demo approval"
+  state=approved
+fi
+if [ "$state" = approved ]; then
+  step "freeze"
+  "$rig" study freeze "$name"
+fi
+
+step "fit preflight per arm at the card profile (recorded before any run)"
+"$rig" study preflight "$name"
+
+step "one free validation run per harness"
+"$rig" study validate "$name"
+
+step "counted run"
+if ! "$rig" study status "$name" | grep -q ': done,'; then
+  "$rig" study run "$name"
+fi
+
+step "report"
+"$rig" study report "$name"
+echo
+echo "receipts:           $RIG_HOME/studies/$name/store.bolt (rig receipts export: see README)"
+echo "generation records: $RIG_HOME/studies/$name/executions/*/generations-*.jsonl"
+echo "report:             $(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.html | head -1)"
