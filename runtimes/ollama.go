@@ -211,7 +211,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	o.pins = Pins{
 		Runtime: "ollama", RuntimeVersion: version, BinarySHA256: bin, BuildFlags: o.cfg.BuildFlags,
 		Libraries: libs, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
-		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, ChatTemplate: o.template,
+		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
 	}
 	return nil
@@ -252,6 +252,7 @@ func (o *Ollama) options(req Request) map[string]any {
 		"seed":        req.Sampling.Seed,
 		"num_predict": req.MaxTokens,
 		"num_ctx":     o.cfg.Context,
+		"num_thread":  o.cfg.Threads,
 	}
 	if len(req.Stop) > 0 {
 		opts["stop"] = req.Stop

@@ -29,6 +29,7 @@ type Pins struct {
 	OllamaDigest   string            `json:"ollama_digest,omitempty"`
 	Context        int               `json:"context"`
 	KVCacheType    string            `json:"kv_cache_type"`
+	Threads        int               `json:"threads"`
 	ChatTemplate   string            `json:"chat_template"` // the GGUF's own, or the family's named format
 	Sandboxed      bool              `json:"sandboxed"`
 	NoSandbox      bool              `json:"no_sandbox"`

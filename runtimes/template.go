@@ -11,10 +11,10 @@ import (
 // without one). Running such a model on a generic format would make it a
 // guest in its own runtime.
 type familyTemplate struct {
-	Name        string   // how the pin records it
-	Jinja       string   // for llama-server's --jinja, which reads templates as jinja text
-	Ollama      string   // Ollama's Go template
-	Stop        []string // the family's end-of-turn marker
+	Name   string   // how the pin records it
+	Jinja  string   // for llama-server's --jinja, which reads templates as jinja text
+	Ollama string   // Ollama's Go template
+	Stop   []string // the family's end-of-turn marker
 }
 
 var familyTemplates = map[string]familyTemplate{
@@ -22,7 +22,7 @@ var familyTemplates = map[string]familyTemplate{
 }
 
 var gemmaTemplate = familyTemplate{
-	Name:        "gemma (family turn format; the GGUF carries none)",
+	Name: "gemma (family turn format; the GGUF carries none)",
 	Jinja: `{{ bos_token }}{% for message in messages %}{% if message['role'] == 'assistant' %}{% set role = 'model' %}{% else %}{% set role = 'user' %}{% endif %}<start_of_turn>{{ role }}
 {{ message['content'] | trim }}<end_of_turn>
 {% endfor %}{% if add_generation_prompt %}<start_of_turn>model

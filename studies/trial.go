@@ -157,6 +157,7 @@ func pinMap(a Arm, rp runtimes.Pins) map[string]string {
 		"binary_sha256":  rp.BinarySHA256,
 		"build_flags":    rp.BuildFlags,
 		"kv_cache_type":  rp.KVCacheType,
+		"threads":        fmt.Sprint(rp.Threads),
 		"netns":          rp.Containment.NetNS,
 		"libraries_hash": librariesHash(rp.Libraries),
 	}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"rig/internal/provision"
+)
+
+// These tests drive the real rig binary, its daemon, the real runtimes and
+// the real models, as a user would from a shell.
+
+type rigEnv struct {
+	t      *testing.T
+	bin    string
+	home   string
+	daemon *exec.Cmd
+}
+
+func buildRig(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "rig")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func newRigEnv(t *testing.T) *rigEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end: starts the rig daemon and real runtimes (run without -short)")
+	}
+	if _, err := provision.Load(); err != nil {
+		t.Fatal(err)
+	}
+	e := &rigEnv{t: t, bin: buildRig(t), home: t.TempDir()}
+	t.Cleanup(e.stopDaemon)
+	return e
+}
+
+func (e *rigEnv) env() []string {
+	return append(os.Environ(), "RIG_HOME="+e.home)
+}
+
+// rig runs one CLI command and returns its output; want says whether it must succeed.
+func (e *rigEnv) rig(want bool, args ...string) string {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, e.bin, args...)
+	cmd.Env = e.env()
+	out, err := cmd.CombinedOutput()
+	if want && err != nil {
+		e.t.Fatalf("rig %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	if !want && err == nil {
+		e.t.Fatalf("rig %s succeeded, want an error:\n%s", strings.Join(args, " "), out)
+	}
+	return string(out)
+}
+
+func (e *rigEnv) startDaemon() {
+	e.t.Helper()
+	cmd := exec.Command(e.bin, "daemon")
+	cmd.Env = e.env()
+	logf, err := os.OpenFile(filepath.Join(e.home, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.daemon = cmd
+	sock := filepath.Join(e.home, "rig.sock")
+	for i := 0; i < 100; i++ {
+		if c, err := (&rigDialer{}).dial(sock); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatal("daemon did not start")
+}
+
+func (e *rigEnv) killDaemon() {
+	if e.daemon != nil && e.daemon.Process != nil {
+		e.daemon.Process.Signal(syscall.SIGKILL)
+		e.daemon.Wait()
+		e.daemon = nil
+	}
+}
+
+func (e *rigEnv) stopDaemon() {
+	if e.daemon != nil && e.daemon.Process != nil {
+		e.daemon.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { e.daemon.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			e.killDaemon()
+		}
+		e.daemon = nil
+	}
+}
+
+// smallDesign writes a study of the extract-json job kind on three arms: the
+// incumbent SmolLM2 on llama-server, Gemma 3 on llama-server and on Ollama.
+func smallDesign(t *testing.T, name string, repeats int) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../examples/demo-study/design.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	d["name"] = name
+	d["repeats"] = repeats
+	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
+	var kinds []any
+	for _, k := range d["job_kinds"].([]any) {
+		if km := k.(map[string]any); km["name"] == "extract-json" {
+			km["task_bank"] = bank
+			kinds = append(kinds, km)
+		}
+	}
+	d["job_kinds"] = kinds
+	var arms []any
+	for _, a := range d["arms"].([]any) {
+		am := a.(map[string]any)
+		if rt := am["runtime"].(string); rt == "llama-server" || rt == "ollama" {
+			pins := am["pins"].(map[string]any)
+			pins["stop_cap"] = 96 // short answers keep the test quick; pins stay equal across arms
+			arms = append(arms, am)
+		}
+	}
+	d["arms"] = arms
+	var items []any
+	for _, it := range d["items"].([]any) {
+		if id := it.(map[string]any)["registry_id"]; id != "aider-chat" && id != "rig-bank-fix-test" {
+			items = append(items, it)
+		}
+	}
+	d["items"] = items
+	out, _ := json.MarshalIndent(d, "", " ")
+	path := filepath.Join(t.TempDir(), "design.json")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ensureGovernorPass runs the fault suite unless a fresh pass is recorded:
+// counted runs refuse without one.
+func (e *rigEnv) ensureGovernorPass() {
+	cmd := exec.Command(e.bin, "governor", "status")
+	cmd.Env = e.env()
+	if cmd.Run() == nil {
+		return
+	}
+	e.rig(true, "governor", "faults")
+}
+
+func (e *rigEnv) prepare(design, name string) {
+	e.rig(true, "study", "register", design)
+	e.rig(true, "study", "review", name, "--reviewer", "outside-model", "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "approve", name, "--director", "test-director")
+	e.rig(true, "study", "freeze", name)
+	e.rig(true, "study", "preflight", name)
+	e.rig(true, "study", "validate", name)
+}
+
+func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
+	e := newRigEnv(t)
+	e.ensureGovernorPass()
+	e.startDaemon()
+	name := "e2e-extract"
+	design := smallDesign(t, name, 1)
+
+	// Gates fail closed before their steps have run.
+	e.rig(true, "study", "register", design)
+	out := e.rig(false, "study", "run", name)
+	if !strings.Contains(out, "gate refused") && !strings.Contains(out, "not frozen") {
+		t.Fatalf("run before freeze was not refused clearly:\n%s", out)
+	}
+	e.rig(true, "study", "review", name, "--reviewer", "outside-model", "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "approve", name, "--director", "test-director")
+	e.rig(true, "study", "freeze", name)
+	out = e.rig(false, "study", "run", name)
+	for _, want := range []string{"no preflight verdict", "no validation run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gate message lacks %q:\n%s", want, out)
+		}
+	}
+	e.rig(true, "study", "preflight", name)
+	e.rig(true, "study", "validate", name)
+
+	out = e.rig(true, "study", "run", name)
+	m := regexp.MustCompile(`done: (\d+)/(\d+) trials`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("run did not finish every planned trial:\n%s", out)
+	}
+	check := e.rig(true, "study", "check", name)
+	if !strings.Contains(check, "store ok") {
+		t.Fatal(check)
+	}
+	exported := e.rig(true, "receipts", "export", name)
+	lines := 0
+	sc := bufio.NewScanner(strings.NewReader(exported))
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("export line is not JSON: %v", err)
+		}
+		if r["generation_sha256"] == "" || r["model_digest"] == "" || r["machine"] == "" {
+			t.Errorf("receipt lacks evidence: %v", r)
+		}
+		lines++
+	}
+	if fmt.Sprint(lines) != m[2] {
+		t.Errorf("exported %d receipts, planned %s", lines, m[2])
+	}
+
+	rep := e.rig(true, "study", "report", name)
+	html := regexp.MustCompile(`report: (\S+\.html)`).FindStringSubmatch(rep)
+	if html == nil {
+		t.Fatalf("report path not printed:\n%s", rep)
+	}
+	page, err := os.ReadFile(html[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "<svg") || strings.Contains(string(page), "http://") && strings.Contains(string(page), "src=\"http") {
+		t.Error("report is not a self-contained page with figures")
+	}
+	hash := regexp.MustCompile(`comparison[^0-9a-f]*([0-9a-f]{64})`).FindStringSubmatch(rep + string(page))
+	if hash == nil {
+		t.Fatalf("no comparison hash in the report")
+	}
+	stale := strings.Repeat("0", 64)
+	if out := e.rig(false, "study", "decide", name, "--comparison", stale, "--rationale", "test"); !strings.Contains(strings.ToLower(out), "stale") {
+		t.Errorf("a stale comparison hash was not refused clearly:\n%s", out)
+	}
+	out = e.rig(true, "study", "decide", name, "--comparison", hash[1], "--rationale", "end-to-end test")
+	if !strings.Contains(out, "decision") {
+		t.Fatal(out)
+	}
+	if st := e.rig(true, "study", "status", name); !strings.Contains(st, "decided") {
+		t.Errorf("study not decided:\n%s", st)
+	}
+
+	// Replay the kept outputs of one arm: every row must reproduce exactly.
+	recs, _ := filepath.Glob(filepath.Join(e.home, "studies", name, "executions", "exec-1", "generations-smollm2-llama-server.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("generation record missing: %v", recs)
+	}
+	if out := e.rig(true, "replay", recs[0], "--sample", "5"); !strings.Contains(out, "summary: reproduced") {
+		t.Fatalf("replay did not reproduce:\n%s", out)
+	}
+}
+
+// TestDaemonSurvivesKill9 kills the daemon ten times at random points of a
+// real run; afterwards every planned trial has exactly one counted receipt and
+// the store's integrity check passes.
+func TestDaemonSurvivesKill9(t *testing.T) {
+	e := newRigEnv(t)
+	e.ensureGovernorPass()
+	e.startDaemon()
+	name := "crash-extract"
+	e.prepare(smallDesign(t, name, 1), name)
+	e.rig(true, "study", "run", name, "--detach")
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for i := 0; i < 10; i++ {
+		time.Sleep(time.Duration(500+rng.Intn(2500)) * time.Millisecond)
+		e.killDaemon()
+		e.startDaemon()
+	}
+	deadline := time.Now().Add(20 * time.Minute)
+	var status string
+	for time.Now().Before(deadline) {
+		status = e.rig(true, "study", "status", name)
+		if regexp.MustCompile(`exec-1 attempt 1: done`).MatchString(status) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	m := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
+	if m == nil || m[1] != "done" || m[2] != m[3] {
+		t.Fatalf("after 10 kills the execution did not finish with every trial counted:\n%s", status)
+	}
+	check := e.rig(true, "study", "check", name)
+	counted := regexp.MustCompile(`\((\d+) counted\)`).FindStringSubmatch(check)
+	if counted == nil || counted[1] != m[3] {
+		t.Fatalf("counted receipts != planned trials (%s):\n%s", m[3], check)
+	}
+	// No sandboxed runtime survives the daemon.
+	if left := processesNamed(e.home); len(left) > 0 {
+		t.Errorf("runtimes left running after the daemon stopped: %v", left)
+	}
+}
+
+func processesNamed(dir string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, en := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), dir) && !strings.Contains(string(b), "rig\x00daemon") {
+			out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+type rigDialer struct{}
+
+func (rigDialer) dial(sock string) (interface{ Close() error }, error) {
+	return net.DialTimeout("unix", sock, 100*time.Millisecond)
+}
