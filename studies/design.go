@@ -55,6 +55,11 @@ type JobKind struct {
 	Grader         Grader  `json:"grader"`
 	// IncludeHoldout runs the bank's hold-out tasks too; reports say so.
 	IncludeHoldout bool `json:"include_holdout,omitempty"`
+	// SampleTasks, when set, runs that many of the bank's tasks, taken in
+	// turn from each template (sorted by template, then task id) so every
+	// template is covered before any is taken twice. The sample is fixed at
+	// freeze; zero runs every task.
+	SampleTasks int `json:"sample_tasks,omitempty"`
 }
 
 // Measure is the one pre-registered ranking measure of a job kind.

@@ -38,7 +38,7 @@ func TestDryRunPrices(t *testing.T) {
 			smol = c
 		}
 	}
-	perTrial := 400.0/2000 + 256.0/200
+	perTrial := 400.0/2000 + float64(d.Arms[0].Pins.StopCap)/200
 	wantSecs := float64(smol.Trials)*perTrial + float64(smol.Loads)*2
 	if got := smol.WallTime.Seconds(); got < wantSecs-0.01 || got > wantSecs+0.01 {
 		t.Errorf("smollm2 priced %.2fs, want %.2fs", got, wantSecs)
@@ -46,8 +46,8 @@ func TestDryRunPrices(t *testing.T) {
 	if wantWh := wantSecs * 100 / 3600; smol.EnergyWh < wantWh-1e-6 || smol.EnergyWh > wantWh+1e-6 {
 		t.Errorf("smollm2 energy %.4f Wh, want %.4f", smol.EnergyWh, wantWh)
 	}
-	if !smol.AtStopCap || smol.Trials != 20 {
-		t.Errorf("smollm2 cost %+v: want 20 trials priced at the stop cap", smol)
+	if want := 10 * d.Repeats; !smol.AtStopCap || smol.Trials != want {
+		t.Errorf("smollm2 cost %+v: want %d trials priced at the stop cap", smol, want)
 	}
 	var buf bytes.Buffer
 	if err := e.WriteTable(&buf); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -66,11 +67,7 @@ func (a localAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
 			return Bank{}, fmt.Errorf("job kind %s: %w (run: rig tasks audit %s)", jk.Name, err, jk.TaskBank)
 		}
 	}
-	var ids []string
-	for _, t := range b.Select(jk.IncludeHoldout) {
-		ids = append(ids, t.ID)
-	}
-	return Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: ids}, nil
+	return Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: sampleByTemplate(b.Select(jk.IncludeHoldout), jk.SampleTasks)}, nil
 }
 
 // BankAuditDir is where `rig tasks audit BANK` keeps a bank's audit records:
@@ -178,4 +175,36 @@ func envMap(env []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// sampleByTemplate takes n tasks in turn from each template, so a sample
+// covers every template before it takes any twice; n <= 0 keeps all.
+func sampleByTemplate(ts []tasks.Task, n int) []string {
+	var ids []string
+	if n <= 0 || n >= len(ts) {
+		for _, t := range ts {
+			ids = append(ids, t.ID)
+		}
+		return ids
+	}
+	byTemplate := map[string][]string{}
+	var templates []string
+	for _, t := range ts {
+		if _, ok := byTemplate[t.TemplateID]; !ok {
+			templates = append(templates, t.TemplateID)
+		}
+		byTemplate[t.TemplateID] = append(byTemplate[t.TemplateID], t.ID)
+	}
+	sort.Strings(templates)
+	for _, tpl := range templates {
+		sort.Strings(byTemplate[tpl])
+	}
+	for round := 0; len(ids) < n; round++ {
+		for _, tpl := range templates {
+			if round < len(byTemplate[tpl]) && len(ids) < n {
+				ids = append(ids, byTemplate[tpl][round])
+			}
+		}
+	}
+	return ids
 }

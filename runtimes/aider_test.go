@@ -1,0 +1,68 @@
+package runtimes
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func gitRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "repo")
+	os.MkdirAll(dir, 0o700)
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "task"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+// TestAiderRunsContainedAgainstTheArm runs the real Aider, in its own
+// loopback-only namespace, against a real llama-server arm, and checks that its
+// model calls were kept with top-K log-probabilities and the caps applied.
+func TestAiderRunsContainedAgainstTheArm(t *testing.T) {
+	in := provisioned(t)
+	t.Setenv("OPENAI_API_KEY", "sk-parent-key-must-not-reach-aider")
+	rt := startReal(t, "llama-server", "smollm2-135m-instruct", func(c *Config) { c.Context = 4096 })
+	repo := gitRepo(t, map[string]string{
+		"calc.py":      "def add(a, b):\n    return a - b\n",
+		"test_calc.py": "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+	})
+	res, err := RunAider(context.Background(), AiderConfig{
+		Binary: in.Aider, Arm: rt, WorkDir: t.TempDir(), Sampling: Sampling{Temperature: 0, Seed: 1},
+		MaxTokens: 256, TopK: 5, Caps: AiderCaps{Turns: 2, Wall: 3 * time.Minute, Tokens: 1024},
+	}, AiderTask{Repo: repo, Files: []string{"calc.py"}, Message: "Fix add in calc.py so that the test passes."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("aider: %s\n%s", res.Describe(), res.LogTail)
+	if res.Turns == 0 || len(res.Calls) == 0 {
+		t.Fatalf("no model call went through the recording proxy: %s", res.LogTail)
+	}
+	if !res.Containment.Sandboxed || !res.Containment.LoopbackOnly {
+		t.Errorf("aider ran without a loopback-only sandbox: %+v", res.Containment)
+	}
+	if !strings.Contains(res.Version, "0.86.2") {
+		t.Errorf("harness version %q, pinned 0.86.2", res.Version)
+	}
+	c := res.Calls[0]
+	if len(c.Steps) == 0 || len(c.Steps[0].Top) != 5 {
+		t.Fatalf("Aider's call kept no top-5 log-probabilities: %d steps", len(c.Steps))
+	}
+	if res.Turns > 2 {
+		t.Errorf("turn cap 2 exceeded: %d turns", res.Turns)
+	}
+	if strings.Contains(c.RenderedPrompt, "sk-parent-key") {
+		t.Error("the parent's key reached the model call")
+	}
+}
