@@ -85,7 +85,10 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if err := seedAiderHome(home); err != nil {
 		return res, err
 	}
-	proxySock := filepath.Join(cfg.WorkDir, "aider-proxy.sock")
+	proxySock, err := socketPath(cfg.WorkDir, "aider-proxy.sock")
+	if err != nil {
+		return res, err
+	}
 	proxy, err := newRecordingProxy(proxySock, cfg.Arm.Endpoint(), cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
 	if err != nil {
 		return res, err

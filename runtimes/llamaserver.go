@@ -84,7 +84,11 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &LlamaServer{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "llama-server.sock"), template: "the GGUF's own"}
+	sock, err := socketPath(cfg.WorkDir, "llama-server.sock")
+	if err != nil {
+		return nil, err
+	}
+	s := &LlamaServer{cfg: cfg, sock: sock, template: "the GGUF's own"}
 	if !own {
 		s.template = ft.Name
 	}
@@ -177,7 +181,10 @@ func socketClient(sock string) *http.Client {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		MaxIdleConnsPerHost: 4,
+		// A fresh connection per call: calls that reused a kept-alive
+		// connection were seen to stall for tens of seconds before their
+		// first token; a unix-socket connect costs microseconds.
+		DisableKeepAlives: true,
 	}}
 }
 

@@ -69,7 +69,11 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Ollama{cfg: cfg, sock: filepath.Join(cfg.WorkDir, "ollama.sock")}
+	sock, err := socketPath(cfg.WorkDir, "ollama.sock")
+	if err != nil {
+		return nil, err
+	}
+	o := &Ollama{cfg: cfg, sock: sock}
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: []string{cfg.Binary, "serve"}, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
 		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox,

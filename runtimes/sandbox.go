@@ -3,6 +3,8 @@ package runtimes
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -421,3 +423,22 @@ func (s *Sandbox) PID() int { return s.cmd.Process.Pid }
 
 // ProcessTree returns pid and all its descendants, read from /proc.
 func ProcessTree(pid int) []int { return processTree(pid) }
+
+// socketPath places a socket in dir when the path fits a unix socket address
+// (108 bytes on Linux), and otherwise in a private short directory under the
+// system's temporary directory, named after dir so it stays unique.
+func socketPath(dir, name string) (string, error) {
+	p := filepath.Join(dir, name)
+	if len(p) < 100 {
+		return p, nil
+	}
+	short := filepath.Join(os.TempDir(), fmt.Sprintf("rig-sock-%d", os.Getuid()))
+	if err := os.MkdirAll(short, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(short, 0o700); err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(p))
+	return filepath.Join(short, hex.EncodeToString(sum[:8])+"-"+name), nil
+}

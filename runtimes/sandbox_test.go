@@ -144,3 +144,22 @@ func TestSandboxMissingBinary(t *testing.T) {
 		t.Fatalf("want ErrBinaryMissing, got %v", err)
 	}
 }
+
+func TestSocketPathFitsAUnixAddress(t *testing.T) {
+	long := filepath.Join(t.TempDir(), strings.Repeat("study-directory-", 8))
+	p, err := socketPath(long, "llama-server.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p) >= 108 {
+		t.Fatalf("socket path %d bytes long: %s", len(p), p)
+	}
+	q, _ := socketPath(long+"-other", "llama-server.sock")
+	if p == q {
+		t.Fatal("two work directories share one socket path")
+	}
+	short, _ := socketPath("/tmp/x", "a.sock")
+	if short != "/tmp/x/a.sock" {
+		t.Fatalf("a short path was moved: %s", short)
+	}
+}
