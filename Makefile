@@ -18,7 +18,7 @@ setup:
 demo: setup build
 	@scripts/demo.sh
 
-test: setup
+test: setup lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)
 
 # Unit tests only: no real runtime is started.
@@ -28,7 +28,7 @@ test-short:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PKGS)
 
 # Each parser of user files has a fuzz target; FUZZTIME per target.
 FUZZTIME ?= 20s

@@ -51,6 +51,13 @@ need python3 python3
 need unzip unzip
 need unshare util-linux
 need ip iproute2
+# Chromium renders the study report in the browser test; without it that one
+# test says it skipped, so a failed install is reported and not fatal.
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  log "installing Debian package chromium (for the report's browser test)"
+  (apt-get install -y -q chromium >/dev/null 2>&1) || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) ||
+    log "could not install chromium; the report's browser test will skip and say so"
+fi
 
 flags_key=$(printf '%s' "$LLAMA_CPP_CMAKE_FLAGS" | sha256sum | cut -c1-12)
 
