@@ -89,7 +89,11 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if err != nil {
 		return res, err
 	}
-	proxy, err := newRecordingProxy(proxySock, cfg.Arm.Endpoint(), cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
+	model := ""
+	if o, ok := cfg.Arm.(*Ollama); ok {
+		model = o.ModelTag()
+	}
+	proxy, err := newRecordingProxy(proxySock, cfg.Arm.Endpoint(), model, cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
 	if err != nil {
 		return res, err
 	}

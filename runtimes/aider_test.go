@@ -31,9 +31,15 @@ func gitRepo(t *testing.T, files map[string]string) string {
 // loopback-only namespace, against a real llama-server arm, and checks that its
 // model calls were kept with top-K log-probabilities and the caps applied.
 func TestAiderRunsContainedAgainstTheArm(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) { aiderAgainst(t, kind) })
+	}
+}
+
+func aiderAgainst(t *testing.T, kind string) {
 	in := provisioned(t)
 	t.Setenv("OPENAI_API_KEY", "sk-parent-key-must-not-reach-aider")
-	rt := startReal(t, "llama-server", "smollm2-135m-instruct", func(c *Config) { c.Context = 4096 })
+	rt := startReal(t, kind, "smollm2-135m-instruct", func(c *Config) { c.Context = 4096 })
 	repo := gitRepo(t, map[string]string{
 		"calc.py":      "def add(a, b):\n    return a - b\n",
 		"test_calc.py": "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",

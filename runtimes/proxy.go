@@ -21,6 +21,7 @@ import (
 // model calls would leave no evidence.
 type recordingProxy struct {
 	upstream *http.Client
+	model    string // the name the arm's server knows its model by
 	sampling Sampling
 	maxTok   int // per-call stop cap
 	topK     int
@@ -34,7 +35,7 @@ type recordingProxy struct {
 	l           net.Listener
 }
 
-func newRecordingProxy(socket, upstreamSocket string, s Sampling, maxTok, topK int, caps AiderCaps) (*recordingProxy, error) {
+func newRecordingProxy(socket, upstreamSocket, model string, s Sampling, maxTok, topK int, caps AiderCaps) (*recordingProxy, error) {
 	if err := claimSocket(socket); err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func newRecordingProxy(socket, upstreamSocket string, s Sampling, maxTok, topK i
 		return nil, err
 	}
 	_ = os.Chmod(socket, 0o600)
-	p := &recordingProxy{upstream: socketClient(upstreamSocket), sampling: s, maxTok: maxTok, topK: topK, caps: caps, l: l}
+	p := &recordingProxy{upstream: socketClient(upstreamSocket), model: model, sampling: s, maxTok: maxTok, topK: topK, caps: caps, l: l}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go p.srv.Serve(l)
 	return p, nil
@@ -103,6 +104,9 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var req map[string]any
 		if err := json.Unmarshal(body, &req); err == nil {
 			req["stream"] = false
+			if p.model != "" {
+				req["model"] = p.model
+			}
 			req["logprobs"] = true
 			req["top_logprobs"] = p.topK
 			req["temperature"] = p.sampling.Temperature
@@ -114,7 +118,9 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			body, _ = json.Marshal(req)
 		}
 	}
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, "http://arm"+r.URL.RequestURI(), bytes.NewReader(body))
+	// Runtimes refuse a Host that is not a loopback name; the socket leads to
+	// their loopback port, so the request says so.
+	up, err := http.NewRequestWithContext(r.Context(), r.Method, "http://127.0.0.1"+r.URL.RequestURI(), bytes.NewReader(body))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

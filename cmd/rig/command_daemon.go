@@ -88,6 +88,11 @@ type nameReq struct {
 	Format string `json:"format,omitempty"`
 }
 
+type dryRunReq struct {
+	Name   string `json:"name"`
+	Speeds string `json:"speeds,omitempty"`
+}
+
 type execReq struct {
 	Name      string `json:"name"`
 	Execution string `json:"execution,omitempty"`
@@ -191,6 +196,13 @@ func daemonMethods(svc *studies.Service) map[string]handler {
 				return nil, err
 			}
 			return nil, svc.Export(ctx, r.Name, orDefaultStr(r.Format, "jsonl"), w)
+		},
+		"dry-run": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
+			var r dryRunReq
+			if err := decode(raw, &r); err != nil {
+				return nil, err
+			}
+			return svc.DryRun(ctx, r.Name, r.Speeds, w)
 		},
 		"list": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
 			return svc.List()

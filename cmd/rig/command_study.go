@@ -37,7 +37,7 @@ resident daemon (rig daemon), which owns the study stores and the card.
 		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
 		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
 		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
-		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyStatusCommand(), studyListCommand())
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
 
@@ -390,5 +390,31 @@ against difficulty for each model.
 	}
 	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
 	cmd.AddCommand(export)
+	return cmd
+}
+
+func studyDryRunCommand() *cobra.Command {
+	var speeds string
+	cmd := &cobra.Command{
+		Use:   "dry-run NAME",
+		Short: "Price every arm x task x repeat in wall time and energy; execute nothing",
+		Long: `dry-run prices the frozen study's whole plan from a pilot's speed table
+(--speeds FILE, JSON: {"ARM": {"gen_tokens_per_sec": ..., "source": "pilot"}})
+or, without one, from the speeds measured in this machine's validation runs,
+and says which. A plan over the design's wall-time or energy cap is refused
+(exit status 1) before anything runs.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if speeds != "" {
+				abs, err := filepath.Abs(speeds)
+				if err != nil {
+					return err
+				}
+				speeds = abs
+			}
+			return callDaemon(cmd.Context(), socketPath(cmd), "dry-run", dryRunReq{Name: args[0], Speeds: speeds}, nil, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&speeds, "speeds", "", "a pilot's speed table (JSON)")
 	return cmd
 }

@@ -1,0 +1,100 @@
+package studies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"rig/genrecord"
+)
+
+// DryRun prices the frozen study's whole plan (every arm × task × repeat) in
+// wall time and energy and executes nothing. Speeds come from a pilot table
+// (speedsFile) or, without one, from this machine's validation run records;
+// the table says which. A plan over the design's budget is refused.
+func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*Estimate, error) {
+	snap, err := s.Snapshot(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := ParseDesign(name+"/snapshot.json", snap.Design)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := NewPlan(d, snap.Tasks(), PlanOptions{Seed: PlanSeed(snap.Hash, 1)})
+	if err != nil {
+		return nil, err
+	}
+	var speeds SpeedTable
+	if speedsFile != "" {
+		raw, err := os.ReadFile(speedsFile)
+		if err != nil {
+			return nil, err
+		}
+		if speeds, err = ParseSpeedTable(speedsFile, raw); err != nil {
+			return nil, err
+		}
+	} else if speeds, err = s.measuredSpeeds(name, d, w); err != nil {
+		return nil, err
+	}
+	est, err := DryRun(d, plan, speeds, nil)
+	if est != nil {
+		est.WriteTable(w)
+	}
+	return est, err
+}
+
+// measuredSpeeds reads each arm's generation speed from its validation run on
+// this machine. Harnesses share their runtime's measurement; a harness adds
+// its own per-trial overhead from the validation's wall time.
+func (s *Service) measuredSpeeds(name string, d *Design, w io.Writer) (SpeedTable, error) {
+	dir := filepath.Join(s.Dir(name), "validation")
+	byRuntime := map[string]Speed{}
+	measuredBy := map[string]string{}
+	for _, a := range d.Arms {
+		path := filepath.Join(dir, "generations-"+a.Name+".jsonl")
+		_, rows, err := genrecord.ReadAll(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var tokens, ms float64
+		for _, r := range rows {
+			tokens += float64(r.RuntimeTokenCount)
+			ms += r.WallMS
+		}
+		if tokens == 0 || ms == 0 {
+			continue
+		}
+		sp := Speed{GenTokensPerSec: tokens / (ms / 1000), PromptTokensPerSec: 10 * tokens / (ms / 1000), LoadSeconds: 5,
+			Watts: estimatedWatts, Source: SourceMeasured}
+		if harnessOf(a.Runtime) == "aider" {
+			sp.OverheadSeconds = 10
+		}
+		byRuntime[a.Runtime] = sp
+		measuredBy[a.Runtime] = a.Name
+	}
+	out := SpeedTable{}
+	var missing []string
+	for _, a := range d.Arms {
+		sp, ok := byRuntime[a.Runtime]
+		if !ok {
+			missing = append(missing, a.Name)
+			continue
+		}
+		if measuredBy[a.Runtime] != a.Name {
+			fmt.Fprintf(w, "note: %s is priced at %s's speed, measured in the validation run of %s\n", a.Name, measuredBy[a.Runtime], a.Runtime)
+		}
+		out[a.Name] = sp
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no measured speed for %s: run rig study validate %s first, or pass --speeds with a pilot's table", strings.Join(missing, ", "), name)
+	}
+	return out, nil
+}
