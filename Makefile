@@ -3,7 +3,7 @@
 GO      ?= go
 BIN     := bin/rig
 PKGS    := ./...
-TESTTIMEOUT ?= 75m
+TESTTIMEOUT ?= 55m
 
 .PHONY: all build setup demo test test-short lint fuzz bench clean
 

@@ -168,6 +168,11 @@ func (p *recordingProxy) record(reqBody, respBody []byte, wall time.Duration) {
 			res.Steps = append(res.Steps, st)
 		}
 	}
+	if res.OutputTokens == 0 && len(res.Steps) > 0 {
+		// Ollama's OpenAI-compatible endpoint can answer without a usage
+		// count; the log-prob steps are then the only count there is.
+		res.OutputTokens = len(res.Steps)
+	}
 	res.LogprobsMissing = max(0, res.OutputTokens-len(res.Steps))
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -224,6 +224,15 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 	if err := writeJSONAtomic(filepath.Join(dir, "validation.json"), out, 0o600); err != nil {
 		return out, err
 	}
+	var failed []string
+	for _, r := range out {
+		if !r.Pass {
+			failed = append(failed, r.Harness)
+		}
+	}
+	if len(failed) > 0 {
+		return out, fmt.Errorf("validation failed for %s: counted runs stay refused until it passes (see the problems above)", strings.Join(failed, ", "))
+	}
 	return out, nil
 }
 
