@@ -70,7 +70,7 @@ or duplicated.
 	return cmd
 }
 
-// decode reads a request body into v with unknown fields refused.
+// decode reads a request body into v; an empty body leaves v zero.
 func decode(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return nil
@@ -104,109 +104,51 @@ type reviewReq struct {
 	Why    string         `json:"why"`
 }
 
+// method adapts a typed daemon method to a handler: the request is decoded
+// into Req first.
+func method[Req any](fn func(ctx context.Context, req Req, text io.Writer) (any, error)) handler {
+	return func(ctx context.Context, raw json.RawMessage, text io.Writer) (any, error) {
+		var req Req
+		if err := decode(raw, &req); err != nil {
+			return nil, err
+		}
+		return fn(ctx, req, text)
+	}
+}
+
 func daemonMethods(svc *studies.Service) map[string]handler {
 	return map[string]handler{
-		"register": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r studies.RegisterRequest
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
+		"register": method(func(ctx context.Context, r studies.RegisterRequest, _ io.Writer) (any, error) {
 			return svc.Register(ctx, r)
-		},
-		"review": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r reviewReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
+		}),
+		"review": method(func(ctx context.Context, r reviewReq, _ io.Writer) (any, error) {
 			return svc.Review(ctx, r.Name, r.Review, r.Why)
-		},
-		"approve": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
+		}),
+		"approve": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) {
 			return svc.Approve(ctx, r.Name, r.Actor, r.Why)
-		},
-		"freeze": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
+		}),
+		"freeze": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) {
 			return svc.Freeze(ctx, r.Name, r.Actor)
-		},
-		"preflight": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Preflight(ctx, r.Name, w)
-		},
-		"validate": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Validate(ctx, r.Name, w)
-		},
-		"run": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r studies.RunRequest
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Run(ctx, r)
-		},
-		"cancel": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Cancel(ctx, r.Name)
-		},
-		"status": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Status(ctx, r.Name)
-		},
-		"report": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r execReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Report(ctx, r.Name, r.Execution)
-		},
-		"decide": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r studies.DecideRequest
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.Decide(ctx, r)
-		},
-		"check": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return svc.CheckStore(ctx, r.Name)
-		},
-		"export": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
-			var r nameReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
-			return nil, svc.Export(ctx, r.Name, orDefaultStr(r.Format, "jsonl"), w)
-		},
-		"dry-run": func(ctx context.Context, raw json.RawMessage, w io.Writer) (any, error) {
-			var r dryRunReq
-			if err := decode(raw, &r); err != nil {
-				return nil, err
-			}
+		}),
+		"preflight": method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) { return svc.Preflight(ctx, r.Name, w) }),
+		"validate":  method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) { return svc.Validate(ctx, r.Name, w) }),
+		"dry-run": method(func(ctx context.Context, r dryRunReq, w io.Writer) (any, error) {
 			return svc.DryRun(ctx, r.Name, r.Speeds, w)
-		},
-		"list": func(ctx context.Context, raw json.RawMessage, _ io.Writer) (any, error) {
-			return svc.List()
-		},
+		}),
+		"run":    method(func(ctx context.Context, r studies.RunRequest, _ io.Writer) (any, error) { return svc.Run(ctx, r) }),
+		"cancel": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Cancel(ctx, r.Name) }),
+		"status": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Status(ctx, r.Name) }),
+		"report": method(func(ctx context.Context, r execReq, _ io.Writer) (any, error) {
+			return svc.Report(ctx, r.Name, r.Execution)
+		}),
+		"decide": method(func(ctx context.Context, r studies.DecideRequest, _ io.Writer) (any, error) {
+			return svc.Decide(ctx, r)
+		}),
+		"check": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.CheckStore(ctx, r.Name) }),
+		"export": method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) {
+			return nil, svc.Export(ctx, r.Name, orDefaultStr(r.Format, "jsonl"), w)
+		}),
+		"list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return svc.List() }),
 	}
 }
 
