@@ -27,8 +27,8 @@ type trialOutput struct {
 }
 
 // Harness caps held equal across every Aider arm of a study. Small models get
-// one message and up to two reflections (test-fix turns) within three minutes.
-var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 3 * time.Minute, Tokens: 3072}
+// one message and up to two reflections (test-fix turns) within two minutes.
+var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 2 * time.Minute, Tokens: 2048}
 
 func harnessOf(runtime string) string {
 	if strings.HasPrefix(runtime, "aider+") {

@@ -119,9 +119,10 @@ func (e *rigEnv) stopDaemon() {
 	}
 }
 
-// smallDesign writes a study of the extract-json job kind on three arms: the
-// incumbent SmolLM2 on llama-server, Gemma 3 on llama-server and on Ollama.
-func smallDesign(t *testing.T, name string, repeats int) string {
+// smallDesign writes a study of the extract-json job kind (sample tasks taken
+// across templates) on the incumbent SmolLM2 on llama-server and Gemma 3 on
+// llama-server, and on Ollama when asked.
+func smallDesign(t *testing.T, name string, sample int, withOllama bool) string {
 	t.Helper()
 	raw, err := os.ReadFile("../../examples/demo-study/design.json")
 	if err != nil {
@@ -132,12 +133,13 @@ func smallDesign(t *testing.T, name string, repeats int) string {
 		t.Fatal(err)
 	}
 	d["name"] = name
-	d["repeats"] = repeats
+	d["repeats"] = 1
 	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
 	var kinds []any
 	for _, k := range d["job_kinds"].([]any) {
 		if km := k.(map[string]any); km["name"] == "extract-json" {
 			km["task_bank"] = bank
+			km["sample_tasks"] = sample
 			kinds = append(kinds, km)
 		}
 	}
@@ -145,7 +147,7 @@ func smallDesign(t *testing.T, name string, repeats int) string {
 	var arms []any
 	for _, a := range d["arms"].([]any) {
 		am := a.(map[string]any)
-		if rt := am["runtime"].(string); rt == "llama-server" || rt == "ollama" {
+		if rt := am["runtime"].(string); rt == "llama-server" || (withOllama && rt == "ollama") {
 			pins := am["pins"].(map[string]any)
 			pins["stop_cap"] = 96 // short answers keep the test quick; pins stay equal across arms
 			arms = append(arms, am)
@@ -154,7 +156,7 @@ func smallDesign(t *testing.T, name string, repeats int) string {
 	d["arms"] = arms
 	var items []any
 	for _, it := range d["items"].([]any) {
-		if id := it.(map[string]any)["registry_id"]; id != "aider-chat" && id != "rig-bank-fix-test" {
+		if id := it.(map[string]any)["registry_id"]; id != "aider-chat" && id != "rig-bank-fix-test" && (withOllama || id != "ollama") {
 			items = append(items, it)
 		}
 	}
@@ -192,7 +194,7 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	e.ensureGovernorPass()
 	e.startDaemon()
 	name := "e2e-extract"
-	design := smallDesign(t, name, 1)
+	design := smallDesign(t, name, 12, true)
 
 	// Gates fail closed before their steps have run.
 	e.rig(true, "study", "register", design)
@@ -285,7 +287,7 @@ func TestDaemonSurvivesKill9(t *testing.T) {
 	e.ensureGovernorPass()
 	e.startDaemon()
 	name := "crash-extract"
-	e.prepare(smallDesign(t, name, 1), name)
+	e.prepare(smallDesign(t, name, 24, false), name)
 	e.rig(true, "study", "run", name, "--detach")
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	for i := 0; i < 10; i++ {
