@@ -99,6 +99,13 @@ if [ ! -f "$lbuild/.rig-ok" ]; then
   touch "$lbuild/.rig-ok"
 fi
 
+# llama-fit-params: llama.cpp's own memory-fit estimate, kept by the preflight as evidence.
+if [ ! -x "$lbuild/bin/llama-fit-params" ]; then
+  log "building llama-fit-params (llama.cpp's fit estimate, for the preflight's evidence)"
+  cmake --build "$lbuild" --target llama-fit-params -j "$jobs" >>"$lbuild.log" 2>&1 ||
+    { tail -20 "$lbuild.log"; die "llama-fit-params build failed; full log: $lbuild.log"; }
+fi
+
 # --- ollama -------------------------------------------------------------------------
 obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
 ollama_bin="$obuild/bin/ollama"
