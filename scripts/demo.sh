@@ -49,8 +49,10 @@ step "one free validation run per harness"
 "$rig" study validate "$name"
 
 step "counted run"
+# The key makes this idempotent: a second demo follows the same execution
+# (which the daemon resumed if it was stopped mid-run) instead of starting one.
 if ! "$rig" study status "$name" | grep -q ': done,'; then
-  "$rig" study run "$name"
+  "$rig" study run "$name" --key "$name-demo-run"
 fi
 
 step "report"

@@ -104,6 +104,7 @@ func frozenArmOf(snap *Snapshot, name string) (FrozenArm, bool) {
 
 // ValidationRecord is the free validation run of one harness.
 type ValidationRecord struct {
+	Snapshot    string               `json:"snapshot"`
 	Harness     string               `json:"harness"`
 	Arm         string               `json:"arm"`
 	At          time.Time            `json:"at"`
@@ -133,6 +134,19 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 	seen := map[string]bool{}
 	var out []ValidationRecord
 	dir := filepath.Join(s.Dir(name), "validation")
+	var prev []ValidationRecord
+	if readJSON(filepath.Join(dir, "validation.json"), &prev) == nil && len(prev) > 0 {
+		passed := true
+		for _, v := range prev {
+			passed = passed && v.Pass && v.Snapshot == snap.Hash
+		}
+		if passed {
+			for _, v := range prev {
+				fmt.Fprintf(w, "validation %-22s already passed at %s (arm %s)\n", v.Harness, v.At.Format(time.RFC3339), v.Arm)
+			}
+			return prev, nil
+		}
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -148,7 +162,7 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 			continue
 		}
 		seen[h] = true
-		rec := ValidationRecord{Harness: h, Arm: arm.Name, At: time.Now().UTC()}
+		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC()}
 		rt, err := x.startArm(ctx, arm)
 		if err != nil {
 			return out, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
