@@ -122,9 +122,14 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (ExecInfo, error) {
 	}
 	s.mu.Lock()
 	for name, r := range s.running {
-		if r.snapshot().Status == string(receipts.Running) {
+		if info := r.snapshot(); info.Status == string(receipts.Running) {
 			s.mu.Unlock()
-			return ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, r.snapshot().ID, name)
+			if name == req.Study && req.Parent == "" {
+				// The study is already running (perhaps resumed after a
+				// restart): asking again follows that execution.
+				return info, nil
+			}
+			return ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
 		}
 	}
 	s.mu.Unlock()
