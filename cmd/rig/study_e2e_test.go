@@ -253,10 +253,20 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	if !strings.Contains(string(page), "<svg") || strings.Contains(string(page), "http://") && strings.Contains(string(page), "src=\"http") {
 		t.Error("report is not a self-contained page with figures")
 	}
-	hash := regexp.MustCompile(`comparison[^0-9a-f]*([0-9a-f]{64})`).FindStringSubmatch(rep + string(page))
-	if hash == nil {
-		t.Fatalf("no comparison hash in the report")
+	var repJSON struct {
+		ComparisonHash string `json:"comparison_hash"`
 	}
+	raw, err := os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &repJSON); err != nil || len(repJSON.ComparisonHash) != 64 {
+		t.Fatalf("no comparison hash in report.json: %v", err)
+	}
+	if !strings.Contains(string(page), repJSON.ComparisonHash) {
+		t.Error("the HTML report does not show the comparison hash")
+	}
+	hash := []string{"", repJSON.ComparisonHash}
 	stale := strings.Repeat("0", 64)
 	if out := e.rig(false, "study", "decide", name, "--comparison", stale, "--rationale", "test"); !strings.Contains(strings.ToLower(out), "stale") {
 		t.Errorf("a stale comparison hash was not refused clearly:\n%s", out)
