@@ -65,8 +65,12 @@ func directCall(b *testing.B, rt Runtime, req Request, first Result) func() time
 	ctx := context.Background()
 	switch r := rt.(type) {
 	case *LlamaServer:
+		// The same /completion body the driver sends, prompt given as the
+		// rendered text: what a client that skipped rig would send.
 		body := map[string]any{"prompt": first.RenderedPrompt, "n_predict": req.MaxTokens, "n_probs": req.TopK,
-			"temperature": 0, "seed": req.Sampling.Seed, "cache_prompt": false, "return_tokens": true}
+			"post_sampling_probs": false, "return_tokens": true, "cache_prompt": false, "stream": false,
+			"temperature": req.Sampling.Temperature, "top_k": req.Sampling.TopK, "top_p": orOne(req.Sampling.TopP),
+			"min_p": req.Sampling.MinP, "seed": req.Sampling.Seed, "samplers": []string{"top_k", "top_p", "min_p", "temperature"}}
 		return func() time.Duration {
 			d, err := r.Raw(ctx, "/completion", body)
 			if err != nil {
@@ -78,7 +82,7 @@ func directCall(b *testing.B, rt Runtime, req Request, first Result) func() time
 		stream := false
 		msgs := []api.Message{{Role: "user", Content: req.Messages[0].Content}}
 		chat := &api.ChatRequest{Model: r.ModelTag(), Messages: msgs, Stream: &stream, Logprobs: true, TopLogprobs: req.TopK,
-			Options: map[string]any{"temperature": 0, "seed": req.Sampling.Seed, "num_predict": req.MaxTokens, "num_ctx": r.cfg.Context}}
+			Options: r.options(req)}
 		return func() time.Duration {
 			d, err := r.RawChat(ctx, chat)
 			if err != nil {

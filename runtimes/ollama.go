@@ -282,19 +282,19 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	gctx, cancel := o.guard(ctx)
 	defer cancel()
 	stream := false
-	// The exact prompt the template produced, for the generation record.
+	// The exact prompt the template produced, for the generation record. The
+	// server renders it without touching the runner, so it runs beside the
+	// generation instead of before it.
 	render := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, DebugRenderOnly: true}
-	if err := o.client.Chat(gctx, render, func(r api.ChatResponse) error {
-		if r.DebugInfo != nil {
-			res.RenderedPrompt = r.DebugInfo.RenderedTemplate
-		}
-		return nil
-	}); err != nil {
-		if o.exited() {
-			return res, o.crashed("mid-call")
-		}
-		return res, fmt.Errorf("ollama: rendering the prompt: %w", err)
-	}
+	rendered := make(chan error, 1)
+	go func() {
+		rendered <- o.client.Chat(gctx, render, func(r api.ChatResponse) error {
+			if r.DebugInfo != nil {
+				res.RenderedPrompt = r.DebugInfo.RenderedTemplate
+			}
+			return nil
+		})
+	}()
 	chat := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, Logprobs: true, TopLogprobs: req.TopK}
 	o.meter.reset()
 	start := time.Now()
@@ -314,6 +314,9 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	})
 	res.Wall = time.Since(start)
 	res.PeakMemory = o.meter.read()
+	if rerr := <-rendered; rerr != nil && err == nil {
+		err = fmt.Errorf("rendering the prompt: %w", rerr)
+	}
 	if err != nil {
 		if o.exited() {
 			return res, o.crashed("mid-call")
