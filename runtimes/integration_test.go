@@ -154,9 +154,9 @@ func TestRuntimeCrashMidCallIsATypedError(t *testing.T) {
 			pid := rt.Sandbox().RuntimePID
 			// Kill the runtime once it is visibly computing the call: its CPU
 			// time has moved since the call began.
-			base := cpuTicks(processTree(pid))
+			base := TreeCPUTicks(pid)
 			go func() {
-				for cpuTicks(processTree(pid)) < base+3 {
+				for TreeCPUTicks(pid) < base+3 {
 					time.Sleep(5 * time.Millisecond)
 				}
 				for _, p := range processTree(pid) {
@@ -237,23 +237,4 @@ func processesUnder(dir string) []int {
 		}
 	}
 	return out
-}
-
-// cpuTicks sums user and system CPU ticks of the processes.
-func cpuTicks(pids []int) int {
-	total := 0
-	for _, p := range pids {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 12 {
-			u, _ := strconv.Atoi(fields[11])
-			k, _ := strconv.Atoi(fields[12])
-			total += u + k
-		}
-	}
-	return total
 }

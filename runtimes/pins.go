@@ -163,3 +163,23 @@ func binaryVersion(bin string, args ...string) string {
 	}
 	return "unknown"
 }
+
+// TreeCPUTicks sums the user and system CPU ticks of pid and its descendants:
+// the progress of a runtime whose calls are not streamed.
+func TreeCPUTicks(pid int) int {
+	total := 0
+	for _, p := range processTree(pid) {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 12 {
+			u, _ := strconv.Atoi(fields[11])
+			k, _ := strconv.Atoi(fields[12])
+			total += u + k
+		}
+	}
+	return total
+}

@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -133,7 +131,7 @@ func (g *governorGates) Watch(ctx context.Context, trial string, sb *runtimes.Sa
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		base := treeCPUTicks(sb.RuntimePID)
+		base := runtimes.TreeCPUTicks(sb.RuntimePID)
 		for {
 			select {
 			case <-t.stopped:
@@ -142,7 +140,7 @@ func (g *governorGates) Watch(ctx context.Context, trial string, sb *runtimes.Sa
 				return
 			case <-tick.C:
 			}
-			g.progress.Tokens(treeCPUTicks(sb.RuntimePID) - base)
+			g.progress.Tokens(runtimes.TreeCPUTicks(sb.RuntimePID) - base)
 			if w.Cause() != nil {
 				close(t.done)
 				return
@@ -150,23 +148,4 @@ func (g *governorGates) Watch(ctx context.Context, trial string, sb *runtimes.Sa
 		}
 	}()
 	return t, nil
-}
-
-// treeCPUTicks sums the user and system CPU ticks of pid and its descendants.
-func treeCPUTicks(pid int) int {
-	total := 0
-	for _, p := range runtimes.ProcessTree(pid) {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(fields) > 12 {
-			u, _ := strconv.Atoi(fields[11])
-			k, _ := strconv.Atoi(fields[12])
-			total += u + k
-		}
-	}
-	return total
 }
