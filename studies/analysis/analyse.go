@@ -143,13 +143,15 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 			r.Kinds[i].Costs = append(r.Kinds[i].Costs, costOf(in.Trials, a.Name, r.Kinds[i].JobKind))
 		}
 	}
-	m := 0
-	for _, p := range d.Pairs {
-		if comparable(d, p) == "" {
-			m++
+	// Holm's family is every named pair in every job kind that runs both of
+	// its arms.
+	for _, tb := range tables {
+		for _, p := range d.Pairs {
+			if comparable(d, p) == "" && tb.has(p.Candidate) && tb.has(p.Baseline) {
+				r.HolmFamily++
+			}
 		}
 	}
-	r.HolmFamily = m * len(d.JobKinds)
 	stepAlpha := HolmStepAlpha(d.Alpha, max(r.HolmFamily, 1), 1)
 	if d.Power != nil {
 		pr := PlanPower(*d.Power, d.Alpha, r.HolmFamily)
@@ -159,6 +161,9 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 	var tested []int
 	for i, tb := range tables {
 		for j, p := range d.Pairs {
+			if !tb.has(p.Candidate) || !tb.has(p.Baseline) {
+				continue // the pair does not meet in this job kind
+			}
 			pr, err := pair(ctx, d, tb, boots[i], in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
 			if err != nil {
 				return nil, fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
@@ -427,4 +432,14 @@ func sign(x float64) int {
 		return -1
 	}
 	return 0
+}
+
+// has reports whether the job kind's table ranks the named arm.
+func (t *table) has(arm string) bool {
+	for _, a := range t.arms {
+		if a == arm {
+			return true
+		}
+	}
+	return false
 }

@@ -101,29 +101,49 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 			row[a].sum += v
 			row[a].n++
 		}
-		tb := &table{kind: k, arms: arms, counts: counts}
+		// A job kind ranks only the arms that run it: an arm with no trial
+		// of any kind here (it was never planned for this job kind) is left
+		// out, not shown as missing everything.
+		var present []int
+		for a := range arms {
+			if counts[a].Trials > 0 {
+				present = append(present, a)
+			}
+		}
+		if len(present) == 0 {
+			for a := range arms {
+				present = append(present, a)
+			}
+		}
+		kArms := make([]string, len(present))
+		kCounts := make([]Counts, len(present))
+		for j, a := range present {
+			kArms[j], kCounts[j] = arms[a], counts[a]
+		}
+		tb := &table{kind: k, arms: kArms, counts: kCounts}
 		tb.tasks = sortedKeys(sums)
 		tb.val = make([][]float64, len(tb.tasks))
 		for i, task := range tb.tasks {
-			row := make([]float64, len(arms))
-			for a, s := range sums[task] {
+			row := make([]float64, len(present))
+			for j, a := range present {
+				s := sums[task][a]
 				if s.n == 0 {
-					row[a] = math.NaN()
-					counts[a].TasksMissing++
+					row[j] = math.NaN()
+					kCounts[j].TasksMissing++
 					continue
 				}
-				row[a] = s.sum / float64(s.n)
+				row[j] = s.sum / float64(s.n)
 			}
 			tb.val[i] = row
 		}
-		for a, c := range counts {
+		for a, c := range kCounts {
 			if c.TasksMissing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (missing %d, preempted %d trials); left out, not scored as zero", c.TasksMissing, len(tb.tasks), c.Missing, c.Preempted)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (missing %d, preempted %d trials); left out, not scored as zero", c.TasksMissing, len(tb.tasks), c.Missing, c.Preempted)})
 			} else if c.Missing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d trials missing; their tasks are averaged over the repeats that ran", c.Missing)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing; their tasks are averaged over the repeats that ran", c.Missing)})
 			}
 			if c.Capped > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: arms[a], Message: fmt.Sprintf("%d trials hit the stop cap; scored as graded and reported apart", c.Capped)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit the stop cap; scored as graded and reported apart", c.Capped)})
 			}
 		}
 		if len(tb.tasks) == 0 {
