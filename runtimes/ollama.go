@@ -331,7 +331,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	res.OutputTokens = last.EvalCount
 	if res.Thinking != "" {
 		// Ollama counts thinking and answer tokens together in eval_count.
-		res.ThinkingTokens = max(0, res.OutputTokens-countAnswerSteps(res))
+		res.ThinkingTokens = max(0, res.OutputTokens-len(res.Steps))
 	}
 	res.LogprobsMissing = max(0, res.OutputTokens-len(res.Steps))
 	res.Truncated = last.DoneReason == "length"
@@ -347,8 +347,6 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	}
 	return res, nil
 }
-
-func countAnswerSteps(r Result) int { return len(r.Steps) }
 
 func perSecond(n int, d time.Duration) float64 {
 	if d <= 0 {

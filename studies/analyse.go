@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"rig/genrecord"
 	"rig/receipts"
 	"rig/studies/analysis"
 	"rig/studies/report"
@@ -372,7 +373,7 @@ func (s *Service) outputsByTrial(name, execID string) map[string]string {
 	out := map[string]string{}
 	files, _ := filepath.Glob(filepath.Join(s.Dir(name), "executions", execID, "generations-*.jsonl"))
 	for _, f := range files {
-		_, rows, err := readRows(f)
+		_, rows, err := genrecord.ReadAll(f)
 		if err != nil {
 			continue
 		}

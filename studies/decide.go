@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"rig/genrecord"
 	"rig/studies/analysis"
 )
 
@@ -67,5 +66,3 @@ func (s *Service) decision(name string) (DecisionRecord, error) {
 	err := readJSON(filepath.Join(s.Dir(name), "decision.json"), &rec)
 	return rec, err
 }
-
-func readRows(path string) (genrecord.Header, []genrecord.Row, error) { return genrecord.ReadAll(path) }
