@@ -5,7 +5,7 @@ BIN     := bin/rig
 PKGS    := ./...
 TESTTIMEOUT ?= 55m
 
-.PHONY: all build setup demo test test-short lint fuzz bench clean
+.PHONY: all build setup demo demo-cards test test-short lint fuzz bench clean
 
 all: build
 
@@ -17,6 +17,11 @@ setup:
 
 demo: setup build
 	@scripts/demo.sh
+
+# The card sub-study: both models at three simulated card sizes (512, 256 and
+# 128 MiB memory reservations), one of which neither fits.
+demo-cards: setup build
+	@RIG_DEMO_DESIGN=examples/card-study/design.json scripts/demo.sh
 
 test: setup lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)

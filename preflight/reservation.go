@@ -323,6 +323,33 @@ func removeGroup(dir string) error {
 // process is dead, so a killed rig leaves nothing behind. It returns the
 // directories it removed.
 func CleanupStale(ctx context.Context) ([]string, error) {
+	groups, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, full := range groups {
+		if ctx.Err() != nil {
+			return removed, ctx.Err()
+		}
+		m := staleName.FindStringSubmatch(filepath.Base(full))
+		pid, _ := strconv.Atoi(m[1])
+		if pidAlive(pid) {
+			continue
+		}
+		if err := removeGroup(full); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, full)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// List returns the directories of every reservation under rig's own memory
+// cgroup, live or stale, whichever rig process made them.
+func List() ([]string, error) {
 	var parent string
 	var err error
 	if cgroups.Mode() == cgroups.Unified {
@@ -337,34 +364,19 @@ func CleanupStale(ctx context.Context) ([]string, error) {
 	if cgroups.Mode() == cgroups.Unified {
 		dirs = append(dirs, filepath.Dir(parent))
 	}
-	var removed []string
-	var errs []error
+	var out []string
 	for _, d := range dirs {
 		ents, err := os.ReadDir(d)
 		if err != nil {
 			continue
 		}
 		for _, e := range ents {
-			if ctx.Err() != nil {
-				return removed, ctx.Err()
+			if e.IsDir() && staleName.MatchString(e.Name()) {
+				out = append(out, filepath.Join(d, e.Name()))
 			}
-			m := staleName.FindStringSubmatch(e.Name())
-			if m == nil || !e.IsDir() {
-				continue
-			}
-			pid, _ := strconv.Atoi(m[1])
-			if pidAlive(pid) {
-				continue
-			}
-			full := filepath.Join(d, e.Name())
-			if err := removeGroup(full); err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			removed = append(removed, full)
 		}
 	}
-	return removed, errors.Join(errs...)
+	return out, nil
 }
 
 func pidAlive(pid int) bool {

@@ -108,6 +108,11 @@ type Receipt struct {
 	Truncated      bool   `json:"truncated"`
 	StopReason     string `json:"stop_reason"`
 
+	// PromptPerSecond and OutputPerSecond are the runtime's own token rates
+	// over the trial's calls; zero when the runtime did not report them.
+	PromptPerSecond float64 `json:"prompt_tok_s,omitempty"`
+	OutputPerSecond float64 `json:"output_tok_s,omitempty"`
+
 	WallMS             int64   `json:"wall_ms"`
 	PeakMemoryBytes    int64   `json:"peak_memory_bytes"`
 	PeakGPUMemoryBytes int64   `json:"peak_gpu_memory_bytes"`
@@ -185,7 +190,7 @@ func (r Receipt) Validate() error {
 		return bad("machine", "is empty", "record the machine line (GPU, driver, runtime and versions)")
 	case r.InputTokens < 0 || r.ThinkingTokens < 0 || r.OutputTokens < 0:
 		return bad("tokens", "a token count is negative", "record counts as reported by the runtime")
-	case r.WallMS < 0 || r.PeakMemoryBytes < 0 || r.PeakGPUMemoryBytes < 0 || r.EnergyJoules < 0:
+	case r.WallMS < 0 || r.PeakMemoryBytes < 0 || r.PeakGPUMemoryBytes < 0 || r.EnergyJoules < 0 || r.PromptPerSecond < 0 || r.OutputPerSecond < 0:
 		return bad("wall_ms", "a time, memory or energy reading is negative", "record the measured value, or 0 when not measured")
 	case r.GenerationSHA256 != "" && !hexSHA256.MatchString(r.GenerationSHA256):
 		return bad("generation_sha256", fmt.Sprintf("%q is not a sha256", r.GenerationSHA256), "write 64 lower-case hex digits")

@@ -69,6 +69,13 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// sharing its cores with anything else slows down many times over.
 		"--poll", "0",
 	}
+	if cfg.CgroupDir != "" {
+		// Inside a simulated card the weights are read into the runtime's own
+		// memory instead of mapped: mapped pages can be dropped and re-read,
+		// so a too-small card would thrash instead of failing, and the
+		// preflight is calibrated on this load mode.
+		args = append(args, "--load-mode", "none")
+	}
 	own, ft, err := chatTemplate(cfg.Model)
 	if err != nil {
 		return nil, err

@@ -55,9 +55,16 @@ if ! "$rig" study status "$name" | grep -q ': done,'; then
   "$rig" study run "$name" --key "$name-demo-run"
 fi
 
-step "report"
-"$rig" study report "$name"
+step "report (a sample of every generation record replayed through its pinned model; checked in headless Chromium)"
+shot="$RIG_HOME/studies/$name/report.png"
+"$rig" study report "$name" --replay-sample "${RIG_DEMO_REPLAY_SAMPLE:-3}" --screenshot "$shot"
+md=$(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.md | head -1)
+if grep -q '^## Card sub-study' "$md"; then
+  step "card table"
+  awk '/^## Card sub-study/{on=1} on&&/^## /&&!/Card sub-study/{exit} on' "$md"
+fi
 echo
 echo "receipts:           $RIG_HOME/studies/$name/store.bolt (rig receipts export: see README)"
 echo "generation records: $RIG_HOME/studies/$name/executions/*/generations-*.jsonl"
 echo "report:             $(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.html | head -1)"
+echo "screenshot:         $shot"

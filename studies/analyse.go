@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -167,7 +169,11 @@ func (s *Service) Analyse(ctx context.Context, name, execID string) (*Analysis, 
 	if err != nil {
 		return nil, err
 	}
-	in := analysis.Input{Design: analysisDesign(d, snap.DesignHash), Trials: trials}
+	if trials, err = s.judgedTrials(ctx, name, execID, d, trials); err != nil {
+		return nil, err
+	}
+	in := withoutCells(analysis.Input{Design: analysisDesign(d, snap.DesignHash), Trials: trials}, s.doesntFit(ctx, name, d))
+	judgeIDs(&in.Design, d, snap)
 	rep, err := analysis.Analyse(ctx, in)
 	if err != nil {
 		return nil, err
@@ -185,10 +191,15 @@ type ReportFiles struct {
 
 // Report analyses an execution and writes the self-contained HTML report
 // with its JSON and Markdown twins under the study's reports/ directory.
-func (s *Service) Report(ctx context.Context, name, execID string) (ReportFiles, error) {
-	a, err := s.Analyse(ctx, name, execID)
+func (s *Service) Report(ctx context.Context, name string, opts ReportOptions) (ReportFiles, error) {
+	a, err := s.Analyse(ctx, name, opts.Execution)
 	if err != nil {
 		return ReportFiles{}, err
+	}
+	if opts.ReplaySample > 0 {
+		if _, err := s.ReplaySample(ctx, name, a.Execution, opts.ReplaySample); err != nil {
+			return ReportFiles{}, fmt.Errorf("replaying a sample of %s's generation records: %w", a.Execution, err)
+		}
 	}
 	snap, _ := s.Snapshot(name)
 	d, _ := ParseDesign(name+"/snapshot.json", snap.Design)
@@ -345,9 +356,23 @@ func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *
 					ChallengerScore: 0, BaselineScore: 1, ChallengerOutput: outputs[p.Candidate+"|"+t], BaselineOutput: outputs[p.Baseline+"|"+t]})
 			}
 		}
-		jk.Failures = s.failures(ctx, name, a.Execution, k.JobKind)
+		for _, f := range s.failures(ctx, name, a.Execution, k.JobKind) {
+			// A card sub-study's doesn't-fit cells are not ranked; their
+			// confirmation runs are in the card table instead.
+			if slices.ContainsFunc(k.Arms, func(ar analysis.ArmResult) bool { return ar.Arm == f.Arm }) {
+				jk.Failures = append(jk.Failures, f)
+			}
+		}
 		data.Kinds = append(data.Kinds, jk)
 	}
+	data.Cards = s.cardTable(ctx, name, d, a)
+	data.Replay = s.replaySection(name, a.Execution)
+	var unfit []string
+	for arm, v := range s.doesntFit(ctx, name, d) {
+		unfit = append(unfit, fmt.Sprintf("%s doesn't fit at card %s (%s): not ranked.", arm, v.Profile.Name, v.Reason))
+	}
+	sort.Strings(unfit)
+	data.Warnings = append(data.Warnings, unfit...)
 	for _, w := range rep.Warnings {
 		data.Warnings = append(data.Warnings, w.String())
 	}

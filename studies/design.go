@@ -30,6 +30,17 @@ type Design struct {
 	PBestBar     float64      `json:"p_best_bar"`
 	Budget       Budget       `json:"budget"`
 	CardProfile  CardProfile  `json:"card_profile"`
+	// Kind is "comparison" (the default when empty) or "card": a card
+	// sub-study, where the card profile is the treatment. Its arms run at
+	// card_profile (the reference) and at each of CardProfiles; see
+	// ExpandCards.
+	Kind         string        `json:"kind,omitempty"`
+	CardProfiles []CardProfile `json:"card_profiles,omitempty"`
+	// ConfirmDoesntFit runs, in a card sub-study, the first trial of every
+	// cell the preflight says does not fit, inside its memory reservation,
+	// as evidence for the verdict. The cell stays "doesn't fit" whatever
+	// happens; it is never retried at a smaller context.
+	ConfirmDoesntFit bool `json:"confirm_doesnt_fit,omitempty"`
 	// TopK is how many log-probabilities per step the generation record
 	// keeps; zero means DefaultTopK.
 	TopK int `json:"top_k,omitempty"`
@@ -53,6 +64,10 @@ type JobKind struct {
 	TaskBank       string  `json:"task_bank"`
 	RankingMeasure Measure `json:"ranking_measure"`
 	Grader         Grader  `json:"grader"`
+	// Judge names the arm (role "judge") that grades the job kind when its
+	// grader is {"name": "judge"}: it sees each task's outputs blind, after
+	// the candidates have run, and its grades are the job kind's scores.
+	Judge string `json:"judge,omitempty"`
 	// IncludeHoldout runs the bank's hold-out tasks too; reports say so.
 	IncludeHoldout bool `json:"include_holdout,omitempty"`
 	// SampleTasks, when set, runs that many of the bank's tasks, taken in
@@ -87,6 +102,10 @@ type Arm struct {
 	Guest      bool   `json:"guest,omitempty"`
 	Pins       Pins   `json:"pins"`
 	PinsSource string `json:"pins_source"`
+	// Card and BaseArm are written by rig, never by hand: in a card
+	// sub-study each arm becomes one cell per card profile (see expandCards).
+	Card    *CardProfile `json:"card,omitempty"`
+	BaseArm string       `json:"base_arm,omitempty"`
 }
 
 // Model identifies the weights an arm runs.
@@ -199,6 +218,9 @@ type CardProfile struct {
 	GPU           string `json:"gpu,omitempty"`
 	OffloadLayers *int   `json:"offload_layers,omitempty"`
 	Simulated     bool   `json:"simulated,omitempty"`
+	// Context, in a card sub-study's step-down profile, replaces the arms'
+	// context pin at this card; zero keeps the arm's pin.
+	Context int `json:"context,omitempty"`
 }
 
 // Roles of an arm.
@@ -273,6 +295,7 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 		// in checkShape, still reported with the file name.
 		return nil, &ParseError{File: file, Err: err}
 	}
+	expandCards(&d)
 	return &d, nil
 }
 

@@ -22,18 +22,19 @@ import (
 // cardProfile turns the design's card profile and an arm's pins into the
 // preflight's profile.
 func cardProfile(d *Design, a Arm) preflight.Profile {
+	card := cardOf(d, a)
 	p := preflight.Profile{
-		Name:          d.CardProfile.Name,
-		CardMemory:    preflight.Size(d.CardProfile.MemoryMiB) * preflight.MiB,
+		Name:          card.Name,
+		CardMemory:    preflight.Size(card.MemoryMiB) * preflight.MiB,
 		Context:       a.Pins.Context,
 		Quant:         a.Pins.Quant,
 		KVType:        "f16",
 		OffloadLayers: preflight.OffloadAll,
 		Parallel:      1,
-		Simulated:     d.CardProfile.Simulated,
+		Simulated:     card.Simulated,
 	}
-	if d.CardProfile.OffloadLayers != nil {
-		p.OffloadLayers = *d.CardProfile.OffloadLayers
+	if card.OffloadLayers != nil {
+		p.OffloadLayers = *card.OffloadLayers
 	}
 	return p
 }
@@ -165,6 +166,7 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC()}
 		rt, err := x.startArm(ctx, arm)
 		if err != nil {
+			x.stopArm(ctx, nil)
 			return out, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
 		}
 		rec.Containment = rt.Pins().Containment
@@ -177,18 +179,18 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 		}
 		bank, err := tasks.LoadBank(jk.TaskBank)
 		if err != nil {
-			rt.Stop(ctx)
+			x.stopArm(ctx, rt)
 			return out, err
 		}
 		sel := bank.Select(false)
 		if len(sel) == 0 {
-			rt.Stop(ctx)
+			x.stopArm(ctx, rt)
 			return out, fmt.Errorf("%s: %w", jk.TaskBank, errNoTasks)
 		}
 		task := sel[0]
 		gen, genErr := x.generate(ctx, arm, rt, task, "validation/"+arm.Name)
 		pins := rt.Pins()
-		rt.Stop(ctx)
+		x.stopArm(ctx, rt)
 		if genErr != nil {
 			rec.Problems = append(rec.Problems, "generation failed: "+genErr.Error())
 		}
@@ -272,6 +274,7 @@ func (s *Service) checkGates(ctx context.Context, name string, snap *Snapshot) e
 		return err
 	}
 	var problems []string
+	fitting := 0
 	for _, a := range d.Arms {
 		p := cardProfile(d, a)
 		raw, err := st.Preflight(ctx, a.Name, p.Name)
@@ -284,9 +287,17 @@ func (s *Service) checkGates(ctx context.Context, name string, snap *Snapshot) e
 			problems = append(problems, fmt.Sprintf("arm %s: stored preflight verdict unreadable: %v", a.Name, err))
 			continue
 		}
-		if !v.Fits {
+		switch {
+		case v.Fits:
+			fitting++
+		case d.IsCardStudy():
+			// In the card sub-study "doesn't fit" is a result, not a refusal.
+		default:
 			problems = append(problems, fmt.Sprintf("arm %s doesn't fit at card %s: %s (a step-down profile is a different arm, in the card sub-study)", a.Name, p.Name, v.Reason))
 		}
+	}
+	if d.IsCardStudy() && fitting == 0 && len(problems) == 0 {
+		problems = append(problems, "no cell of the card sub-study fits at its card: there is nothing to run (add a larger profile)")
 	}
 	if s.Gates == nil {
 		problems = append(problems, "no governor is running (start rig daemon, which runs the governor)")

@@ -255,6 +255,7 @@ func (x *execution) loop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	x.cardPlan(ctx, plan)
 	if err := writeJSONAtomic(filepath.Join(x.recDir, "plan.json"), plan, 0o600); err != nil {
 		return err
 	}
@@ -266,16 +267,6 @@ func (x *execution) loop(ctx context.Context) error {
 	x.state.info.Planned = len(plan.Trials)
 	x.state.info.Done = len(counted)
 	x.state.mu.Unlock()
-	if x.design.CardProfile.Simulated && x.design.CardProfile.MemoryMiB > 0 {
-		res, err := preflight.Reserve(ctx, preflight.Size(x.design.CardProfile.MemoryMiB)*preflight.MiB)
-		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
-			return err
-		}
-		x.res = res
-		if res != nil {
-			defer res.Close()
-		}
-	}
 	defer func() {
 		for _, w := range x.writers {
 			w.Close()
@@ -287,11 +278,7 @@ func (x *execution) loop(ctx context.Context) error {
 	}
 	var cur runtimes.Runtime
 	var curArm string
-	defer func() {
-		if cur != nil {
-			cur.Stop(context.Background())
-		}
-	}()
+	defer func() { x.stopArm(context.Background(), cur) }()
 	started := time.Now()
 	doneAtStart := len(counted)
 	for _, t := range plan.Trials {
@@ -303,27 +290,39 @@ func (x *execution) loop(ctx context.Context) error {
 		}
 		arm := arms[t.Key.Arm]
 		for {
+			x.state.mu.Lock()
+			x.state.info.Current = t.Key.String()
+			x.state.mu.Unlock()
 			if cur == nil || curArm != arm.Name {
-				if cur != nil {
-					cur.Stop(ctx)
-					cur = nil
-				}
+				x.stopArm(ctx, cur)
+				cur = nil
 				rt, err := x.startArm(ctx, arm)
+				if err != nil && x.res != nil && x.oomKilled() {
+					// The card is too small even to load the model: a
+					// failure at this card, recorded, never retried smaller.
+					outcome, rerr := x.recordFailedAtCard(ctx, arm, t.Key, err)
+					x.stopArm(ctx, nil)
+					if rerr != nil {
+						return fmt.Errorf("trial %s: %w", t.Key, rerr)
+					}
+					if outcome.Counted() {
+						break
+					}
+					continue
+				}
 				if err != nil {
+					x.stopArm(ctx, nil)
 					return fmt.Errorf("arm %s: %w", arm.Name, err)
 				}
 				cur, curArm = rt, arm.Name
 			}
-			x.state.mu.Lock()
-			x.state.info.Current = t.Key.String()
-			x.state.mu.Unlock()
 			outcome, err := x.runTrial(ctx, arm, cur, t.Key)
 			if err != nil {
 				return fmt.Errorf("trial %s: %w", t.Key, err)
 			}
 			if outcome == receipts.Preempted || outcome == receipts.Error || outcome == receipts.FailedAtCard {
 				// The runtime was stopped or died; the next attempt gets a fresh one.
-				cur.Stop(ctx)
+				x.stopArm(ctx, cur)
 				cur = nil
 			}
 			if outcome.Counted() {
@@ -346,7 +345,11 @@ func (x *execution) loop(ctx context.Context) error {
 		}
 		x.state.mu.Unlock()
 	}
-	return nil
+	if cur != nil {
+		cur.Stop(ctx) // the judge phase starts its own arm
+		cur = nil
+	}
+	return x.judge(ctx)
 }
 
 func (x *execution) waitForGates(ctx context.Context) error {
@@ -384,10 +387,35 @@ func (x *execution) startArm(ctx context.Context, arm Arm) (runtimes.Runtime, er
 	}
 	cfg := runtimes.Config{Binary: bin, Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
 		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.svc.NoSandbox, BuildFlags: flags}
-	if x.res != nil {
-		cfg.CgroupDir = x.res.Dir()
+	if card := cardOf(x.design, arm); card.Simulated && card.MemoryMiB > 0 {
+		// Each start gets a fresh reservation, made before the runtime
+		// starts so its whole process tree is inside the card; its peak and
+		// OOM counters then belong to this arm alone.
+		res, err := preflight.Reserve(ctx, preflight.Size(card.MemoryMiB)*preflight.MiB)
+		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+			return nil, err
+		}
+		if res != nil {
+			x.res = res
+			cfg.CgroupDir = res.Dir()
+		} else {
+			x.svc.Log.Warn("no writable memory cgroup: the simulated card is not enforced", "arm", arm.Name, "card", card.Name)
+		}
 	}
 	return runtimes.Start(ctx, kind, cfg)
+}
+
+// stopArm stops a runtime (nil is fine) and removes its card reservation.
+func (x *execution) stopArm(ctx context.Context, rt runtimes.Runtime) {
+	if rt != nil {
+		rt.Stop(ctx)
+	}
+	if x.res != nil {
+		if err := x.res.Close(); err != nil {
+			x.svc.Log.Error("removing a card reservation", "cgroup", x.res.Dir(), "err", err)
+		}
+		x.res = nil
+	}
 }
 
 func (x *execution) frozenArm(name string) (FrozenArm, bool) {
@@ -426,13 +454,7 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		return "", fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
 	}
 	rp := rt.Pins()
-	rec := receipts.Receipt{
-		SchemaVersion: receipts.SchemaVersion, StudyID: x.study, ExecutionID: x.exec.ID, DesignHash: x.snap.DesignHash,
-		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, ParentAttempt: parent,
-		ModelName: arm.Model.RegistryName, ModelDigest: rp.ModelSHA256, Runtime: baseRuntime(arm.Runtime),
-		Harness: harnessOf(arm.Runtime), Pins: pinMap(arm, rp), Machine: rp.Machine.String(), NoSandbox: x.svc.NoSandbox,
-		StartedAt: time.Now().UTC(),
-	}
+	rec := x.newReceipt(arm, key, attempt, parent, rp)
 	callID := fmt.Sprintf("%s#%d", key, attempt)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -461,13 +483,22 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	}
 	start := time.Now()
 	out, genErr := x.generate(tctx, arm, rt, task, callID)
+	if out.files != nil {
+		if err := keepRepo(x.recDir, callID, out.files); err != nil {
+			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
+		}
+	}
 	rec.WallMS = time.Since(start).Milliseconds()
 	rec.FinishedAt = time.Now().UTC()
 	preempted := guard.End()
 	if out.version != "" {
 		rec.HarnessVersion = out.version
 	}
+	var promptTok, outTok int
+	var promptDur, outDur time.Duration
 	for _, c := range out.calls {
+		promptTok, promptDur = promptTok+c.Timings.PromptTokens, promptDur+c.Timings.PromptDuration
+		outTok, outDur = outTok+c.Timings.OutputTokens, outDur+c.Timings.OutputDuration
 		rec.InputTokens += c.PromptTokens
 		rec.ThinkingTokens += c.ThinkingTokens
 		rec.OutputTokens += c.OutputTokens
@@ -475,6 +506,12 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		rec.StopReason = c.StopReason
 		rec.PeakMemoryBytes = max(rec.PeakMemoryBytes, c.PeakMemory)
 		rec.Effort = receipts.Effort{RawParameter: c.Effort.Raw, Value: c.Effort.Label, Graded: c.Effort.Graded}
+	}
+	if promptDur > 0 {
+		rec.PromptPerSecond = float64(promptTok) / promptDur.Seconds()
+	}
+	if outDur > 0 {
+		rec.OutputPerSecond = float64(outTok) / outDur.Seconds()
 	}
 	if rec.Effort.Value == "" {
 		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}
@@ -485,7 +522,7 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		rec.Detail = "preempted by the governor: " + preempted
 	case genErr != nil && x.res != nil && x.oomKilled():
 		rec.Outcome = receipts.FailedAtCard
-		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget: %v", x.design.CardProfile.MemoryMiB, genErr)
+		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget (killed by the kernel's OOM killer): %v", cardOf(x.design, arm).MemoryMiB, firstLine(genErr.Error()))
 		rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
 	case genErr != nil && errors.Is(genErr, runtimes.ErrCrashed):
 		rec.Outcome = receipts.Preempted

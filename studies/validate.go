@@ -110,6 +110,7 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.sharedPins()
 	v.items()
 	v.pairs()
+	v.judges()
 	v.rule()
 	v.power()
 	if opts.Quant != nil {
@@ -167,13 +168,7 @@ func (v *validator) top() {
 	if d.Budget.EnergyWh <= 0 {
 		v.add(KindInvalid, "budget.energy_wh", "%v: cap the energy in watt-hours, above 0", d.Budget.EnergyWh)
 	}
-	v.need("card_profile.name", d.CardProfile.Name, "name the card profile the decision is for")
-	if d.CardProfile.MemoryMiB <= 0 {
-		v.add(KindInvalid, "card_profile.memory_mib", "%d: give the card's memory in MiB", d.CardProfile.MemoryMiB)
-	}
-	if o := d.CardProfile.OffloadLayers; o != nil && *o < 0 {
-		v.add(KindInvalid, "card_profile.offload_layers", "%d: must be 0 or more", *o)
-	}
+	v.cards()
 }
 
 func (v *validator) jobKinds() {
@@ -228,9 +223,11 @@ func (v *validator) arms() {
 	}
 	seen := map[string]int{}
 	for i, a := range v.d.Arms {
-		p := fmt.Sprintf("arms[%d]", i)
+		p := v.armPath(i)
 		if v.need(p+".name", a.Name, "name the arm") {
-			if !nameRE.MatchString(a.Name) {
+			if base, _, _ := cellName(a.Name); a.Card != nil && !nameRE.MatchString(base) {
+				v.add(KindInvalid, p+".name", "%q: use lowercase letters, digits, '.', '-' or '_' (it appears in trial keys)", base)
+			} else if a.Card == nil && !nameRE.MatchString(a.Name) {
 				v.add(KindInvalid, p+".name", "%q: use lowercase letters, digits, '.', '-' or '_' (it appears in trial keys)", a.Name)
 			}
 			if j, dup := seen[a.Name]; dup {
@@ -333,6 +330,11 @@ func (v *validator) sharedPins() {
 				first = i
 				continue
 			}
+			if a.Card != nil && v.d.Arms[first].Card != nil && a.Card.Name != v.d.Arms[first].Card.Name {
+				// A card sub-study's step-down profile may change the
+				// context: pins are shared within one card.
+				continue
+			}
 			f := v.d.Arms[first].Pins
 			diff := func(field string, got, want any) {
 				v.add(KindPinsDiffer, fmt.Sprintf("arms[%d].pins.%s", i, field),
@@ -411,6 +413,41 @@ func (v *validator) pairs() {
 		}
 		if !shared {
 			v.add(KindInvalid, path, "%q and %q share no job kind, so they cannot be compared", p.Challenger, p.Incumbent)
+		}
+	}
+}
+
+// judges checks that a judged job kind names a judge arm that can read its
+// outputs, and that nothing else names a judge.
+func (v *validator) judges() {
+	for i, jk := range v.d.JobKinds {
+		p := fmt.Sprintf("job_kinds[%d]", i)
+		if jk.Grader.Name != JudgeGrader {
+			if jk.Judge != "" {
+				v.add(KindInvalid, p+".judge", "%q names a judge but grader.name is %q (set grader to {\"name\": %q, \"version\": %d}, or remove judge)", jk.Judge, jk.Grader.Name, JudgeGrader, JudgeGraderVersion)
+			}
+			continue
+		}
+		if jk.Grader.Version != JudgeGraderVersion {
+			v.add(KindInvalid, p+".grader.version", "%d: the judge grader is at version %d (write %d)", jk.Grader.Version, JudgeGraderVersion, JudgeGraderVersion)
+		}
+		if !v.need(p+".judge", jk.Judge, "name the arm with role \"judge\" that grades this job kind") {
+			continue
+		}
+		j := v.d.Arm(jk.Judge)
+		switch {
+		case j == nil:
+			v.add(KindUnknownRef, p+".judge", "%q is not an arm of this design (known: %s)", jk.Judge, v.armNames())
+			continue
+		case j.Role != RoleJudge:
+			v.add(KindInvalid, p+".judge", "arm %q has role %q; a judge is an arm with role \"judge\" (add one, or set that arm's role to \"judge\")", j.Name, j.Role)
+		case harnessOf(j.Runtime) == "aider":
+			v.add(KindInvalid, p+".judge", "arm %q runs %q; a judge answers in its runtime directly (use \"llama-server\" or \"ollama\")", j.Name, j.Runtime)
+		}
+		for _, a := range v.d.ArmsFor(jk.Name) {
+			if arm := v.d.Arms[a]; harnessOf(arm.Runtime) == "aider" {
+				v.add(KindInvalid, p+".grader.name", "arms[%d] (%q) runs %q: its output is a repository, which a judge does not read (grade the code job kind with the \"code\" grader)", a, arm.Name, arm.Runtime)
+			}
 		}
 	}
 }

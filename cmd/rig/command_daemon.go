@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/preflight"
 	"rig/studies"
 )
 
@@ -55,6 +57,13 @@ or duplicated.
 				return err
 			}
 			svc.Gates = gov
+			// A daemon killed while a runtime ran in a simulated card left
+			// that card's cgroup behind; remove it before anything resumes.
+			if removed, err := preflight.CleanupStale(cmd.Context()); err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+				log.Warn("removing stale card reservations", "err", err)
+			} else if len(removed) > 0 {
+				log.Info("removed stale card reservations", "cgroups", removed)
+			}
 			if resumed, err := svc.Resume(cmd.Context()); err != nil {
 				log.Error("resuming executions", "err", err)
 			} else {
@@ -93,9 +102,9 @@ type dryRunReq struct {
 	Speeds string `json:"speeds,omitempty"`
 }
 
-type execReq struct {
-	Name      string `json:"name"`
-	Execution string `json:"execution,omitempty"`
+type reportReq struct {
+	Name string `json:"name"`
+	studies.ReportOptions
 }
 
 type reviewReq struct {
@@ -138,8 +147,9 @@ func daemonMethods(svc *studies.Service) map[string]handler {
 		"run":    method(func(ctx context.Context, r studies.RunRequest, _ io.Writer) (any, error) { return svc.Run(ctx, r) }),
 		"cancel": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Cancel(ctx, r.Name) }),
 		"status": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Status(ctx, r.Name) }),
-		"report": method(func(ctx context.Context, r execReq, _ io.Writer) (any, error) {
-			return svc.Report(ctx, r.Name, r.Execution)
+		"grade":  gradeMethod(svc),
+		"report": method(func(ctx context.Context, r reportReq, _ io.Writer) (any, error) {
+			return svc.Report(ctx, r.Name, r.ReportOptions)
 		}),
 		"decide": method(func(ctx context.Context, r studies.DecideRequest, _ io.Writer) (any, error) {
 			return svc.Decide(ctx, r)

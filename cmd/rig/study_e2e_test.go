@@ -241,7 +241,13 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 		t.Errorf("exported %d receipts, planned %s", lines, m[2])
 	}
 
-	rep := e.rig(true, "study", "report", name)
+	// The report with a replayed sample of every record, opened in headless
+	// Chromium; the screenshot is kept under the test's output (-artifacts).
+	shot := filepath.Join(t.ArtifactDir(), "report.png")
+	rep := e.rig(true, "study", "report", name, "--replay-sample", "2", "--screenshot", shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10000 {
+		t.Errorf("no screenshot of the report at %s: %v", shot, err)
+	}
 	html := regexp.MustCompile(`report: (\S+\.html)`).FindStringSubmatch(rep)
 	if html == nil {
 		t.Fatalf("report path not printed:\n%s", rep)
@@ -255,6 +261,11 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	}
 	var repJSON struct {
 		ComparisonHash string `json:"comparison_hash"`
+		Replay         *struct {
+			Rows []struct {
+				Record, Arm, Status, Detail string
+			} `json:"rows"`
+		} `json:"replay"`
 	}
 	raw, err := os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".json")
 	if err != nil {
@@ -262,6 +273,21 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &repJSON); err != nil || len(repJSON.ComparisonHash) != 64 {
 		t.Fatalf("no comparison hash in report.json: %v", err)
+	}
+	if repJSON.Replay == nil {
+		t.Fatal("report.json has no replay section after --replay-sample")
+	}
+	replayed := map[string]int{}
+	for _, r := range repJSON.Replay.Rows {
+		if r.Status != "reproduced" {
+			t.Errorf("replay of %s (%s): %s %s", r.Record, r.Arm, r.Status, r.Detail)
+		}
+		replayed[r.Arm]++
+	}
+	for _, arm := range []string{"smollm2-llama-server", "gemma3-llama-server", "gemma3-ollama"} {
+		if replayed[arm] != 2 {
+			t.Errorf("%d rows of %s replayed in the report, want 2", replayed[arm], arm)
+		}
 	}
 	if !strings.Contains(string(page), repJSON.ComparisonHash) {
 		t.Error("the HTML report does not show the comparison hash")

@@ -199,6 +199,7 @@ type Cards struct {
 type CardRow struct {
 	Model   string `json:"model"`
 	Profile string `json:"profile"`
+	JobKind string `json:"job_kind,omitempty"`
 	// Simulated is true for a memory reservation, false for a real card.
 	Simulated bool `json:"simulated"`
 	Fits      bool `json:"fits"`
@@ -207,6 +208,8 @@ type CardRow struct {
 	PromptTokS   *float64 `json:"prompt_tok_s,omitempty"`
 	GenTokS      *float64 `json:"gen_tok_s,omitempty"`
 	Score        *float64 `json:"score,omitempty"`
+	ScoreLow     *float64 `json:"score_low,omitempty"`
+	ScoreHigh    *float64 `json:"score_high,omitempty"`
 	PeakMemBytes *int64   `json:"peak_mem_bytes,omitempty"`
 	WallSeconds  *float64 `json:"wall_seconds,omitempty"`
 	EnergyJoules *float64 `json:"energy_joules,omitempty"`
@@ -252,4 +255,16 @@ type Decision struct {
 	At        time.Time `json:"at,omitzero"`
 	// NextBaseline is the baseline the next study starts from.
 	NextBaseline string `json:"next_baseline,omitempty"`
+}
+
+// ScoreText is the score with its interval when both are known, "—" when
+// the cell has no score (it did not fit, or nothing ran).
+func (r CardRow) ScoreText() string {
+	if r.Score == nil {
+		return "—"
+	}
+	if r.ScoreLow == nil || r.ScoreHigh == nil {
+		return fmt.Sprintf("%.3f", *r.Score)
+	}
+	return fmt.Sprintf("%.3f [%.3f, %.3f]", *r.Score, *r.ScoreLow, *r.ScoreHigh)
 }

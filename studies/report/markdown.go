@@ -37,11 +37,15 @@ func WriteMarkdown(w io.Writer, d Data) error {
 	p("## The check in three sentences\n\n1. %s\n2. %s\n3. %s\n\n", line(d.Sentences.JobKinds), line(d.Sentences.Candidates), line(d.Sentences.Measure))
 
 	if dc := d.Decision; dc != nil {
-		p("## Decision\n\n**%s**, recorded by %s", line(dc.Outcome), line(dc.Actor))
-		if !dc.At.IsZero() {
-			p(" at %s", when(dc.At))
+		if dc.Actor != "" {
+			p("## Decision\n\n**%s**, recorded by %s", line(dc.Outcome), line(dc.Actor))
+			if !dc.At.IsZero() {
+				p(" at %s", when(dc.At))
+			}
+			p(" against comparison `%s`.", line(d.ComparisonHash))
+		} else {
+			p("## Decision\n\n**%s**, not yet recorded (rig study decide records it, citing comparison `%s`).", line(dc.Outcome), line(d.ComparisonHash))
 		}
-		p(" against comparison `%s`.", line(d.ComparisonHash))
 		if dc.NextBaseline != "" {
 			p(" Next baseline: **%s**.", line(dc.NextBaseline))
 		}
@@ -150,7 +154,7 @@ func WriteMarkdown(w io.Writer, d Data) error {
 
 	if c := d.Cards; c != nil {
 		p("## Card sub-study\n\n> %s\n\n", CardCaveat)
-		head("model", "profile", "preflight", "prompt tok/s", "gen tok/s", "score", "peak memory", "wall time", "energy")
+		head("model", "profile", "job kind", "preflight", "prompt tok/s", "gen tok/s", "score [95% interval]", "peak memory", "wall time", "energy")
 		for _, r := range c.Rows {
 			prof := r.Profile + " (real card)"
 			if r.Simulated {
@@ -163,7 +167,7 @@ func WriteMarkdown(w io.Writer, d Data) error {
 			if r.Verdict != "" {
 				fit += ": " + r.Verdict
 			}
-			row(r.Model, prof, fit, optNum(r.PromptTokS, "%.1f"), optNum(r.GenTokS, "%.1f"), optNum(r.Score, "%.3f"), bytesText(r.PeakMemBytes), secondsText(r.WallSeconds), energyText(r.EnergyJoules, r.EnergySource))
+			row(r.Model, prof, r.JobKind, fit, optNum(r.PromptTokS, "%.1f"), optNum(r.GenTokS, "%.1f"), r.ScoreText(), bytesText(r.PeakMemBytes), secondsText(r.WallSeconds), energyText(r.EnergyJoules, r.EnergySource))
 		}
 		p("\n")
 	}
