@@ -356,7 +356,7 @@ func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *
 					ChallengerScore: 0, BaselineScore: 1, ChallengerOutput: outputs[p.Candidate+"|"+t], BaselineOutput: outputs[p.Baseline+"|"+t]})
 			}
 		}
-		for _, f := range s.failures(ctx, name, a.Execution, k.JobKind) {
+		for _, f := range s.failures(ctx, name, a.Execution, k.JobKind, judgedPass(d, k.JobKind, a.Input.Trials)) {
 			// A card sub-study's doesn't-fit cells are not ranked; their
 			// confirmation runs are in the card table instead.
 			if slices.ContainsFunc(k.Arms, func(ar analysis.ArmResult) bool { return ar.Arm == f.Arm }) {
@@ -417,8 +417,29 @@ func (s *Service) outputsByTrial(name, execID string) map[string]string {
 	return out
 }
 
-// failures counts an arm's non-passing trials by outcome.
-func (s *Service) failures(ctx context.Context, name, execID, jobKind string) []report.Failure {
+// judgedPass is, for a job kind a judge grades, the judge's pass per
+// arm|task|repeat (what the analysis ranked on); nil for other job kinds.
+func judgedPass(d *Design, jobKind string, trials []analysis.Trial) map[string]bool {
+	judged := false
+	for _, jk := range d.JobKinds {
+		judged = judged || (jk.Name == jobKind && jk.Grader.Name == JudgeGrader)
+	}
+	if !judged {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, t := range trials {
+		if t.JobKind == jobKind && !t.Missing && !t.Preempted {
+			out[t.Arm+"|"+t.Task+"|"+fmt.Sprint(t.Repeat)] = t.Pass
+		}
+	}
+	return out
+}
+
+// failures counts an arm's non-passing trials by outcome. For a judged job
+// kind, pass is the judge's (judged), and a trial the judge never graded is
+// counted as ungraded rather than failed.
+func (s *Service) failures(ctx context.Context, name, execID, jobKind string, judged map[string]bool) []report.Failure {
 	st, err := s.store(name)
 	if err != nil {
 		return nil
@@ -433,6 +454,21 @@ func (s *Service) failures(ctx context.Context, name, execID, jobKind string) []
 			continue
 		}
 		code := ""
+		if judged != nil && r.Outcome == receipts.Scored {
+			pass, graded := judged[r.Arm+"|"+r.TaskID+"|"+fmt.Sprint(r.Repeat)]
+			switch {
+			case !graded:
+				code = "not graded by the judge"
+			case !pass && r.Truncated:
+				code = "failed (judge): truncated at the stop cap"
+			case !pass:
+				code = "failed (judge): wrong answer"
+			}
+			if code != "" {
+				count[[2]string{r.Arm, code}]++
+			}
+			continue
+		}
 		switch {
 		case r.Outcome == receipts.Scored && r.Grade != nil && !r.Grade.Pass && r.Truncated:
 			code = "failed: truncated at the stop cap"

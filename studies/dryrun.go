@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -89,7 +90,7 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 	for _, a := range d.Arms {
 		s, ok := speeds[a.Name]
 		if !ok {
-			if a.Role != RoleJudge {
+			if a.Role != RoleJudge || judges(d, a.Name) {
 				missing = append(missing, a.Name)
 			}
 			continue
@@ -143,6 +144,7 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		c.WallTime += dur
 		c.EnergyWh += secs * s.Watts / 3600
 	}
+	priceJudges(d, p, speeds, prompt, costs, &order)
 	e := &Estimate{CapWallTime: wallCap, CapEnergyWh: d.Budget.EnergyWh}
 	sort.Strings(order)
 	for _, name := range order {
@@ -204,4 +206,73 @@ func ParseSpeedTable(file string, data []byte) (SpeedTable, error) {
 		}
 	}
 	return t, nil
+}
+
+// judges reports whether the arm grades some job kind of the design.
+func judges(d *Design, arm string) bool {
+	for _, jk := range d.JobKinds {
+		if jk.Grader.Name == JudgeGrader && jk.Judge == arm {
+			return true
+		}
+	}
+	return false
+}
+
+// judgeAnswerTokens is what a judge writes per blinded output: one short
+// JSON line with its label and score.
+const judgeAnswerTokens = 24
+
+// priceJudges adds each judge's calls: one per task and repeat of the job
+// kind it grades, whose prompt holds every arm's output, after one load.
+func priceJudges(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int, costs map[string]*ArmCost, order *[]string) {
+	for _, jk := range d.JobKinds {
+		if jk.Grader.Name != JudgeGrader || jk.Judge == "" {
+			continue
+		}
+		s, ok := speeds[jk.Judge]
+		if !ok {
+			continue
+		}
+		groups := map[[2]string]int{} // task|repeat → outputs shown
+		for _, t := range p.Trials {
+			if t.Key.JobKind == jk.Name {
+				groups[[2]string{t.Key.Task, fmt.Sprint(t.Key.Repeat)}]++
+			}
+		}
+		if len(groups) == 0 {
+			continue
+		}
+		c, ok := costs[jk.Judge]
+		if !ok {
+			c = &ArmCost{Arm: jk.Judge, Source: s.Source}
+			costs[jk.Judge] = c
+			*order = append(*order, jk.Judge)
+		}
+		secs := s.LoadSeconds
+		c.Loads++
+		for g, shown := range groups {
+			in := DefaultPromptTokens
+			if prompt != nil {
+				rep, _ := strconv.Atoi(g[1])
+				in = prompt(TrialKey{JobKind: jk.Name, Task: g[0], Repeat: rep})
+			}
+			out := float64(shown * judgeAnswerTokens)
+			// The judge reads the task and every output; each output is
+			// priced at the stop cap of the arms it judges.
+			in += shown * d.pinnedStopCap(jk.Name)
+			secs += float64(in)/s.PromptTokensPerSec + out/s.GenTokensPerSec + s.OverheadSeconds
+			c.Trials++
+		}
+		c.WallTime += time.Duration(secs * float64(time.Second))
+		c.EnergyWh += secs * s.Watts / 3600
+	}
+}
+
+// pinnedStopCap is the largest stop cap among the arms that run a job kind.
+func (d *Design) pinnedStopCap(jobKind string) int {
+	most := 0
+	for _, i := range d.ArmsFor(jobKind) {
+		most = max(most, d.Arms[i].Pins.StopCap)
+	}
+	return most
 }
