@@ -2,6 +2,9 @@ package runtimes
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -65,6 +68,9 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		"OLLAMA_KV_CACHE_TYPE":     cfg.KVCacheType,
 		"OLLAMA_NO_CLOUD":          "1",
 		"OLLAMA_NOPRUNE":           "1",
+		// Without flash attention Ollama's llama.cpp runner silently ignores a
+		// quantized KV-cache type and runs f16, unlike the pins say.
+		"OLLAMA_FLASH_ATTENTION": "1",
 	})
 	if err != nil {
 		return nil, err
@@ -193,6 +199,11 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		if m.Name == o.model || m.Model == o.model {
 			ollamaDigest = m.Digest
 		}
+	}
+	if stable, err := manifestDigest(filepath.Join(o.cfg.WorkDir, "models"), o.model); err == nil {
+		ollamaDigest = stable
+	} else {
+		return fmt.Errorf("ollama: reading the manifest of %s: %w", o.model, err)
 	}
 	// Load the model now, so the first counted call does not pay for it and
 	// the libraries of the runner process can be read.
@@ -427,4 +438,43 @@ func (o *Ollama) GenerateRaw(ctx context.Context, prompt string, s Sampling, max
 		return res, fmt.Errorf("ollama: raw generate: %w", err)
 	}
 	return res, nil
+}
+
+// manifestDigest fingerprints an imported model by what it is made of: the
+// sha256 of its manifest with each layer's "from" dropped. Ollama's own
+// digest hashes the manifest file as written, and "from" holds the path of
+// the blob on this disk, so the same model imported into two directories
+// would get two digests and a replay elsewhere would read as another stack.
+func manifestDigest(modelsDir, model string) (string, error) {
+	name, tag, ok := strings.Cut(model, ":")
+	if !ok {
+		tag = "latest"
+	}
+	raw, err := os.ReadFile(filepath.Join(modelsDir, "manifests", "registry.ollama.ai", "library", name, tag))
+	if err != nil {
+		return "", err
+	}
+	type layer struct {
+		MediaType string `json:"mediaType"`
+		Digest    string `json:"digest"`
+		Size      int64  `json:"size"`
+	}
+	var m struct {
+		SchemaVersion int     `json:"schemaVersion"`
+		MediaType     string  `json:"mediaType"`
+		Config        layer   `json:"config"`
+		Layers        []layer `json:"layers"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", err
+	}
+	if len(m.Layers) == 0 {
+		return "", errors.New("manifest has no layers")
+	}
+	canon, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(canon)
+	return hex.EncodeToString(sum[:]), nil
 }

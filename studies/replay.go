@@ -2,6 +2,8 @@ package studies
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,8 +38,19 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 		if ferr != nil {
 			return nil, ferr
 		}
-		res, err = rt.Generate(ctx, runtimes.Request{CallID: "replay:" + row.RowID, PromptTokens: row.PromptTokenIDs,
-			Grammar: genrecord.ForcedGrammar(ids), MaxTokens: len(row.Output), TopK: row.K, Sampling: samp})
+		req := runtimes.Request{CallID: "replay:" + row.RowID, PromptTokens: row.PromptTokenIDs,
+			Grammar: genrecord.ForcedGrammar(ids), MaxTokens: len(row.Output), TopK: row.K, Sampling: samp}
+		if len(req.PromptTokens) == 0 {
+			// A harness's call (Aider through the recording proxy) keeps the
+			// chat request it sent, not token ids: render it again with the
+			// same template, then force the kept tokens as for any row.
+			msgs, err := chatMessages(row.RenderedPrompt)
+			if err != nil {
+				return nil, fmt.Errorf("row %s: no prompt token ids, and %w", row.RowID, err)
+			}
+			req.Messages = msgs
+		}
+		res, err = rt.Generate(ctx, req)
 	case *runtimes.Ollama:
 		res, err = rt.GenerateRaw(ctx, row.RenderedPrompt, samp, len(row.Output), row.K)
 	default:
@@ -47,6 +60,38 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 		return nil, err
 	}
 	return toRow(row.RowID, row.Arm, row.Role, Pins{}, row.K, res).Output, nil
+}
+
+// chatMessages reads the messages of a kept OpenAI-style chat request.
+func chatMessages(rendered string) ([]runtimes.Message, error) {
+	var body struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(rendered), &body); err != nil || len(body.Messages) == 0 {
+		return nil, errors.New("its rendered prompt is not a chat request with messages, so it cannot be rendered again")
+	}
+	var out []runtimes.Message
+	for _, m := range body.Messages {
+		var text string
+		if json.Unmarshal(m.Content, &text) != nil {
+			// Content given as parts: keep the text parts in order.
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				return nil, fmt.Errorf("message content is neither text nor parts: %w", err)
+			}
+			for _, p := range parts {
+				text += p.Text
+			}
+		}
+		out = append(out, runtimes.Message{Role: m.Role, Content: text})
+	}
+	return out, nil
 }
 
 // ReplayRequest is `rig replay`.
