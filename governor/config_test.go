@@ -15,6 +15,9 @@ func TestParseConfigBadInput(t *testing.T) {
 		want       []string // substrings: file, field, fix
 	}{
 		{"negative limit", `{"policies":{"over-power":{"limit":-1}}}`, []string{"studio.json", "policies.over-power.limit", "-1", "finite number ≥ 0"}},
+		{"negative temperature limit", `{"policies":{"over-temperature":{"limit":-5}}}`, []string{"studio.json", "policies.over-temperature.limit", "-5", "finite number ≥ 0"}},
+		{"zero temperature limit", `{"policies":{"over-temperature":{"limit":0}}}`, []string{"policies.over-temperature.limit", "cannot be a temperature limit"}},
+		{"negative hung-runtime seconds", `{"policies":{"hung-runtime":{"limit":-60}}}`, []string{"policies.hung-runtime.limit", "-60"}},
 		{"temperature above shutdown", `{"policies":{"over-temperature":{"limit":95}}}`, []string{"studio.json", "policies.over-temperature.limit", "shutdown threshold 90", "set limit below shutdown"}},
 		{"temperature above raised shutdown", `{"policies":{"over-temperature":{"limit":99,"shutdown":98}}}`, []string{"policies.over-temperature.limit", "shutdown threshold 98"}},
 		{"unknown policy", `{"policies":{"over-temprature":{"limit":80}}}`, []string{"studio.json", "policies.over-temprature", `unknown policy "over-temprature"`, "known policies:", "over-temperature"}},

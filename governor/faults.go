@@ -93,9 +93,24 @@ type faultClass struct {
 	heal     func(e *suiteEnv)
 }
 
+// simGPU is the source of every class that stands in for an NVML reading.
+const simGPU = "simulated gpu sensor"
+
+// nvmlClasses names the classes whose fault is injected on the simulated gpu
+// sensor: on a card they stand for NVML readings, without one they are all
+// the suite can do.
+func nvmlClasses() []string {
+	var out []string
+	for _, c := range faultClasses() {
+		if strings.HasPrefix(c.source, simGPU) {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
 func faultClasses() []faultClass {
 	budget := float64(cardBudget)
-	simGPU := "simulated gpu sensor"
 	return []faultClass{
 		{name: "over-temperature", expected: PolicyOverTemperature, source: simGPU,
 			inject: func(_ context.Context, e *suiteEnv, _ *liveRun) error { e.gpu.Set(KeyTempC, 95); return nil },
@@ -197,8 +212,8 @@ func RunFaults(ctx context.Context, w io.Writer, opts FaultOptions) (FaultReport
 
 	var real []Sensor
 	if n, err := OpenNVML(ctx, 0); err != nil {
-		rec.NVML = "absent: " + err.Error()
-		fmt.Fprintf(w, "NVML: %v\n  → the over-temperature, over-power, XID and card-memory classes run on a simulated gpu sensor.\n", err)
+		rec.NVML = "absent (NVML-backed classes ran on simulated sensors): " + err.Error()
+		fmt.Fprintf(w, "NVML: %v\n  → no NVIDIA GPU/NVML on this machine: the NVML-backed classes (%s) run on simulated sensors.\n", err, strings.Join(nvmlClasses(), ", "))
 	} else {
 		defer n.Close()
 		n.name = "gpu-real"

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // simulatedClasses are the classes that need no installed runtime.
@@ -57,8 +57,32 @@ func TestRunFaultsSimulatedClasses(t *testing.T) {
 	if _, err := LastPass(state); !errors.Is(err, ErrStale) {
 		t.Fatalf("LastPass after a partial run = %v, want ErrStale", err)
 	}
-	if !strings.Contains(out.String(), "NVML") || !strings.Contains(out.String(), "simulated gpu sensor") {
-		t.Errorf("output does not say how NVML classes ran:\n%s", out.String())
+	if _, nerr := OpenNVML(context.Background(), 0); nerr != nil {
+		// No card here: the output and the record must say the NVML-backed
+		// classes ran on simulated sensors, naming them.
+		for _, want := range append([]string{"NVML", "no NVIDIA GPU/NVML on this machine", "NVML-backed classes", "run on simulated sensors"}, nvmlClasses()...) {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, out.String())
+			}
+		}
+		if !strings.Contains(rep.NVML, "absent (NVML-backed classes ran on simulated sensors)") {
+			t.Errorf("record NVML = %q, want it to say the classes ran on simulated sensors", rep.NVML)
+		}
+	} else if !strings.Contains(out.String(), "real readings are recorded") {
+		t.Errorf("output does not say how NVML was used:\n%s", out.String())
 	}
-	_ = time.Second
+}
+
+func TestNVMLClassesAreTheSimulatedGPUOnes(t *testing.T) {
+	got := nvmlClasses()
+	for _, want := range []string{"over-temperature", "over-power", "xid-event", "card-memory-over-budget"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("nvmlClasses() = %v lacks %s", got, want)
+		}
+	}
+	for _, c := range got {
+		if slices.Contains([]string{"hung-runtime", "runtime-crash", "host-memory-pressure", "cgroup-oom-kill"}, c) {
+			t.Errorf("nvmlClasses() names %s, which reads no card", c)
+		}
+	}
 }

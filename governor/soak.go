@@ -60,7 +60,7 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts FaultOptions) 
 	sensors := []Sensor{NewHost(opts.StateDir), prog}
 	if n, err := OpenNVML(ctx, 0); err != nil {
 		cfg.Disable(GPUPolicies()...)
-		res.Notes = append(res.Notes, "NVML absent ("+err.Error()+"): GPU policies off for the soak")
+		res.Notes = append(res.Notes, "no NVIDIA GPU/NVML on this machine ("+err.Error()+"): the NVML-backed policies are off for the soak; rig governor faults runs them on simulated sensors")
 	} else {
 		defer n.Close()
 		sensors = append(sensors, n)

@@ -259,6 +259,9 @@ func (x *execution) loop(ctx context.Context) error {
 	if err := writeJSONAtomic(filepath.Join(x.recDir, "plan.json"), plan, 0o600); err != nil {
 		return err
 	}
+	if err := x.recoverPreemptions(ctx); err != nil {
+		return err
+	}
 	counted, err := x.store.Counted(ctx, x.exec.ID)
 	if err != nil {
 		return err

@@ -42,6 +42,11 @@ Executions survive the command line going away; if the daemon itself is killed,
 starting it again resumes every execution that was running, with no receipt lost
 or duplicated.
 
+The governor's thresholds are the defaults unless $RIG_HOME/governor.json
+overrides them (poll_ms, heartbeat_ms, grace_ms, read_timeout_ms and policies,
+e.g. {"policies":{"hung-runtime":{"limit":30}}}); a file with an impossible
+value stops the daemon at start, naming the file, the field and the fix.
+
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {

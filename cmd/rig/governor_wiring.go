@@ -24,16 +24,17 @@ type governorGates struct {
 	maxAge    time.Duration
 }
 
-// storeSink sends every governor event to the daemon log and to the running
-// study's store.
+// storeSink sends every governor event to the running study's store and
+// then to the daemon log. The store comes first so that an event the log
+// shows is already durable when the daemon dies right after it.
 type storeSink struct {
 	svc *studies.Service
 	log *slog.Logger
 }
 
 func (s storeSink) Emit(ctx context.Context, e governor.Event) error {
-	s.log.Info("governor", "kind", e.Kind, "trial", e.TrialID, "policy", e.Policy, "reason", e.Reason)
 	s.svc.RecordGovernorEvent(ctx, e.At, e.TrialID, string(e.Kind), e)
+	s.log.Info("governor", "kind", e.Kind, "trial", e.TrialID, "policy", e.Policy, "reason", e.Reason)
 	return nil
 }
 
@@ -66,7 +67,7 @@ func startGovernor(ctx context.Context, svc *studies.Service, log *slog.Logger) 
 		// No card: the GPU policies have nothing to read. They stay off rather
 		// than failing closed forever; the suite says so when it runs them on
 		// simulated sensors.
-		log.Info("no NVML card: GPU policies disabled for this daemon", "reason", err)
+		log.Info("no NVIDIA GPU/NVML on this machine: the NVML-backed policies are off for this daemon", "policies", governor.GPUPolicies(), "reason", err)
 		cfg.Disable(governor.GPUPolicies()...)
 	}
 	hb := filepath.Join(stateDir, "heartbeat")
