@@ -197,21 +197,11 @@ func (x *execution) pendingGroups(ctx context.Context, jk JobKind, grader, versi
 // outputTexts reads the kept answer of every trial of the job kind from the
 // candidates' generation records, by call id.
 func (x *execution) outputTexts(jk JobKind) (map[string]string, error) {
-	out := map[string]string{}
+	var arms []string
 	for _, i := range x.design.ArmsFor(jk.Name) {
-		path := filepath.Join(x.recDir, "generations-"+x.design.Arms[i].Name+".jsonl")
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		_, rows, err := genrecord.ReadAll(path)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rows {
-			out[r.RowID] = r.Text
-		}
+		arms = append(arms, x.design.Arms[i].Name)
 	}
-	return out, nil
+	return recordTexts(x.recDir, arms...)
 }
 
 // identities are the strings that would tell the judge whose output it

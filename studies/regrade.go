@@ -262,11 +262,18 @@ func pick(r *tasks.Registry, name string, version int) (tasks.Grader, error) {
 	return r.Get(tasks.GraderRef{Name: name, Version: version})
 }
 
-// recordTexts reads every kept output text of an execution by row id.
-func recordTexts(dir string) (map[string]string, error) {
+// recordTexts reads the kept output texts of an execution by row id: of
+// the named arms' records, or of every record when no arm is named.
+func recordTexts(dir string, arms ...string) (map[string]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "generations-*.jsonl"))
 	if err != nil {
 		return nil, err
+	}
+	if len(arms) > 0 {
+		files = files[:0]
+		for _, a := range arms {
+			files = append(files, filepath.Join(dir, "generations-"+a+".jsonl"))
+		}
 	}
 	out := map[string]string{}
 	for _, f := range files {

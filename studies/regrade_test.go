@@ -173,13 +173,7 @@ func TestRegradeRefusesCodeTrials(t *testing.T) {
 	ctx := context.Background()
 	in := regradeFixture(t)
 	// An Aider trial of the same bank: its repository is not kept.
-	r := receipts.Receipt{StudyID: "s1", ExecutionID: "exec-1", DesignHash: regradeHash, Arm: "c", JobKind: "qa", TaskID: "sum",
-		Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: strings.Repeat("a", 64), Runtime: "llama-server",
-		Harness: "aider", HarnessVersion: "0.86.2", Pins: map[string]string{"quant": "Q4_1"}, Machine: "test",
-		Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, GenerationSHA256: emptyRecordSum}
-	if err := in.Store.PutReceipt(ctx, r); err != nil {
-		t.Fatal(err)
-	}
+	putAiderTrial(t, in)
 	in.Grader, in.Version = "exact", 2
 	if _, err := regrade(ctx, in); !errors.Is(err, ErrNotRegradable) {
 		t.Fatalf("named grader over a code trial = %v, want ErrNotRegradable", err)
@@ -201,13 +195,7 @@ func TestRegradeRefusesCodeTrials(t *testing.T) {
 func TestRegradeReadsAKeptRepository(t *testing.T) {
 	ctx := context.Background()
 	in := regradeFixture(t)
-	r := receipts.Receipt{StudyID: "s1", ExecutionID: "exec-1", DesignHash: regradeHash, Arm: "c", JobKind: "qa", TaskID: "sum",
-		Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: strings.Repeat("a", 64), Runtime: "llama-server",
-		Harness: "aider", HarnessVersion: "0.86.2", Pins: map[string]string{"quant": "Q4_1"}, Machine: "test",
-		Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, GenerationSHA256: emptyRecordSum}
-	if err := in.Store.PutReceipt(ctx, r); err != nil {
-		t.Fatal(err)
-	}
+	r := putAiderTrial(t, in)
 	if err := keepRepo(in.RecDir, trialCallID(r), map[string]string{"main.py": "print(1)\n"}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,4 +211,17 @@ func TestRegradeReadsAKeptRepository(t *testing.T) {
 	if !found || len(rep.Skipped) != 0 {
 		t.Errorf("code trial not re-graded from its kept repository: rows %+v skipped %q", rep.Rows, rep.Skipped)
 	}
+}
+
+// putAiderTrial stores a scored Aider (code) trial of the fixture's bank.
+func putAiderTrial(t *testing.T, in regradeInput) receipts.Receipt {
+	t.Helper()
+	r := receipts.Receipt{StudyID: "s1", ExecutionID: "exec-1", DesignHash: regradeHash, Arm: "c", JobKind: "qa", TaskID: "sum",
+		Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: strings.Repeat("a", 64), Runtime: "llama-server",
+		Harness: "aider", HarnessVersion: "0.86.2", Pins: map[string]string{"quant": "Q4_1"}, Machine: "test",
+		Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, GenerationSHA256: emptyRecordSum}
+	if err := in.Store.PutReceipt(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -20,14 +20,7 @@ import (
 // does not fit (it needs about 163 MiB at its 2048-token context).
 func cardDesign(t *testing.T, name string, tasks int) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/card-study/design.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d map[string]any
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := readDesignMap(t, "../../examples/card-study/design.json")
 	d["name"] = name
 	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
 	jk := d["job_kinds"].([]any)[0].(map[string]any)
@@ -54,6 +47,26 @@ func cardDesign(t *testing.T, name string, tasks int) string {
 		}
 	}
 	d["items"] = items
+	return writeDesignMap(t, d)
+}
+
+// readDesignMap reads a bundled design as a JSON tree for a test to edit.
+func readDesignMap(t *testing.T, path string) map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// writeDesignMap writes an edited design tree to a temporary design.json.
+func writeDesignMap(t *testing.T, d map[string]any) string {
+	t.Helper()
 	out, _ := json.MarshalIndent(d, "", " ")
 	path := filepath.Join(t.TempDir(), "design.json")
 	if err := os.WriteFile(path, out, 0o600); err != nil {

@@ -124,14 +124,7 @@ func (e *rigEnv) stopDaemon() {
 // llama-server, and on Ollama when asked.
 func smallDesign(t *testing.T, name string, sample int, withOllama bool) string {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/demo-study/design.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d map[string]any
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
+	d := readDesignMap(t, "../../examples/demo-study/design.json")
 	d["name"] = name
 	d["repeats"] = 1
 	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
@@ -161,12 +154,7 @@ func smallDesign(t *testing.T, name string, sample int, withOllama bool) string 
 		}
 	}
 	d["items"] = items
-	out, _ := json.MarshalIndent(d, "", " ")
-	path := filepath.Join(t.TempDir(), "design.json")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeDesignMap(t, d)
 }
 
 // ensureGovernorPass runs the fault suite unless a fresh pass is recorded:
