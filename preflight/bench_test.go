@@ -3,9 +3,11 @@ package preflight
 import (
 	"bytes"
 	"context"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,29 +41,103 @@ func TestLoadInstalled(t *testing.T) {
 	}
 }
 
-func TestFitCalibrationRecoversOverhead(t *testing.T) {
-	const base, perVocab = 80e6, 120.0
+// syntheticRows are measurements of a runtime whose overhead is exactly
+// base + perVocab × vocabulary, with ±2 MB of noise.
+func syntheticRows(rt string, base, perVocab float64) []BenchRow {
 	var rows []BenchRow
 	for _, v := range []int{49152, 262144} {
 		for i, parts := range []Size{300 * MiB, 500 * MiB, 900 * MiB} {
 			noise := float64(i-1) * 2e6
-			rows = append(rows, BenchRow{vocab: v, parts: parts, Measured: Size(float64(parts) + base + perVocab*float64(v) + noise)})
+			rows = append(rows, BenchRow{Runtime: rt, vocab: v, parts: parts, Measured: Size(float64(parts) + base + perVocab*float64(v) + noise)})
 		}
 	}
+	return rows
+}
+
+func TestFitCalibrationRecoversOverhead(t *testing.T) {
+	cases := []struct {
+		rt             string
+		base, perVocab float64
+	}{
+		{RuntimeLlamaServer, 80e6, 120},
+		{RuntimeOllama, 210e6, 310},
+	}
+	var rows []BenchRow
+	for _, c := range cases {
+		rows = append(rows, syntheticRows(c.rt, c.base, c.perVocab)...)
+	}
 	cal := mustCal(t)
+	before := maps.Clone(cal.Runtimes)
 	got, err := fitCalibration(cal, rows, "test machine")
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := got.Runtimes[RuntimeLlamaServer]
-	if math.Abs(rc.BaseBytes-base) > 5e6 || math.Abs(rc.PerVocabBytes-perVocab) > 20 {
-		t.Errorf("fitted base %.0f per-vocab %.1f; want about %.0f and %.0f", rc.BaseBytes, rc.PerVocabBytes, base, perVocab)
+	for _, c := range cases {
+		rc := got.Runtimes[c.rt]
+		if math.Abs(rc.BaseBytes-c.base) > 5e6 || math.Abs(rc.PerVocabBytes-c.perVocab) > 20 {
+			t.Errorf("%s: fitted base %.0f per-vocab %.1f; want about %.0f and %.0f", c.rt, rc.BaseBytes, rc.PerVocabBytes, c.base, c.perVocab)
+		}
+		if rc.RelError < 0.03 || rc.RelError > 0.05 || rc.Runs != 6 {
+			t.Errorf("%s: relative error %.3f runs %d", c.rt, rc.RelError, rc.Runs)
+		}
 	}
-	if rc.RelError < 0.03 || rc.RelError > 0.05 || rc.Runs != 6 {
-		t.Errorf("relative error %.3f runs %d", rc.RelError, rc.Runs)
-	}
-	if got.Machine != "test machine" || cal.Runtimes[RuntimeLlamaServer].Runs == 6 {
+	if got.Machine != "test machine" || !maps.Equal(cal.Runtimes, before) {
 		t.Errorf("fit must copy, not edit, the input calibration")
+	}
+}
+
+func TestFitCalibrationKeepsUnmeasuredRuntime(t *testing.T) {
+	cal := mustCal(t)
+	got, err := fitCalibration(cal, syntheticRows(RuntimeLlamaServer, 80e6, 120), "test machine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Runtimes[RuntimeOllama] != cal.Runtimes[RuntimeOllama] {
+		t.Errorf("Ollama was not measured, yet its constants changed: %+v → %+v", cal.Runtimes[RuntimeOllama], got.Runtimes[RuntimeOllama])
+	}
+	one := syntheticRows(RuntimeOllama, 1e8, 0)[:1]
+	if _, err := fitCalibration(cal, one, "m"); err == nil || !strings.Contains(err.Error(), "need at least 2") {
+		t.Errorf("a fit from one run: %v", err)
+	}
+}
+
+func TestOllamaBuffersReadsCommittedLoad(t *testing.T) {
+	log := `time=x level=DEBUG source=device.go:245 msg="model weights" device=CPU size="405.2 MiB"
+time=x level=DEBUG source=device.go:256 msg="kv cache" device=CPU size="20.7 MiB"
+time=x level=DEBUG source=device.go:267 msg="compute graph" device=CPU size="27.5 MiB"
+time=x level=DEBUG source=device.go:272 msg="total memory" size="453.4 MiB"
+time=x level=INFO source=device.go:245 msg="model weights" device=CPU size="405.2 MiB"
+time=x level=INFO source=device.go:256 msg="kv cache" device=CPU size="1.1 GiB"
+time=x level=INFO source=device.go:267 msg="compute graph" device=CPU size="51.0 MiB"`
+	mib := func(v float64) Size { return Size(v * float64(MiB)) }
+	b := ollamaBuffers(log)
+	if b.Model != mib(405.2) || b.KV != mib(1.1*1024) || b.Compute != 51*MiB {
+		t.Errorf("parsed %+v; want the last load step's weights, KV and compute", b)
+	}
+	// On the llama.cpp runner, llama.cpp's own buffer lines are the allocations.
+	llama := log + "\nload_tensors:          CPU model buffer size =    92.10 MiB\n"
+	if b := ollamaBuffers(llama); b.Model != mib(92.1) {
+		t.Errorf("llama.cpp runner lines: parsed %+v", b)
+	}
+	if got := ollamaTotal(log); got != mib(453.4) {
+		t.Errorf("total memory: parsed %s, want 453.4 MiB", got)
+	}
+}
+
+func TestOllamaEnvIsCleanAndPinned(t *testing.T) {
+	t.Setenv("OLLAMA_KV_CACHE_TYPE", "q4_0")
+	t.Setenv("OLLAMA_ORIGINS", "*")
+	env := ollamaEnv("/d", 4242, Profile{Context: 8192, KVType: "Q8_0"})
+	want := []string{"OLLAMA_KV_CACHE_TYPE=q8_0", "OLLAMA_FLASH_ATTENTION=1", "OLLAMA_CONTEXT_LENGTH=8192", "OLLAMA_HOST=127.0.0.1:4242", "OLLAMA_MODELS=/d/models", "OLLAMA_NUM_PARALLEL=1"}
+	for _, w := range want {
+		if !slices.Contains(env, w) {
+			t.Errorf("env lacks %s: %v", w, env)
+		}
+	}
+	for _, e := range env {
+		if strings.HasPrefix(e, "OLLAMA_ORIGINS=") || e == "OLLAMA_KV_CACHE_TYPE=q4_0" {
+			t.Errorf("the caller's %s leaked into the bench server", e)
+		}
 	}
 }
 

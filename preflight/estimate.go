@@ -96,11 +96,24 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 			wHost += t.Bytes()
 		}
 	}
+	if dup := ollamaTiedCopy(f, h, rt); dup > 0 {
+		// The copy is the output head: on the card only when every layer is.
+		if p.Simulated || cardLayers >= h.Layers {
+			wCard += dup
+		} else {
+			wHost += dup
+		}
+		e.Notes = append(e.Notes, fmt.Sprintf("Ollama's own engine holds a second copy of the tied embeddings for the output head (%s)", Size(dup)))
+	}
 	e.Weights = Size(wCard + wHost)
 
 	// KV cache: layers × cells × kv_heads × (key_dim + value_dim) × bytes per element.
 	bpe := p.KVGGMLType().BytesPerElement()
-	cells := padUp(p.Context*slots, rc.CtxPad)
+	runCtx := ollamaContext(h, rt, p.Context)
+	if runCtx != p.Context {
+		e.Notes = append(e.Notes, fmt.Sprintf("Ollama lowers context %d to the model's trained %d, so the run would not hold its pinned context", p.Context, runCtx))
+	}
+	cells := padUp(runCtx*slots, rc.CtxPad)
 	swaCells := 0
 	if h.SlidingWin > 0 {
 		swaCells = min(cells, padUp(h.SlidingWin*slots+rc.UBatch, rc.CtxPad))
@@ -151,7 +164,7 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 	if !rc.FlashAttention {
 		attn = float64(h.Heads) * float64(cells) * float64(ub) * 4
 	}
-	e.Compute = Size(rc.ComputeScale * (acts + logits + mask + attn))
+	e.Compute = Size(rc.ComputeScale*(acts+logits+mask+attn) + ollamaMaskBytes(h, rt, cells, swaCells, ub))
 	e.Output = Size(float64(h.Vocab) * 4 * float64(slots))
 	e.Overhead = Size(rc.BaseBytes + rc.PerVocabBytes*float64(h.Vocab))
 
