@@ -24,6 +24,9 @@ func Measure(expected, observed []Step) Distance {
 	return Compare(expected, observed, Tolerance{}).Distance("")
 }
 
+// Catches reports whether replay under t fails a row at distance d.
+func (t Tolerance) Catches(d Distance) bool { return t.caught(d) }
+
 // caught applies the replay rule to a distance.
 func (t Tolerance) caught(d Distance) bool {
 	return d.Changed || d.Token > t.Token || d.Row > t.Row

@@ -152,7 +152,7 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 			}
 			r.Status, r.Error = StatusError, err.Error()
 		} else {
-			r.Comparison = Compare(row.Output, steps, opts.Tolerance)
+			r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax())
 			r.Status = StatusMismatch
 			if r.Comparison.Reproduced {
 				r.Status = StatusReproduced

@@ -37,14 +37,17 @@ calculation's predicted detection rate against the simulated one (goal: within
 		},
 	}
 	stats.Flags().Uint64Var(&seed, "seed", 1, "simulation seed")
-	var table string
+	var table, calOut string
+	var benchRuntimes []string
+	var fit bool
 	pre := &cobra.Command{
 		Use:   "preflight",
-		Short: "Measure true peaks of the real models and compare rig's, llama.cpp's and gguf-parser-go's predictions",
+		Short: "Measure true peaks of the real models and compare rig's, the runtimes' own and gguf-parser-go's predictions",
 		Long: `preflight runs each provisioned model at three context sizes and two KV-cache
-types on llama-server, each run held in a memory cgroup, measures the true peak
-and prints predicted, measured and the error for rig, llama.cpp's own fit
-estimate and gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
+types on llama-server and Ollama, each run held in a memory cgroup, measures
+the true peak and prints predicted, measured and the error for rig, the
+runtime's own estimate (llama.cpp's fit projection; Ollama's loaded size) and
+gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := provision.Load()
 			if err != nil {
@@ -55,11 +58,16 @@ estimate and gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
 				models[name] = m.Path
 			}
 			return preflight.BenchPreflight(cmd.Context(), cmd.OutOrStdout(), preflight.BenchOptions{
-				LlamaServerBin: in.LlamaServer, Models: models, Machine: runtimes.ReadMachine().String(), TablePath: table,
+				LlamaServerBin: in.LlamaServer, OllamaBin: in.Ollama, Runtimes: benchRuntimes, Models: models,
+				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut,
 			})
 		},
 	}
 	pre.Flags().StringVar(&table, "table", "", "also write the measured table (Markdown) here")
+	pre.Flags().StringSliceVar(&benchRuntimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
+	pre.Flags().BoolVar(&fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")
+	pre.Flags().StringVar(&calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
 	cmd.AddCommand(stats, pre)
+	cmd.AddCommand(newBenchReplayCommand())
 	return cmd
 }

@@ -64,5 +64,6 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().StringVar(&req.Options.WantSum, "sha256", "", "the record's sha256 from the receipt; a record that differs is refused")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.AddCommand(newReplayCalibrateCommand())
 	return cmd
 }

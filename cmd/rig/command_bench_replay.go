@@ -1,0 +1,71 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"rig/studies"
+)
+
+func newBenchReplayCommand() *cobra.Command {
+	req := studies.ReplayBenchRequest{Model: "smollm2-135m-instruct"}
+	var runtime string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "Measure what replaying a row costs against the generation it re-scores, per runtime and output length",
+		Long: `replay generates rows at each output cap on each runtime (sampled, seeded,
+interleaved across caps), writes them as a generation record, then replays the
+record the way ` + "`rig replay`" + ` does: forced token ids on llama-server, raw-mode
+regeneration on Ollama. It prints the original and the replay wall time per
+row, their ratio and the replay cost per output token side by side, with a
+least-squares line of replay time on output tokens per runtime.
+
+Goal: replay at most 1.2× the original generation on llama-server and at most
+1.5× on Ollama, at every length, and linear in output length.
+
+  rig bench replay
+  rig bench replay --runtime llama-server --lengths 16,64,256 --rows 6
+  rig bench replay --json
+
+Exit status 1 when a goal is missed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch runtime {
+			case "both":
+				req.Runtimes = []string{"llama-server", "ollama"}
+			case "llama-server", "ollama":
+				req.Runtimes = []string{runtime}
+			default:
+				return fmt.Errorf("bench replay: --runtime %q: want llama-server, ollama or both", runtime)
+			}
+			res, err := studies.BenchReplay(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(res, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			} else if err := res.WriteText(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if !res.Pass {
+				return fmt.Errorf("bench replay: a goal was missed")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&runtime, "runtime", "both", "llama-server, ollama or both")
+	cmd.Flags().StringVar(&req.Model, "model", req.Model, "the model to generate and replay with (registry name)")
+	cmd.Flags().IntSliceVar(&req.Lengths, "lengths", []int{16, 64, 128}, "output caps, in tokens")
+	cmd.Flags().IntVar(&req.Rows, "rows", 5, "rows per runtime and length")
+	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the record and runtime logs here (default: a temporary directory, removed after)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	return cmd
+}

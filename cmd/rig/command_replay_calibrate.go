@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"rig/studies"
+)
+
+func newReplayCalibrateCommand() *cobra.Command {
+	var req studies.ReplayCalibrationRequest
+	var runtime, out string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "calibrate --out CALIBRATION.json",
+		Short: "Measure replay's noise floor and positive controls, and set the tolerance between them",
+		Long: `calibrate generates short rows (even rows greedy, odd rows sampled at
+temperature 0.8 with their own seed) on the pinned model and on a control
+model, writes them as generation records and replays them:
+
+  noise floor        the same record re-scored twice on the same stack, and the
+                     control model's rows on their own stack
+  positive controls  one-token edits of the kept text (a runner-up from the
+                     recorded top-K swapped in, log-probs left as recorded);
+                     each model's rows re-scored by the other model on a stack
+                     that claims the recorded pins (forced token ids where the
+                     vocabulary allows, otherwise regenerated and compared by
+                     text); another quant of the same model only if one is
+                     provisioned (none is: the report says so)
+
+It then sets the per-token and per-row tolerance between the two with
+genrecord.Calibrate, per runtime, prints the false-accept and false-reject
+rates it observed on these rows and writes everything to --out.
+
+  rig replay calibrate --out calibration.json
+  rig replay calibrate --runtime llama-server --rows 40 --out cal.json --json
+  rig replay calibrate --model gemma-3-270m --control smollm2-135m-instruct --out cal.json
+
+Exit status 1 when a runtime's noise and controls overlap (not separable).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return fmt.Errorf("replay calibrate: --out is required (the file the calibration is written to, e.g. --out calibration.json)")
+			}
+			switch runtime {
+			case "both":
+				req.Runtimes = []string{"llama-server", "ollama"}
+			case "llama-server", "ollama":
+				req.Runtimes = []string{runtime}
+			default:
+				return fmt.Errorf("replay calibrate: --runtime %q: want llama-server, ollama or both", runtime)
+			}
+			cal, err := studies.CalibrateReplay(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if err := cal.WriteFile(out); err != nil {
+				return fmt.Errorf("replay calibrate: --out %s: %w", out, err)
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(cal, "", "  ")
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), string(b))
+			} else {
+				if err := cal.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "calibration written to %s\n", out)
+			}
+			for _, rc := range cal.Runtimes {
+				if !rc.Calibration.Separable {
+					return fmt.Errorf("replay calibrate: on %s the genuine rows and the controls overlap (see the rates above)", rc.Runtime)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "write the calibration (JSON) to this file (required)")
+	cmd.Flags().StringVar(&runtime, "runtime", "both", "llama-server, ollama or both")
+	cmd.Flags().StringVar(&req.Model, "model", "smollm2-135m-instruct", "the model whose replay is calibrated (registry name)")
+	cmd.Flags().StringVar(&req.Control, "control", "gemma-3-270m", "another provisioned model, for the swapped-model control")
+	cmd.Flags().IntVar(&req.Rows, "rows", 40, "genuine rows generated on --model, per runtime")
+	cmd.Flags().IntVar(&req.ControlRows, "control-rows", 12, "rows generated on --control, per runtime")
+	cmd.Flags().IntVar(&req.MaxTokens, "max-tokens", 16, "output cap of every generated row")
+	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the records and runtime logs here (default: a temporary directory, removed after)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the calibration as JSON")
+	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	return cmd
+}
