@@ -17,4 +17,7 @@ var (
 	ErrCrashed = errors.New("runtime exited")
 	// ErrNotReady: the runtime did not become ready in time.
 	ErrNotReady = errors.New("runtime did not become ready")
+	// ErrPinNotHeld: the runtime would silently run something other than
+	// the pins say (Ollama lowers a context above the trained length).
+	ErrPinNotHeld = errors.New("the runtime would not hold this pin")
 )

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/ollama/ollama/api"
+
+	"rig/preflight"
 )
 
 // Ollama drives a private `ollama serve`: its own HOME and models directory,
@@ -44,6 +46,9 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		return nil, err
 	}
 	if err := verifyModel(cfg.Model, cfg.ModelSHA256); err != nil {
+		return nil, err
+	}
+	if err := ollamaHoldsContext(cfg.Model, cfg.Context); err != nil {
 		return nil, err
 	}
 	port := ollamaPort
@@ -268,6 +273,11 @@ func (o *Ollama) options(req Request) map[string]any {
 		"num_predict": req.MaxTokens,
 		"num_ctx":     o.cfg.Context,
 		"num_thread":  o.cfg.Threads,
+		// Ollama applies a repeat penalty of 1.1 unless told otherwise, after
+		// the log-probabilities it reports and outside the recorded
+		// sampling pins; llama-server applies none. Pinned off, both
+		// runtimes sample by the same recorded rule.
+		"repeat_penalty": 1.0,
 	}
 	if len(req.Stop) > 0 {
 		opts["stop"] = req.Stop
@@ -477,4 +487,23 @@ func manifestDigest(modelsDir, model string) (string, error) {
 	}
 	sum := sha256.Sum256(canon)
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// ollamaHoldsContext refuses a context above the model's trained length:
+// Ollama would quietly run the trained length instead, the downgrade a
+// pinned run must never get.
+func ollamaHoldsContext(model string, context int) error {
+	f, err := preflight.Open(model)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", model, ErrModelFile, err)
+	}
+	h, err := preflight.ReadHParams(f)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %v", model, ErrModelFile, err)
+	}
+	if h.ContextLen > 0 && context > h.ContextLen {
+		return fmt.Errorf("%s: context %d: %w: Ollama lowers a context above the model's trained length (%d) to that length without saying so; pin a context of at most %d, or run this context on llama-server as its own arm",
+			model, context, ErrPinNotHeld, h.ContextLen, h.ContextLen)
+	}
+	return nil
 }
