@@ -195,19 +195,8 @@ func (o *Ollama) importModel(ctx context.Context) error {
 			o.think = true
 		}
 	}
-	list, err := o.client.List(gctx)
+	ollamaDigest, err := manifestDigest(filepath.Join(o.cfg.WorkDir, "models"), o.model)
 	if err != nil {
-		return err
-	}
-	var ollamaDigest string
-	for _, m := range list.Models {
-		if m.Name == o.model || m.Model == o.model {
-			ollamaDigest = m.Digest
-		}
-	}
-	if stable, err := manifestDigest(filepath.Join(o.cfg.WorkDir, "models"), o.model); err == nil {
-		ollamaDigest = stable
-	} else {
 		return fmt.Errorf("ollama: reading the manifest of %s: %w", o.model, err)
 	}
 	// Load the model now, so the first counted call does not pay for it and
