@@ -177,3 +177,12 @@ func cellName(name string) (arm, card string, ok bool) {
 	}
 	return name[:i], name[i+1:], true
 }
+
+// cardBytes is the memory of the card an arm runs at, the budget the
+// governor holds its runtime's card memory to.
+func cardBytes(d *Design, a Arm) uint64 {
+	if mib := cardOf(d, a).MemoryMiB; mib > 0 {
+		return uint64(mib) << 20
+	}
+	return 0
+}

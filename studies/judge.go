@@ -352,12 +352,12 @@ func (x *execution) watchedCall(ctx context.Context, rt runtimes.Runtime, req ru
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	guard, err := x.svc.Gates.Watch(tctx, req.CallID, rt.Sandbox())
+	guard, err := x.svc.Gates.Watch(tctx, req.CallID, rt.Sandbox(), cardBytes(x.design, Arm{}))
 	if err != nil {
 		if werr := x.waitForGates(ctx); werr != nil {
 			return runtimes.Result{}, "", werr
 		}
-		if guard, err = x.svc.Gates.Watch(tctx, req.CallID, rt.Sandbox()); err != nil {
+		if guard, err = x.svc.Gates.Watch(tctx, req.CallID, rt.Sandbox(), cardBytes(x.design, Arm{})); err != nil {
 			return runtimes.Result{}, "", err
 		}
 	}

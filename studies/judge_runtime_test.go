@@ -23,7 +23,7 @@ import (
 type fakeGates struct{}
 
 func (fakeGates) Ready(context.Context) error { return nil }
-func (fakeGates) Watch(context.Context, string, *runtimes.Sandbox) (TrialGuard, error) {
+func (fakeGates) Watch(context.Context, string, *runtimes.Sandbox, uint64) (TrialGuard, error) {
 	return fakeGuard{preempted: make(chan struct{})}, nil
 }
 

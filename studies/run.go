@@ -28,7 +28,9 @@ type Gates interface {
 	Ready(ctx context.Context) error
 	// Watch guards one running trial. It fails while the governor holds the
 	// queue, so a trial cannot slip in between the check and its start.
-	Watch(ctx context.Context, trial string, sb *runtimes.Sandbox) (TrialGuard, error)
+	// cardBytes is the card memory the trial is held to: on a real GPU the
+	// governor preempts a runtime whose card memory goes above it.
+	Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, cardBytes uint64) (TrialGuard, error)
 }
 
 // TrialGuard is the governor's hold on one running trial.
@@ -464,13 +466,13 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	if x.svc.Gates == nil {
 		return "", fmt.Errorf("%w: no governor is wired", ErrGate)
 	}
-	guard, err := x.svc.Gates.Watch(tctx, callID, rt.Sandbox())
+	guard, err := x.svc.Gates.Watch(tctx, callID, rt.Sandbox(), cardBytes(x.design, arm))
 	if err != nil {
 		// The queue is held: nothing ran, nothing is recorded; wait and retry.
 		if werr := x.waitForGates(ctx); werr != nil {
 			return "", werr
 		}
-		if guard, err = x.svc.Gates.Watch(tctx, callID, rt.Sandbox()); err != nil {
+		if guard, err = x.svc.Gates.Watch(tctx, callID, rt.Sandbox(), cardBytes(x.design, arm)); err != nil {
 			return "", err
 		}
 	}

@@ -121,8 +121,8 @@ func (t *trialGuard) End() string {
 // progress is the CPU time the runtime's process tree spends on the call: a
 // runtime that stops computing mid-call is hung, and a stopped one (SIGSTOP)
 // reads as stopped at once.
-func (g *governorGates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox) (studies.TrialGuard, error) {
-	w, err := g.gov.Begin(governor.ProcessTarget{TrialID: trial, Pid: sb.PID(), Done: sb.Done()}, governor.Budget{})
+func (g *governorGates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, cardBytes uint64) (studies.TrialGuard, error) {
+	w, err := g.gov.Begin(governor.ProcessTarget{TrialID: trial, Pid: sb.PID(), Done: sb.Done()}, governor.Budget{CardMemBytes: cardBytes})
 	if err != nil {
 		return nil, err
 	}
