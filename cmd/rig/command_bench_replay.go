@@ -33,13 +33,9 @@ Goal: replay at most 1.2× the original generation on llama-server and at most
 Exit status 1 when a goal is missed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch runtime {
-			case "both":
-				req.Runtimes = []string{"llama-server", "ollama"}
-			case "llama-server", "ollama":
-				req.Runtimes = []string{runtime}
-			default:
-				return fmt.Errorf("bench replay: --runtime %q: want llama-server, ollama or both", runtime)
+			var err error
+			if req.Runtimes, err = replayRuntimes("bench replay", runtime); err != nil {
+				return err
 			}
 			res, err := studies.BenchReplay(cmd.Context(), req)
 			if err != nil {
@@ -68,4 +64,15 @@ Exit status 1 when a goal is missed.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
 	return cmd
+}
+
+// replayRuntimes reads a replay command's --runtime: one runtime, or both.
+func replayRuntimes(command, runtime string) ([]string, error) {
+	switch runtime {
+	case "both":
+		return []string{"llama-server", "ollama"}, nil
+	case "llama-server", "ollama":
+		return []string{runtime}, nil
+	}
+	return nil, fmt.Errorf("%s: --runtime %q: want llama-server, ollama or both", command, runtime)
 }

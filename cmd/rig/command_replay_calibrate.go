@@ -44,13 +44,9 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 			if out == "" {
 				return fmt.Errorf("replay calibrate: --out is required (the file the calibration is written to, e.g. --out calibration.json)")
 			}
-			switch runtime {
-			case "both":
-				req.Runtimes = []string{"llama-server", "ollama"}
-			case "llama-server", "ollama":
-				req.Runtimes = []string{runtime}
-			default:
-				return fmt.Errorf("replay calibrate: --runtime %q: want llama-server, ollama or both", runtime)
+			var err error
+			if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
+				return err
 			}
 			cal, err := studies.CalibrateReplay(cmd.Context(), req)
 			if err != nil {
