@@ -110,11 +110,7 @@ func (x *execution) judgeKind(ctx context.Context, jk JobKind) error {
 		return err
 	}
 	var rt runtimes.Runtime
-	defer func() {
-		if rt != nil {
-			rt.Stop(context.Background())
-		}
-	}()
+	defer func() { x.stopArm(context.Background(), rt) }()
 	for _, g := range groups {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -122,6 +118,7 @@ func (x *execution) judgeKind(ctx context.Context, jk JobKind) error {
 			}
 			if rt == nil {
 				if rt, err = x.startArm(ctx, *judge); err != nil {
+					x.stopArm(ctx, nil)
 					return err
 				}
 			}
@@ -137,7 +134,7 @@ func (x *execution) judgeKind(ctx context.Context, jk JobKind) error {
 			}
 			// Preempted or crashed: nothing was graded; a fresh runtime retries
 			// once the governor allows.
-			rt.Stop(ctx)
+			x.stopArm(ctx, rt)
 			rt = nil
 			if err := x.waitForGates(ctx); err != nil {
 				return err

@@ -20,14 +20,9 @@ const replayFile = "replay.json"
 // summaries in the execution's directory. It refuses while an execution is
 // running: the card belongs to the run.
 func (s *Service) ReplaySample(ctx context.Context, name, execID string, n int) ([]genrecord.Summary, error) {
-	s.mu.Lock()
-	for study, r := range s.running {
-		if info := r.snapshot(); info.Status == "running" {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("study %s is running execution %s: replay after it finishes (the card belongs to the run)", study, info.ID)
-		}
+	if study, info, ok := s.runningExecution(); ok {
+		return nil, fmt.Errorf("study %s is running execution %s: replay after it finishes (the card belongs to the run)", study, info.ID)
 	}
-	s.mu.Unlock()
 	dir := filepath.Join(s.Dir(name), "executions", execID)
 	files, err := filepath.Glob(filepath.Join(dir, "generations-*.jsonl"))
 	if err != nil {

@@ -122,19 +122,14 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (ExecInfo, error) {
 			return s.execInfo(ctx, req.Study, id)
 		}
 	}
-	s.mu.Lock()
-	for name, r := range s.running {
-		if info := r.snapshot(); info.Status == string(receipts.Running) {
-			s.mu.Unlock()
-			if name == req.Study && req.Parent == "" {
-				// The study is already running (perhaps resumed after a
-				// restart): asking again follows that execution.
-				return info, nil
-			}
-			return ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
+	if name, info, ok := s.runningExecution(); ok {
+		if name == req.Study && req.Parent == "" {
+			// The study is already running (perhaps resumed after a
+			// restart): asking again follows that execution.
+			return info, nil
 		}
+		return ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
 	}
-	s.mu.Unlock()
 	if err := s.checkGates(ctx, req.Study, snap); err != nil {
 		return ExecInfo{}, err
 	}
@@ -350,10 +345,9 @@ func (x *execution) loop(ctx context.Context) error {
 		}
 		x.state.mu.Unlock()
 	}
-	if cur != nil {
-		cur.Stop(ctx) // the judge phase starts its own arm
-		cur = nil
-	}
+	// The judge phase starts its own arm, in its own reservation.
+	x.stopArm(ctx, cur)
+	cur = nil
 	return x.judge(ctx)
 }
 
@@ -711,17 +705,11 @@ func (s *Service) Wait(ctx context.Context, name string) (ExecInfo, error) {
 // execution is running, so every preemption and limit crossed is kept beside
 // the receipts. With nothing running the event only goes to the daemon log.
 func (s *Service) RecordGovernorEvent(ctx context.Context, at time.Time, trial, kind string, detail any) {
-	s.mu.Lock()
-	var study, exec string
-	for name, r := range s.running {
-		if info := r.snapshot(); info.Status == string(receipts.Running) {
-			study, exec = name, info.ID
-		}
-	}
-	s.mu.Unlock()
-	if study == "" {
+	study, info, ok := s.runningExecution()
+	if !ok {
 		return
 	}
+	exec := info.ID
 	st, err := s.store(study)
 	if err != nil {
 		return
@@ -730,4 +718,17 @@ func (s *Service) RecordGovernorEvent(ctx context.Context, at time.Time, trial, 
 	if _, err := st.AppendGovernorEvent(ctx, receipts.GovernorEvent{At: at, ExecutionID: exec, Trial: trial, Kind: kind, Detail: raw}); err != nil {
 		s.Log.Error("recording a governor event", "study", study, "err", err)
 	}
+}
+
+// runningExecution is the execution that owns the card now, if any: one
+// runs at a time.
+func (s *Service) runningExecution() (study string, info ExecInfo, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.running {
+		if i := r.snapshot(); i.Status == string(receipts.Running) {
+			return name, i, true
+		}
+	}
+	return "", ExecInfo{}, false
 }
