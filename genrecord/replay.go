@@ -60,26 +60,29 @@ type RowResult struct {
 
 // Summary is a whole replay, fit for a report or a recipe card.
 type Summary struct {
-	Path        string      `json:"path"`
-	SHA256      string      `json:"sha256"`
-	Status      Status      `json:"status"`
-	StackDiffs  []PinDiff   `json:"stack_diffs,omitempty"`
-	Pins        Pins        `json:"pins"`
-	RecordRows  int         `json:"record_rows"`
-	Selection   string      `json:"selection"`
-	Seed        uint64      `json:"seed,omitempty"`
-	Tolerance   Tolerance   `json:"tolerance"`
-	Replayed    int         `json:"replayed"`
-	Reproduced  int         `json:"reproduced"`
-	Mismatched  int         `json:"mismatched"`
-	Errors      int         `json:"errors"`
-	Unchecked   int         `json:"unchecked_steps"`
-	MaxAbsDiff  float64     `json:"max_abs_diff"`
-	RowsPerSec  float64     `json:"rows_per_second"`
-	CostRatio   float64     `json:"cost_ratio,omitempty"` // replay time / original wall time, rows with wall_ms
-	Warnings    []string    `json:"warnings,omitempty"`
-	Results     []RowResult `json:"results"`
-	ElapsedSecs float64     `json:"elapsed_seconds"`
+	Path       string    `json:"path"`
+	SHA256     string    `json:"sha256"`
+	Status     Status    `json:"status"`
+	StackDiffs []PinDiff `json:"stack_diffs,omitempty"`
+	Pins       Pins      `json:"pins"`
+	RecordRows int       `json:"record_rows"`
+	Selection  string    `json:"selection"`
+	Seed       uint64    `json:"seed,omitempty"`
+	Tolerance  Tolerance `json:"tolerance"`
+	// ToleranceSource says where the tolerance came from (a calibration
+	// file); empty when it was given by hand or left at exact.
+	ToleranceSource string      `json:"tolerance_source,omitempty"`
+	Replayed        int         `json:"replayed"`
+	Reproduced      int         `json:"reproduced"`
+	Mismatched      int         `json:"mismatched"`
+	Errors          int         `json:"errors"`
+	Unchecked       int         `json:"unchecked_steps"`
+	MaxAbsDiff      float64     `json:"max_abs_diff"`
+	RowsPerSec      float64     `json:"rows_per_second"`
+	CostRatio       float64     `json:"cost_ratio,omitempty"` // replay time / original wall time, rows with wall_ms
+	Warnings        []string    `json:"warnings,omitempty"`
+	Results         []RowResult `json:"results"`
+	ElapsedSecs     float64     `json:"elapsed_seconds"`
 }
 
 // Replay verifies the record's pins against the rescorer's stack, then
@@ -270,6 +273,9 @@ func (s Summary) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "replay %s (sha256 %s, %s on %s): %s of %d rows, tolerance per-token %.6g nats, per-row mean %.6g nats\n",
 		s.Path, short(s.SHA256), s.Pins.ModelName, s.Pins.Runtime, s.Selection, s.RecordRows, s.Tolerance.Token, s.Tolerance.Row)
+	if s.ToleranceSource != "" {
+		fmt.Fprintf(&b, "tolerance calibrated in %s\n", s.ToleranceSource)
+	}
 	for _, r := range s.Results {
 		fmt.Fprintf(&b, "row %s (line %d, %s, %s, %d steps): ", r.RowID, r.Line, r.Arm, r.Role, r.Comparison.Steps)
 		switch r.Status {

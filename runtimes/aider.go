@@ -89,11 +89,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if err != nil {
 		return res, err
 	}
-	model := ""
-	if o, ok := cfg.Arm.(*Ollama); ok {
-		model = o.ModelTag()
-	}
-	proxy, err := newRecordingProxy(proxySock, cfg.Arm.Endpoint(), model, cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
+	proxy, err := newRecordingProxy(proxySock, cfg.Arm, cfg.Sampling, cfg.MaxTokens, cfg.TopK, cfg.Caps)
 	if err != nil {
 		return res, err
 	}

@@ -68,6 +68,17 @@ func aiderAgainst(t *testing.T, kind string) {
 	if res.Turns > 2 {
 		t.Errorf("turn cap 2 exceeded: %d turns", res.Turns)
 	}
+	// The call went through the arm's driver: its prompt is what the model's
+	// template rendered (a replay re-scores it like any row), not Aider's JSON.
+	if c.RenderedPrompt == "" || strings.HasPrefix(strings.TrimSpace(c.RenderedPrompt), "{") {
+		t.Errorf("Aider's call kept %.80q, want the rendered prompt", c.RenderedPrompt)
+	}
+	if kind == "llama-server" && len(c.PromptTokenIDs) == 0 {
+		t.Error("Aider's call on llama-server kept no prompt token ids")
+	}
+	if c.CallID != "aider-call-1" || c.OutputTokens != len(c.Steps) {
+		t.Errorf("call %q: %d output tokens, %d log-prob steps", c.CallID, c.OutputTokens, len(c.Steps))
+	}
 	if strings.Contains(c.RenderedPrompt, "sk-parent-key") {
 		t.Error("the parent's key reached the model call")
 	}

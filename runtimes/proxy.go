@@ -1,8 +1,8 @@
 package runtimes
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,15 +13,17 @@ import (
 	"time"
 )
 
-// recordingProxy sits between Aider and the arm's server. It forwards Aider's
-// OpenAI-compatible calls to the arm's unix socket, holds them to the arm's
-// pins (sampling, seed, stop cap, log-probabilities with top-K), counts turns
-// and tokens against the caps, and keeps every call for the generation record.
-// Aider itself cannot be trusted to send the pins, and without the proxy its
-// model calls would leave no evidence.
+// recordingProxy is the only model server Aider sees. It answers Aider's
+// OpenAI-style chat calls through the arm's own driver, so each call is made
+// under the arm's full pins (sampling, seed, stop cap, top-K log-probabilities)
+// exactly as rig's own calls are, and is kept with the prompt the template
+// rendered (and its token ids where the runtime gives them). A replay then
+// re-scores an Aider call the same way as any other row. Aider itself cannot be
+// trusted to send the pins, and an OpenAI-compatible endpoint cannot take them
+// all (Ollama's has no top_k, min_p or repeat_penalty), so nothing is forwarded
+// to one. The proxy also counts turns and tokens against the caps.
 type recordingProxy struct {
-	upstream *http.Client
-	model    string // the name the arm's server knows its model by
+	arm      Runtime
 	sampling Sampling
 	maxTok   int // per-call stop cap
 	topK     int
@@ -35,7 +37,7 @@ type recordingProxy struct {
 	l           net.Listener
 }
 
-func newRecordingProxy(socket, upstreamSocket, model string, s Sampling, maxTok, topK int, caps AiderCaps) (*recordingProxy, error) {
+func newRecordingProxy(socket string, arm Runtime, s Sampling, maxTok, topK int, caps AiderCaps) (*recordingProxy, error) {
 	if err := claimSocket(socket); err != nil {
 		return nil, err
 	}
@@ -44,7 +46,7 @@ func newRecordingProxy(socket, upstreamSocket, model string, s Sampling, maxTok,
 		return nil, err
 	}
 	_ = os.Chmod(socket, 0o600)
-	p := &recordingProxy{upstream: socketClient(upstreamSocket), model: model, sampling: s, maxTok: maxTok, topK: topK, caps: caps, l: l}
+	p := &recordingProxy{arm: arm, sampling: s, maxTok: maxTok, topK: topK, caps: caps, l: l}
 	p.srv = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go p.srv.Serve(l)
 	return p, nil
@@ -52,148 +54,155 @@ func newRecordingProxy(socket, upstreamSocket, model string, s Sampling, maxTok,
 
 func (p *recordingProxy) close() { p.srv.Close() }
 
-type oaLogprob struct {
-	Token   string  `json:"token"`
-	Logprob float64 `json:"logprob"`
-	Bytes   []int   `json:"bytes"`
-	ID      *int    `json:"id,omitempty"`
+// proxyDefaultMaxTokens bounds a call when neither the arm nor Aider names a cap.
+const proxyDefaultMaxTokens = 1024
+
+// oaChatRequest is the part of an OpenAI-style chat request the proxy reads.
+type oaChatRequest struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	MaxTokens int             `json:"max_tokens"`
+	Stop      json.RawMessage `json:"stop"`
+	Tools     []any           `json:"tools"`
+	N         int             `json:"n"`
 }
 
-type oaResponse struct {
-	Choices []struct {
-		Message struct {
-			Content          string `json:"content"`
-			ReasoningContent string `json:"reasoning_content"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-		Logprobs     *struct {
-			Content []struct {
-				oaLogprob
-				Top []oaLogprob `json:"top_logprobs"`
-			} `json:"content"`
-		} `json:"logprobs"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+// parseChatRequest reads the messages and stop strings of an OpenAI-style chat
+// request; content given as parts keeps its text parts in order.
+func parseChatRequest(body []byte) (oaChatRequest, []Message, []string, error) {
+	var req oaChatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, nil, nil, fmt.Errorf("not a JSON chat request: %w", err)
+	}
+	if len(req.Messages) == 0 {
+		return req, nil, nil, errors.New("a chat request with no messages")
+	}
+	msgs := make([]Message, 0, len(req.Messages))
+	for i, m := range req.Messages {
+		var text string
+		if len(m.Content) > 0 && string(m.Content) != "null" && json.Unmarshal(m.Content, &text) != nil {
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				return req, nil, nil, fmt.Errorf("messages[%d].content is neither text nor a list of parts", i)
+			}
+			for _, part := range parts {
+				text += part.Text
+			}
+		}
+		msgs = append(msgs, Message{Role: m.Role, Content: text})
+	}
+	var stop []string
+	if len(req.Stop) > 0 && string(req.Stop) != "null" {
+		var one string
+		if json.Unmarshal(req.Stop, &one) == nil {
+			stop = []string{one}
+		} else if err := json.Unmarshal(req.Stop, &stop); err != nil {
+			return req, nil, nil, errors.New("stop is neither a string nor a list of strings")
+		}
+	}
+	return req, msgs, stop, nil
+}
+
+// ChatMessages reads the messages of a kept OpenAI-style chat request (how
+// harness calls were kept before the proxy answered through the driver).
+func ChatMessages(body string) ([]Message, error) {
+	_, msgs, _, err := parseChatRequest([]byte(body))
+	return msgs, err
+}
+
+func oaError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": "rig: " + msg, "type": "rig_proxy"}})
+	w.Write(b)
 }
 
 func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object":"list","data":[{"id":"rig-arm","object":"model","owned_by":"rig"}]}`))
+		return
+	case r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		oaError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+" is not served; the arm answers chat completions only")
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
+		oaError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	isChat := strings.HasSuffix(r.URL.Path, "/chat/completions")
-	if isChat {
-		p.mu.Lock()
-		turns := len(p.calls)
-		hit := p.capHit
-		p.mu.Unlock()
-		if hit == "" && p.caps.Turns > 0 && turns >= p.caps.Turns {
-			hit = "turns"
-		}
-		if hit != "" {
-			p.mu.Lock()
-			p.capHit = hit
-			p.mu.Unlock()
-			http.Error(w, `{"error":{"message":"rig: the `+hit+` cap of this run is reached"}}`, http.StatusTooManyRequests)
-			return
-		}
-		var req map[string]any
-		if err := json.Unmarshal(body, &req); err == nil {
-			req["stream"] = false
-			if p.model != "" {
-				req["model"] = p.model
-			}
-			req["logprobs"] = true
-			req["top_logprobs"] = p.topK
-			req["temperature"] = p.sampling.Temperature
-			req["top_p"] = orOne(p.sampling.TopP)
-			req["seed"] = p.sampling.Seed
-			if p.maxTok > 0 {
-				req["max_tokens"] = p.maxTok
-			}
-			body, _ = json.Marshal(req)
-		}
-	}
-	// Runtimes refuse a Host that is not a loopback name; the socket leads to
-	// their loopback port, so the request says so.
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, "http://127.0.0.1"+r.URL.RequestURI(), bytes.NewReader(body))
+	req, msgs, stop, err := parseChatRequest(body)
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadGateway)
+		oaError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	up.Header = r.Header.Clone()
-	up.Header.Del("Authorization")
-	start := time.Now()
-	resp, err := p.upstream.Do(up)
+	if len(req.Tools) > 0 || req.N > 1 {
+		// Tool calls and several choices have no place in the record's one
+		// output per call; an edit format that needs them is refused aloud.
+		oaError(w, http.StatusBadRequest, "tool calls and n > 1 are not supported; use a text edit format (whole, diff)")
+		return
+	}
+	p.mu.Lock()
+	n := len(p.calls) + 1
+	if p.capHit == "" && p.caps.Turns > 0 && n > p.caps.Turns {
+		p.capHit = "turns"
+	}
+	hit := p.capHit
+	p.mu.Unlock()
+	if hit != "" {
+		oaError(w, http.StatusTooManyRequests, "the "+hit+" cap of this run is reached")
+		return
+	}
+	maxTok := p.maxTok
+	if maxTok <= 0 {
+		maxTok = req.MaxTokens
+	}
+	if maxTok <= 0 {
+		maxTok = proxyDefaultMaxTokens
+	}
+	res, err := p.arm.Generate(r.Context(), Request{CallID: fmt.Sprintf("aider-call-%d", n), Messages: msgs,
+		Sampling: p.sampling, MaxTokens: maxTok, TopK: p.topK, Stop: stop})
 	if err != nil {
-		http.Error(w, "rig proxy: "+err.Error(), http.StatusBadGateway)
+		oaError(w, http.StatusBadGateway, err.Error())
 		return
 	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	if isChat && resp.StatusCode == 200 {
-		p.record(body, out, time.Since(start))
-	}
-	for k, v := range resp.Header {
-		if k != "Content-Length" {
-			w.Header()[k] = v
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	w.Write(out)
+	p.keep(res)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(oaCompletion(res, n))
 }
 
-func (p *recordingProxy) record(reqBody, respBody []byte, wall time.Duration) {
-	var resp oaResponse
-	if json.Unmarshal(respBody, &resp) != nil || len(resp.Choices) == 0 {
-		return
-	}
-	c := resp.Choices[0]
-	res := Result{Text: c.Message.Content, Thinking: c.Message.ReasoningContent, RenderedPrompt: string(reqBody),
-		PromptTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens, Wall: wall,
-		StopReason: "stop", Truncated: c.FinishReason == "length"}
+// oaCompletion is the OpenAI-style answer Aider reads.
+func oaCompletion(res Result, n int) map[string]any {
+	finish := "stop"
 	if res.Truncated {
-		res.StopReason = "length"
+		finish = "length"
 	}
-	if c.Logprobs != nil {
-		for _, lp := range c.Logprobs.Content {
-			st := Step{Candidate: oaCandidate(lp.oaLogprob)}
-			for _, t := range lp.Top {
-				st.Top = append(st.Top, oaCandidate(t))
-			}
-			res.Steps = append(res.Steps, st)
-		}
+	msg := map[string]any{"role": "assistant", "content": res.Text}
+	if res.Thinking != "" {
+		msg["reasoning_content"] = res.Thinking
 	}
-	if res.OutputTokens == 0 && len(res.Steps) > 0 {
-		// Ollama's OpenAI-compatible endpoint can answer without a usage
-		// count; the log-prob steps are then the only count there is.
-		res.OutputTokens = len(res.Steps)
+	return map[string]any{
+		"id": fmt.Sprintf("rig-aider-call-%d", n), "object": "chat.completion", "created": time.Now().Unix(), "model": "rig-arm",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage": map[string]any{"prompt_tokens": res.PromptTokens, "completion_tokens": res.OutputTokens,
+			"total_tokens": res.PromptTokens + res.OutputTokens},
 	}
-	res.LogprobsMissing = max(0, res.OutputTokens-len(res.Steps))
+}
+
+func (p *recordingProxy) keep(res Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	res.CallID = fmt.Sprintf("aider-call-%d", len(p.calls)+1)
 	p.calls = append(p.calls, res)
 	p.outputTotal += res.OutputTokens
 	if p.caps.Tokens > 0 && p.outputTotal >= p.caps.Tokens && p.capHit == "" {
 		p.capHit = "tokens"
 	}
-}
-
-func oaCandidate(l oaLogprob) Candidate {
-	b := make([]byte, len(l.Bytes))
-	for i, v := range l.Bytes {
-		b[i] = byte(v)
-	}
-	id := -1
-	if l.ID != nil {
-		id = *l.ID
-	}
-	return Candidate{ID: id, Text: l.Token, Bytes: b, Logprob: l.Logprob}
 }
 
 func (p *recordingProxy) results() ([]Result, int, string) {

@@ -106,6 +106,13 @@ if [ ! -x "$lbuild/bin/llama-fit-params" ]; then
     { tail -20 "$lbuild.log"; die "llama-fit-params build failed; full log: $lbuild.log"; }
 fi
 
+# llama-quantize: makes the other-quant control for replay's calibration (below).
+if [ ! -x "$lbuild/bin/llama-quantize" ]; then
+  log "building llama-quantize (for replay's other-quant control)"
+  cmake --build "$lbuild" --target llama-quantize -j "$jobs" >>"$lbuild.log" 2>&1 ||
+    { tail -20 "$lbuild.log"; die "llama-quantize build failed; full log: $lbuild.log"; }
+fi
+
 # --- ollama -------------------------------------------------------------------------
 obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
 ollama_bin="$obuild/bin/ollama"
@@ -179,6 +186,32 @@ if [ ! -f "$gemma_dir/.rig-ok" ]; then
   touch "$gemma_dir/.rig-ok"
 fi
 
+# --- the other-quant control ------------------------------------------------------
+# No registry package carries a second quant of either model, so replay's
+# "different quant of the same model" control is made here: SmolLM2's Q4_1
+# requantized to Q8_0 by the pinned llama-quantize. Q8_0 rounds each block on
+# its own, so the file is the same on every machine and is pinned by sha256.
+# A mismatch leaves the control out (replay calibrate then says it was not
+# measured) instead of failing the whole set-up.
+requant_dir="$cache/models/$SMOLLM2_GGUF_SHA256-requant-q8_0"
+requant="$requant_dir/SmolLM2-135M-Instruct.requant-Q8_0.gguf"
+if [ ! -f "$requant_dir/.rig-ok" ]; then
+  log "requantizing SmolLM2-135M-Instruct Q4_1 to Q8_0 (replay's other-quant control)"
+  mkdir -p "$requant_dir"
+  LD_LIBRARY_PATH="$lbuild/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$lbuild/bin/llama-quantize" --allow-requantize "$smol" "$requant.partial" Q8_0 "$jobs" >"$requant_dir/quantize.log" 2>&1 ||
+    { tail -20 "$requant_dir/quantize.log"; die "llama-quantize failed; full log: $requant_dir/quantize.log"; }
+  got=$(sha256sum "$requant.partial" | cut -d' ' -f1)
+  if [ "$got" = "$SMOLLM2_REQUANT_Q8_0_SHA256" ]; then
+    mv "$requant.partial" "$requant"
+    touch "$requant_dir/.rig-ok"
+  else
+    rm -f "$requant.partial"
+    log "the requantized SmolLM2 has sha256 $got, pinned $SMOLLM2_REQUANT_Q8_0_SHA256: the other-quant control is left out"
+  fi
+fi
+[ -f "$requant_dir/.rig-ok" ] || requant=""
+
 # Quick re-verification on every run: a stamp only says a step finished once.
 [ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
 [ -x "$ollama_bin" ] || die "$ollama_bin missing although stamped; remove $obuild and run make setup"
@@ -194,6 +227,7 @@ OLLAMA_BIN=$ollama_bin
 AIDER_BIN=$aider_bin
 SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma
+SMOLLM2_REQUANT_Q8_0_GGUF=$requant
 EOF
 mv "$cache/installed.env.tmp" "$cache/installed.env"
 log "provisioned into $cache (see $cache/installed.env)"

@@ -2,8 +2,6 @@ package studies
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,14 +42,21 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 			// A harness's call (Aider through the recording proxy) keeps the
 			// chat request it sent, not token ids: render it again with the
 			// same template, then force the kept tokens as for any row.
-			msgs, err := chatMessages(row.RenderedPrompt)
+			msgs, err := runtimes.ChatMessages(row.RenderedPrompt)
 			if err != nil {
-				return nil, fmt.Errorf("row %s: no prompt token ids, and %w", row.RowID, err)
+				return nil, fmt.Errorf("row %s: no prompt token ids, and its rendered prompt is not a kept chat request (%v), so it cannot be rendered again", row.RowID, err)
 			}
 			req.Messages = msgs
 		}
 		res, err = rt.Generate(ctx, req)
 	case *runtimes.Ollama:
+		if _, cerr := runtimes.ChatMessages(row.RenderedPrompt); cerr == nil {
+			// A harness call kept as the chat request it sent to Ollama's
+			// OpenAI-compatible endpoint (records made before the proxy
+			// answered through the driver): send it there again as it was.
+			res, err = rt.OpenAIChat(ctx, []byte(row.RenderedPrompt))
+			break
+		}
 		res, err = rt.GenerateRaw(ctx, row.RenderedPrompt, samp, len(row.Output), row.K)
 	default:
 		return nil, fmt.Errorf("replay: no rescoring path for %s", r.rt.Name())
@@ -62,45 +67,16 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 	return toRow(row.RowID, row.Arm, row.Role, Pins{}, row.K, res).Output, nil
 }
 
-// chatMessages reads the messages of a kept OpenAI-style chat request.
-func chatMessages(rendered string) ([]runtimes.Message, error) {
-	var body struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal([]byte(rendered), &body); err != nil || len(body.Messages) == 0 {
-		return nil, errors.New("its rendered prompt is not a chat request with messages, so it cannot be rendered again")
-	}
-	var out []runtimes.Message
-	for _, m := range body.Messages {
-		var text string
-		if json.Unmarshal(m.Content, &text) != nil {
-			// Content given as parts: keep the text parts in order.
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(m.Content, &parts); err != nil {
-				return nil, fmt.Errorf("message content is neither text nor parts: %w", err)
-			}
-			for _, p := range parts {
-				text += p.Text
-			}
-		}
-		out = append(out, runtimes.Message{Role: m.Role, Content: text})
-	}
-	return out, nil
-}
-
 // ReplayRequest is `rig replay`.
 type ReplayRequest struct {
-	File      string
-	Runtime   string // empty: the runtime that made the record
-	Options   genrecord.ReplayOptions
-	WorkDir   string
-	NoSandbox bool
+	File    string
+	Runtime string // empty: the runtime that made the record
+	Options genrecord.ReplayOptions
+	// Calibration, when set, is a file written by `rig replay calibrate`;
+	// the tolerance calibrated for the replaying runtime is used.
+	Calibration string
+	WorkDir     string
+	NoSandbox   bool
 }
 
 // ReplayRecord verifies the record's pins against the stack this machine would run,
@@ -112,6 +88,20 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	h := rd.Header()
 	rd.Close()
+	kind := req.Runtime
+	if kind == "" {
+		kind = h.Pins.Runtime
+	}
+	var tol ReplayTolerance
+	if req.Calibration != "" {
+		if req.Options.Tolerance != (genrecord.Tolerance{}) {
+			return genrecord.Summary{}, errToleranceTwice
+		}
+		if tol, err = LoadReplayTolerance(req.Calibration, kind, h.Pins); err != nil {
+			return genrecord.Summary{}, err
+		}
+		req.Options.Tolerance = tol.Tolerance
+	}
 	in, err := provision.Load()
 	if err != nil {
 		return genrecord.Summary{}, err
@@ -124,10 +114,6 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	if model.Path == "" {
 		return genrecord.Summary{}, fmt.Errorf("%s: the record's model (sha256 %s, %s) is not provisioned here; replay needs the pinned model file", req.File, h.Pins.ModelSHA256, h.Pins.ModelName)
-	}
-	kind := req.Runtime
-	if kind == "" {
-		kind = h.Pins.Runtime
 	}
 	bin := in.LlamaServer
 	if kind == "ollama" {
@@ -146,5 +132,10 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, err
 	}
 	defer rt.Stop(context.Background())
-	return genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
+	sum, err := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
+	sum.ToleranceSource = tol.Source
+	if tol.Warning != "" {
+		sum.Warnings = append(sum.Warnings, tol.Warning)
+	}
+	return sum, err
 }

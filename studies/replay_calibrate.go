@@ -77,7 +77,9 @@ type ReplayCalibration struct {
 	ControlRows int                  `json:"control_rows"`
 	MaxTokens   int                  `json:"max_tokens"`
 	Runtimes    []RuntimeCalibration `json:"runtimes"`
-	NotMeasured []string             `json:"not_measured"`
+	// OtherQuant names the second quant of Model used as a control, if any.
+	OtherQuant  string   `json:"other_quant,omitempty"`
+	NotMeasured []string `json:"not_measured"`
 }
 
 // CalibrateReplay measures, on each runtime, the distance between genuine
@@ -105,9 +107,14 @@ func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayC
 		}
 		defer os.RemoveAll(work)
 	}
-	// Provisioning records one quant per model, so the other-quant control
-	// cannot be run; the report says so rather than leave it out silently.
-	out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s is provisioned; not measured", req.Model))
+	// No registry package carries a second quant of the bundled models; set-up
+	// makes one of SmolLM2 with llama-quantize. Without one the control is
+	// named as not measured rather than left out silently.
+	if oq, ok := in.OtherQuants[req.Model]; ok {
+		out.OtherQuant = fmt.Sprintf("%s %s (%s)", oq.Name, oq.Quant, oq.DerivedFrom)
+	} else {
+		out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s: no registry package carries one, and set-up makes one only of smollm2-135m-instruct; not measured", req.Model))
+	}
 	for _, kind := range req.Runtimes {
 		rc, err := calibrateOn(ctx, in, kind, req, filepath.Join(work, kind))
 		if err != nil {
@@ -134,6 +141,14 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	}
 	defer control.stop()
 	rc.Pins = model.header.Pins
+	var other *replayStack
+	oq, hasOther := in.OtherQuants[req.Model]
+	if hasOther {
+		if other, err = startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox); err != nil {
+			return rc, err
+		}
+		defer other.stop()
+	}
 
 	slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", req.Model, "rows", req.Rows, "control", req.Control, "control_rows", req.ControlRows)
 	liveM, err := model.generateRows(ctx, "m", req.Rows, req.MaxTokens, "")
@@ -184,6 +199,16 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 			claimedStack{inner: control.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM)},
 		{fmt.Sprintf("%s rows re-scored by %s", req.Control, req.Model), SideControl, recC,
 			claimedStack{inner: model.rescorer(), pins: control.header.Pins, messages: messagesOf(liveC), regenerated: &regenC, firstErr: &errC}, regenNote(kind, &regenC, &errC)},
+	}
+	var regenQ []string
+	var errQ string
+	if other != nil {
+		plan = append(plan, struct {
+			name, side, path string
+			rs               genrecord.Rescorer
+			note             func() string
+		}{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
+			claimedStack{inner: other.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ)})
 	}
 	var noise, controls []genrecord.Distance
 	for _, p := range plan {
@@ -337,6 +362,9 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "replay calibration of %s (swapped-model control: %s); %d rows and %d control rows per runtime, at most %d output tokens each, even rows greedy, odd rows sampled (temperature 0.8, seeded)\n",
 		c.Model, c.Control, c.Rows, c.ControlRows, c.MaxTokens)
+	if c.OtherQuant != "" {
+		fmt.Fprintf(&b, "other-quant control: %s, on a stack that claims the record's pins\n", c.OtherQuant)
+	}
 	for _, rc := range c.Runtimes {
 		fmt.Fprintf(&b, "\n%s %s (binary %s, model %s):\n", rc.Runtime, rc.Pins.RuntimeVersion, short(rc.Pins.BinarySHA256), short(rc.Pins.ModelSHA256))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -360,7 +388,7 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 		}
 	}
 	for _, n := range c.NotMeasured {
-		fmt.Fprintf(&b, "\nother quant: %s\n", n)
+		fmt.Fprintf(&b, "\n%s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -198,3 +198,54 @@ func TestReplayGoals(t *testing.T) {
 		t.Errorf("%d genuine rows reproduced over both runtimes, the goal asks for at least 200", total)
 	}
 }
+
+// TestReplayCatchesAnotherQuant replays SmolLM2 Q4_1 rows on a stack that
+// runs its Q8_0 requantization (made by set-up, since no registry package
+// carries a second quant) while claiming the record's pins: the same weights
+// at another precision must not pass for the pinned file.
+func TestReplayCatchesAnotherQuant(t *testing.T) {
+	in := replayProvisioned(t)
+	oq, ok := in.OtherQuants[goalModel]
+	if !ok {
+		t.Fatalf("set-up made no other quant of %s (see SMOLLM2_REQUANT_Q8_0 in internal/provision/pins.env; run make setup)", goalModel)
+	}
+	for _, kind := range []string{"llama-server", "ollama"} {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			work := t.TempDir()
+			model, err := startReplayStack(ctx, in, kind, goalModel, work, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer model.stop()
+			other, err := startReplayStackOf(ctx, in, kind, oq, work, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.stop()
+			if other.header.Pins.ModelSHA256 == model.header.Pins.ModelSHA256 {
+				t.Fatal("the other quant has the pinned model's sha256")
+			}
+			live, err := model.generateRows(ctx, "q", 16, goalMaxTokens, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			set := replaySet{work: work}
+			rec, err := set.record("model.jsonl", model.header.Pins, rowsOf(live))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var regen []string
+			g, err := replayGroup(ctx, "other quant", SideControl, rec,
+				claimedStack{inner: other.rescorer(), pins: model.header.Pins, messages: messagesOf(live), regenerated: &regen, firstErr: new(string)}, kind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s rows re-scored by its %s: %d/%d caught (%d by a changed token), smallest row distance %.3g nats, largest step %.3g",
+				kind, goalModel, oq.Quant, g.Rows-g.Exact, g.Rows, g.Changed, g.MinRow, g.MaxToken)
+			if g.Rows != 16 || g.Exact != 0 {
+				t.Errorf("%d of %d rows passed for the pinned quant, want none", g.Exact, g.Rows)
+			}
+		})
+	}
+}

@@ -32,18 +32,23 @@ func startReplayStack(ctx context.Context, in provision.Installed, kind, model, 
 		}
 		return nil, fmt.Errorf("model %q is not provisioned (provisioned: %s; run make setup)", model, strings.Join(names, ", "))
 	}
+	return startReplayStackOf(ctx, in, kind, m, work, noSandbox)
+}
+
+// startReplayStackOf starts kind with the model file m, whichever quant it is.
+func startReplayStackOf(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox bool) (*replayStack, error) {
 	bin, flags := in.LlamaServer, in.LlamaBuildFlag
 	if kind == "ollama" {
 		bin, flags = in.Ollama, ""
 	}
-	rt, err := runtimes.Start(ctx, kind, runtimes.Config{Binary: bin, Model: m.Path, ModelName: model, ModelSHA256: m.SHA256,
-		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+model), NoSandbox: noSandbox, BuildFlags: flags})
+	rt, err := runtimes.Start(ctx, kind, runtimes.Config{Binary: bin, Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
+		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox, BuildFlags: flags})
 	if err != nil {
-		return nil, fmt.Errorf("starting %s with %s: %w", kind, model, err)
+		return nil, fmt.Errorf("starting %s with %s (%s): %w", kind, m.Name, m.Quant, err)
 	}
 	h := genrecord.Header{Kind: genrecord.KindHeader, SchemaVersion: genrecord.SchemaVersion,
 		Pins: recordPins(rt.Pins(), replayDesignHash, "", "")}
-	return &replayStack{rt: rt, model: model, header: h}, nil
+	return &replayStack{rt: rt, model: m.Name, header: h}, nil
 }
 
 func (s *replayStack) stop() { s.rt.Stop(context.Background()) }

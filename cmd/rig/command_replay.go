@@ -23,11 +23,16 @@ a pass or a fail of the text), starts the pinned runtime in its sandbox and
 re-scores each selected row. On llama-server the kept tokens are forced with a
 grammar of token-id literals, so one request re-scores a whole row; on Ollama,
 whose API cannot force tokens, the row is regenerated in raw mode with its
-recorded seed and sampling.
+recorded seed and sampling. Aider's calls replay the same way; ones kept in
+older records as the chat request itself are rendered again (llama-server) or
+sent again to Ollama's OpenAI-compatible endpoint, where they first went.
 
   rig replay generations-arm.jsonl                  every row
   rig replay generations-arm.jsonl --sample 20      a seeded random sample
   rig replay generations-arm.jsonl --rows r1,r2 --json
+  rig replay generations-arm.jsonl --calibration calibration.json
+                                  the tolerance measured by rig replay calibrate
+                                  (default: exact, the goal on an unchanged stack)
 
 Exit status 1 unless every replayed row reproduced.`,
 		Args: cobra.ExactArgs(1),
@@ -61,6 +66,7 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().StringVar(&req.Runtime, "runtime", "", "llama-server or ollama (default: the runtime that made the record)")
 	cmd.Flags().Float64Var(&req.Options.Tolerance.Token, "tolerance-token", 0, "largest |Δ log-prob| allowed at a step, in nats (0: exact, the goal on an unchanged stack)")
 	cmd.Flags().Float64Var(&req.Options.Tolerance.Row, "tolerance-row", 0, "largest mean |Δ| allowed over a row, in nats")
+	cmd.Flags().StringVar(&req.Calibration, "calibration", "", "take the tolerance from this file, written by rig replay calibrate (the entry of the replaying runtime)")
 	cmd.Flags().StringVar(&req.Options.WantSum, "sha256", "", "the record's sha256 from the receipt; a record that differs is refused")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")

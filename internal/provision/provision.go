@@ -53,6 +53,10 @@ type Installed struct {
 	Ollama         string
 	Aider          string
 	Models         map[string]Model // by registry name
+	// OtherQuants holds, by the registry name of the model it derives from,
+	// a second quant made here (replay's other-quant control); a model with
+	// none has no entry.
+	OtherQuants map[string]Model
 }
 
 // Model is one provisioned GGUF file and its pinned sha256.
@@ -61,6 +65,9 @@ type Model struct {
 	Path   string
 	SHA256 string
 	Quant  string
+	// DerivedFrom names the provisioned model this file was made from, for a
+	// quant made here rather than taken from a registry package.
+	DerivedFrom string
 }
 
 // Load reads installed.env from the cache. It returns ErrNotProvisioned when the
@@ -91,6 +98,11 @@ func Load() (Installed, error) {
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
 			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},
 		},
+		OtherQuants: map[string]Model{},
+	}
+	if p := kv["SMOLLM2_REQUANT_Q8_0_GGUF"]; p != "" {
+		in.OtherQuants["smollm2-135m-instruct"] = Model{Name: "smollm2-135m-instruct", Path: p,
+			SHA256: pins["SMOLLM2_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_1, requantized here by llama-quantize"}
 	}
 	return in, nil
 }

@@ -1,0 +1,113 @@
+package studies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"rig/genrecord"
+	"rig/runtimes"
+)
+
+// TestReplayAiderCallsOnOllama runs the real Aider against a real Ollama arm
+// and replays its kept calls: they went through the arm's driver, so each is
+// kept with its rendered prompt and replays exactly; a one-token edit of one
+// is caught. Calls kept by the older proxy (the chat request it sent to
+// Ollama's OpenAI-compatible endpoint) are made here the same way and must
+// replay exactly too. SmolLM2 runs on Ollama's llama.cpp runner, where the
+// repeat penalty applies, so a call made outside the recorded pins would show.
+func TestReplayAiderCallsOnOllama(t *testing.T) {
+	in := replayProvisioned(t)
+	ctx := context.Background()
+	work := t.TempDir()
+	stack, err := startReplayStack(ctx, in, "ollama", goalModel, work, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.stop()
+
+	repo := filepath.Join(work, "repo")
+	os.MkdirAll(repo, 0o700)
+	os.WriteFile(filepath.Join(repo, "calc.py"), []byte("def add(a, b):\n    return a - b\n"), 0o600)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "task"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	pins := Pins{Sampling: Sampling{Temperature: 0.7, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 42}, StopCap: 48}
+	samp := runtimes.Sampling{Temperature: pins.Sampling.Temperature, TopK: pins.Sampling.TopK, TopP: pins.Sampling.TopP, MinP: pins.Sampling.MinP, Seed: int(pins.Sampling.Seed)}
+	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{Binary: in.Aider, Arm: stack.rt, WorkDir: filepath.Join(work, "aider"),
+		Sampling: samp, MaxTokens: pins.StopCap, TopK: genrecord.DefaultK, Caps: runtimes.AiderCaps{Turns: 2, Wall: 4 * time.Minute}},
+		runtimes.AiderTask{Repo: repo, Files: []string{"calc.py"}, Message: "Fix add in calc.py so that it adds."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ar.Calls) == 0 {
+		t.Fatalf("Aider made no model call: %s\n%s", ar.Describe(), ar.LogTail)
+	}
+	var rows []genrecord.Row
+	for i, c := range ar.Calls {
+		rows = append(rows, toRow(fmt.Sprintf("aider-%d", i+1), goalModel, genrecord.RoleAider, pins, genrecord.DefaultK, c))
+	}
+
+	// Calls as the older proxy kept them: the request body it sent to
+	// Ollama's OpenAI-compatible endpoint, with Ollama's defaults for what
+	// that endpoint cannot take.
+	ollama := stack.rt.(*runtimes.Ollama)
+	for i, ask := range []string{"Fix add in calc.py so that it adds.", "Write a haiku about tests."} {
+		body, _ := json.Marshal(map[string]any{"model": "rig-arm", "messages": []map[string]string{{"role": "user", "content": ask}},
+			"temperature": 0.7, "top_p": 0.95, "seed": 42, "max_tokens": 32, "logprobs": true, "top_logprobs": genrecord.DefaultK})
+		res, err := ollama.OpenAIChat(ctx, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.CallID = fmt.Sprintf("legacy-call-%d", i+1)
+		rows = append(rows, toRow(fmt.Sprintf("legacy-%d", i+1), goalModel, genrecord.RoleAider, Pins{Sampling: pins.Sampling, StopCap: 32}, genrecord.DefaultK, res))
+	}
+	set := replaySet{work: work}
+	rec, err := set.record("aider.jsonl", stack.header.Pins, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := replayGroup(ctx, "aider calls", SideGenuine, rec, stack.rescorer(), "ollama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Aider on Ollama: %d calls by the driver + 2 kept as chat requests; %d/%d reproduced exactly, max |Δ| %.3g nats",
+		len(ar.Calls), g.Exact, g.Rows, g.MaxToken)
+	if g.Exact != len(rows) {
+		for _, r := range g.results {
+			t.Errorf("%s: %s %v %s", r.RowID, r.Status, r.Comparison.First, r.Error)
+		}
+	}
+
+	// A one-token edit of a driver-kept call and of a legacy call is caught.
+	var edited []genrecord.Row
+	for _, r := range []genrecord.Row{rows[0], rows[len(rows)-1]} {
+		if e, _, ok := editOneToken(r, 5); ok {
+			edited = append(edited, e)
+		}
+	}
+	if len(edited) != 2 {
+		t.Fatalf("only %d of 2 rows could be edited", len(edited))
+	}
+	recE, err := set.record("aider-edited.jsonl", stack.header.Pins, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := replayGroup(ctx, "edited aider calls", SideControl, recE, stack.rescorer(), "ollama")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range e.results {
+		if r.Status == genrecord.StatusReproduced {
+			t.Errorf("the edit of %s was not caught", r.RowID)
+		}
+	}
+	t.Logf("one-token edits of Aider calls: %d/%d caught", e.Rows-e.Exact, e.Rows)
+}
