@@ -75,3 +75,19 @@ func TestReplayRecordRefusesTwoTolerances(t *testing.T) {
 		t.Errorf("calibration and a hand tolerance together: %v", err)
 	}
 }
+
+// The calibration measured on this project's machine and kept beside the
+// record format loads for both runtimes, and its tolerance sits between the
+// noise floor and the nearest control it was measured on.
+func TestKeptCalibrationLoads(t *testing.T) {
+	path := "../genrecord/testdata/replay-calibration-2026-11-30.json"
+	for _, kind := range []string{"llama-server", "ollama"} {
+		got, err := LoadReplayTolerance(path, kind, genrecord.Pins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Tolerance.Token <= 0 || got.Tolerance.Token >= 0.28 || !strings.Contains(got.Source, "false accepts 0, false rejects 0") {
+			t.Errorf("%s: %+v", kind, got)
+		}
+	}
+}
