@@ -27,8 +27,11 @@ model, writes them as generation records and replays them:
                      each model's rows re-scored by the other model on a stack
                      that claims the recorded pins (forced token ids where the
                      vocabulary allows, otherwise regenerated and compared by
-                     text); another quant of the same model only if one is
-                     provisioned (none is: the report says so)
+                     text); the model's rows re-scored by another quant of
+                     it, on a stack that claims the recorded pins (set-up
+                     makes SmolLM2 Q8_0 from the pinned Q4_1 with
+                     llama-quantize, as no registry package carries a second
+                     quant; for another model the report says not measured)
 
 It then sets the per-token and per-row tolerance between the two with
 genrecord.Calibrate, per runtime, prints the false-accept and false-reject
@@ -37,6 +40,8 @@ rates it observed on these rows and writes everything to --out.
   rig replay calibrate --out calibration.json
   rig replay calibrate --runtime llama-server --rows 40 --out cal.json --json
   rig replay calibrate --model gemma-3-270m --control smollm2-135m-instruct --out cal.json
+
+Replay with the tolerance it sets: rig replay FILE --calibration calibration.json
 
 Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 		Args: cobra.NoArgs,
