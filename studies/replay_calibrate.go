@@ -184,11 +184,7 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	slog.InfoContext(ctx, "replay calibrate: replaying", "runtime", kind)
 	var regenM, regenC []string
 	var errM, errC string
-	plan := []struct {
-		name, side, path string
-		rs               genrecord.Rescorer
-		note             func() string
-	}{
+	plan := []calibrationStep{
 		{fmt.Sprintf("genuine %s rows, re-scored (pass 1)", req.Model), SideGenuine, recM, model.rescorer(), nil},
 		{fmt.Sprintf("genuine %s rows, re-scored (pass 2)", req.Model), SideGenuine, recM, model.rescorer(), nil},
 		{fmt.Sprintf("genuine %s rows, re-scored", req.Control), SideGenuine, recC, control.rescorer(), nil},
@@ -203,11 +199,7 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	var regenQ []string
 	var errQ string
 	if other != nil {
-		plan = append(plan, struct {
-			name, side, path string
-			rs               genrecord.Rescorer
-			note             func() string
-		}{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
+		plan = append(plan, calibrationStep{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
 			claimedStack{inner: other.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ)})
 	}
 	var noise, controls []genrecord.Distance
@@ -238,6 +230,14 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 		}
 	}
 	return rc, nil
+}
+
+// calibrationStep is one group of rows calibration replays: which record, on
+// which side, re-scored by what, and the note the report gives it.
+type calibrationStep struct {
+	name, side, path string
+	rs               genrecord.Rescorer
+	note             func() string
 }
 
 func skipped(n int) func() string {
