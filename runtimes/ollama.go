@@ -337,6 +337,12 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		}
 		return res, fmt.Errorf("ollama: chat: %w", err)
 	}
+	if !last.Done {
+		// An answer that ends without its final message has no token count:
+		// it was cut off, and recording its steps as a whole call would be
+		// a row the record cannot vouch for.
+		return res, fmt.Errorf("ollama: chat answer ended without its final message (%d steps, %d characters, done_reason %q)", len(res.Steps), len(res.Text), last.DoneReason)
+	}
 	res.PromptTokens = last.PromptEvalCount
 	res.OutputTokens = last.EvalCount
 	if res.Thinking != "" {
