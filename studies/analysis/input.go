@@ -115,7 +115,8 @@ type Trial struct {
 	// BudgetBlown trials exceeded their time or memory budget: a failure at
 	// this card size.
 	BudgetBlown bool `json:"budgetBlown,omitempty"`
-	// Capped trials hit the stop cap; they are scored as graded and counted apart.
+	// Capped trials hit a cap (the stop cap, or a harness's turn, token or time
+	// cap); they are scored as graded and counted apart.
 	Capped bool `json:"capped,omitempty"`
 	// Missing marks a planned trial with no result: a warning, never a zero.
 	Missing bool `json:"missing,omitempty"`

@@ -143,7 +143,7 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing; their tasks are averaged over the repeats that ran", c.Missing)})
 			}
 			if c.Capped > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit the stop cap; scored as graded and reported apart", c.Capped)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit a cap (the stop cap, or the harness's turn, token or time cap); scored as graded and reported apart", c.Capped)})
 			}
 		}
 		if len(tb.tasks) == 0 {
