@@ -75,6 +75,17 @@ type JobKind struct {
 	// template is covered before any is taken twice. The sample is fixed at
 	// freeze; zero runs every task.
 	SampleTasks int `json:"sample_tasks,omitempty"`
+	// HarnessCaps are the harness's caps for this job kind (Aider's turns,
+	// output tokens and wall time), held equal across its arms; unset ones
+	// keep rig's defaults. A capped trial is reported apart.
+	HarnessCaps *HarnessCaps `json:"harness_caps,omitempty"`
+}
+
+// HarnessCaps caps a harness run (one trial of an Aider arm).
+type HarnessCaps struct {
+	Turns  int    `json:"turns,omitempty"`  // model calls
+	Tokens int    `json:"tokens,omitempty"` // output tokens over all calls
+	Wall   string `json:"wall,omitempty"`   // a duration, e.g. "5m"
 }
 
 // Measure is the one pre-registered ranking measure of a job kind.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const demoPath = "../examples/demo-study/design.json"
@@ -231,6 +232,15 @@ func TestValidateRejects(t *testing.T) {
 		}, KindInvalid, "arms[0].pins.stop_cap", "not below the context"},
 		{"bad pins source", func(m map[string]any) { arm(m, 0)["pins_source"] = "mine" }, KindInvalid, "arms[0].pins_source", "production-values"},
 		{"bad study name", func(m map[string]any) { m["name"] = "My Study" }, KindInvalid, "name", "lowercase"},
+		{"harness wall not a duration", func(m map[string]any) {
+			m["job_kinds"].([]any)[0].(map[string]any)["harness_caps"] = map[string]any{"wall": "five minutes"}
+		}, KindInvalid, "job_kinds[0].harness_caps.wall", `such as "5m"`},
+		{"harness turns negative", func(m map[string]any) {
+			m["job_kinds"].([]any)[0].(map[string]any)["harness_caps"] = map[string]any{"turns": -1}
+		}, KindInvalid, "job_kinds[0].harness_caps.turns", "1 or more"},
+		{"harness tokens negative", func(m map[string]any) {
+			m["job_kinds"].([]any)[0].(map[string]any)["harness_caps"] = map[string]any{"tokens": -5}
+		}, KindInvalid, "job_kinds[0].harness_caps.tokens", "1 or more"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -412,4 +422,23 @@ func FuzzParseDesign(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A job kind's harness_caps replace the defaults field by field, for that job
+// kind only; every arm of the job kind gets the same caps.
+func TestHarnessCapsOverrideTheDefaultsPerJobKind(t *testing.T) {
+	d, err := ParseDesign("design.json", mutated(t, func(m map[string]any) {
+		m["job_kinds"].([]any)[0].(map[string]any)["harness_caps"] = map[string]any{"wall": "5m", "turns": 2}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := d.JobKinds[0].Name
+	got := d.aiderCaps(name)
+	if got.Wall != 5*time.Minute || got.Turns != 2 || got.Tokens != defaultAiderCaps.Tokens {
+		t.Errorf("caps of %s: %+v, want wall 5m, 2 turns, default tokens", name, got)
+	}
+	if other := d.aiderCaps("no-such-kind"); other != defaultAiderCaps {
+		t.Errorf("a job kind without harness_caps got %+v, want the defaults %+v", other, defaultAiderCaps)
+	}
 }

@@ -188,7 +188,7 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 			return out, fmt.Errorf("%s: %w", jk.TaskBank, errNoTasks)
 		}
 		task := sel[0]
-		gen, genErr := x.generate(ctx, arm, rt, task, "validation/"+arm.Name)
+		gen, genErr := x.generate(ctx, arm, rt, jk.Name, task, "validation/"+arm.Name)
 		pins := rt.Pins()
 		x.stopArm(ctx, rt)
 		if genErr != nil {

@@ -481,7 +481,7 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		x.res.ResetPeak()
 	}
 	start := time.Now()
-	out, genErr := x.generate(tctx, arm, rt, task, callID)
+	out, genErr := x.generate(tctx, arm, rt, key.JobKind, task, callID)
 	if out.files != nil {
 		if err := keepRepo(x.recDir, callID, out.files); err != nil {
 			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)

@@ -26,9 +26,31 @@ type trialOutput struct {
 	version string
 }
 
-// Harness caps held equal across every Aider arm of a study. Small models get
-// one message and up to two reflections (test-fix turns) within two minutes.
+// Harness caps held equal across every Aider arm of a job kind, unless its
+// harness_caps say otherwise. Small models get one message and up to two
+// reflections (test-fix turns) within two minutes.
 var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 2 * time.Minute, Tokens: 2048}
+
+// aiderCaps are the caps of the named job kind: its harness_caps over the
+// defaults. The design was validated, so the wall parses.
+func (d *Design) aiderCaps(jobKind string) runtimes.AiderCaps {
+	caps := defaultAiderCaps
+	for _, jk := range d.JobKinds {
+		if jk.Name != jobKind || jk.HarnessCaps == nil {
+			continue
+		}
+		if jk.HarnessCaps.Turns > 0 {
+			caps.Turns = jk.HarnessCaps.Turns
+		}
+		if jk.HarnessCaps.Tokens > 0 {
+			caps.Tokens = jk.HarnessCaps.Tokens
+		}
+		if w, err := time.ParseDuration(jk.HarnessCaps.Wall); err == nil && w > 0 {
+			caps.Wall = w
+		}
+	}
+	return caps
+}
 
 func harnessOf(runtime string) string {
 	if strings.HasPrefix(runtime, "aider+") {
@@ -44,7 +66,7 @@ func samplingOf(p Pins) runtimes.Sampling {
 }
 
 // generate runs one trial's model work on a started runtime.
-func (x *execution) generate(ctx context.Context, arm Arm, rt runtimes.Runtime, task tasks.Task, callID string) (trialOutput, error) {
+func (x *execution) generate(ctx context.Context, arm Arm, rt runtimes.Runtime, jobKind string, task tasks.Task, callID string) (trialOutput, error) {
 	out := trialOutput{harness: harnessOf(arm.Runtime)}
 	if out.harness != "aider" {
 		res, err := rt.Generate(ctx, runtimes.Request{
@@ -76,7 +98,7 @@ func (x *execution) generate(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	}
 	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{
 		Binary: x.installed.Aider, Arm: rt, WorkDir: scratch, Sampling: samplingOf(arm.Pins),
-		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: defaultAiderCaps, NoSandbox: x.svc.NoSandbox,
+		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: x.design.aiderCaps(jobKind), NoSandbox: x.svc.NoSandbox,
 	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt})
 	if err != nil {
 		return out, err

@@ -194,6 +194,19 @@ func (v *validator) jobKinds() {
 		if jk.Grader.Version < 1 {
 			v.add(KindInvalid, p+".grader.version", "%d: give the grader's version, 1 or more (changing what a grader returns is a version bump)", jk.Grader.Version)
 		}
+		if c := jk.HarnessCaps; c != nil {
+			if c.Turns < 0 {
+				v.add(KindInvalid, p+".harness_caps.turns", "%d: give the most model calls per trial, 1 or more (leave it out for the default %d)", c.Turns, defaultAiderCaps.Turns)
+			}
+			if c.Tokens < 0 {
+				v.add(KindInvalid, p+".harness_caps.tokens", "%d: give the most output tokens per trial, 1 or more (leave it out for the default %d)", c.Tokens, defaultAiderCaps.Tokens)
+			}
+			if c.Wall != "" {
+				if d, err := time.ParseDuration(c.Wall); err != nil || d <= 0 {
+					v.add(KindInvalid, p+".harness_caps.wall", "%q: write a positive duration such as \"5m\" or \"90s\" (leave it out for the default %s)", c.Wall, defaultAiderCaps.Wall)
+				}
+			}
+		}
 	}
 }
 
