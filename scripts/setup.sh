@@ -198,8 +198,7 @@ requant="$requant_dir/SmolLM2-135M-Instruct.requant-Q8_0.gguf"
 if [ ! -f "$requant_dir/.rig-ok" ]; then
   log "requantizing SmolLM2-135M-Instruct Q4_1 to Q8_0 (replay's other-quant control)"
   mkdir -p "$requant_dir"
-  LD_LIBRARY_PATH="$lbuild/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    "$lbuild/bin/llama-quantize" --allow-requantize "$smol" "$requant.partial" Q8_0 "$jobs" >"$requant_dir/quantize.log" 2>&1 ||
+  "$lbuild/bin/llama-quantize" --allow-requantize "$smol" "$requant.partial" Q8_0 "$jobs" >"$requant_dir/quantize.log" 2>&1 ||
     { tail -20 "$requant_dir/quantize.log"; die "llama-quantize failed; full log: $requant_dir/quantize.log"; }
   got=$(sha256sum "$requant.partial" | cut -d' ' -f1)
   if [ "$got" = "$SMOLLM2_REQUANT_Q8_0_SHA256" ]; then

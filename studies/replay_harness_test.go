@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"rig/genrecord"
 	"rig/internal/provision"
 	"rig/runtimes"
+	"rig/tasks"
 )
 
 // TestReplayAiderCalls runs the real Aider against a real arm on each runtime
@@ -40,12 +39,8 @@ func replayAiderCalls(t *testing.T, in provision.Installed, kind string) {
 	defer stack.stop()
 
 	repo := filepath.Join(work, "repo")
-	os.MkdirAll(repo, 0o700)
-	os.WriteFile(filepath.Join(repo, "calc.py"), []byte("def add(a, b):\n    return a - b\n"), 0o600)
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=t", "-c", "user.email=t@localhost", "commit", "-qm", "task"}} {
-		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+	if err := tasks.Materialize(ctx, repo, map[string]string{"calc.py": "def add(a, b):\n    return a - b\n"}); err != nil {
+		t.Fatal(err)
 	}
 	pins := Pins{Sampling: Sampling{Temperature: 0.7, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 42}, StopCap: 48}
 	samp := runtimes.Sampling{Temperature: pins.Sampling.Temperature, TopK: pins.Sampling.TopK, TopP: pins.Sampling.TopP, MinP: pins.Sampling.MinP, Seed: int(pins.Sampling.Seed)}
