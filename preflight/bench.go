@@ -41,7 +41,13 @@ type BenchOptions struct {
 	TablePath      string            // write the measured table here (Markdown) when set
 	CalibrationOut string            // write the fitted calibration JSON here when set
 	RunTimeout     time.Duration     // per run; default 8 minutes
-	Logger         *slog.Logger
+	// Repeats measures each configuration this many times (default 1). The
+	// fit then counts the spread between repeats into the trusted error:
+	// a peak moves by a few percent from run to run (the runtime's Go
+	// garbage collector, allocator timing), which one run per
+	// configuration cannot show.
+	Repeats int
+	Logger  *slog.Logger
 }
 
 // BenchRow is one measured run beside the predictions.
@@ -64,6 +70,7 @@ type BenchRow struct {
 	vocab     int
 	parts     Size   // rig's prediction without the overhead
 	Err       string `json:"error,omitempty"`
+	Repeat    int    `json:"repeat,omitempty"` // 1-based, when a configuration was measured more than once
 }
 
 // Buffers are the allocations llama.cpp reports in its log.
@@ -134,6 +141,10 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 		// A 1200-token prompt on a shared two-core machine takes minutes.
 		opts.RunTimeout = 8 * time.Minute
 	}
+	if opts.Repeats < 0 {
+		return fmt.Errorf("preflight: bench: repeats %d: give 1 or more runs per configuration", opts.Repeats)
+	}
+	opts.Repeats = max(opts.Repeats, 1)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -180,9 +191,6 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 			}
 			for _, c := range opts.Contexts {
 				for _, kv := range opts.KVTypes {
-					if err := ctx.Err(); err != nil {
-						return err
-					}
 					p := Profile{Name: fmt.Sprintf("bench-%d-%s", c, kv), CardMemory: opts.Limit, Context: c, KVType: kv, Parallel: 1, Simulated: true}
 					row := BenchRow{Model: name, Runtime: rt, Context: c, KV: kv, vocab: h.Vocab}
 					est, err := Predict(f, p, rt, cal)
@@ -192,23 +200,36 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 					row.Rig = est.Peak
 					row.parts = est.Peak - est.Overhead
 					row.Parser = parserEstimate(ref, p)
-					opts.Logger.Info("bench run", "runtime", rt, "model", name, "ctx", c, "kv", kv)
-					var peak Size
-					var bufs Buffers
-					if rt == RuntimeOllama {
-						peak, row.Own, bufs, err = measureOllama(ctx, opts, store, name, p)
-					} else {
-						row.Own = llamaOwnEstimate(ctx, opts, path, p)
-						peak, bufs, err = measureLlamaServer(ctx, opts, path, p)
+					for rep := 1; rep <= opts.Repeats; rep++ {
+						if err := ctx.Err(); err != nil {
+							return err
+						}
+						r := row
+						if opts.Repeats > 1 {
+							r.Repeat = rep
+						}
+						opts.Logger.Info("bench run", "runtime", rt, "model", name, "ctx", c, "kv", kv, "repeat", rep)
+						var peak Size
+						var bufs Buffers
+						if rt == RuntimeOllama {
+							peak, r.Own, bufs, err = measureOllama(ctx, opts, store, name, p)
+						} else {
+							r.Own = llamaOwnEstimate(ctx, opts, path, p)
+							peak, bufs, err = measureLlamaServer(ctx, opts, path, p)
+						}
+						r.Logged = bufs
+						if err != nil {
+							r.Err = err.Error()
+							opts.Logger.Warn("bench run failed", "runtime", rt, "model", name, "ctx", c, "kv", kv, "err", err)
+						}
+						r.Measured = peak
+						rows = append(rows, r)
+						repeat := ""
+						if opts.Repeats > 1 {
+							repeat = fmt.Sprintf(" (run %d of %d)", rep, opts.Repeats)
+						}
+						fmt.Fprintf(w, "measured %s %s ctx %d kv %s%s: peak %s (rig %s, gguf-parser %s, %s's own %s)\n", rt, name, c, kv, repeat, peak, r.Rig, r.Parser, rt, r.Own)
 					}
-					row.Logged = bufs
-					if err != nil {
-						row.Err = err.Error()
-						opts.Logger.Warn("bench run failed", "runtime", rt, "model", name, "ctx", c, "kv", kv, "err", err)
-					}
-					row.Measured = peak
-					rows = append(rows, row)
-					fmt.Fprintf(w, "measured %s %s ctx %d kv %s: peak %s (rig %s, gguf-parser %s, %s's own %s)\n", rt, name, c, kv, peak, row.Rig, row.Parser, rt, row.Own)
 				}
 			}
 		}
@@ -220,7 +241,7 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 		}
 		for _, rt := range opts.Runtimes {
 			rc := fitted.Runtimes[rt]
-			fmt.Fprintf(w, "fitted %s: base %s, %.0f bytes per vocabulary entry, relative error %.1f%% over %d runs\n", rt, Size(rc.BaseBytes), rc.PerVocabBytes, 100*rc.RelError, rc.Runs)
+			fmt.Fprintf(w, "fitted %s: base %s, %.0f bytes per vocabulary entry, relative error %.1f%% over %d runs (repeat spread %.1f%%)\n", rt, Size(rc.BaseBytes), rc.PerVocabBytes, 100*rc.RelError, rc.Runs, 100*rc.RepeatSpread)
 		}
 		for i := range rows {
 			rc := fitted.Runtimes[rows[i].Runtime]
@@ -511,9 +532,11 @@ func fitCalibration(cal *Calibration, rows []BenchRow, machine string) (*Calibra
 			pred := float64(r.parts) + rc.BaseBytes + rc.PerVocabBytes*float64(r.vocab)
 			worst = max(worst, math.Abs(pred-float64(r.Measured))/float64(r.Measured))
 		}
-		// The trusted margin is the worst error seen, rounded up, and never below
-		// 3%: a handful of runs cannot show a tighter bound.
-		rc.RelError = max(0.03, math.Ceil(worst*100)/100)
+		// The trusted margin is the worst error seen plus the repeat spread,
+		// rounded up, and never below 3%: a handful of runs cannot show a
+		// tighter bound.
+		rc.RepeatSpread = repeatSpread(good)
+		rc.RelError = max(0.03, math.Ceil((worst+rc.RepeatSpread)*100)/100)
 		rc.Runs = len(good)
 		out.Runtimes[rt] = rc
 		fitted = append(fitted, fmt.Sprintf("%s over %d runs", rt, len(good)))
@@ -525,6 +548,33 @@ func fitCalibration(cal *Calibration, rows []BenchRow, machine string) (*Calibra
 		out.Source += "; the other runtimes' constants as before (" + cal.Source + ")"
 	}
 	return &out, nil
+}
+
+// repeatSpread is the widest (max-min)/mean of the peaks measured for one
+// configuration (model, context, KV type) measured more than once; 0 when
+// none was repeated.
+func repeatSpread(rows []BenchRow) float64 {
+	type config struct {
+		model string
+		ctx   int
+		kv    string
+	}
+	peaks := map[config][]float64{}
+	for _, r := range rows {
+		if r.Repeat == 0 {
+			continue
+		}
+		k := config{r.Model, r.Context, r.KV}
+		peaks[k] = append(peaks[k], float64(r.Measured))
+	}
+	widest := 0.0
+	for _, v := range peaks {
+		if len(v) < 2 {
+			continue
+		}
+		widest = max(widest, (slices.Max(v)-slices.Min(v))/mean(v))
+	}
+	return widest
 }
 
 func leastSquares(x, y []float64) (a, b float64) {
@@ -597,7 +647,17 @@ func benchTable(rows []BenchRow, cal *Calibration, machine string) string {
 		if s.nOwn > 0 {
 			fmt.Fprintf(&b, ", %s's own %.1f%%", rt, 100*s.own/float64(s.nOwn))
 		}
-		fmt.Fprintf(&b, "; rig worst %.1f%% (goal: within 10%% in every case)\n", 100*s.worst)
+		fmt.Fprintf(&b, "; rig worst %.1f%% (goal: within 10%% in every case)", 100*s.worst)
+		var good []BenchRow
+		for _, r := range rows {
+			if r.Runtime == rt && r.Err == "" {
+				good = append(good, r)
+			}
+		}
+		if spread := repeatSpread(good); spread > 0 {
+			fmt.Fprintf(&b, "; widest spread between repeats of one configuration %.1f%%", 100*spread)
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\n%s\n", SimulatedCaveat)
 	return b.String()

@@ -3,6 +3,7 @@ package preflight
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -83,6 +84,41 @@ func TestFitCalibrationRecoversOverhead(t *testing.T) {
 	}
 	if got.Machine != "test machine" || !maps.Equal(cal.Runtimes, before) {
 		t.Errorf("fit must copy, not edit, the input calibration")
+	}
+}
+
+func TestFitCalibrationCountsTheRepeatSpread(t *testing.T) {
+	cal := mustCal(t)
+	once, err := fitCalibration(cal, syntheticRows(RuntimeOllama, 60e6, 40), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same six configurations measured twice: the second run of each
+	// lands 6% higher, as a peak can between runs.
+	var rows []BenchRow
+	for _, r := range syntheticRows(RuntimeOllama, 60e6, 40) {
+		first, second := r, r
+		first.Model, second.Model = fmt.Sprint(r.vocab), fmt.Sprint(r.vocab)
+		first.Context, second.Context = int(r.parts/MiB), int(r.parts/MiB)
+		first.Repeat, second.Repeat = 1, 2
+		second.Measured = Size(float64(r.Measured) * 1.06)
+		rows = append(rows, first, second)
+	}
+	twice, err := fitCalibration(cal, rows, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, r := once.Runtimes[RuntimeOllama], twice.Runtimes[RuntimeOllama]
+	if o.RepeatSpread != 0 || r.RepeatSpread < 0.055 || r.RepeatSpread > 0.065 || r.Runs != 12 {
+		t.Errorf("repeat spread: one run each %.3f, two runs each %.3f over %d runs; want 0 and about 0.058", o.RepeatSpread, r.RepeatSpread, r.Runs)
+	}
+	// The fit sits between the two runs, so its own worst error is about 3%;
+	// the claimed error adds the 6% spread a single later run can land in.
+	if r.RelError < o.RelError+0.05 {
+		t.Errorf("relative error with repeats %.2f, without %.2f: the spread between repeats was not counted", r.RelError, o.RelError)
+	}
+	if got := benchTable(rows, twice, "m"); !strings.Contains(got, "widest spread between repeats of one configuration 5.8%") {
+		t.Errorf("the table does not report the spread:\n%s", got)
 	}
 }
 

@@ -16,8 +16,13 @@ type RuntimeCalibration struct {
 	UBatch         int     `json:"ubatch"`          // physical batch the runtime reserves compute for
 	CtxPad         int     `json:"ctx_pad"`         // KV cells are rounded up to this
 	FlashAttention bool    `json:"flash_attention"` // whether the runtime runs with flash attention here
-	RelError       float64 `json:"relative_error"`  // largest |predicted-measured|/measured seen
-	Runs           int     `json:"runs"`            // measurements behind the constants
+	// RelError is the error a prediction is trusted to: the worst
+	// |predicted-measured|/measured of the fit plus the widest spread between
+	// repeated runs of one configuration, because a single later run can land
+	// anywhere in that spread.
+	RelError     float64 `json:"relative_error"`
+	RepeatSpread float64 `json:"repeat_spread,omitempty"` // widest (max-min)/mean over repeats of one configuration; 0 = not repeated
+	Runs         int     `json:"runs"`                    // measurements behind the constants
 }
 
 // Calibration is the table of constants, dated and tied to a machine line.

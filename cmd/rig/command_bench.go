@@ -40,6 +40,7 @@ calculation's predicted detection rate against the simulated one (goal: within
 	var table, calOut string
 	var benchRuntimes []string
 	var fit bool
+	var repeats int
 	pre := &cobra.Command{
 		Use:   "preflight",
 		Short: "Measure true peaks of the real models and compare rig's, the runtimes' own and gguf-parser-go's predictions",
@@ -47,7 +48,14 @@ calculation's predicted detection rate against the simulated one (goal: within
 types on llama-server and Ollama, each run held in a memory cgroup, measures
 the true peak and prints predicted, measured and the error for rig, the
 runtime's own estimate (llama.cpp's fit projection; Ollama's loaded size) and
-gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
+gguf-parser-go, side by side. Goal: rig within 10% everywhere.
+
+With --fit it fits each runtime's overhead constants from the run. The error
+the fit claims (relative_error) is the worst fit error plus the widest spread
+between repeats of one configuration, so measure with --repeats 2 or more
+before committing a calibration: a peak moves by a few percent between runs.
+
+  rig bench preflight --runtime ollama --fit --repeats 3 --calibration-out /tmp/cal.json --table /tmp/ollama.md`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := provision.Load()
 			if err != nil {
@@ -59,7 +67,7 @@ gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
 			}
 			return preflight.BenchPreflight(cmd.Context(), cmd.OutOrStdout(), preflight.BenchOptions{
 				LlamaServerBin: in.LlamaServer, OllamaBin: in.Ollama, Runtimes: benchRuntimes, Models: models,
-				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut,
+				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut, Repeats: repeats,
 			})
 		},
 	}
@@ -67,6 +75,7 @@ gguf-parser-go, side by side. Goal: rig within 10% everywhere.`,
 	pre.Flags().StringSliceVar(&benchRuntimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
 	pre.Flags().BoolVar(&fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")
 	pre.Flags().StringVar(&calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
+	pre.Flags().IntVar(&repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
 	cmd.AddCommand(stats, pre)
 	cmd.AddCommand(newBenchReplayCommand())
 	return cmd
