@@ -97,6 +97,17 @@ func TestSeededGenerationReproducesTokensAndLogprobs(t *testing.T) {
 			if kind == "llama-server" && (len(a.PromptTokenIDs) == 0 || a.Steps[0].ID < 0) {
 				t.Errorf("llama-server gave no token ids")
 			}
+			if o, ok := rt.(*Ollama); ok {
+				// The start-up load carries the pinned runner options, so the
+				// calls reuse it instead of loading the model a second time.
+				log, err := os.ReadFile(filepath.Join(o.cfg.WorkDir, "ollama.log"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := strings.Count(string(log), `msg="loading model"`); n != 1 {
+					t.Errorf("Ollama loaded the model %d times for a start and two calls, want once", n)
+				}
+			}
 		})
 	}
 }

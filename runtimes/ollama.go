@@ -200,9 +200,13 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		return fmt.Errorf("ollama: reading the manifest of %s: %w", o.model, err)
 	}
 	// Load the model now, so the first counted call does not pay for it and
-	// the libraries of the runner process can be read.
+	// the libraries of the runner process can be read. The load carries the
+	// runner's pinned options: Ollama starts a new runner whenever num_ctx or
+	// num_thread differ from the loaded one's, so a bare load would be
+	// thrown away by the first call.
 	stream := false
-	if err := o.client.Generate(gctx, &api.GenerateRequest{Model: o.model, Stream: &stream}, func(api.GenerateResponse) error { return nil }); err != nil {
+	load := &api.GenerateRequest{Model: o.model, Stream: &stream, Options: map[string]any{"num_ctx": o.cfg.Context, "num_thread": o.cfg.Threads}}
+	if err := o.client.Generate(gctx, load, func(api.GenerateResponse) error { return nil }); err != nil {
 		if o.exited() {
 			return o.crashed("while loading the model")
 		}
