@@ -454,6 +454,11 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	}
 	rp := rt.Pins()
 	rec := x.newReceipt(arm, key, attempt, parent, rp)
+	if harnessOf(arm.Runtime) == "aider" {
+		// The caps bound what the harness may do, so they belong with the pins.
+		c := x.design.aiderCaps(key.JobKind)
+		rec.Pins["harness_caps"] = fmt.Sprintf("turns %d, output tokens %d, wall %s", c.Turns, c.Tokens, c.Wall)
+	}
 	callID := fmt.Sprintf("%s#%d", key, attempt)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()

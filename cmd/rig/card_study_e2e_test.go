@@ -40,13 +40,7 @@ func cardDesign(t *testing.T, name string, tasks int) string {
 	d["arms"] = append(arms, second)
 	d["card_profiles"] = []any{map[string]any{"name": "card-128mib", "memory_mib": 128, "simulated": true}}
 	d["confirm_doesnt_fit"] = true
-	var items []any
-	for _, it := range d["items"].([]any) {
-		if it.(map[string]any)["registry_id"] != "gemma-3-270m" {
-			items = append(items, it)
-		}
-	}
-	d["items"] = items
+	keepItems(d, func(id string) bool { return id != "gemma-3-270m" })
 	return writeDesignMap(t, d)
 }
 

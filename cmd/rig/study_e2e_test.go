@@ -119,24 +119,45 @@ func (e *rigEnv) stopDaemon() {
 	}
 }
 
+// demoDesignFor reads the demo design, renamed, with only the named job kind
+// (its bank an absolute path, sample tasks taken) and one repeat.
+func demoDesignFor(t *testing.T, name, jobKind string, sample int) (design, kind map[string]any) {
+	t.Helper()
+	d := readDesignMap(t, "../../examples/demo-study/design.json")
+	d["name"] = name
+	d["repeats"] = 1
+	bank, _ := filepath.Abs("../../tasks/banks/" + jobKind + ".jsonl")
+	for _, k := range d["job_kinds"].([]any) {
+		if km := k.(map[string]any); km["name"] == jobKind {
+			km["task_bank"] = bank
+			km["sample_tasks"] = sample
+			kind = km
+		}
+	}
+	if kind == nil {
+		t.Fatalf("the demo design has no job kind %s", jobKind)
+	}
+	d["job_kinds"] = []any{kind}
+	return d, kind
+}
+
+// keepItems keeps the design's items whose registry id passes keep.
+func keepItems(d map[string]any, keep func(registryID string) bool) {
+	var items []any
+	for _, it := range d["items"].([]any) {
+		if id, _ := it.(map[string]any)["registry_id"].(string); keep(id) {
+			items = append(items, it)
+		}
+	}
+	d["items"] = items
+}
+
 // smallDesign writes a study of the extract-json job kind (sample tasks taken
 // across templates) on the incumbent SmolLM2 on llama-server and Gemma 3 on
 // llama-server, and on Ollama when asked.
 func smallDesign(t *testing.T, name string, sample int, withOllama bool) string {
 	t.Helper()
-	d := readDesignMap(t, "../../examples/demo-study/design.json")
-	d["name"] = name
-	d["repeats"] = 1
-	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
-	var kinds []any
-	for _, k := range d["job_kinds"].([]any) {
-		if km := k.(map[string]any); km["name"] == "extract-json" {
-			km["task_bank"] = bank
-			km["sample_tasks"] = sample
-			kinds = append(kinds, km)
-		}
-	}
-	d["job_kinds"] = kinds
+	d, _ := demoDesignFor(t, name, "extract-json", sample)
 	var arms []any
 	for _, a := range d["arms"].([]any) {
 		am := a.(map[string]any)
@@ -147,13 +168,9 @@ func smallDesign(t *testing.T, name string, sample int, withOllama bool) string 
 		}
 	}
 	d["arms"] = arms
-	var items []any
-	for _, it := range d["items"].([]any) {
-		if id := it.(map[string]any)["registry_id"]; id != "aider-chat" && id != "rig-bank-fix-test" && (withOllama || id != "ollama") {
-			items = append(items, it)
-		}
-	}
-	d["items"] = items
+	keepItems(d, func(id string) bool {
+		return id != "aider-chat" && id != "rig-bank-fix-test" && (withOllama || id != "ollama")
+	})
 	return writeDesignMap(t, d)
 }
 

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// aiderDesign writes a study of the fix-test job kind only: the incumbent
+// SmolLM2 driven by Aider on llama-server and the candidate Gemma 3 driven by
+// Aider on Ollama, one task each, one model call per trial at a short stop cap
+// so the test stays within minutes on two cores.
+func aiderDesign(t *testing.T, name string) string {
+	t.Helper()
+	d, kind := demoDesignFor(t, name, "fix-test", 1)
+	kind["harness_caps"] = map[string]any{"turns": 1, "tokens": 64, "wall": "5m"}
+	var arms []any
+	for _, a := range d["arms"].([]any) {
+		am := a.(map[string]any)
+		if strings.HasPrefix(am["runtime"].(string), "aider+") {
+			am["pins"].(map[string]any)["stop_cap"] = 64 // equal across the job kind's arms
+			arms = append(arms, am)
+		}
+	}
+	if len(arms) != 2 {
+		t.Fatalf("the demo design has %d Aider arms, want the incumbent and the candidate", len(arms))
+	}
+	d["arms"] = arms
+	keepItems(d, func(id string) bool { return id != "rig-bank-extract-json" })
+	return writeDesignMap(t, d)
+}
+
+// TestAiderStudyTrialsOnRealRuntimes runs counted trials of a study through
+// the real Aider on both runtimes: each trial keeps its model call in the
+// arm's generation record, its receipt names Aider and the caps it ran under,
+// and the kept calls replay exactly through the pinned model.
+func TestAiderStudyTrialsOnRealRuntimes(t *testing.T) {
+	e := newRigEnv(t)
+	e.ensureGovernorPass()
+	e.startDaemon()
+	name := "e2e-aider"
+	e.prepare(aiderDesign(t, name), name)
+	out := e.rig(true, "study", "run", name)
+	m := regexp.MustCompile(`done: (\d+)/(\d+) trials`).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] || m[2] != "2" {
+		t.Fatalf("run did not finish the 2 planned Aider trials:\n%s", out)
+	}
+	recs := e.exportReceipts(name)
+	if len(recs) != 2 {
+		t.Fatalf("exported %d receipts, want 2", len(recs))
+	}
+	for _, r := range recs {
+		t.Logf("%s on %s: %s, %d output tokens; %s", r.Arm, r.Runtime, r.Outcome, r.OutputTokens, r.Detail)
+		if r.Harness != "aider" || r.HarnessVersion == "" {
+			t.Errorf("%s: harness %q version %q, want Aider and its version", r.Arm, r.Harness, r.HarnessVersion)
+		}
+		if got := r.Pins["harness_caps"]; got != "turns 1, output tokens 64, wall 5m0s" {
+			t.Errorf("%s: receipt pins harness_caps %q, want the design's caps", r.Arm, got)
+		}
+		if !strings.Contains(r.Detail, "aider: exit") || r.OutputTokens == 0 || r.Grade == nil {
+			t.Errorf("%s: the trial kept no graded Aider call: outcome %s, %d output tokens, detail %q", r.Arm, r.Outcome, r.OutputTokens, r.Detail)
+		}
+	}
+	for _, arm := range []string{"smollm2-aider-llama-server", "gemma3-aider-ollama"} {
+		rec := filepath.Join(e.home, "studies", name, "executions", "exec-1", "generations-"+arm+".jsonl")
+		got := e.rig(true, "replay", rec)
+		t.Logf("rig replay %s:\n%s", filepath.Base(rec), got)
+		if !strings.Contains(got, "aider") || !strings.Contains(got, "summary: reproduced") {
+			t.Errorf("the kept Aider calls of %s did not all reproduce:\n%s", arm, got)
+		}
+	}
+}
