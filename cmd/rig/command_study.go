@@ -329,6 +329,10 @@ replay is kept with the execution, so later reports show it without
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var files studies.ReportFiles
+			if opts.ReplaySample > 0 {
+				// The daemon answers once, at the end; say what the wait is for.
+				fmt.Fprintf(cmd.OutOrStdout(), "replaying %d kept rows of every generation record through its pinned runtime first: about as long as generating them took (the daemon's log names each record as it starts)\n", opts.ReplaySample)
+			}
 			if err := callDaemon(cmd.Context(), socketPath(cmd), "report", reportReq{Name: args[0], ReportOptions: opts}, &files, cmd.OutOrStdout()); err != nil {
 				return err
 			}
