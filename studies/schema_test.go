@@ -48,7 +48,8 @@ func (c schemaCheck) validate(s map[string]any, v any, path string) []string {
 			return errs
 		}
 		props, _ := s["properties"].(map[string]any)
-		for _, r := range s["required"].([]any) {
+		required, _ := s["required"].([]any) // an object may require nothing (harness_caps)
+		for _, r := range required {
 			if _, ok := m[r.(string)]; !ok {
 				fail("missing required %q", r)
 			}
