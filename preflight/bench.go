@@ -204,9 +204,9 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 						if err := ctx.Err(); err != nil {
 							return err
 						}
-						r := row
+						r, repeat := row, ""
 						if opts.Repeats > 1 {
-							r.Repeat = rep
+							r.Repeat, repeat = rep, fmt.Sprintf(" (run %d of %d)", rep, opts.Repeats)
 						}
 						opts.Logger.Info("bench run", "runtime", rt, "model", name, "ctx", c, "kv", kv, "repeat", rep)
 						var peak Size
@@ -224,10 +224,6 @@ func BenchPreflight(ctx context.Context, w io.Writer, opts BenchOptions) error {
 						}
 						r.Measured = peak
 						rows = append(rows, r)
-						repeat := ""
-						if opts.Repeats > 1 {
-							repeat = fmt.Sprintf(" (run %d of %d)", rep, opts.Repeats)
-						}
 						fmt.Fprintf(w, "measured %s %s ctx %d kv %s%s: peak %s (rig %s, gguf-parser %s, %s's own %s)\n", rt, name, c, kv, repeat, peak, r.Rig, r.Parser, rt, r.Own)
 					}
 				}

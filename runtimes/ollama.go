@@ -200,12 +200,10 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		return fmt.Errorf("ollama: reading the manifest of %s: %w", o.model, err)
 	}
 	// Load the model now, so the first counted call does not pay for it and
-	// the libraries of the runner process can be read. The load carries the
-	// runner's pinned options: Ollama starts a new runner whenever num_ctx or
-	// num_thread differ from the loaded one's, so a bare load would be
-	// thrown away by the first call.
+	// the libraries of the runner process can be read. It carries the
+	// runner options the calls send, or the first call would load again.
 	stream := false
-	load := &api.GenerateRequest{Model: o.model, Stream: &stream, Options: map[string]any{"num_ctx": o.cfg.Context, "num_thread": o.cfg.Threads}}
+	load := &api.GenerateRequest{Model: o.model, Stream: &stream, Options: o.runnerOptions()}
 	if err := o.client.Generate(gctx, load, func(api.GenerateResponse) error { return nil }); err != nil {
 		if o.exited() {
 			return o.crashed("while loading the model")
@@ -256,22 +254,26 @@ func (o *Ollama) effortFor(e Effort) (EffortRecord, *api.ThinkValue) {
 	return rec, &api.ThinkValue{Value: e.Level}
 }
 
+// runnerOptions are the pinned options that decide Ollama's runner: a call
+// whose runner options differ from the loaded runner's makes Ollama load the
+// model again, so the start-up load and every call send the same ones.
+func (o *Ollama) runnerOptions() map[string]any {
+	return map[string]any{"num_ctx": o.cfg.Context, "num_thread": o.cfg.Threads}
+}
+
 func (o *Ollama) options(req Request) map[string]any {
-	opts := map[string]any{
-		"temperature": req.Sampling.Temperature,
-		"top_k":       req.Sampling.TopK,
-		"top_p":       orOne(req.Sampling.TopP),
-		"min_p":       req.Sampling.MinP,
-		"seed":        req.Sampling.Seed,
-		"num_predict": req.MaxTokens,
-		"num_ctx":     o.cfg.Context,
-		"num_thread":  o.cfg.Threads,
-		// Ollama applies a repeat penalty of 1.1 unless told otherwise, after
-		// the log-probabilities it reports and outside the recorded
-		// sampling pins; llama-server applies none. Pinned off, both
-		// runtimes sample by the same recorded rule.
-		"repeat_penalty": 1.0,
-	}
+	opts := o.runnerOptions()
+	opts["temperature"] = req.Sampling.Temperature
+	opts["top_k"] = req.Sampling.TopK
+	opts["top_p"] = orOne(req.Sampling.TopP)
+	opts["min_p"] = req.Sampling.MinP
+	opts["seed"] = req.Sampling.Seed
+	opts["num_predict"] = req.MaxTokens
+	// Ollama applies a repeat penalty of 1.1 unless told otherwise, after
+	// the log-probabilities it reports and outside the recorded sampling
+	// pins; llama-server applies none. Pinned off, both runtimes sample by
+	// the same recorded rule.
+	opts["repeat_penalty"] = 1.0
 	if len(req.Stop) > 0 {
 		opts["stop"] = req.Stop
 	}

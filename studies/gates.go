@@ -202,12 +202,12 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 		}
 		path := filepath.Join(dir, "generations-"+arm.Name+".jsonl")
 		os.Remove(path)
-		switch {
-		case len(gen.calls) > 0 || genErr != nil:
-		case h == arm.Runtime: // a harness over a runtime: Aider
-			rec.Problems = append(rec.Problems, fmt.Sprintf("%s kept no model call: each was cut off by a cap or refused, so this run shows no record (if its calls hit the time cap, give job_kinds[].harness_caps.wall of %s more time)", arm.Runtime, jk.Name))
-		default:
-			rec.Problems = append(rec.Problems, "no model call was recorded")
+		if len(gen.calls) == 0 && genErr == nil {
+			if h == arm.Runtime { // a harness over a runtime: Aider
+				rec.Problems = append(rec.Problems, fmt.Sprintf("%s kept no model call: each was cut off by a cap or refused, so this run shows no record (if its calls hit the time cap, give job_kinds[].harness_caps.wall of %s more time)", arm.Runtime, jk.Name))
+			} else {
+				rec.Problems = append(rec.Problems, "no model call was recorded")
+			}
 		}
 		if len(gen.calls) > 0 {
 			wr, err := genrecord.OpenWriter(path, recordPins(pins, snap.DesignHash, name, "validation"))
