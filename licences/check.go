@@ -82,7 +82,7 @@ func ValidateItems(file, path string, items []Item) error {
 		}
 		if it.RegistryID == "" {
 			return p.errf(at+".registry_id", "is empty",
-				"add an entry with id %q to licences/registry.json after reading the terms at the source, and put that id here", suggestID(it.Name))
+				"after reading the terms at the source, add an entry with id %q to the studio's licence registry and put that id here", suggestID(it.Name))
 		}
 	}
 	return nil
@@ -99,12 +99,25 @@ type Line struct {
 	// not one providers commonly ban: a use is allowed unless a clause
 	// restricts it.
 	Default bool
+	// Registry is the file the entry came from (a path, or BundledFile), so
+	// a reader of a layered check knows whose reading let the item through.
+	Registry string
 }
 
 // String gives the line in the form the seed spec asks designs to carry, e.g.
 // "writer: SmolLM2-135M-Instruct (smollm2-135m-instruct, inference: allowed)".
 func (l Line) String() string {
 	return fmt.Sprintf("%s: %s (%s, %s: %s)", l.Item.Role, l.Item.Name, l.EntryID, l.Item.Use, l.Verdict)
+}
+
+// Sourced is String followed by the registry file the entry came from, e.g.
+// "… (rig-bank-x, evaluation: allowed) from /studio/registry.json". String
+// stays the seed spec's form because reviews and reports quote it.
+func (l Line) Sourced() string {
+	if l.Registry == "" {
+		return l.String()
+	}
+	return l.String() + " from " + l.Registry
 }
 
 // Block is one item that stops the design, with what to do about it.
@@ -138,11 +151,12 @@ func (r Result) Err() error {
 	return &BlockedError{Blocks: append([]Block(nil), r.Blocks...)}
 }
 
-// WriteTo prints the passing lines, then the blocks, one per line.
+// WriteTo prints the passing lines, each naming its registry file, then the
+// blocks, one per line.
 func (r Result) WriteTo(w io.Writer) (int64, error) {
 	var n int64
 	for _, l := range r.Lines {
-		k, err := fmt.Fprintln(w, l.String())
+		k, err := fmt.Fprintln(w, l.Sourced())
 		n += int64(k)
 		if err != nil {
 			return n, err
@@ -158,22 +172,14 @@ func (r Result) WriteTo(w io.Writer) (int64, error) {
 	return n, nil
 }
 
-// Check rules on every item against the registry. It never stops at the first
-// problem: every block is listed so one pass shows all the reading to do.
+// Check rules on every item against one registry, not layered over the
+// bundled one (Set.Check layers). It never stops at the first problem: every
+// block is listed so one pass shows all the reading to do.
 func Check(reg *Registry, items []Item) Result {
-	var res Result
-	for _, it := range items {
-		line, block := checkOne(reg, it)
-		if block != nil {
-			res.Blocks = append(res.Blocks, *block)
-			continue
-		}
-		res.Lines = append(res.Lines, line)
-	}
-	return res
+	return (&Set{Studio: reg}).Check(items)
 }
 
-func checkOne(reg *Registry, it Item) (Line, *Block) {
+func checkOne(set *Set, it Item) (Line, *Block) {
 	block := func(reason, fix string, args ...any) (Line, *Block) {
 		return Line{}, &Block{Item: it, Reason: reason, Fix: fmt.Sprintf(fix, args...)}
 	}
@@ -186,26 +192,32 @@ func checkOne(reg *Registry, it Item) (Line, *Block) {
 	if it.RegistryID == "" {
 		id := suggestID(it.Name)
 		return block("the item names no registry entry",
-			"add an entry with id %q to licences/registry.json after reading the terms at the source, and put that id in registry_id", id)
+			"after reading the terms at the source, add an entry with id %q to %s, and put that id in registry_id", id, set.addTo())
 	}
-	e, ok := reg.Lookup(it.RegistryID)
+	e, from, ok := set.Find(it.RegistryID)
 	if !ok {
-		return block(fmt.Sprintf("no entry %q in licences/registry.json", it.RegistryID),
-			"add an entry with id %q to licences/registry.json after reading the terms at the source", it.RegistryID)
+		return block(fmt.Sprintf("no entry %q in %s", it.RegistryID, set.Files()),
+			"after reading the terms at the source, add an entry with id %q to %s", it.RegistryID, set.addTo())
+	}
+	// A bundled entry cannot be edited in place; the fix is a studio entry
+	// of the same id, which wins over it.
+	fixIn := from.File
+	if from != set.Studio || from.File == BundledFile {
+		fixIn = set.addTo() + `, copying the bundled entry "` + e.ID + `"`
 	}
 	if kinds := roleKinds[it.Role]; !containsKind(kinds, e.Kind) {
-		return block(fmt.Sprintf("entry %q is a %s, and a %s must be backed by a %s entry", e.ID, e.Kind, it.Role, joinKinds(kinds)),
-			"point registry_id at the entry for the item itself, or correct the entry's kind")
+		return block(fmt.Sprintf("entry %q in %s is a %s, and a %s must be backed by a %s entry", e.ID, from.File, e.Kind, it.Role, joinKinds(kinds)),
+			"point registry_id at the entry for the item itself, or correct the entry's kind in %s", fixIn)
 	}
 	v, has := e.Verdicts[it.Use]
 	if !has || strings.TrimSpace(v.Reading) == "" {
 		if it.Use.CommonlyBanned() {
-			return block(fmt.Sprintf("%s is a use providers commonly ban, and entry %q has no reading for it", it.Use, e.ID),
-				"read the clause at %s and add verdicts.%s with its verdict and reading to entry %q in licences/registry.json", e.SourcePage, it.Use, e.ID)
+			return block(fmt.Sprintf("%s is a use providers commonly ban, and entry %q in %s has no reading for it", it.Use, e.ID, from.File),
+				"read the clause at %s and add verdicts.%s with its verdict and reading to entry %q in %s", e.SourcePage, it.Use, e.ID, fixIn)
 		}
 		if !has {
 			return Line{Item: it, EntryID: e.ID, Verdict: Allowed, Default: true,
-				Reading: "no clause restricting this use was recorded", Clause: e.Clause}, nil
+				Reading: "no clause restricting this use was recorded", Clause: e.Clause, Registry: from.File}, nil
 		}
 	}
 	clause := v.Clause
@@ -213,36 +225,32 @@ func checkOne(reg *Registry, it Item) (Line, *Block) {
 		clause = e.Clause
 	}
 	if v.Verdict == Banned {
-		return block(fmt.Sprintf("%s is banned by %s (%s): %s", it.Use, e.Licence, clause, v.Reading),
+		return block(fmt.Sprintf("%s is banned by %s (%s), as entry %q in %s reads it: %s", it.Use, e.Licence, clause, e.ID, from.File, v.Reading),
 			"drop this use of the item or choose another item; a banned use cannot be registered")
 	}
 	if v.Verdict != Allowed && v.Verdict != Restricted {
-		return block(fmt.Sprintf("entry %q gives %s the verdict %q", e.ID, it.Use, v.Verdict),
-			"set the verdict to allowed, banned or restricted in licences/registry.json")
+		return block(fmt.Sprintf("entry %q in %s gives %s the verdict %q", e.ID, from.File, it.Use, v.Verdict),
+			"set verdicts.%s.verdict to allowed, banned or restricted in %s", it.Use, fixIn)
 	}
-	return Line{Item: it, EntryID: e.ID, Verdict: v.Verdict, Reading: v.Reading, Clause: clause}, nil
+	return Line{Item: it, EntryID: e.ID, Verdict: v.Verdict, Reading: v.Reading, Clause: clause, Registry: from.File}, nil
 }
 
-// RunCheck is what `rig licences check` does once the design's items are in
-// hand: load the registry (the bundled one when registryPath is empty), check
-// the items, print the result to w, and return the blocking error if any.
+// RunCheck checks items against the studio registry at registryPath layered
+// over the bundled one (the bundled one alone when registryPath is empty),
+// prints the result to w, and returns the blocking error if any.
 func RunCheck(ctx context.Context, w io.Writer, registryPath string, items []Item) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var (
-		reg *Registry
-		err error
-	)
-	if registryPath == "" {
-		reg, err = Bundled()
-	} else {
-		reg, err = LoadRegistry(registryPath)
-	}
+	set, err := OpenSet(registryPath)
 	if err != nil {
 		return err
 	}
-	res := Check(reg, items)
+	return WriteCheck(w, set.Check(items))
+}
+
+// WriteCheck prints a check's result to w and returns its blocking error.
+func WriteCheck(w io.Writer, res Result) error {
 	if _, err := res.WriteTo(w); err != nil {
 		return fmt.Errorf("licence check: writing result: %w", err)
 	}

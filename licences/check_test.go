@@ -70,7 +70,7 @@ func TestCheckBlocks(t *testing.T) {
 		wantText []string
 	}{
 		{"missing entry", Item{RoleWriter, "Muse-30B", "muse-30b-card", UseInference},
-			[]string{`no entry "muse-30b-card"`, `add an entry with id "muse-30b-card" to licences/registry.json after reading the terms at the source`}},
+			[]string{`no entry "muse-30b-card" in test.json`, `add an entry with id "muse-30b-card" to test.json`}},
 		{"no registry id", Item{RoleCritic, "Muse Glimmer 30B", "", UseInference},
 			[]string{`add an entry with id "muse-glimmer-30b"`}},
 		{"banned use", Item{RoleWriter, "Model-A-1B", "model-a", UseDistillation},
@@ -78,7 +78,7 @@ func TestCheckBlocks(t *testing.T) {
 		{"commonly banned without reading", Item{RoleWriter, "Model-A-1B", "model-a", UseCompetingModels},
 			[]string{"commonly ban", "verdicts.competing_models", "PyPI model-a: LICENSE"}},
 		{"kind mismatch", Item{RoleWriter, "Runtime", "rt", UseInference},
-			[]string{`entry "rt" is a runtime`}},
+			[]string{`entry "rt" in test.json is a runtime`}},
 		{"unknown use", Item{RoleWriter, "Model-A-1B", "model-a", "mining"},
 			[]string{`use "mining" is not a use`}},
 		{"unknown role", Item{"pilot", "Model-A-1B", "model-a", UseInference},

@@ -17,8 +17,8 @@ func ExampleRunCheck() {
 	err := licences.RunCheck(context.Background(), os.Stdout, "", items)
 	fmt.Println(err != nil)
 	// Output:
-	// incumbent: SmolLM2-135M-Instruct (smollm2-135m-instruct, evaluation: allowed)
-	// candidate: Gemma-3-270M (gemma-3-270m, training_on_outputs: restricted)
-	// BLOCKED writer: Muse-Glimmer-30B (muse-glimmer-30b-card, inference): no entry "muse-glimmer-30b-card" in licences/registry.json (add an entry with id "muse-glimmer-30b-card" to licences/registry.json after reading the terms at the source)
+	// incumbent: SmolLM2-135M-Instruct (smollm2-135m-instruct, evaluation: allowed) from licences/registry.json (bundled with rig)
+	// candidate: Gemma-3-270M (gemma-3-270m, training_on_outputs: restricted) from licences/registry.json (bundled with rig)
+	// BLOCKED writer: Muse-Glimmer-30B (muse-glimmer-30b-card, inference): no entry "muse-glimmer-30b-card" in licences/registry.json (bundled with rig) (after reading the terms at the source, add an entry with id "muse-glimmer-30b-card" to a studio licence registry (a file {"schema_version": 1, "entries": [...]} with only the studio's entries; the bundled ones still apply) named by --registry FILE, licence_registry in the design, or $RIG_LICENCE_REGISTRY)
 	// true
 }

@@ -2,7 +2,9 @@ package licences
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -129,10 +131,14 @@ type Entry struct {
 	Verdicts   map[Use]Verdict `json:"verdicts"`
 }
 
-// Registry is the parsed licences/registry.json.
+// Registry is one parsed registry file: the studio's own, or the one bundled
+// with rig.
 type Registry struct {
 	SchemaVersion int     `json:"schema_version"`
 	Entries       []Entry `json:"entries"`
+	// File is the registry as its messages and verdict lines name it: the
+	// path it was read from, or BundledFile. It is not part of the file.
+	File string `json:"-"`
 }
 
 // Lookup returns the entry with the given id.
@@ -158,19 +164,53 @@ func (r *Registry) Marshal() ([]byte, error) {
 //go:embed registry.json
 var bundledRegistry []byte
 
+// BundledFile names the registry compiled into rig in messages and verdict
+// lines. It is not a path a user can edit: a studio adds entries to its own
+// registry file instead (see Set).
+const BundledFile = "licences/registry.json (bundled with rig)"
+
 // Bundled parses the starting registry shipped with rig (licences/registry.json
 // as built into the binary).
 func Bundled() (*Registry, error) {
-	return ParseRegistry("licences/registry.json", bundledRegistry)
+	return ParseRegistry(BundledFile, bundledRegistry)
+}
+
+// BundledSHA256 is the hex SHA-256 of the bundled registry's bytes, so a
+// study that used a bundled entry notices a rig rebuilt with other terms.
+func BundledSHA256() string { return sha256Hex(bundledRegistry) }
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // LoadRegistry reads and parses a registry file.
 func LoadRegistry(path string) (*Registry, error) {
+	reg, _, err := loadRegistry(path)
+	return reg, err
+}
+
+// loadRegistry also returns the hash of the very bytes it parsed, so the hash
+// recorded for a study is the hash of the registry it was checked against.
+func loadRegistry(path string) (*Registry, string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("licence registry: %w", err)
+		return nil, "", fmt.Errorf("licence registry %s: %w (give the path of an existing registry file)", path, err)
 	}
-	return ParseRegistry(path, data)
+	reg, err := ParseRegistry(path, data)
+	if err != nil {
+		return nil, "", err
+	}
+	return reg, sha256Hex(data), nil
+}
+
+// FileSHA256 is the hex SHA-256 of a registry file as it is on disk now.
+func FileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("licence registry %s: %w", path, err)
+	}
+	return sha256Hex(data), nil
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
@@ -185,7 +225,7 @@ func ParseRegistry(file string, data []byte) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	reg := &Registry{Entries: []Entry{}}
+	reg := &Registry{Entries: []Entry{}, File: file}
 	if err := json.Unmarshal(top["schema_version"], &reg.SchemaVersion); err != nil {
 		return nil, p.errf("schema_version", "must be an integer", "write \"schema_version\": %d", SchemaVersion)
 	}

@@ -171,6 +171,10 @@ func TestBundledRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatalf("registry.json on disk: %v", err)
 	}
+	if reg.File != BundledFile || onDisk.File != "registry.json" {
+		t.Errorf("File = %q and %q, want %q and registry.json", reg.File, onDisk.File, BundledFile)
+	}
+	onDisk.File = reg.File
 	if !reflect.DeepEqual(reg, onDisk) {
 		t.Error("embedded registry differs from registry.json on disk")
 	}

@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// LicenceChecker checks every item against the licence registry for the use
-// the design makes of it. The licences package provides it; a nil error
-// means every use is allowed with the clause read.
+// LicenceChecker checks every item against the study's licence registry for
+// the use the design makes of it (StudyLicences in production). A nil error
+// means every use is allowed with the clause read; the record names the
+// registry files the verdicts came from, whose hashes become assets.
 type LicenceChecker interface {
-	Check(ctx context.Context, items []Item) error
+	Check(ctx context.Context, items []Item) (LicenceRecord, error)
 }
 
 // ErrNotWired is a gate whose checker was not provided: it fails closed.
@@ -24,8 +25,14 @@ type Registration struct {
 	DesignHash string          `json:"design_hash"`
 	Design     json.RawMessage `json:"design"` // canonical
 	Assets     AssetSet        `json:"assets"` // hashes Freeze compares against
-	Lifecycle  *Lifecycle      `json:"lifecycle"`
-	Request    RequestRecord   `json:"request"`
+	// Licences is the registry the items were checked against; its files'
+	// hashes are in Assets too.
+	Licences LicenceRecord `json:"licences"`
+	// DesignDir is the folder of the registered design file: relative model
+	// and task-bank paths resolve against it at freeze as at register.
+	DesignDir string        `json:"design_dir,omitempty"`
+	Lifecycle *Lifecycle    `json:"lifecycle"`
+	Request   RequestRecord `json:"request"`
 }
 
 // RegisterInput is one register request.
@@ -60,12 +67,18 @@ func Register(ctx context.Context, in RegisterInput, deps RegisterDeps) (reg *Re
 	if deps.Licences == nil || deps.Assets == nil || deps.Exists == nil {
 		return nil, false, fmt.Errorf("register %s: %w: the licence checker, asset resolver and study index must all be wired", file, ErrNotWired)
 	}
-	if err := deps.Licences.Check(ctx, in.Design.Items); err != nil {
+	lic, err := deps.Licences.Check(ctx, in.Design.Items)
+	if err != nil {
 		return nil, false, fmt.Errorf("%s: items: %w", file, err)
 	}
 	assets, err := Fingerprint(ctx, in.Design, deps.Assets, in.Resolve)
 	if err != nil {
 		return nil, false, fmt.Errorf("%s: %w", file, err)
+	}
+	// In the asset set, the registry is part of the idempotent request and of
+	// what freeze compares: a registry edited after register is stale.
+	for k, v := range lic.Assets() {
+		assets[k] = v
 	}
 	dh, err := DesignHash(in.Design)
 	if err != nil {
@@ -91,6 +104,8 @@ func Register(ctx context.Context, in RegisterInput, deps RegisterDeps) (reg *Re
 		DesignHash: dh,
 		Design:     canon,
 		Assets:     assets,
+		Licences:   lic,
+		DesignDir:  in.Resolve.BaseDir,
 		Lifecycle:  NewLifecycle(dh, in.Actor, in.At),
 		Request:    rec,
 	}, false, nil

@@ -11,13 +11,13 @@ import (
 // fakeLicences blocks the registry ids it lists.
 type fakeLicences struct{ blocked map[string]string }
 
-func (f fakeLicences) Check(_ context.Context, items []Item) error {
+func (f fakeLicences) Check(_ context.Context, items []Item) (LicenceRecord, error) {
 	for _, it := range items {
 		if why, ok := f.blocked[it.RegistryID]; ok {
-			return fmt.Errorf("%s (%s, %s): %s", it.Name, it.RegistryID, it.Use, why)
+			return LicenceRecord{}, fmt.Errorf("%s (%s, %s): %s", it.Name, it.RegistryID, it.Use, why)
 		}
 	}
-	return nil
+	return LicenceRecord{}, nil
 }
 
 func TestRegister(t *testing.T) {

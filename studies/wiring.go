@@ -74,28 +74,15 @@ func (a localAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
 // "audits" beside the bank file.
 func BankAuditDir(bank string) string { return filepath.Join(filepath.Dir(bank), "audits") }
 
-// bundledLicences checks items against the registry built into rig.
-type bundledLicences struct{ reg *licences.Registry }
-
-func (b bundledLicences) Check(_ context.Context, items []Item) error {
-	var li []licences.Item
-	for _, it := range items {
-		li = append(li, licences.Item{Role: licences.Role(it.Role), Name: it.Name, RegistryID: it.RegistryID, Use: licences.Use(it.Use)})
-	}
-	return licences.Check(b.reg, li).Err()
-}
-
-// LicenceLines renders the design's items as "role: NAME (ENTRY-ID, USE: VERDICT)".
+// LicenceLines renders the design's items as "role: NAME (ENTRY-ID, USE: VERDICT)"
+// against the bundled registry alone. A registered study's lines come from
+// LicenceLinesFor with its LicenceRecord, which knows the studio's registry.
 func LicenceLines(items []Item) ([]string, error) {
 	reg, err := licences.Bundled()
 	if err != nil {
 		return nil, err
 	}
-	var li []licences.Item
-	for _, it := range items {
-		li = append(li, licences.Item{Role: licences.Role(it.Role), Name: it.Name, RegistryID: it.RegistryID, Use: licences.Use(it.Use)})
-	}
-	res := licences.Check(reg, li)
+	res := licences.Check(reg, licenceItems(items))
 	var out []string
 	for _, l := range res.Lines {
 		out = append(out, l.String())

@@ -24,46 +24,57 @@ the entry and the verdict that let it through, in the form a design's review
 carries ("writer: SmolLM2-135M-Instruct (smollm2-135m-instruct, inference:
 allowed)"), then every item that blocks the design with what to do about it.
 
-The registry is the one compiled into rig (licences/registry.json) unless
---registry names another. Model file references such as ${SMOLLM2_GGUF} are
-expanded from the installed.env that make setup writes, then the environment.
+The registry is the studio's own file, read over the one bundled with rig
+(an id in both: the studio's entry wins), chosen as rig study register chooses
+it, so a check that passes here passes at register:
+  --registry FILE, else the design's licence_registry (relative to the design
+  file's folder), else $RIG_LICENCE_REGISTRY, else the bundled registry alone.
+The first line names the registry used; each item's line names the file its
+entry came from. Model file references such as ${SMOLLM2_GGUF} are expanded
+from the installed.env that make setup writes, then the environment.
 
 Example:
   rig licences check examples/demo-study/design.json
+  rig licences check design.yaml --registry studio/licences.json
 
 Exit status 0 when every item may be put to its use, 1 when an item is
 blocked, the design is invalid or a file cannot be read.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			items, err := designItems(cmd, args[0], envFile)
+			d, lookup, err := loadDesignForLicences(cmd, args[0], envFile)
 			if err != nil {
 				return err
 			}
-			return licences.RunCheck(cmd.Context(), cmd.OutOrStdout(), registry, items)
+			choice, err := studies.ChooseLicenceRegistry(registry, d, args[0], os.Getenv(studies.LicenceRegistryEnv), lookup)
+			if err != nil {
+				return err
+			}
+			lic, err := studies.OpenLicences(choice)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), lic.Describe())
+			return licences.WriteCheck(cmd.OutOrStdout(), lic.Result(d.Items))
 		},
 	}
-	cmd.Flags().StringVar(&registry, "registry", "", "licence registry file (default: the one compiled into rig)")
+	cmd.Flags().StringVar(&registry, "registry", "", "the studio's licence registry file, read over the bundled one (default: the design's licence_registry, else $"+studies.LicenceRegistryEnv+", else the bundled registry alone)")
 	cmd.Flags().StringVar(&envFile, "installed-env", installedEnvPath(), "env file that expands ${NAME} in model files (skipped when absent)")
 	return cmd
 }
 
-// designItems loads and validates the design and returns its item list in
-// the licences package's terms.
-func designItems(cmd *cobra.Command, path, envFile string) ([]licences.Item, error) {
+// loadDesignForLicences loads and validates the design, with the lookup that
+// expands its ${NAME} references.
+func loadDesignForLicences(cmd *cobra.Command, path, envFile string) (*studies.Design, func(string) (string, bool), error) {
 	lookup, err := studies.EnvFileLookup(envFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		lookup = os.LookupEnv
 	case err != nil:
-		return nil, fmt.Errorf("reading %s: %w (fix the line, or pass --installed-env)", envFile, err)
+		return nil, nil, fmt.Errorf("reading %s: %w (fix the line, or pass --installed-env)", envFile, err)
 	}
 	d, err := studies.LoadDesign(cmd.Context(), path, studies.ValidateOptions{File: path, Lookup: lookup})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	items := make([]licences.Item, len(d.Items))
-	for i, it := range d.Items {
-		items[i] = licences.Item{Role: licences.Role(it.Role), Name: it.Name, RegistryID: it.RegistryID, Use: licences.Use(it.Use)}
-	}
-	return items, nil
+	return d, lookup, nil
 }

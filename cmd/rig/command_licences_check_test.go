@@ -130,3 +130,66 @@ func TestLicencesCheckMissingEnvFileFallsBack(t *testing.T) {
 		t.Fatalf("absent env file should fall back to the environment: %v", err)
 	}
 }
+
+// A newcomer's entry for their own task bank, in the studio's registry file:
+// check must pass however the file is named, the same way register finds it.
+func TestLicencesCheckStudioRegistry(t *testing.T) {
+	const studio = `{"schema_version":1,"entries":[
+ {"id":"my-new-bank","item":"the studio's new task bank","kind":"dataset","licence":"studio rule","source_page":"studio wiki","clause":"§1","date_read":"2026-12-01",
+  "verdicts":{"evaluation":{"verdict":"allowed","reading":"written in-house"}}}]}`
+	bank := itemIndex(t, "rig-bank-extract-json")
+	tests := []struct {
+		name    string
+		how     string // "flag", "design", "env" or "" (bundled alone)
+		wantOut []string
+		wantErr string
+	}{
+		{name: "bundled alone blocks the new item", how: "",
+			wantErr: `no entry "my-new-bank" in ` + licences.BundledFile},
+		{name: "--registry", how: "flag", wantOut: []string{"(--registry)", "(my-new-bank, evaluation: allowed) from "}},
+		{name: "licence_registry in the design", how: "design", wantOut: []string{": licence_registry)", "(my-new-bank, evaluation: allowed) from "}},
+		{name: "$RIG_LICENCE_REGISTRY", how: "env", wantOut: []string{"($RIG_LICENCE_REGISTRY)", "(my-new-bank, evaluation: allowed) from "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			edit := setItem(bank, "registry_id", "my-new-bank")
+			if tt.how == "design" {
+				edit = func(d map[string]any) {
+					setItem(bank, "registry_id", "my-new-bank")(d)
+					d["licence_registry"] = "licences/studio.json"
+				}
+			}
+			path := demoDesign(t, edit)
+			reg := filepath.Join(filepath.Dir(path), "licences", "studio.json")
+			if err := os.MkdirAll(filepath.Dir(reg), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(reg, []byte(studio), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			t.Setenv("RIG_LICENCE_REGISTRY", "")
+			args := []string{"licences", "check", path, "--installed-env", testEnv(t)}
+			switch tt.how {
+			case "flag":
+				args = append(args, "--registry", reg)
+			case "env":
+				t.Setenv("RIG_LICENCE_REGISTRY", reg)
+			}
+			out, err := runRig(t, args...)
+			if tt.wantErr != "" {
+				if !errors.Is(err, licences.ErrBlocked) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrBlocked naming %q\n%s", err, tt.wantErr, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("check with the studio registry: %v\n%s", err, out)
+			}
+			for _, w := range append(tt.wantOut, "licence registry: "+reg, reg+"\n", "from "+licences.BundledFile) {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
