@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,11 +18,12 @@ import (
 	"rig/studies/report"
 )
 
-// analysisDesign maps a frozen design onto what the analysis reads. The
-// design's ordered clauses name conditions in words; each becomes conditions
-// on the named pairs' outcome classes. "underpowered" and "p_best_below_bar"
-// are judged by the analysis itself (power report, tie verdict) and so carry
-// no pair condition.
+// analysisDesign maps a frozen design onto what the analysis reads. Every
+// clause of the design's decision rule becomes analysis clauses carrying its
+// number and condition, so the trace shows the rule as written: a condition
+// about "the challenger" becomes one clause per named pair, and
+// "underpowered" and "p_best_below_bar" become checks the analysis judges on
+// its own figures (power, P(best)).
 func analysisDesign(d *Design, designHash string) analysis.Design {
 	ad := analysis.Design{Hash: designHash, Alpha: d.DecisionRule.Alpha, PBestBar: d.PBestBar, Resamples: analysis.MinResamples,
 		PermutationResamples: 20000, Seed: 20261130, Interval: analysis.BCa, Level: 0.95, CostMeasure: analysis.CostWall, CostFactor: 2}
@@ -53,41 +55,51 @@ func analysisDesign(d *Design, designHash string) analysis.Design {
 		}
 	}
 	if d.Power.PilotDiscordance > 0 {
-		ad.Power = &analysis.PowerPlan{PilotDiscordance: d.Power.PilotDiscordance, Tasks: d.Power.TaskCount, Power: d.Power.Power}
+		ad.Power = &analysis.PowerPlan{PilotDiscordance: d.Power.PilotDiscordance, Tasks: d.Power.TaskCount, Power: d.Power.Power,
+			SmallestDifference: d.Power.SmallestDetectableDifference}
 	}
 	for _, c := range d.DecisionRule.Clauses {
 		if c.MaxCostRatio > 0 && c.When == "challenger_costs_more" {
 			ad.CostFactor = c.MaxCostRatio
 		}
 	}
-	for _, c := range d.DecisionRule.Clauses {
+	for i, c := range d.DecisionRule.Clauses {
 		var outs []analysis.Outcome
 		switch c.When {
-		case "challenger_better":
-			outs = []analysis.Outcome{analysis.Improvement}
-		case "challenger_costs_more":
-			outs = []analysis.Outcome{analysis.Tradeoff}
-		case "challenger_worse":
-			outs = []analysis.Outcome{analysis.Regression}
-		case "difference_not_shown":
-			outs = []analysis.Outcome{analysis.Inconclusive, analysis.Tie}
 		default:
+			// Registration refuses other conditions; passing one on makes the
+			// analysis refuse it by name rather than drop it from the trace.
+			fallthrough
+		case WhenUnderpowered, WhenPBestBelowBar:
+			ad.Rule.Clauses = append(ad.Rule.Clauses, analysis.Clause{Check: c.When, Then: c.Assign, Number: i + 1, When: c.When})
 			continue
+		case WhenChallengerBetter:
+			outs = []analysis.Outcome{analysis.Improvement}
+		case WhenChallengerCostMore:
+			outs = []analysis.Outcome{analysis.Tradeoff}
+		case WhenChallengerWorse:
+			outs = []analysis.Outcome{analysis.Regression}
+		case WhenNotShown:
+			outs = []analysis.Outcome{analysis.Inconclusive, analysis.Tie}
 		}
 		for _, p := range ad.Pairs {
 			then := c.Assign
 			if strings.Contains(then, "challenger") {
 				then = "accept " + p.Candidate
 			}
-			ad.Rule.Clauses = append(ad.Rule.Clauses, analysis.Clause{If: []analysis.Condition{{Outcomes: outs, Candidate: p.Candidate, Baseline: p.Baseline}}, Then: then})
+			ad.Rule.Clauses = append(ad.Rule.Clauses, analysis.Clause{If: []analysis.Condition{{Outcomes: outs, Candidate: p.Candidate, Baseline: p.Baseline}},
+				Then: then, Number: i + 1, When: c.When})
 		}
 	}
 	ad.Rule.Default = d.DecisionRule.Otherwise
 	return ad
 }
 
-// trials reads an execution's receipts: the latest attempt of each trial, and
-// every planned trial without a receipt as missing (a warning, never a zero).
+// trials reads an execution's receipts: every attempt of each trial, and
+// every planned trial without a counted receipt as missing (a warning, never
+// a zero). A trial whose only receipts are errors (the runtime refused or
+// failed the call) is missing with the error as its reason; an error attempt
+// that a later counted attempt replaced is left out like a preempted one.
 func (s *Service) trials(ctx context.Context, name, execID, designHash string) ([]analysis.Trial, error) {
 	st, err := s.store(name)
 	if err != nil {
@@ -97,9 +109,40 @@ func (s *Service) trials(ctx context.Context, name, execID, designHash string) (
 	if err != nil {
 		return nil, err
 	}
-	var out []analysis.Trial
-	seen := map[string]bool{}
+	var plan *Plan
+	var p Plan
+	if err := readJSON(filepath.Join(s.Dir(name), "executions", execID, "plan.json"), &p); err == nil {
+		plan = &p
+	}
+	return receiptTrials(recs, plan, designHash), nil
+}
+
+// receiptTrials maps receipts (every attempt, in key order) and the plan, if
+// read, onto the analysis's trials.
+func receiptTrials(recs []receipts.Receipt, plan *Plan, designHash string) []analysis.Trial {
+	key := func(arm, kind, task string, repeat int) string {
+		return arm + "|" + kind + "|" + task + "|" + fmt.Sprint(repeat)
+	}
+	counted := map[string]bool{}
 	for _, r := range recs {
+		if r.Outcome.Counted() {
+			counted[key(r.Arm, r.JobKind, r.TaskID, r.Repeat)] = true
+		}
+	}
+	var out []analysis.Trial
+	failed := map[string]int{} // key -> index in out of its missing trial
+	for _, r := range recs {
+		k := key(r.Arm, r.JobKind, r.TaskID, r.Repeat)
+		if r.Outcome == receipts.Error && !counted[k] {
+			reason := "error: " + orDefault(firstLine(r.Detail), "no detail recorded")
+			if i, ok := failed[k]; ok {
+				out[i].Reason = reason // the latest attempt's reason
+				continue
+			}
+			failed[k] = len(out)
+			out = append(out, analysis.Trial{DesignHash: r.DesignHash, Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat, Missing: true, Reason: reason})
+			continue
+		}
 		t := analysis.Trial{DesignHash: r.DesignHash, Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat,
 			WallSeconds: float64(r.WallMS) / 1000, PeakMemoryBytes: r.PeakMemoryBytes,
 			// No power meter on a CPU-only machine: energy is wall time at the
@@ -113,23 +156,34 @@ func (s *Service) trials(ctx context.Context, name, execID, designHash string) (
 		case receipts.Capped:
 			t.Capped = true
 		}
+		if r.Truncated && r.Outcome.Counted() {
+			t.Truncated = true
+			t.StopCap, _ = strconv.Atoi(r.Pins["stop_cap"])
+		}
 		if r.Grade != nil {
 			t.Score, t.Pass = r.Grade.Score, r.Grade.Pass
 		}
-		if r.Outcome.Counted() {
-			seen[r.Arm+"|"+r.TaskID+"|"+fmt.Sprint(r.Repeat)] = true
-		}
 		out = append(out, t)
 	}
-	var plan Plan
-	if err := readJSON(filepath.Join(s.Dir(name), "executions", execID, "plan.json"), &plan); err == nil {
+	if plan != nil {
 		for _, p := range plan.Trials {
-			if !seen[p.Key.Arm+"|"+p.Key.Task+"|"+fmt.Sprint(p.Key.Repeat)] {
-				out = append(out, analysis.Trial{DesignHash: designHash, Arm: p.Key.Arm, JobKind: p.Key.JobKind, Task: p.Key.Task, Repeat: p.Key.Repeat, Missing: true})
+			k := key(p.Key.Arm, p.Key.JobKind, p.Key.Task, p.Key.Repeat)
+			if _, ok := failed[k]; ok || counted[k] {
+				continue
 			}
+			out = append(out, analysis.Trial{DesignHash: designHash, Arm: p.Key.Arm, JobKind: p.Key.JobKind, Task: p.Key.Task, Repeat: p.Key.Repeat, Missing: true, Reason: "no counted receipt"})
 		}
 	}
-	return out, nil
+	return out
+}
+
+// firstLine keeps a runtime's error to one short line for tables.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 160 {
+		s = string(r[:160]) + "…"
+	}
+	return s
 }
 
 // estimatedWatts is the draw assumed for the energy estimate on a machine
@@ -312,6 +366,9 @@ func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *
 				row.PeakMemBytes = &p
 			}
 			jk.Arms = append(jk.Arms, row)
+			if len(ar.NoResult) > 0 {
+				jk.NoOutput = append(jk.NoOutput, report.NoOutput{Arm: ar.Arm, Tasks: ar.NoResult})
+			}
 			if c.MeanWallSeconds.Valid() && ar.Mean.Valid() {
 				cost.Points = append(cost.Points, report.CostPoint{Arm: ar.Arm, Cost: num(c.MeanWallSeconds), Score: num(ar.Mean)})
 			}
@@ -342,7 +399,10 @@ func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *
 			}
 			pr := report.Pair{Challenger: p.Candidate, Baseline: p.Baseline,
 				Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi)},
-				PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome)}
+				PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome), Missing: p.MissingTasks}
+			for _, m := range p.Missing {
+				pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
+			}
 			if p.Shown != "shown" && jk.Detectable != nil {
 				pr.NotShown = report.NotShownText(num(p.Delta), *jk.Detectable)
 			}
@@ -448,6 +508,19 @@ func (s *Service) failures(ctx context.Context, name, execID, jobKind string, ju
 	if err != nil {
 		return nil
 	}
+	return failureCounts(recs, jobKind, judged)
+}
+
+// failureCounts counts one job kind's non-passing receipts by arm and code.
+// An error is counted under its reason, and only when no later attempt of
+// the trial was counted: a rerun that succeeded is not a failure.
+func failureCounts(recs []receipts.Receipt, jobKind string, judged map[string]bool) []report.Failure {
+	counted := map[string]bool{}
+	for _, r := range recs {
+		if r.Outcome.Counted() {
+			counted[r.Arm+"|"+r.JobKind+"|"+r.TaskID+"|"+fmt.Sprint(r.Repeat)] = true
+		}
+	}
 	count := map[[2]string]int{}
 	for _, r := range recs {
 		if r.JobKind != jobKind {
@@ -474,6 +547,11 @@ func (s *Service) failures(ctx context.Context, name, execID, jobKind string, ju
 			code = "failed: truncated at the stop cap"
 		case r.Outcome == receipts.Scored && r.Grade != nil && !r.Grade.Pass:
 			code = "failed: wrong answer"
+		case r.Outcome == receipts.Error && counted[r.Arm+"|"+r.JobKind+"|"+r.TaskID+"|"+fmt.Sprint(r.Repeat)]:
+		case r.Outcome == receipts.Error:
+			code = "error: " + orDefault(firstLine(r.Detail), "no detail recorded")
+		case r.Outcome == receipts.Capped && r.Truncated:
+			code = "capped: truncated at the stop cap"
 		case r.Outcome != receipts.Scored:
 			code = string(r.Outcome)
 		}

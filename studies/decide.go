@@ -2,6 +2,7 @@ package studies
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -46,6 +47,10 @@ func (s *Service) Decide(ctx context.Context, req DecideRequest) (DecisionRecord
 		return DecisionRecord{}, fmt.Errorf("decide: cite the comparison hash you read (rig study report %s prints it): --comparison %s", req.Study, a.Report.ComparisonHash)
 	}
 	if err := analysis.CheckHash(a.Input, req.ComparisonHash); err != nil {
+		var stale *analysis.StaleHashError
+		if errors.As(err, &stale) {
+			stale.Flag = "--comparison"
+		}
 		return DecisionRecord{}, err
 	}
 	d := a.Report.Decision

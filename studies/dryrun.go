@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +31,34 @@ type Speed struct {
 	// MeanOutputTokens prices output from the pilot; 0 prices every trial
 	// at its stop cap, the worst case.
 	MeanOutputTokens float64 `json:"mean_output_tokens,omitempty"`
-	Source           string  `json:"source"`
+	// PromptTokens is a harness's first prompt as measured (Aider's system
+	// prompt and files); it prices the derived wall of an auto wall cap.
+	PromptTokens float64 `json:"prompt_tokens,omitempty"`
+	Source       string  `json:"source"`
+}
+
+// check returns the first figure a dry run cannot price with, by its JSON
+// key, and what to do about it; "" when every figure is usable.
+func (s Speed) check() (key, problem string) {
+	for _, f := range []struct {
+		key      string
+		v        float64
+		positive bool
+	}{
+		{"gen_tokens_per_sec", s.GenTokensPerSec, true}, {"prompt_tokens_per_sec", s.PromptTokensPerSec, true},
+		{"load_seconds", s.LoadSeconds, false}, {"overhead_seconds", s.OverheadSeconds, false}, {"watts", s.Watts, false},
+		{"mean_output_tokens", s.MeanOutputTokens, false}, {"prompt_tokens", s.PromptTokens, false},
+	} {
+		switch {
+		case math.IsNaN(f.v) || math.IsInf(f.v, 0):
+			return f.key, fmt.Sprintf("%v is not a number (give the figure a pilot measured)", f.v)
+		case f.positive && f.v <= 0:
+			return f.key, fmt.Sprintf("%v must be above 0 (give the rate a pilot measured, in tokens per second; a missing key reads as 0)", f.v)
+		case f.v < 0:
+			return f.key, fmt.Sprintf("%v must be 0 or more", f.v)
+		}
+	}
+	return "", ""
 }
 
 // SpeedTable holds a Speed per arm name.
@@ -98,8 +127,8 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		if s.Source != SourcePilot && s.Source != SourceMeasured {
 			return nil, fmt.Errorf("speed of arm %q: source %q: say %q or %q", a.Name, s.Source, SourcePilot, SourceMeasured)
 		}
-		if s.GenTokensPerSec <= 0 || s.PromptTokensPerSec <= 0 || s.LoadSeconds < 0 || s.OverheadSeconds < 0 || s.Watts < 0 || s.MeanOutputTokens < 0 {
-			return nil, fmt.Errorf("speed of arm %q: token rates must be above 0 and the rest 0 or more (got %+v)", a.Name, s)
+		if key, problem := s.check(); key != "" {
+			return nil, fmt.Errorf("speed table: %s.%s: %s", a.Name, key, problem)
 		}
 	}
 	if len(missing) > 0 {
@@ -191,21 +220,50 @@ func (e *Estimate) WriteTable(w io.Writer) error {
 // ParseSpeedTable reads a speed table file: a JSON object from arm name to
 // Speed, every entry saying its source. Unknown fields are errors.
 func ParseSpeedTable(file string, data []byte) (SpeedTable, error) {
+	const want = `(want {"ARM": {"gen_tokens_per_sec": 12.5, "prompt_tokens_per_sec": 150, …, "source": "pilot"}})`
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var t SpeedTable
-	if err := dec.Decode(&t); err != nil {
-		return nil, fmt.Errorf("%s: %w (want {\"ARM\": {\"gen_tokens_per_sec\": …, \"source\": \"pilot\"}})", file, err)
+	var raw map[string]json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%s: %w %s", file, err, want)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s: more than one JSON value", file)
 	}
-	for _, arm := range sortedKeys(t) {
-		if s := t[arm].Source; s != SourcePilot && s != SourceMeasured {
-			return nil, fmt.Errorf("%s: %s.source: %q: say %q or %q", file, arm, s, SourcePilot, SourceMeasured)
+	t := SpeedTable{}
+	// Each arm is decoded on its own so an error can name the arm: the
+	// decoder's own text names neither it nor the user's keys.
+	for _, arm := range sortedKeys(raw) {
+		ad := json.NewDecoder(bytes.NewReader(raw[arm]))
+		ad.DisallowUnknownFields()
+		var s Speed
+		if err := ad.Decode(&s); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Field != "" {
+				return nil, fmt.Errorf("%s: %s.%s: a JSON %s where a %s belongs %s", file, arm, te.Field, te.Value, speedKind(te.Type.Kind()), want)
+			}
+			return nil, fmt.Errorf("%s: %s: %w %s", file, arm, err, want)
 		}
+		if s.Source != SourcePilot && s.Source != SourceMeasured {
+			return nil, fmt.Errorf("%s: %s.source: %q: say %q or %q", file, arm, s.Source, SourcePilot, SourceMeasured)
+		}
+		if key, problem := s.check(); key != "" {
+			return nil, fmt.Errorf("%s: %s.%s: %s", file, arm, key, problem)
+		}
+		t[arm] = s
 	}
 	return t, nil
+}
+
+func speedKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64:
+		return "number"
+	case reflect.String:
+		return "string"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return k.String()
 }
 
 // judges reports whether the arm grades some job kind of the design.

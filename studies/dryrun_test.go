@@ -166,3 +166,52 @@ func TestDryRunPricesTheJudge(t *testing.T) {
 		t.Errorf("judge priced %+v, want %d calls and one load", judge, want)
 	}
 }
+
+// TestSpeedTableErrorsUseTheFilesKeys: a bad speeds file is reported with
+// the file, the arm and the JSON key the user wrote, never a Go field name.
+func TestSpeedTableErrorsUseTheFilesKeys(t *testing.T) {
+	tests := []struct {
+		name, data string
+		want       []string
+	}{
+		{"zero rate", `{"gemma": {"gen_tokens_per_sec": 0, "prompt_tokens_per_sec": 100, "source": "pilot"}}`,
+			[]string{"speeds.json: gemma.gen_tokens_per_sec: 0 must be above 0", "tokens per second"}},
+		{"missing rate", `{"gemma": {"gen_tokens_per_sec": 9, "source": "pilot"}}`,
+			[]string{"speeds.json: gemma.prompt_tokens_per_sec: 0 must be above 0", "a missing key reads as 0"}},
+		{"negative watts", `{"gemma": {"gen_tokens_per_sec": 9, "prompt_tokens_per_sec": 100, "watts": -1, "source": "pilot"}}`,
+			[]string{"speeds.json: gemma.watts: -1 must be 0 or more"}},
+		{"string for a number", `{"gemma": {"gen_tokens_per_sec": "fast", "source": "pilot"}}`,
+			[]string{"speeds.json: gemma.gen_tokens_per_sec: a JSON string where a number belongs"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpeedTable("speeds.json", []byte(tc.data))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q lacks %q", err, s)
+				}
+			}
+			for _, goName := range []string{"GenTokensPerSec", "PromptTokensPerSec", "Watts:", "Speed."} {
+				if strings.Contains(err.Error(), goName) {
+					t.Errorf("error %q names the Go field %q", err, goName)
+				}
+			}
+		})
+	}
+	// A table built in code (a measured speed) is checked by DryRun the same way.
+	d := demoDesign(t)
+	p, err := NewPlan(d, demoTasks(3, 2), PlanOptions{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	speeds := demoSpeeds()
+	s := speeds["gemma3-ollama"]
+	s.GenTokensPerSec = 0
+	speeds["gemma3-ollama"] = s
+	if _, err := DryRun(d, p, speeds, nil); err == nil || !strings.Contains(err.Error(), "gemma3-ollama.gen_tokens_per_sec: 0 must be above 0") || strings.Contains(err.Error(), "GenTokensPerSec") {
+		t.Errorf("DryRun with a zero rate: %v", err)
+	}
+}

@@ -35,9 +35,16 @@ func newDaemonCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the resident process that owns the card and runs studies",
-		Long: `daemon is rig's resident process: one per machine. It owns the card, runs the
-safety governor and its watchdog, serves the command line over a unix socket
-(mode 0600, default $RIG_HOME/rig.sock), and runs one execution at a time.
+		Long: `daemon is rig's resident process: one per machine, whatever its RIG_HOME. It
+takes a machine-wide lock at start (an flock on /run/lock/rig-daemon.lock, or
+rig-daemon.lock in the temporary directory where /run/lock is absent); a second
+daemon is refused, naming the lock file and the pid and RIG_HOME of the one that
+holds it. RIG_DAEMON_LOCK names another lock file: only for tests that start a
+private daemon per RIG_HOME, never beside a daemon that drives the real card.
+
+It owns the card, runs the safety governor and its watchdog, serves the command
+line over a unix socket (mode 0600, default $RIG_HOME/rig.sock), and runs one
+execution at a time.
 Executions survive the command line going away; if the daemon itself is killed,
 starting it again resumes every execution that was running, with no receipt lost
 or duplicated.
@@ -51,6 +58,13 @@ value stops the daemon at start, naming the file, the field and the fix.
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+			// Taken before anything resumes or touches the card: a second
+			// daemon must change nothing.
+			release, err := lockDaemon(daemonLockPath(), homeDir(cmd), socketPath(cmd))
+			if err != nil {
+				return err
+			}
+			defer release()
 			svc, err := studies.NewService(homeDir(cmd), log)
 			if err != nil {
 				return err
@@ -81,6 +95,7 @@ value stops the daemon at start, naming the file, the field and the fix.
 		},
 	}
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without network namespaces (recorded on every receipt)")
+	cmd.AddCommand(newDaemonWaitCommand())
 	return cmd
 }
 

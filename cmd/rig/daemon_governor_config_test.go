@@ -27,6 +27,7 @@ func TestDaemonRefusesBadGovernorConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			home := t.TempDir()
+			t.Setenv("RIG_DAEMON_LOCK", filepath.Join(home, "daemon.lock"))
 			cfg := filepath.Join(home, "governor.json")
 			if err := os.WriteFile(cfg, []byte(tt.json), 0o600); err != nil {
 				t.Fatal(err)

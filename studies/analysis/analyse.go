@@ -60,6 +60,10 @@ type ArmResult struct {
 	Worst    Num      `json:"worst"`
 	PBest    Num      `json:"pBest"`
 	Counts   Counts   `json:"counts"`
+	// NoResult are the job kind's tasks with no scored trial for this arm
+	// (every trial missing, errored or preempted); they are left out of its
+	// numbers, never scored as zero.
+	NoResult []string `json:"noResult,omitempty"`
 }
 
 // SweepPoint is each arm's pass rate if the gate sat at Gate.
@@ -74,15 +78,18 @@ type PairResult struct {
 	Candidate string `json:"candidate"`
 	Baseline  string `json:"baseline"`
 	Tasks     int    `json:"tasks"` // paired tasks tested
-	// MissingTasks are tasks of the job kind lacking a result for either arm.
-	MissingTasks int       `json:"missingTasks"`
-	Delta        Num       `json:"delta"` // candidate − baseline, mean over paired tasks
-	Interval     Interval  `json:"interval"`
-	Test         string    `json:"test"`
-	P            Num       `json:"p"`
-	PHolm        Num       `json:"pHolm"`
-	McNemar      *McNemar  `json:"mcnemar,omitempty"`
-	SignFlip     *SignFlip `json:"signFlip,omitempty"`
+	// MissingTasks are tasks of the job kind lacking a result for either arm:
+	// missing pairs, never a zero and never dropped silently. Missing names
+	// them with the arm(s) that lack a result.
+	MissingTasks int           `json:"missingTasks"`
+	Missing      []MissingPair `json:"missing,omitempty"`
+	Delta        Num           `json:"delta"` // candidate − baseline, mean over paired tasks
+	Interval     Interval      `json:"interval"`
+	Test         string        `json:"test"`
+	P            Num           `json:"p"`
+	PHolm        Num           `json:"pHolm"`
+	McNemar      *McNemar      `json:"mcnemar,omitempty"`
+	SignFlip     *SignFlip     `json:"signFlip,omitempty"`
 	// NewlyFixed tasks pass (at the gate) for the candidate only; NewlyFailing
 	// for the baseline only.
 	NewlyFixed   []string `json:"newlyFixed"`
@@ -101,6 +108,13 @@ type PairResult struct {
 	direction     int
 	allEqual      bool
 	notComparable string
+}
+
+// MissingPair is a task of a pair's job kind that is not a complete pair.
+type MissingPair struct {
+	Task string `json:"task"`
+	// Lacks is the candidate, the baseline, or "both".
+	Lacks string `json:"lacks"`
 }
 
 // PowerReport restates the design's sizing next to what the study can see.
@@ -190,6 +204,14 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		if p.Outcome == Tie {
 			p.Shown = "no difference in any task"
 		}
+		if p.MissingTasks > 0 && p.notComparable == "" {
+			var parts []string
+			for _, m := range p.Missing {
+				parts = append(parts, m.Task+" lacks "+m.Lacks)
+			}
+			r.Warnings = append(r.Warnings, Warning{JobKind: p.JobKind, Message: fmt.Sprintf("%s vs %s: %d missing pairs (%s); a missing pair is neither a zero nor dropped: the outcome is %s",
+				p.Candidate, p.Baseline, p.MissingTasks, listTasks(parts), p.Outcome)})
+		}
 	}
 	dec, err := d.Rule.evaluate(d, r)
 	if err != nil {
@@ -278,7 +300,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 			}
 		}
 		s := sortedCopy(xs)
-		ar := ArmResult{Arm: name, Tasks: len(xs), Mean: Num(mean(xs)), PBest: Num(pb[a]), Counts: tb.counts[a],
+		ar := ArmResult{Arm: name, Tasks: len(xs), Mean: Num(mean(xs)), PBest: Num(pb[a]), Counts: tb.counts[a], NoResult: tb.noResult[a],
 			Median: Num(quantile(s, 0.5)), P10: Num(quantile(s, 0.1)), Worst: Num(math.NaN()), PassRate: Num(passRate(xs, tb.kind.Gate))}
 		if len(s) > 0 {
 			ar.Worst = Num(s[0])
@@ -357,10 +379,20 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 	pr.CostRatio = Num(cc.value(d.CostMeasure) / bc.value(d.CostMeasure))
 	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	pr.notComparable = comparable(d, p)
-	for _, row := range tb.val {
-		if math.IsNaN(row[ci]) || math.IsNaN(row[bi]) {
-			pr.MissingTasks++
+	for i, row := range tb.val {
+		cm, bm := math.IsNaN(row[ci]), math.IsNaN(row[bi])
+		if !cm && !bm {
+			continue
 		}
+		pr.MissingTasks++
+		lacks := "both"
+		switch {
+		case !bm:
+			lacks = p.Candidate
+		case !cm:
+			lacks = p.Baseline
+		}
+		pr.Missing = append(pr.Missing, MissingPair{Task: tb.tasks[i], Lacks: lacks})
 	}
 	rows := tb.complete(ci, bi)
 	pr.Tasks = len(rows)

@@ -264,3 +264,49 @@ func TestWriteSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckHashTakesAPrefix: the 12 characters the summary shows (or any
+// prefix of 8 or more) cite the current comparison; anything else is
+// refused with the full current hash, the flag the user typed and the fix.
+func TestCheckHashTakesAPrefix(t *testing.T) {
+	in := Input{Design: twoArmDesign(MeasurePass), Trials: passTrials(1, 30, map[string]float64{"base": 0.5, "cand": 0.6}, nil)}
+	cur, err := ComparisonHash(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, cited string
+		ok          bool
+		want        []string
+	}{
+		{"full", cur, true, nil},
+		{"summary's 12", cur[:12], true, nil},
+		{"upper case 8", strings.ToUpper(cur[:8]), true, nil},
+		{"too short", cur[:6], false, []string{"--comparison " + cur[:6] + " is too short to cite: give at least 8 hex characters", cur}},
+		{"other hash", "e0ba91736409", false, []string{"--comparison e0ba91736409 is stale", "the current comparison hash is " + cur, "the report's summary shows it"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckHash(in, tc.cited)
+			if tc.ok {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var stale *StaleHashError
+			if !errors.As(err, &stale) {
+				t.Fatalf("got %v, want a StaleHashError", err)
+			}
+			stale.Flag = "--comparison"
+			for _, s := range tc.want {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("%q lacks %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error(), "comparisonHash") {
+				t.Errorf("%q names the JSON field, not the flag", err)
+			}
+		})
+	}
+}

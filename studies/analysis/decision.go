@@ -22,7 +22,28 @@ type Rule struct {
 type Clause struct {
 	If   []Condition `json:"if"`
 	Then string      `json:"then"`
+	// Check names a condition judged on the whole report rather than on one
+	// pair's outcome: CheckUnderpowered or CheckPBestBelowBar. A clause with
+	// a Check needs no If.
+	Check string `json:"check,omitempty"`
+	// Number and When are the clause's number and condition as the design
+	// wrote them, so the trace can be read against the design file: one
+	// design clause about "the challenger" becomes one clause per pair, all
+	// with the same Number. Zero Number means the clause's own position.
+	Number int    `json:"number,omitempty"`
+	When   string `json:"when,omitempty"`
 }
+
+// Conditions the analysis judges from its own figures (Clause.Check).
+const (
+	// CheckUnderpowered holds when the tasks every tested pair has in common
+	// cannot detect the design's stated smallest difference (Design.Power)
+	// with the stated power at Holm's strictest step.
+	CheckUnderpowered = "underpowered"
+	// CheckPBestBelowBar holds when, in any job kind, the leader's P(best)
+	// is under the design's bar (the ranking is a tie) or cannot be computed.
+	CheckPBestBelowBar = "p_best_below_bar"
+)
 
 // Condition holds when the named pair's outcome is one of Outcomes in the
 // named job kind (in every job kind when JobKind is empty) and the delta is
@@ -102,6 +123,16 @@ func (r Rule) validate(d Design, arms []string) error {
 	isArm := func(a string) bool { return slices.Contains(arms, a) }
 	for i, c := range r.Clauses {
 		f := fmt.Sprintf("design.rule.clauses[%d]", i)
+		switch c.Check {
+		case "":
+		case CheckUnderpowered, CheckPBestBelowBar:
+			if err := checkAction(d, f+".then", c.Then, arms); err != nil {
+				return err
+			}
+			continue
+		default:
+			return &FieldError{Field: f + ".check", Problem: fmt.Sprintf("%q is not a check", c.Check), Fix: `use "underpowered" or "p_best_below_bar", or leave it empty`}
+		}
 		if len(c.If) == 0 {
 			return &FieldError{Field: f + ".if", Problem: "no conditions", Fix: "a clause needs at least one condition; use rule.default for the fallback"}
 		}
@@ -167,25 +198,37 @@ func checkAction(d Design, field, action string, arms []string) error {
 	return nil
 }
 
-// evaluate runs the rule on the report's pair outcomes, clause by clause.
+// evaluate runs the rule on the report, clause by clause, and traces every
+// clause as the design wrote it: clauses after the deciding one are listed
+// as not reached, so a reader never wonders where a written clause went.
 func (r Rule) evaluate(d Design, rep *Report) (Decision, error) {
 	dec := Decision{NextBaseline: d.Incumbent}
+	decided, number := -1, 0
 	for i, c := range r.Clauses {
-		holds := true
-		var parts []string
-		for _, cond := range c.If {
-			ok, desc := cond.eval(rep)
-			parts = append(parts, desc)
-			holds = holds && ok
+		n := c.Number
+		if n == 0 {
+			n = i + 1
 		}
+		label := fmt.Sprintf("clause %d", n)
+		if c.When != "" {
+			label += " (" + c.When + ")"
+		}
+		if decided >= 0 {
+			dec.Trace = append(dec.Trace, fmt.Sprintf("%s: not reached, clause %d decided first", label, number))
+			continue
+		}
+		holds, desc := c.eval(d, rep)
 		verdict := "does not hold"
 		if holds {
 			verdict = "holds"
 		}
-		dec.Trace = append(dec.Trace, fmt.Sprintf("clause %d: if %s → %s", i+1, strings.Join(parts, " and "), verdict))
+		dec.Trace = append(dec.Trace, fmt.Sprintf("%s: if %s → %s", label, desc, verdict))
 		if holds {
-			return dec.take(c.Then, i+1, rep), nil
+			decided, number = i, n
 		}
+	}
+	if decided >= 0 {
+		return dec.take(r.Clauses[decided].Then, number, rep), nil
 	}
 	def := r.Default
 	if def == "" {
@@ -193,6 +236,78 @@ func (r Rule) evaluate(d Design, rep *Report) (Decision, error) {
 	}
 	dec.Trace = append(dec.Trace, "no clause holds: default")
 	return dec.take(def, 0, rep), nil
+}
+
+func (c Clause) eval(d Design, rep *Report) (bool, string) {
+	switch c.Check {
+	case CheckUnderpowered:
+		return underpowered(d, rep)
+	case CheckPBestBelowBar:
+		return pBestBelowBar(d, rep)
+	}
+	holds := true
+	var parts []string
+	for _, cond := range c.If {
+		ok, desc := cond.eval(rep)
+		parts = append(parts, desc)
+		holds = holds && ok
+	}
+	return holds, strings.Join(parts, " and ")
+}
+
+// underpowered judges the sizing on the tasks that were actually paired, with
+// the pilot's discordance rather than the observed one, so that the verdict
+// does not depend on the outcome it gates.
+func underpowered(d Design, rep *Report) (bool, string) {
+	pw := d.Power
+	if pw == nil || pw.SmallestDifference <= 0 {
+		return false, "the task count cannot see the stated difference [no power.smallest_detectable_difference and pilot_discordance stated, so nothing to judge: does not hold]"
+	}
+	tasks, pair := -1, ""
+	for _, p := range rep.Pairs {
+		if p.notComparable != "" {
+			continue
+		}
+		if tasks < 0 || p.Tasks < tasks {
+			tasks, pair = p.Tasks, fmt.Sprintf("%s vs %s in %s", p.Candidate, p.Baseline, p.JobKind)
+		}
+	}
+	desc := fmt.Sprintf("the task count cannot see the stated difference %.3g (pilot discordance %.3g, power %.2f, Holm step alpha %.3g)", pw.SmallestDifference, pw.PilotDiscordance, pw.Power, HolmStepAlpha(d.Alpha, max(rep.HolmFamily, 1), 1))
+	if tasks <= 0 {
+		return true, desc + " [no pair has paired tasks]"
+	}
+	md, ok := MinDetectable(tasks, pw.PilotDiscordance, HolmStepAlpha(d.Alpha, max(rep.HolmFamily, 1), 1), pw.Power)
+	if !ok {
+		return true, fmt.Sprintf("%s [%d paired tasks (fewest, %s) cannot detect any lead]", desc, tasks, pair)
+	}
+	cmp := "≤"
+	if md > pw.SmallestDifference {
+		cmp = ">"
+	}
+	return md > pw.SmallestDifference, fmt.Sprintf("%s [%d paired tasks (fewest, %s) detect a lead of %.3f, %s the stated %.3g]", desc, tasks, pair, md, cmp, pw.SmallestDifference)
+}
+
+func pBestBelowBar(d Design, rep *Report) (bool, string) {
+	desc := fmt.Sprintf("the leader's P(best) is under the bar %.3g in any job kind", d.PBestBar)
+	holds := false
+	var got []string
+	for _, k := range rep.Kinds {
+		switch {
+		case k.Verdict == "no common tasks" || !k.LeaderPBest.Valid():
+			holds = true
+			got = append(got, fmt.Sprintf("%s: no P(best) (%s): yes", k.JobKind, k.Verdict))
+		case float64(k.LeaderPBest) < d.PBestBar:
+			holds = true
+			got = append(got, fmt.Sprintf("%s: leader %s P(best) %.3f < %.3g: yes", k.JobKind, k.Leader, float64(k.LeaderPBest), d.PBestBar))
+		default:
+			got = append(got, fmt.Sprintf("%s: leader %s P(best) %.3f ≥ %.3g: no", k.JobKind, k.Leader, float64(k.LeaderPBest), d.PBestBar))
+		}
+	}
+	if len(rep.Kinds) == 0 {
+		holds = true
+		got = append(got, "no job kind was ranked")
+	}
+	return holds, desc + " [" + strings.Join(got, "; ") + "]"
 }
 
 // take records the action. Accepting (or shipping) needs an eligible winner:

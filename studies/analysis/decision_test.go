@@ -117,3 +117,73 @@ func TestParseAction(t *testing.T) {
 		}
 	}
 }
+
+// writtenRule is the bundled demo's six clauses as studies maps them: two
+// checks the analysis judges itself, then four pair clauses.
+func writtenRule() Rule {
+	pair := func(n int, when string, o []Outcome, then string) Clause {
+		return Clause{Number: n, When: when, Then: then, If: []Condition{{Outcomes: o, Candidate: "cand", Baseline: "base"}}}
+	}
+	return Rule{Clauses: []Clause{
+		{Number: 1, When: "underpowered", Check: CheckUnderpowered, Then: NoDecision},
+		{Number: 2, When: "p_best_below_bar", Check: CheckPBestBelowBar, Then: "keep the incumbent"},
+		pair(3, "challenger_costs_more", []Outcome{Tradeoff}, "keep the incumbent"),
+		pair(4, "challenger_better", []Outcome{Improvement}, "accept cand"),
+		pair(5, "challenger_worse", []Outcome{Regression}, "keep the incumbent"),
+		pair(6, "difference_not_shown", []Outcome{Inconclusive, Tie}, "keep the incumbent"),
+	}, Default: "keep the incumbent"}
+}
+
+// TestTraceShowsEveryWrittenClause: every clause the design wrote appears in
+// the trace under its own number, the two analysis-judged checks say the
+// figures that decided them, and the first holding clause decides.
+func TestTraceShowsEveryWrittenClause(t *testing.T) {
+	tests := []struct {
+		name     string
+		pass     map[string]float64
+		smallest float64
+		bar      float64
+		verdict  Verdict
+		clause   int
+		traceHas []string
+	}{
+		{name: "underpowered decides first",
+			pass: map[string]float64{"base": 0.3, "cand": 0.9}, smallest: 0.01, bar: 0.8, verdict: Undecided, clause: 1,
+			traceHas: []string{"clause 1 (underpowered): if the task count cannot see the stated difference 0.01", "200 paired tasks (fewest, cand vs base in apply) detect a lead of", "> the stated 0.01] → holds",
+				"clause 2 (p_best_below_bar): not reached, clause 1 decided first", "clause 6 (difference_not_shown): not reached"}},
+		{name: "a clear winner passes both checks",
+			pass: map[string]float64{"base": 0.3, "cand": 0.9}, smallest: 0.4, bar: 0.8, verdict: Accept, clause: 4,
+			traceHas: []string{"≤ the stated 0.4] → does not hold", "clause 2 (p_best_below_bar): if the leader's P(best) is under the bar 0.8 in any job kind [apply: leader cand P(best) 1.000 ≥ 0.8: no] → does not hold",
+				"clause 3 (challenger_costs_more): if tradeoff", "clause 4 (challenger_better): if improvement on cand vs base", "clause 5 (challenger_worse): not reached, clause 4 decided first", "clause 6 (difference_not_shown): not reached"}},
+		{name: "P(best) under the bar keeps the incumbent",
+			pass: map[string]float64{"base": 0.5, "cand": 0.52}, smallest: 0.4, bar: 1, verdict: Keep, clause: 2,
+			traceHas: []string{"apply: leader cand P(best)", "< 1: yes] → holds", "clause 3 (challenger_costs_more): not reached, clause 2 decided first"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := twoArmDesign(MeasurePass)
+			d.Rule, d.PBestBar = writtenRule(), tc.bar
+			d.Power = &PowerPlan{PilotDiscordance: 0.5, Tasks: 200, SmallestDifference: tc.smallest}
+			in := Input{Design: d, Trials: passTrials(3, 200, tc.pass, map[string]float64{"base": 5, "cand": 5})}
+			r, err := Analyse(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := r.Decision
+			trace := strings.Join(dec.Trace, "\n")
+			if dec.Verdict != tc.verdict || dec.Clause != tc.clause {
+				t.Fatalf("decision %s by clause %d; want %s by clause %d\n%s", dec.Verdict, dec.Clause, tc.verdict, tc.clause, trace)
+			}
+			for n := 1; n <= 6; n++ {
+				if c := strings.Count(trace, fmt.Sprintf("clause %d (", n)); c != 1 {
+					t.Errorf("clause %d appears %d times in the trace, want once:\n%s", n, c, trace)
+				}
+			}
+			for _, s := range tc.traceHas {
+				if !strings.Contains(trace, s) {
+					t.Errorf("trace lacks %q:\n%s", s, trace)
+				}
+			}
+		})
+	}
+}

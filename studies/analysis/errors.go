@@ -47,11 +47,22 @@ func (e *MixedDesignError) Unwrap() error { return ErrInvalid }
 // the one the current inputs produce: the data changed after it was read.
 type StaleHashError struct {
 	Cited, Current string
+	// Flag is how the user passed the hash, e.g. "--comparison"; the
+	// message names it so the user knows what to change.
+	Flag string
 }
 
 func (e *StaleHashError) Error() string {
-	return fmt.Sprintf("decision: comparisonHash %s is stale; the current comparison is %s (re-read the report and cite its hash)",
-		short(e.Cited), short(e.Current))
+	what := "the cited comparison hash"
+	if e.Flag != "" {
+		what = e.Flag
+	}
+	why := "is stale: the inputs changed since the report was read"
+	if len(e.Cited) < MinHashPrefix && strings.HasPrefix(e.Current, strings.ToLower(e.Cited)) {
+		why = fmt.Sprintf("is too short to cite: give at least %d hex characters", MinHashPrefix)
+	}
+	return fmt.Sprintf("decision: %s %s %s; the current comparison hash is %s (the report's summary shows it; cite it whole or its first %d or more characters)",
+		what, e.Cited, why, e.Current, MinHashPrefix)
 }
 
 func (e *StaleHashError) Unwrap() error { return ErrInvalid }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ComparisonHash is the SHA-256 of the canonical analysis inputs: the design
@@ -21,6 +22,9 @@ func ComparisonHash(in Input) (string, error) {
 		if c.Trials[i].Missing || c.Trials[i].Preempted {
 			c.Trials[i].Score = 0 // unscored: whatever was stored there does not count
 		}
+		// The wording of an error is not data: a reworded message must not
+		// make a recorded decision stale.
+		c.Trials[i].Reason = ""
 	}
 	slices.SortStableFunc(c.Trials, func(a, b Trial) int {
 		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))
@@ -33,15 +37,22 @@ func ComparisonHash(in Input) (string, error) {
 	return hex.EncodeToString(sum[:]), nil
 }
 
-// CheckHash returns a StaleHashError when cited is not the comparison hash of
-// the current inputs; `rig study decide` calls it before recording.
+// MinHashPrefix is the shortest prefix of a comparison hash CheckHash takes
+// for the whole: the report's summary prints 12 characters.
+const MinHashPrefix = 8
+
+// CheckHash returns a StaleHashError when cited is neither the comparison
+// hash of the current inputs nor a prefix of it of at least MinHashPrefix
+// characters; `rig study decide` calls it before recording. With one current
+// hash a prefix cannot be ambiguous.
 func CheckHash(in Input, cited string) error {
 	cur, err := ComparisonHash(in)
 	if err != nil {
 		return err
 	}
-	if cited != cur {
-		return &StaleHashError{Cited: cited, Current: cur}
+	c := strings.ToLower(strings.TrimSpace(cited))
+	if c == cur || (len(c) >= MinHashPrefix && strings.HasPrefix(cur, c)) {
+		return nil
 	}
-	return nil
+	return &StaleHashError{Cited: cited, Current: cur}
 }

@@ -90,6 +90,9 @@ type PowerPlan struct {
 	PilotDiscordance float64 `json:"pilotDiscordance"`
 	Tasks            int     `json:"tasks"`
 	Power            float64 `json:"power"` // default 0.8
+	// SmallestDifference is the lead the study was sized to detect; the
+	// "underpowered" check compares it with what the paired tasks detect.
+	SmallestDifference float64 `json:"smallestDifference,omitempty"`
 }
 
 // EnergySource labels where an energy figure came from.
@@ -118,8 +121,17 @@ type Trial struct {
 	// Capped trials hit a cap (the stop cap, or a harness's turn, token or time
 	// cap); they are scored as graded and counted apart.
 	Capped bool `json:"capped,omitempty"`
+	// Truncated trials stopped at the stop cap: the generation hit its token
+	// limit. They are capped trials like any other (scored as graded, counted
+	// in Counts.Capped) and also get a warning naming StopCap, the arm's
+	// stop_cap pin, because a cap that is too small censors every arm it cuts.
+	Truncated bool `json:"truncated,omitempty"`
+	StopCap   int  `json:"stopCap,omitempty"`
 	// Missing marks a planned trial with no result: a warning, never a zero.
 	Missing bool `json:"missing,omitempty"`
+	// Reason says why a missing trial has no result, e.g. the runtime's
+	// error; the report shows it, the comparison hash ignores it.
+	Reason string `json:"reason,omitempty"`
 
 	WallSeconds     float64      `json:"wallSeconds"`
 	PeakMemoryBytes int64        `json:"peakMemoryBytes"`

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Counts tallies what happened to an arm's trials in one job kind.
@@ -12,8 +13,11 @@ type Counts struct {
 	Scored      int `json:"scored"`
 	Preempted   int `json:"preempted"`
 	BudgetBlown int `json:"budgetBlown"`
-	Capped      int `json:"capped"`
-	Missing     int `json:"missing"`
+	// Capped counts scored trials that hit any cap, Truncated those of them
+	// that stopped at the stop cap.
+	Capped    int `json:"capped"`
+	Truncated int `json:"truncated"`
+	Missing   int `json:"missing"`
 	// TasksMissing counts tasks with no scored trial for this arm; they are
 	// left out (with a warning), never scored as zero.
 	TasksMissing int `json:"tasksMissing"`
@@ -45,6 +49,8 @@ type table struct {
 	arms   []string
 	val    [][]float64
 	counts []Counts
+	// noResult lists, per column, the tasks with no scored trial.
+	noResult [][]string
 }
 
 // buildTables averages each task's repeats per arm. Preempted and missing
@@ -66,6 +72,8 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 	for _, k := range d.JobKinds {
 		sums := map[string][]acc{}
 		counts := make([]Counts, len(arms))
+		stopCap := make([]map[int]bool, len(arms))
+		why := make([]map[string]int, len(arms))
 		for _, t := range trials {
 			if t.JobKind != k.Name {
 				continue
@@ -81,13 +89,24 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 			switch {
 			case t.Missing:
 				c.Missing++
+				if why[a] == nil {
+					why[a] = map[string]int{}
+				}
+				why[a][orDefault(t.Reason, "no result")]++
 				continue
 			case t.Preempted:
 				c.Preempted++
 				continue
 			}
-			if t.Capped {
+			if t.Capped || t.Truncated {
 				c.Capped++
+			}
+			if t.Truncated {
+				c.Truncated++
+				if stopCap[a] == nil {
+					stopCap[a] = map[int]bool{}
+				}
+				stopCap[a][t.StopCap] = true
 			}
 			v := t.Score
 			if k.Measure == MeasurePass {
@@ -117,10 +136,12 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		}
 		kArms := make([]string, len(present))
 		kCounts := make([]Counts, len(present))
+		kCaps := make([]map[int]bool, len(present))
+		kWhy := make([]map[string]int, len(present))
 		for j, a := range present {
-			kArms[j], kCounts[j] = arms[a], counts[a]
+			kArms[j], kCounts[j], kCaps[j], kWhy[j] = arms[a], counts[a], stopCap[a], why[a]
 		}
-		tb := &table{kind: k, arms: kArms, counts: kCounts}
+		tb := &table{kind: k, arms: kArms, counts: kCounts, noResult: make([][]string, len(present))}
 		tb.tasks = sortedKeys(sums)
 		tb.val = make([][]float64, len(tb.tasks))
 		for i, task := range tb.tasks {
@@ -130,6 +151,7 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 				if s.n == 0 {
 					row[j] = math.NaN()
 					kCounts[j].TasksMissing++
+					tb.noResult[j] = append(tb.noResult[j], task)
 					continue
 				}
 				row[j] = s.sum / float64(s.n)
@@ -138,12 +160,17 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		}
 		for a, c := range kCounts {
 			if c.TasksMissing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (missing %d, preempted %d trials); left out, not scored as zero", c.TasksMissing, len(tb.tasks), c.Missing, c.Preempted)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (%s; missing %d, preempted %d trials%s); left out, not scored as zero",
+					c.TasksMissing, len(tb.tasks), listTasks(tb.noResult[a]), c.Missing, c.Preempted, whyText(kWhy[a]))})
 			} else if c.Missing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing; their tasks are averaged over the repeats that ran", c.Missing)})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing%s; their tasks are averaged over the repeats that ran", c.Missing, whyText(kWhy[a]))})
 			}
-			if c.Capped > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit a cap (the stop cap, or the harness's turn, token or time cap); scored as graded and reported apart", c.Capped)})
+			if c.Truncated > 0 {
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d scored trials stopped at the stop cap (%s); they are scored as graded and counted as capped, but the cap, not the model, ended them: raise arms[].pins.stop_cap for %s in the design file and register it as a new study (the pins are part of the design key)",
+					c.Truncated, c.Scored, capText(kCaps[a]), kArms[a])})
+			}
+			if other := c.Capped - c.Truncated; other > 0 {
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit a harness's turn, token or time cap; scored as graded and reported apart", other)})
 			}
 		}
 		if len(tb.tasks) == 0 {
@@ -152,6 +179,55 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		out = append(out, tb)
 	}
 	return out, warns
+}
+
+// listTasks names tasks for a warning, at most ten of them.
+func listTasks(ts []string) string {
+	if len(ts) > 10 {
+		return fmt.Sprintf("%s and %d more", strings.Join(ts[:10], ", "), len(ts)-10)
+	}
+	return strings.Join(ts, ", ")
+}
+
+// whyText says why trials are missing, most frequent reason first.
+func whyText(why map[string]int) string {
+	if len(why) == 0 {
+		return ""
+	}
+	rs := sortedKeys(why)
+	sort.SliceStable(rs, func(i, j int) bool { return why[rs[i]] > why[rs[j]] })
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s ×%d", r, why[r])
+	}
+	return "; why: " + strings.Join(parts, "; ")
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// capText names the stop_cap pins the truncated trials ran under; zero is a
+// receipt that did not record its pin.
+func capText(caps map[int]bool) string {
+	var ns []int
+	for n := range caps {
+		if n > 0 {
+			ns = append(ns, n)
+		}
+	}
+	if len(ns) == 0 {
+		return "stop_cap not recorded on the receipts"
+	}
+	sort.Ints(ns)
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprint(n)
+	}
+	return "stop_cap " + strings.Join(parts, ", ") + " tokens"
 }
 
 // complete returns the rows where every listed arm has a value.

@@ -78,6 +78,15 @@ type Kind struct {
 	Paired   []PairedRow `json:"paired,omitempty"`
 	Failures []Failure   `json:"failures,omitempty"`
 	Cost     *CostFigure `json:"cost,omitempty"`
+	// NoOutput lists, per arm, the tasks with no counted result (every
+	// trial errored, was preempted or never ran): what a reader must rerun.
+	NoOutput []NoOutput `json:"no_output,omitempty"`
+}
+
+// NoOutput is one arm's tasks that never produced a counted result.
+type NoOutput struct {
+	Arm   string   `json:"arm"`
+	Tasks []string `json:"tasks"`
 }
 
 // Interval is an estimate with its interval.
@@ -132,6 +141,11 @@ type Pair struct {
 	// NotShown, when set, is printed instead of any reading of the delta,
 	// because it is below what the study can detect.
 	NotShown string `json:"not_shown,omitempty"`
+	// Missing counts the job kind's tasks that are not a complete pair;
+	// MissingTasks names them with the arm that lacks a result, e.g.
+	// "t07 (lacks gemma)". A missing pair is never a zero.
+	Missing      int      `json:"missing"`
+	MissingTasks []string `json:"missing_tasks,omitempty"`
 }
 
 // Sweep is the pass rate of each arm as the gate moves.

@@ -134,3 +134,15 @@ func slug(s string) string {
 func NotShownText(delta, detectable float64) string {
 	return fmt.Sprintf("not shown: |Δ| %.3f is below the %.3f this task count can detect at 80%% power", math.Abs(delta), detectable)
 }
+
+// MissingText is a pair's missing pairs as the tables print them: "0", or
+// the count with the tasks, e.g. "2: t07 (lacks gemma), t09 (lacks both)".
+func MissingText(p Pair) string {
+	if p.Missing == 0 {
+		return "0"
+	}
+	if len(p.MissingTasks) == 0 {
+		return fmt.Sprint(p.Missing)
+	}
+	return fmt.Sprintf("%d: %s", p.Missing, strings.Join(p.MissingTasks, ", "))
+}

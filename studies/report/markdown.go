@@ -93,7 +93,7 @@ func WriteMarkdown(w io.Writer, d Data) error {
 		p("\n")
 		if len(k.Pairs) > 0 {
 			p("### Named pairs\n\n")
-			head("pair", "Δ [interval]", "test", "p", "p (Holm)", "outcome", "reading")
+			head("pair", "Δ [interval]", "test", "p", "p (Holm)", "outcome", "reading", "missing pairs")
 			for _, pr := range k.Pairs {
 				reading := pr.NotShown
 				if reading == "" {
@@ -102,7 +102,7 @@ func WriteMarkdown(w io.Writer, d Data) error {
 						reading = "shown at α after Holm"
 					}
 				}
-				row(pr.Challenger+" vs "+pr.Baseline, deltaText(pr.Delta), pr.Test, pval(pr.PRaw), pval(pr.PHolm), pr.Outcome, reading)
+				row(pr.Challenger+" vs "+pr.Baseline, deltaText(pr.Delta), pr.Test, pval(pr.PRaw), pval(pr.PHolm), pr.Outcome, reading, MissingText(pr))
 			}
 			p("\n")
 		}
@@ -147,6 +147,13 @@ func WriteMarkdown(w io.Writer, d Data) error {
 					cells = append(cells, fmt.Sprint(n))
 				}
 				row(append(cells, fmt.Sprint(r.Total))...)
+			}
+			p("\n")
+		}
+		if len(k.NoOutput) > 0 {
+			p("### Tasks that never produced an output\n\n")
+			for _, n := range k.NoOutput {
+				p("- %s: %s\n", line(n.Arm), line(strings.Join(n.Tasks, ", ")))
 			}
 			p("\n")
 		}
