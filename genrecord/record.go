@@ -50,6 +50,10 @@ const (
 	StopEOS    StopReason = "stop"
 	StopLength StopReason = "length"
 	StopError  StopReason = "error"
+	// StopRepeatLimit is a generation the runtime ended by a rule of its
+	// own: Ollama stops once the same token comes more than 30 times in a
+	// row, and says so only in its debug log.
+	StopRepeatLimit StopReason = "repeat_limit"
 )
 
 // Pins are the stack a record was made on. Replay compares the model,
@@ -223,9 +227,9 @@ func (r Row) validate() *LineError {
 		return bad("role", "%q is not one of writer, critic, judge, candidate, aider", r.Role)
 	}
 	switch r.StopReason {
-	case StopEOS, StopLength, StopError:
+	case StopEOS, StopLength, StopError, StopRepeatLimit:
 	default:
-		return bad("stop_reason", "%q is not one of stop, length, error", r.StopReason)
+		return bad("stop_reason", "%q is not one of stop, length, error, repeat_limit", r.StopReason)
 	}
 	for i, id := range r.PromptTokenIDs {
 		if id < 0 {

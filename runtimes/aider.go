@@ -41,6 +41,13 @@ type AiderTask struct {
 	Repo    string   // a git work tree; Aider edits it in place
 	Files   []string // files added to the chat, relative to Repo
 	Message string
+	// Before are user turns sent ahead of Message, each its own model call
+	// (a conversation rather than one request); one line each.
+	Before []string
+	// TestCommand, when set, is run by Aider after each edit (its
+	// --auto-test), inside the same sandbox; a failure goes back to the
+	// model as its next turn. These are the test-fix turns the caps count.
+	TestCommand []string
 }
 
 // AiderResult is what one Aider run did.
@@ -54,9 +61,11 @@ type AiderResult struct {
 	Capped       bool          `json:"capped"`
 	CapHit       string        `json:"cap_hit,omitempty"` // turns, time or tokens
 	Calls        []Result      `json:"calls"`
-	Version      string        `json:"version"`
-	Containment  Containment   `json:"containment"`
-	LogTail      string        `json:"log_tail,omitempty"`
+	// CallErrors are the calls the arm did not answer, each with why.
+	CallErrors  []string    `json:"call_errors,omitempty"`
+	Version     string      `json:"version"`
+	Containment Containment `json:"containment"`
+	LogTail     string      `json:"log_tail,omitempty"`
 }
 
 // aiderInnerPort is where Aider finds the arm inside its own namespace.
@@ -119,6 +128,24 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 		"--timeout", strconv.Itoa(int(cfg.Caps.Wall.Seconds())),
 		"--message", task.Message,
 	}
+	if len(task.TestCommand) > 0 {
+		args = append(args, "--auto-test", "--test-cmd", ShellJoin(task.TestCommand))
+	}
+	if len(task.Before) > 0 {
+		// Aider runs a loaded file's lines as commands before --message.
+		var lines strings.Builder
+		for i, m := range task.Before {
+			if strings.ContainsAny(m, "\r\n") || strings.TrimSpace(m) == "" {
+				return res, fmt.Errorf("aider: turn %d before the message is empty or spans lines; give each earlier turn as one line", i+1)
+			}
+			lines.WriteString("/code " + m + "\n")
+		}
+		load := filepath.Join(cfg.WorkDir, "turns-before")
+		if err := os.WriteFile(load, []byte(lines.String()), 0o600); err != nil {
+			return res, err
+		}
+		args = append(args, "--load", load)
+	}
 	args = append(args, task.Files...)
 	env, err := BuildEnv(home, map[string]string{
 		"LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -162,6 +189,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	}
 	calls, out, hit := proxy.results()
 	res.Calls, res.Turns, res.OutputTokens = calls, len(calls), out
+	res.CallErrors = proxy.failed()
 	for _, c := range calls {
 		res.PromptTokens += c.PromptTokens
 	}
@@ -226,5 +254,22 @@ func (r AiderResult) Describe() string {
 	if r.Capped {
 		c = ", CAPPED (" + r.CapHit + ")"
 	}
+	for _, e := range r.CallErrors {
+		c += "; unanswered " + e
+	}
 	return fmt.Sprintf("exit %d, %d turns, %d output tokens, edited %v, %s%s", r.ExitCode, r.Turns, r.OutputTokens, r.EditedFiles, r.Wall.Round(time.Millisecond), c)
+}
+
+// ShellJoin quotes argv for a POSIX shell: Aider runs its test command
+// through one.
+func ShellJoin(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			quoted[i] = a
+			continue
+		}
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(quoted, " ")
 }

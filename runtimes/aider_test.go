@@ -83,3 +83,27 @@ func aiderAgainst(t *testing.T, kind string) {
 		t.Error("the parent's key reached the model call")
 	}
 }
+
+func TestShellJoinQuotesForAShell(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"python3", "-m", "unittest", "-q"}, "python3 -m unittest -q"},
+		{[]string{"sh", "-c", "echo it's; rm -rf /"}, `sh -c 'echo it'\''s; rm -rf /'`},
+		{[]string{"echo", ""}, "echo ''"},
+		{[]string{"a b", "$HOME"}, `'a b' '$HOME'`},
+	} {
+		got := ShellJoin(c.argv)
+		if got != c.want {
+			t.Errorf("ShellJoin(%q) = %s, want %s", c.argv, got, c.want)
+		}
+		out, err := exec.Command("sh", "-c", "printf '%s\\n' "+got).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); strings.Join(back, "\x00") != strings.Join(c.argv, "\x00") {
+			t.Errorf("the shell read %q back as %q", got, back)
+		}
+	}
+}

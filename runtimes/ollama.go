@@ -343,6 +343,15 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		}
 		return res, fmt.Errorf("ollama: chat: %w", err)
 	}
+	if !last.Done && ollamaRepeatLimit(res.Steps) {
+		// Ollama ended the answer by its own rule: the same token more than
+		// 30 times in a row. Every token it sent is there with its
+		// log-probabilities, so the call is kept, ended by the runtime and
+		// flagged, and never retried: the same request repeats itself.
+		res.OutputTokens = len(res.Steps)
+		res.Truncated, res.StopReason = true, "repeat_limit"
+		return res, nil
+	}
 	if !last.Done {
 		// An answer that ends without its final message has no token count:
 		// it was cut off, and recording its steps as a whole call would be
@@ -368,6 +377,28 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		OutputPerSecond: perSecond(last.EvalCount, last.EvalDuration),
 	}
 	return res, nil
+}
+
+// ollamaRepeatRun is Ollama's rule for ending a prediction early (its
+// runner aborts once one token, trimmed of space, comes more than this many
+// times running); its answer then has no final message.
+const ollamaRepeatRun = 30
+
+// ollamaRepeatLimit reports whether an answer ends as Ollama's repeat rule
+// ends one: the last steps, one more than the limit, all the same token once
+// trimmed of space.
+func ollamaRepeatLimit(steps []Step) bool {
+	n := ollamaRepeatRun + 1
+	if len(steps) < n {
+		return false
+	}
+	last := strings.TrimSpace(steps[len(steps)-1].Text)
+	for _, s := range steps[len(steps)-n:] {
+		if strings.TrimSpace(s.Text) != last {
+			return false
+		}
+	}
+	return true
 }
 
 func perSecond(n int, d time.Duration) float64 {

@@ -31,6 +31,7 @@ type recordingProxy struct {
 
 	mu          sync.Mutex
 	calls       []Result
+	failures    []string // calls the arm did not answer, with why
 	outputTotal int
 	capHit      string
 	srv         *http.Server
@@ -156,7 +157,9 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hit := p.capHit
 	p.mu.Unlock()
 	if hit != "" {
-		oaError(w, http.StatusTooManyRequests, "the "+hit+" cap of this run is reached")
+		// 400, not 429: Aider retries a rate limit for a minute or more,
+		// and a cap is not lifted by waiting.
+		oaError(w, http.StatusBadRequest, "the "+hit+" cap of this run is reached")
 		return
 	}
 	maxTok := p.maxTok
@@ -168,8 +171,18 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := p.arm.Generate(r.Context(), Request{CallID: fmt.Sprintf("aider-call-%d", n), Messages: msgs,
 		Sampling: p.sampling, MaxTokens: maxTok, TopK: p.topK, Stop: stop})
+	if err != nil && r.Context().Err() != nil {
+		// Aider went away mid-call (the wall cap stopped it): a cut call,
+		// not one the arm failed; the cap is what the result reports.
+		oaError(w, http.StatusBadRequest, "the run ended during this call")
+		return
+	}
 	if err != nil {
-		oaError(w, http.StatusBadGateway, err.Error())
+		// Kept with the result, so the trial or validation says why the
+		// call has no record. 400 because Aider retries a 5xx with the same
+		// request, which the pinned runtime answers the same way again.
+		p.fail(n, err)
+		oaError(w, http.StatusBadRequest, "the arm did not answer: "+err.Error())
 		return
 	}
 	p.keep(res)
@@ -203,6 +216,18 @@ func (p *recordingProxy) keep(res Result) {
 	if p.caps.Tokens > 0 && p.outputTotal >= p.caps.Tokens && p.capHit == "" {
 		p.capHit = "tokens"
 	}
+}
+
+func (p *recordingProxy) fail(n int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failures = append(p.failures, fmt.Sprintf("call %d: %v", n, err))
+}
+
+func (p *recordingProxy) failed() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.failures...)
 }
 
 func (p *recordingProxy) results() ([]Result, int, string) {

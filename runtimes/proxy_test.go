@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -95,8 +96,9 @@ func TestProxyStopsAtTheTurnCap(t *testing.T) {
 		t.Fatalf("first call: %d %v", status, out)
 	}
 	status, out := call("POST", "/v1/chat/completions", body)
-	if status != http.StatusTooManyRequests || !strings.Contains(out["error"].(map[string]any)["message"].(string), "turns cap") {
-		t.Errorf("second call: %d %v, want 429 naming the turns cap", status, out)
+	// Not a 429 or a 5xx: Aider retries those, and a cap does not lift.
+	if status != http.StatusBadRequest || !strings.Contains(out["error"].(map[string]any)["message"].(string), "turns cap") {
+		t.Errorf("second call: %d %v, want 400 naming the turns cap", status, out)
 	}
 	if _, _, hit := p.results(); hit != "turns" || len(arm.got) != 1 {
 		t.Errorf("cap %q, arm calls %d", hit, len(arm.got))
@@ -141,4 +143,39 @@ func FuzzParseChatRequest(f *testing.F) {
 			t.Errorf("accepted %q with no messages", body)
 		}
 	})
+}
+
+// failingArm answers its first call and fails the rest, as a runtime that
+// refuses a prompt would.
+type failingArm struct{ fakeArm }
+
+func (f *failingArm) Generate(ctx context.Context, req Request) (Result, error) {
+	if len(f.got) == 0 {
+		return f.fakeArm.Generate(ctx, req)
+	}
+	f.got = append(f.got, req)
+	return Result{}, errors.New("llama-server: HTTP 400: the request exceeds the available context size")
+}
+
+// A call the arm does not answer is refused to Aider in a way it does not
+// retry (a retry sends the same request, which fails the same way), the
+// answered call before it stays kept, and the failure is kept with its reason.
+func TestProxyKeepsAnsweredCallsAndNamesAFailedOne(t *testing.T) {
+	arm := &failingArm{}
+	p, call := proxyClient(t, arm, AiderCaps{Turns: 3})
+	body := `{"messages":[{"role":"user","content":"go"}]}`
+	if status, out := call("POST", "/v1/chat/completions", body); status != 200 {
+		t.Fatalf("first call: %d %v", status, out)
+	}
+	status, out := call("POST", "/v1/chat/completions", body)
+	if status != http.StatusBadRequest || !strings.Contains(out["error"].(map[string]any)["message"].(string), "context size") {
+		t.Errorf("failed call: %d %v, want 400 with the runtime's reason", status, out)
+	}
+	calls, _, _ := p.results()
+	if len(calls) != 1 || calls[0].CallID != "aider-call-1" {
+		t.Errorf("kept %d calls, want the one answered", len(calls))
+	}
+	if f := p.failed(); len(f) != 1 || !strings.Contains(f[0], "call 2") || !strings.Contains(f[0], "context size") {
+		t.Errorf("failures %q, want call 2 with its reason", f)
+	}
 }

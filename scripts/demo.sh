@@ -4,7 +4,7 @@
 # It starts a private daemon for the demo's own home and stops it at the end.
 # Everything is idempotent: running it again reuses the registered study and
 # makes a new execution only when the last one did not finish.
-set -euo pipefail
+set -Eeuo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rig="$root/bin/rig"
 design=${RIG_DEMO_DESIGN:-$root/examples/demo-study/design.json}
@@ -12,7 +12,26 @@ export RIG_HOME=${RIG_DEMO_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rig-demo}
 mkdir -p "$RIG_HOME"
 name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$design")
 
-step() { printf '\n== %s\n' "$*"; }
+current=""
+step() { current="$*"; printf '\n== [%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+# When a step fails, say which, where its evidence is, and that a second
+# `make demo` resumes: the registered study, its freeze, the preflight
+# verdicts, every validation run that passed and every trial with a counted
+# receipt are kept, so only what did not finish runs again.
+on_failure() {
+  local rc=$?
+  {
+    echo
+    echo "rig demo: stopped at step \"$current\" (exit $rc); what went wrong is printed above."
+    echo "  the daemon's log:  $RIG_HOME/daemon.log"
+    echo "  the study's files: $RIG_HOME/studies/$name"
+    echo "  to resume, run:    make demo"
+    echo "  (it keeps what is done: registration, freeze, preflight verdicts, passed validation runs, finished trials)"
+    echo "  to start over:     rm -rf $RIG_HOME && make demo"
+  } >&2
+}
+trap on_failure ERR
 
 step "runtimes (rig runtimes check)"
 "$rig" runtimes check
@@ -47,6 +66,9 @@ step "fit preflight per arm at the card profile (recorded before any run)"
 
 step "one free validation run per harness"
 "$rig" study validate "$name"
+
+step "dry run (prices the plan at the speeds validation measured; derives fix-test's wall cap)"
+"$rig" study dry-run "$name"
 
 step "counted run"
 # The key makes this idempotent: a second demo follows the same execution

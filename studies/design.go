@@ -44,6 +44,11 @@ type Design struct {
 	// TopK is how many log-probabilities per step the generation record
 	// keeps; zero means DefaultTopK.
 	TopK int `json:"top_k,omitempty"`
+	// LicenceRegistry is the studio's licence registry file the items are
+	// checked against, relative to the design file's folder; empty leaves
+	// the choice to --registry, $RIG_LICENCE_REGISTRY or the bundled one
+	// (see ChooseLicenceRegistry).
+	LicenceRegistry string `json:"licence_registry,omitempty"`
 }
 
 // DefaultTopK is the generation record's top-K when the design leaves it out.

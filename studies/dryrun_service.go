@@ -45,6 +45,17 @@ func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writ
 	if est != nil {
 		est.WriteTable(w)
 	}
+	if len(d.autoWallJobKinds()) > 0 {
+		walls, werr := deriveWalls(d, speeds)
+		if werr != nil {
+			return est, werr
+		}
+		for _, name := range d.autoWallJobKinds() {
+			if wd, ok := walls[name]; ok {
+				fmt.Fprintln(w, "derived "+wd.String())
+			}
+		}
+	}
 	return est, err
 }
 
@@ -55,7 +66,22 @@ func (s *Service) measuredSpeeds(name string, d *Design, w io.Writer) (SpeedTabl
 	dir := filepath.Join(s.Dir(name), "validation")
 	byRuntime := map[string]Speed{}
 	measuredBy := map[string]string{}
+	var vals []ValidationRecord
+	_ = readJSON(filepath.Join(dir, "validation.json"), &vals)
+	timed := map[string]Speed{}
+	for _, v := range vals {
+		if v.Speed != nil {
+			timed[v.Arm] = *v.Speed
+		}
+	}
 	for _, a := range d.Arms {
+		if sp, ok := timed[a.Name]; ok {
+			// The runtime's own prompt and output timings, kept by the
+			// validation run.
+			byRuntime[a.Runtime] = sp
+			measuredBy[a.Runtime] = a.Name
+			continue
+		}
 		path := filepath.Join(dir, "generations-"+a.Name+".jsonl")
 		_, rows, err := genrecord.ReadAll(path)
 		if errors.Is(err, os.ErrNotExist) {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -26,6 +28,13 @@ type StaleAssetError struct {
 }
 
 func (e *StaleAssetError) Error() string {
+	if path, ok := strings.CutPrefix(e.Asset, licenceAssetPrefix); ok {
+		if e.Asset == bundledLicenceAsset {
+			path = "the bundled licences/registry.json"
+		}
+		return fmt.Sprintf("stale asset: licence registry %s was %s when registered and is %s now (the study's items were checked against the old file; restore it, or register a new study so the items are checked against the new one)",
+			path, short(e.Want), short(e.Got))
+	}
 	return fmt.Sprintf("stale asset: %s was %s when registered and is %s now (a frozen study never refreshes; restore the asset, or register a new study for the new one)",
 		e.Asset, short(e.Want), short(e.Got))
 }
@@ -81,7 +90,8 @@ func Components(runtime string) []string {
 }
 
 // AssetSet maps an asset key ("model:PATH", "runtime:COMPONENT",
-// "bank:JOBKIND") to its hex SHA-256, as recorded at registration.
+// "bank:JOBKIND", "licences:PATH" for the study's licence registry file,
+// "licences:bundled") to its hex SHA-256, as recorded at registration.
 type AssetSet map[string]string
 
 // FrozenArm is an arm with its pins resolved to digests.
@@ -115,6 +125,21 @@ type Snapshot struct {
 // DesignHash is the hex SHA-256 of the design's canonical JSON. Layout,
 // key order and YAML-or-JSON do not change it; any value does.
 func DesignHash(d *Design) (string, error) { return Hash(d) }
+
+// BankPath resolves a job kind's task_bank: a relative path is read from the
+// design file's folder, as model paths are, so a study folder can be moved
+// or registered from any shell.
+func BankPath(bank, baseDir string) string {
+	if strings.HasPrefix(bank, "~/") {
+		if home, err := os.UserHomeDir(); err == nil {
+			bank = filepath.Join(home, bank[2:])
+		}
+	}
+	if !filepath.IsAbs(bank) && baseDir != "" {
+		bank = filepath.Join(baseDir, bank)
+	}
+	return bank
+}
 
 // ResolveOptions says where model references point.
 type ResolveOptions struct {
@@ -167,6 +192,9 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 	}
 	var banks []FrozenBank
 	for i, jk := range d.JobKinds {
+		// The bank is read where the design names it; the design keeps its
+		// text as written, so its hash does not depend on where it lives.
+		jk.TaskBank = BankPath(jk.TaskBank, opts.BaseDir)
 		b, err := assets.Bank(ctx, jk)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("job_kinds[%d].task_bank: %s: %w", i, jk.TaskBank, err)
@@ -223,6 +251,9 @@ func Freeze(ctx context.Context, in FreezeInput, assets Assets) (*Snapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	if err := addLicenceAssets(set, in.Registered); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	if in.Registered != nil {
 		if err := compareAssets(in.Registered, set); err != nil {
 			return nil, fmt.Errorf("%s: %w", file, err)
@@ -241,6 +272,23 @@ func Freeze(ctx context.Context, in FreezeInput, assets Assets) (*Snapshot, erro
 		return nil, err
 	}
 	return s, nil
+}
+
+// addLicenceAssets hashes, as they are now, the licence registries recorded at
+// registration: the registry a study was checked against is fixed then, and
+// the snapshot carries its hash like any other asset's.
+func addLicenceAssets(set, registered AssetSet) error {
+	for _, k := range sortedKeys(registered) {
+		if !strings.HasPrefix(k, licenceAssetPrefix) {
+			continue
+		}
+		sum, err := licenceAssetSHA256(k)
+		if err != nil {
+			return fmt.Errorf("%w: %v", &StaleAssetError{Asset: k, Want: registered[k], Got: "unreadable"}, err)
+		}
+		set[k] = sum
+	}
+	return nil
 }
 
 func (s *Snapshot) computeHash() (string, error) {
@@ -306,6 +354,8 @@ func CheckStale(ctx context.Context, s *Snapshot, assets Assets) error {
 			var b Binary
 			b, err = assets.Binary(ctx, name)
 			sum = b.SHA256
+		case "licences":
+			sum, err = licenceAssetSHA256(k)
 		case "bank":
 			d, derr := s.DesignValue()
 			if derr != nil {
@@ -313,9 +363,15 @@ func CheckStale(ctx context.Context, s *Snapshot, assets Assets) error {
 			}
 			var b Bank
 			for _, jk := range d.JobKinds {
-				if jk.Name == name {
-					b, err = assets.Bank(ctx, jk)
+				if jk.Name != name {
+					continue
 				}
+				for _, fb := range s.Banks {
+					if fb.JobKind == name {
+						jk.TaskBank = fb.Path // where the freeze read it
+					}
+				}
+				b, err = assets.Bank(ctx, jk)
 			}
 			sum = b.SHA256
 		}

@@ -314,3 +314,38 @@ func FuzzCanonical(f *testing.F) {
 		}
 	})
 }
+
+// A relative task_bank is read from the design file's folder at register
+// and at freeze, wherever the daemon runs; the design keeps the path as
+// written, so its hash does not depend on where the study folder lives.
+func TestRelativeTaskBankResolvesFromTheDesignFolder(t *testing.T) {
+	ctx := context.Background()
+	fx := newFreezeFixture(t)
+	designDir := filepath.Dir(fx.files["bankA"])
+	fx.design.JobKinds[0].TaskBank = "extract.jsonl"
+	fx.design.JobKinds[1].TaskBank = "./fix.jsonl"
+	before, _ := DesignHash(fx.design)
+	t.Chdir(t.TempDir()) // the daemon's working directory is elsewhere
+	reg, err := Fingerprint(ctx, fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup, BaseDir: designDir})
+	if err != nil {
+		t.Fatalf("register with relative banks: %v", err)
+	}
+	opts := fx.opts
+	opts.BaseDir = designDir
+	s, err := Freeze(ctx, FreezeInput{Design: fx.design, Registered: reg, Validate: opts}, fx.assets)
+	if err != nil {
+		t.Fatalf("freeze with relative banks: %v", err)
+	}
+	if s.Banks[0].Path != fx.files["bankA"] || s.Banks[1].Path != fx.files["bankB"] {
+		t.Errorf("frozen bank paths %s, %s; want %s, %s", s.Banks[0].Path, s.Banks[1].Path, fx.files["bankA"], fx.files["bankB"])
+	}
+	if after, _ := DesignHash(fx.design); after != before || s.DesignHash != before {
+		t.Errorf("resolving the banks changed the design hash: %s → %s (snapshot %s)", before, after, s.DesignHash)
+	}
+	if err := CheckStale(ctx, s, fx.assets); err != nil {
+		t.Errorf("CheckStale on the frozen, relative banks: %v", err)
+	}
+	if _, err := Fingerprint(ctx, fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup}); err == nil {
+		t.Error("without the design's folder the relative banks were found in the working directory")
+	}
+}

@@ -113,6 +113,12 @@ type ValidationRecord struct {
 	Problems    []string             `json:"problems,omitempty"`
 	Containment runtimes.Containment `json:"containment"`
 	Record      string               `json:"record"` // the generation record it wrote and checked
+	// Caps are the validation's own, the same on every machine: one task,
+	// one call, a small token cap. A call stopped by them is still a record.
+	Caps string `json:"caps"`
+	// Speed is what the run measured on this machine; the dry run prices
+	// the plan with it and an auto wall cap is derived from it.
+	Speed *Speed `json:"speed,omitempty"`
 }
 
 // Validate makes one free validation run per harness (llama-server, ollama,
@@ -153,7 +159,15 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 	}
 	x := &execution{svc: s, study: name, design: d, snap: snap, installed: a.installed, graders: a.graders,
 		topK: max(d.TopK, DefaultTopK), writers: map[string]*genrecord.Writer{}, workDir: dir, recDir: dir,
-		exec: receipts.Execution{ID: "validation"}}
+		exec: receipts.Execution{ID: "validation"}, validating: true}
+	// A harness that passed on this snapshot keeps its record: a demo or a
+	// study resumed after one harness failed reruns only that harness.
+	passedBefore := map[string]ValidationRecord{}
+	for _, v := range prev {
+		if v.Pass && v.Snapshot == snap.Hash {
+			passedBefore[v.Harness] = v
+		}
+	}
 	for _, arm := range d.Arms {
 		h := harnessOf(arm.Runtime)
 		if h == "aider" {
@@ -163,7 +177,19 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 			continue
 		}
 		seen[h] = true
-		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC()}
+		if v, ok := passedBefore[h]; ok {
+			fmt.Fprintf(w, "validation %-22s already passed at %s (arm %s)\n", v.Harness, v.At.Format(time.RFC3339), v.Arm)
+			out = append(out, v)
+			continue
+		}
+		// The validation's own stop cap: short by construction, on any machine.
+		arm.Pins.StopCap = min(arm.Pins.StopCap, validationStopCap)
+		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
+			Caps: fmt.Sprintf("one task, one call of at most %d output tokens", arm.Pins.StopCap)}
+		if harnessOf(arm.Runtime) == "aider" {
+			rec.Caps = "one task, " + describeCaps(validationCaps)
+		}
+		fmt.Fprintf(w, "validation %-22s arm %-28s running (%s) ...\n", h, arm.Name, rec.Caps)
 		rt, err := x.startArm(ctx, arm)
 		if err != nil {
 			x.stopArm(ctx, nil)
@@ -177,7 +203,13 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 				break
 			}
 		}
-		bank, err := tasks.LoadBank(jk.TaskBank)
+		bankPath := jk.TaskBank
+		for _, fb := range snap.Banks {
+			if fb.JobKind == jk.Name {
+				bankPath = fb.Path // as frozen: resolved from the design's folder
+			}
+		}
+		bank, err := tasks.LoadBank(bankPath)
 		if err != nil {
 			x.stopArm(ctx, rt)
 			return out, err
@@ -185,7 +217,7 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 		sel := bank.Select(false)
 		if len(sel) == 0 {
 			x.stopArm(ctx, rt)
-			return out, fmt.Errorf("%s: %w", jk.TaskBank, errNoTasks)
+			return out, fmt.Errorf("%s: %w", bankPath, errNoTasks)
 		}
 		task := sel[0]
 		gen, genErr := x.generate(ctx, arm, rt, jk.Name, task, "validation/"+arm.Name)
@@ -204,11 +236,19 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]Val
 		os.Remove(path)
 		if len(gen.calls) == 0 && genErr == nil {
 			if h == arm.Runtime { // a harness over a runtime: Aider
-				rec.Problems = append(rec.Problems, fmt.Sprintf("%s kept no model call: each was cut off by a cap or refused, so this run shows no record (if its calls hit the time cap, give job_kinds[].harness_caps.wall of %s more time)", arm.Runtime, jk.Name))
+				why := "it made no model call"
+				if gen.aider != nil {
+					why = "aider: " + gen.aider.Describe()
+					if gen.aider.LogTail != "" {
+						why += "; its log ends: " + strings.Join(strings.Fields(gen.aider.LogTail), " ")
+					}
+				}
+				rec.Problems = append(rec.Problems, fmt.Sprintf("%s answered no model call within the validation's caps (%s), so this run shows no record: %s", arm.Runtime, rec.Caps, clip(why, 2000)))
 			} else {
 				rec.Problems = append(rec.Problems, "no model call was recorded")
 			}
 		}
+		rec.Speed = measuredSpeed(gen)
 		if len(gen.calls) > 0 {
 			wr, err := genrecord.OpenWriter(path, recordPins(pins, snap.DesignHash, name, "validation"))
 			if err != nil {
@@ -348,3 +388,11 @@ func dedupe(xs []string) []string {
 }
 
 var errNoTasks = errors.New("bank has no tasks")
+
+// clip keeps a message readable in a table or a problem line.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

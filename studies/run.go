@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,12 +55,15 @@ type ExecInfo struct {
 	Planned    int       `json:"planned"`
 	Done       int       `json:"done"`
 	Preempted  int       `json:"preempted"`
+	Failed     int       `json:"failed"` // trials whose receipt is an error: not scored, not retried in this execution
 	Current    string    `json:"current,omitempty"`
 	StartedAt  time.Time `json:"started_at"`
 	RatePerMin float64   `json:"rate_per_min"`
 	ETA        string    `json:"eta,omitempty"`
 	Error      string    `json:"error,omitempty"`
 	Records    string    `json:"records,omitempty"` // directory of the generation records
+	// Walls says how each auto wall cap was derived for this execution.
+	Walls []string `json:"walls,omitempty"`
 }
 
 type execState struct {
@@ -92,6 +96,11 @@ type execution struct {
 	state     *execState
 	writers   map[string]*genrecord.Writer
 	res       *preflight.Reservation
+	// validating marks a validation run, which uses its own short caps.
+	validating bool
+	// walls are the derived walls of the job kinds whose harness_caps.wall
+	// is auto, fixed when the execution starts.
+	walls map[string]WallDerivation
 }
 
 // RunRequest is `rig study run`.
@@ -232,9 +241,25 @@ func (s *Service) start(name string, snap *Snapshot, e receipts.Execution) (Exec
 		}
 		x.banks[fb.JobKind] = b
 	}
+	var walls []string
+	if len(d.autoWallJobKinds()) > 0 {
+		speeds, err := s.measuredSpeeds(name, d, io.Discard)
+		if err != nil {
+			return ExecInfo{}, fmt.Errorf("deriving the auto wall caps from this machine's validation runs: %w", err)
+		}
+		if x.walls, err = deriveWalls(d, speeds); err != nil {
+			return ExecInfo{}, err
+		}
+		for _, jk := range d.autoWallJobKinds() {
+			if wd, ok := x.walls[jk]; ok {
+				walls = append(walls, wd.String())
+				s.Log.Info("derived wall cap", "study", name, "job_kind", jk, "wall", wd.Wall, "why", wd.Why)
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x.state = &execState{cancel: cancel, done: make(chan struct{}),
-		info: ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(receipts.Running), StartedAt: time.Now().UTC(), Records: x.recDir}}
+		info: ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(receipts.Running), StartedAt: time.Now().UTC(), Records: x.recDir, Walls: walls}}
 	s.mu.Lock()
 	s.running[name] = x.state
 	s.mu.Unlock()
@@ -325,7 +350,15 @@ func (x *execution) loop(ctx context.Context) error {
 				x.stopArm(ctx, cur)
 				cur = nil
 			}
-			if outcome.Counted() {
+			if outcome == receipts.Error {
+				x.state.mu.Lock()
+				x.state.info.Failed++
+				x.state.mu.Unlock()
+			}
+			if outcome.Counted() || outcome == receipts.Error {
+				// An error is not retried here: the same task would most
+				// likely fail the same way. It stays on record, and
+				// rig study rerun gives it a new attempt.
 				break
 			}
 			x.state.mu.Lock()
@@ -456,8 +489,15 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	rec := x.newReceipt(arm, key, attempt, parent, rp)
 	if harnessOf(arm.Runtime) == "aider" {
 		// The caps bound what the harness may do, so they belong with the pins.
-		c := x.design.aiderCaps(key.JobKind)
-		rec.Pins["harness_caps"] = fmt.Sprintf("turns %d, output tokens %d, wall %s", c.Turns, c.Tokens, c.Wall)
+		c := x.harnessCaps(key.JobKind)
+		rec.Pins["harness_caps"] = describeCaps(c)
+		if w, ok := x.walls[key.JobKind]; ok {
+			rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
+		}
+		if t, ok := x.banks[key.JobKind].Task(key.Task); ok && len(t.Input.TestCommand) > 0 {
+			// Aider runs the task's tests after each edit: what its test-fix turns see.
+			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(t.Input.TestCommand)
+		}
 	}
 	callID := fmt.Sprintf("%s#%d", key, attempt)
 	tctx, cancel := context.WithCancel(ctx)
@@ -533,19 +573,33 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		rec.Detail = "runtime crashed mid-call (never scored against the model; rerun): " + firstLine(genErr.Error())
 	case genErr != nil && ctx.Err() != nil:
 		return "", ctx.Err()
+	case genErr == nil && out.aider != nil && len(out.aider.CallErrors) > 0:
+		// The arm failed a call the harness made: what the harness did
+		// next was not the model's doing, so the trial is not scored.
+		rec.Outcome = receipts.Error
+		rec.Detail = "the arm did not answer a call the harness made, so the trial is not scored (rig study rerun retries it): " + strings.Join(out.aider.CallErrors, "; ")
 	case genErr != nil:
-		return "", genErr
+		// One trial's failure (a prompt the runtime refuses, a harness that
+		// would not start) is that trial's receipt: the execution goes on,
+		// and the report names the task that produced no output.
+		rec.Outcome = receipts.Error
+		rec.Detail = "the trial failed and is not scored (rig study rerun retries it): " + firstLine(genErr.Error())
 	}
 	if rec.Outcome == "" {
 		g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
-		if err != nil {
-			return "", err
-		}
-		rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
-		rec.Outcome = receipts.Scored
-		if out.capped {
-			rec.Outcome = receipts.Capped
-			rec.Detail = "capped: " + out.capHit
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return "", ctx.Err()
+		case err != nil:
+			rec.Outcome = receipts.Error
+			rec.Detail = "grading failed, so the trial is not scored (rig study rerun retries it): " + firstLine(err.Error())
+		default:
+			rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
+			rec.Outcome = receipts.Scored
+			if out.capped {
+				rec.Outcome = receipts.Capped
+				rec.Detail = "capped: " + out.capHit
+			}
 		}
 		if out.aider != nil {
 			rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
@@ -589,14 +643,15 @@ func (x *execution) oomKilled() bool {
 	return err == nil && o.Kills > 0
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
 func (x *execution) finish(err error) {
 	ctx := context.Background()
 	status, kind, why := receipts.Done, EventFinish, "all planned trials have a counted receipt"
+	x.state.mu.Lock()
+	failed := x.state.info.Failed
+	x.state.mu.Unlock()
+	if failed > 0 {
+		why = fmt.Sprintf("every planned trial ran; %d ended in error and are not scored (the report names them; rig study rerun %s retries them)", failed, x.study)
+	}
 	switch {
 	case errors.Is(err, context.Canceled):
 		status, kind, why = receipts.Cancelled, EventCancel, "cancelled"
@@ -681,6 +736,10 @@ func (s *Service) executions(ctx context.Context, name string) ([]ExecInfo, erro
 		if err == nil {
 			info.Done = len(counted)
 		}
+		if rs, err := st.Receipts(ctx, e.ID); err == nil {
+			info.Failed = failedTrials(rs, counted)
+			info.Done += info.Failed
+		}
 		var plan Plan
 		if readJSON(filepath.Join(info.Records, "plan.json"), &plan) == nil {
 			info.Planned = len(plan.Trials)
@@ -688,6 +747,19 @@ func (s *Service) executions(ctx context.Context, name string) ([]ExecInfo, erro
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// failedTrials counts the trials whose receipts are errors and that have no
+// counted receipt: they ran, produced nothing to score, and wait for a rerun.
+func failedTrials(rs []receipts.Receipt, counted map[receipts.TrialKey]receipts.Receipt) int {
+	failed := map[receipts.TrialKey]bool{}
+	for _, r := range rs {
+		k := receipts.TrialKey{Arm: r.Arm, TaskID: r.TaskID, Repeat: r.Repeat}
+		if _, ok := counted[k]; !ok && r.Outcome == receipts.Error {
+			failed[k] = true
+		}
+	}
+	return len(failed)
 }
 
 // Wait blocks until the study's running execution ends.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"rig/internal/provision"
-	"rig/licences"
 	"rig/receipts"
 	"rig/tasks"
 )
@@ -164,6 +163,10 @@ type RegisterRequest struct {
 	DesignFile string `json:"design_file"`
 	Key        string `json:"key"`
 	Actor      string `json:"actor"`
+	// Registry is --registry, an absolute path; ConfiguredRegistry is
+	// $RIG_LICENCE_REGISTRY as the CLI saw it. See ChooseLicenceRegistry.
+	Registry           string `json:"registry,omitempty"`
+	ConfiguredRegistry string `json:"configured_registry,omitempty"`
 }
 
 // StudyInfo is what status prints.
@@ -177,6 +180,10 @@ type StudyInfo struct {
 	Executions   []ExecInfo   `json:"executions,omitempty"`
 	Audit        []AuditEntry `json:"audit,omitempty"`
 	Replayed     bool         `json:"replayed,omitempty"` // an idempotent repeat of an earlier request
+	// Preflight and Validation are the gates before a run, filled by Status
+	// once the study is frozen (see WriteGates).
+	Preflight  []FitInfo          `json:"preflight,omitempty"`
+	Validation []ValidationRecord `json:"validation,omitempty"`
 }
 
 // Register checks licences, fingerprints every pinned asset and records the
@@ -211,7 +218,11 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 			prev = &rec
 		}
 	}
-	reg, err := licences.Bundled()
+	choice, err := ChooseLicenceRegistry(req.Registry, d, req.DesignFile, req.ConfiguredRegistry, lk)
+	if err != nil {
+		return StudyInfo{}, err
+	}
+	lic, err := OpenLicences(choice)
 	if err != nil {
 		return StudyInfo{}, err
 	}
@@ -219,7 +230,7 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	out, replayed, err := Register(ctx, RegisterInput{
 		Design: d, File: req.DesignFile, Key: req.Key, Actor: actor, At: time.Now().UTC(), Prev: prev,
 		Resolve: ResolveOptions{Lookup: lk, BaseDir: base},
-	}, RegisterDeps{Licences: bundledLicences{reg}, Assets: a, Exists: s.exists})
+	}, RegisterDeps{Licences: lic, Assets: a, Exists: s.exists})
 	if err != nil {
 		return StudyInfo{}, err
 	}
@@ -340,11 +351,11 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 		return StudyInfo{}, err
 	}
 	snap, err := Freeze(ctx, FreezeInput{Design: d, Registered: reg.Assets,
-		Validate: ValidateOptions{File: name, Lookup: lookup(), Quant: GGUFQuant}}, a)
+		Validate: ValidateOptions{File: name, Lookup: lookup(), Quant: GGUFQuant, BaseDir: reg.DesignDir}}, a)
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	if err := s.checkLeakage(ctx, d); err != nil {
+	if err := s.checkLeakage(ctx, snap); err != nil {
 		return StudyInfo{}, err
 	}
 	path := filepath.Join(s.Dir(name), "snapshot.json")
@@ -362,10 +373,14 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 // checkLeakage refuses a freeze when any task, key or near-duplicate appears in
 // what a candidate is given. rig's arms get only the task prompt, so the places
 // to check are the design's own texts (system prompts would be added here).
-func (s *Service) checkLeakage(ctx context.Context, d *Design) error {
+func (s *Service) checkLeakage(ctx context.Context, snap *Snapshot) error {
+	d, err := ParseDesign("snapshot.json", snap.Design)
+	if err != nil {
+		return err
+	}
 	var banks []*tasks.Bank
-	for _, jk := range d.JobKinds {
-		b, err := tasks.LoadBank(jk.TaskBank)
+	for _, fb := range snap.Banks {
+		b, err := tasks.LoadBank(fb.Path)
 		if err != nil {
 			return err
 		}
@@ -400,17 +415,18 @@ func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	_, d, err := s.registration(name)
+	r, d, err := s.registration(name)
 	if err != nil {
 		return StudyInfo{}, err
 	}
 	info := StudyInfo{Name: name, State: l.State, DesignHash: l.DesignHash, SnapshotHash: l.SnapshotHash, Dir: s.Dir(name), Audit: l.Audit}
-	info.Licences, _ = LicenceLines(d.Items)
+	info.Licences, _ = LicenceLinesFor(d.Items, r.Licences)
 	execs, err := s.executions(ctx, name)
 	if err != nil {
 		return info, err
 	}
 	info.Executions = execs
+	info.Preflight, info.Validation = s.gateInfo(ctx, name)
 	return info, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -26,32 +27,6 @@ type trialOutput struct {
 	version string
 }
 
-// Harness caps held equal across every Aider arm of a job kind, unless its
-// harness_caps say otherwise. Small models get one message and up to two
-// reflections (test-fix turns) within two minutes.
-var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 2 * time.Minute, Tokens: 2048}
-
-// aiderCaps are the caps of the named job kind: its harness_caps over the
-// defaults. The design was validated, so the wall parses.
-func (d *Design) aiderCaps(jobKind string) runtimes.AiderCaps {
-	caps := defaultAiderCaps
-	for _, jk := range d.JobKinds {
-		if jk.Name != jobKind || jk.HarnessCaps == nil {
-			continue
-		}
-		if jk.HarnessCaps.Turns > 0 {
-			caps.Turns = jk.HarnessCaps.Turns
-		}
-		if jk.HarnessCaps.Tokens > 0 {
-			caps.Tokens = jk.HarnessCaps.Tokens
-		}
-		if w, err := time.ParseDuration(jk.HarnessCaps.Wall); err == nil && w > 0 {
-			caps.Wall = w
-		}
-	}
-	return caps
-}
-
 func harnessOf(runtime string) string {
 	if strings.HasPrefix(runtime, "aider+") {
 		return "aider"
@@ -63,6 +38,20 @@ func baseRuntime(runtime string) string { return strings.TrimPrefix(runtime, "ai
 
 func samplingOf(p Pins) runtimes.Sampling {
 	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
+}
+
+// harnessCaps are the caps a harness run of the job kind gets in this
+// execution: the validation's own in a validation run, else the design's,
+// with an auto wall derived from this machine's measured speed.
+func (x *execution) harnessCaps(jobKind string) runtimes.AiderCaps {
+	if x.validating {
+		return validationCaps
+	}
+	caps := x.design.aiderCaps(jobKind)
+	if w, ok := x.walls[jobKind]; ok {
+		caps.Wall = w.Wall
+	}
+	return caps
 }
 
 // generate runs one trial's model work on a started runtime.
@@ -96,17 +85,22 @@ func (x *execution) generate(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 	for f := range task.Input.Files {
 		files = append(files, f)
 	}
+	// In a fixed order: the order Aider is given the files is the order of
+	// its prompt, which must be the same for every arm and every run.
+	sort.Strings(files)
 	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{
 		Binary: x.installed.Aider, Arm: rt, WorkDir: scratch, Sampling: samplingOf(arm.Pins),
-		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: x.design.aiderCaps(jobKind), NoSandbox: x.svc.NoSandbox,
-	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt})
-	if err != nil {
-		return out, err
-	}
+		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: x.harnessCaps(jobKind), NoSandbox: x.svc.NoSandbox,
+	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt, TestCommand: task.Input.TestCommand})
+	// Every call the runtime answered is kept, even when the run then failed
+	// or was stopped: a later call's fate never erases an earlier answer.
 	out.aider = &ar
 	out.calls = ar.Calls
 	out.capped, out.capHit = ar.Capped, ar.CapHit
 	out.version = ar.Version
+	if err != nil {
+		return out, err
+	}
 	out.files, err = tasks.RepoState(repo)
 	if err != nil {
 		return out, err

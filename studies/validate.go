@@ -201,9 +201,9 @@ func (v *validator) jobKinds() {
 			if c.Tokens < 0 {
 				v.add(KindInvalid, p+".harness_caps.tokens", "%d: give the most output tokens per trial, 1 or more (leave it out for the default %d)", c.Tokens, defaultAiderCaps.Tokens)
 			}
-			if c.Wall != "" {
+			if c.Wall != "" && c.Wall != AutoWall {
 				if d, err := time.ParseDuration(c.Wall); err != nil || d <= 0 {
-					v.add(KindInvalid, p+".harness_caps.wall", "%q: write a positive duration such as \"5m\" or \"90s\" (leave it out for the default %s)", c.Wall, defaultAiderCaps.Wall)
+					v.add(KindInvalid, p+".harness_caps.wall", "%q: write %q (derived from this machine's measured speed) or a positive duration such as \"5m\" or \"90s\" (leave it out for the default %s)", c.Wall, AutoWall, defaultAiderCaps.Wall)
 				}
 			}
 		}

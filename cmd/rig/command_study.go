@@ -45,7 +45,7 @@ resident daemon (rig daemon), which owns the study stores and the card.
 }
 
 func studyRegisterCommand() *cobra.Command {
-	var key, actor string
+	var key, actor, registry string
 	cmd := &cobra.Command{
 		Use:   "register DESIGN",
 		Short: "Register a study from its design file (licences checked first)",
@@ -53,6 +53,12 @@ func studyRegisterCommand() *cobra.Command {
 registry (a missing entry, a banned use, or a commonly banned use without a
 clause reading blocks it), fingerprints every pinned asset, and creates the
 study's own store. Nothing is written when a check fails.
+
+The licence registry is chosen as rig licences check chooses it: --registry
+FILE, else the design's licence_registry, else $RIG_LICENCE_REGISTRY (as set
+for this command, not for the daemon), else the bundled registry alone; a
+studio file is read over the bundled one. Its hash is recorded, and freeze
+refuses the study if the file changes.
 
 --key makes the request idempotent: the same key with the same design returns
 the existing study; the same key with another design is a conflict.`,
@@ -62,8 +68,17 @@ the existing study; the same key with another design is a conflict.`,
 			if err != nil {
 				return err
 			}
+			req := studies.RegisterRequest{DesignFile: path, Key: key, Actor: actor}
+			// The daemon may run elsewhere with another working directory and
+			// environment: it gets absolute paths, and this shell's setting.
+			if req.Registry, err = absOrEmpty(registry); err != nil {
+				return err
+			}
+			if req.ConfiguredRegistry, err = absOrEmpty(os.Getenv(studies.LicenceRegistryEnv)); err != nil {
+				return err
+			}
 			var info studies.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "register", studies.RegisterRequest{DesignFile: path, Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "register", req, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -72,7 +87,15 @@ the existing study; the same key with another design is a conflict.`,
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
 	cmd.Flags().StringVar(&actor, "actor", "", "who registers (default $USER)")
+	cmd.Flags().StringVar(&registry, "registry", "", "the studio's licence registry file, read over the bundled one (default: the design's licence_registry, else $"+studies.LicenceRegistryEnv+", else the bundled registry alone)")
 	return cmd
+}
+
+func absOrEmpty(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	return filepath.Abs(p)
 }
 
 func studyReviewCommand() *cobra.Command {
@@ -158,6 +181,9 @@ printed until the execution ends; Ctrl-C stops following, not the run.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d)\n", info.ID, info.Attempt)
+			for _, w := range info.Walls {
+				fmt.Fprintln(cmd.OutOrStdout(), "derived "+w)
+			}
 			if detach {
 				return nil
 			}
@@ -182,6 +208,9 @@ func studyRerunCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d, parent %s)\n", info.ID, info.Attempt, info.Parent)
+			for _, w := range info.Walls {
+				fmt.Fprintln(cmd.OutOrStdout(), "derived "+w)
+			}
 			return follow(cmd.Context(), cmd, args[0], info.ID)
 		},
 	}
@@ -201,7 +230,7 @@ func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 			if e.ID != id {
 				continue
 			}
-			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
+			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %d failed (not scored), %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.Failed, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
 			if line != last {
 				fmt.Fprintf(cmd.OutOrStdout(), "[%s] %s\n", time.Now().Format("15:04:05"), line)
 				last = line
@@ -285,11 +314,15 @@ func printStudy(w io.Writer, info studies.StudyInfo) {
 	}
 	for _, e := range info.Executions {
 		fmt.Fprintf(w, "execution  %s attempt %d: %s, %d/%d trials", e.ID, e.Attempt, e.Status, e.Done, e.Planned)
+		if e.Failed > 0 {
+			fmt.Fprintf(w, ", %d failed and not scored (rig study rerun %s retries them)", e.Failed, info.Name)
+		}
 		if e.Error != "" {
 			fmt.Fprintf(w, " (%s)", firstLineOf(e.Error))
 		}
 		fmt.Fprintln(w)
 	}
+	info.WriteGates(w)
 	if n := len(info.Audit); n > 0 {
 		a := info.Audit[n-1]
 		fmt.Fprintf(w, "last step  %s → %s by %s at %s: %s\n", a.From, a.To, a.Actor, a.At.Format(time.RFC3339), a.Why)

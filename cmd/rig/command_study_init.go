@@ -19,6 +19,10 @@ is left out. Every field carries a comment saying what it pins and why; edit
 it, then check it with rig licences check and register it. init never
 overwrites a file: pick another PATH or move the old one away.
 
+Paths in the design: a relative model file, job_kinds[].task_bank or
+licence_registry is read from the design file's folder, whichever shell
+registers it and wherever the daemon runs.
+
 Example:
   rig study init studies/which-extractor.yaml
 

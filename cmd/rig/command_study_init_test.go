@@ -49,3 +49,22 @@ func TestStudyInitDefaultPath(t *testing.T) {
 		t.Errorf("default path not written: %v", err)
 	}
 }
+
+// TestStudyInitSaysWhereTaskBanksResolve: the template's comment on
+// task_bank says what the code does (read from the design file's folder),
+// and so does init's help.
+func TestStudyInitSaysWhereTaskBanksResolve(t *testing.T) {
+	tpl := string(studies.ExampleDesign())
+	help := newStudyInitCommand().Long
+	for _, tc := range []struct{ where, text, want string }{
+		{"template", tpl, "A relative task_bank is read from this file's folder"},
+		{"help", help, "job_kinds[].task_bank or\nlicence_registry is read from the design file's folder"},
+	} {
+		if !strings.Contains(tc.text, tc.want) {
+			t.Errorf("%s lacks %q", tc.where, tc.want)
+		}
+		if strings.Contains(tc.text, "relative to where rig runs") {
+			t.Errorf("%s still says task_bank is relative to where rig runs", tc.where)
+		}
+	}
+}

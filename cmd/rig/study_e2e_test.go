@@ -53,7 +53,9 @@ func newRigEnv(t *testing.T) *rigEnv {
 }
 
 func (e *rigEnv) env() []string {
-	return append(os.Environ(), "RIG_HOME="+e.home)
+	// A private lock per home: these daemons run beside each other and
+	// beside a machine's own daemon.
+	return append(os.Environ(), "RIG_HOME="+e.home, "RIG_DAEMON_LOCK="+filepath.Join(e.home, "daemon.lock"))
 }
 
 // rig runs one CLI command and returns its output; want says whether it must succeed.
