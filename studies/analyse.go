@@ -312,11 +312,16 @@ func (s *Service) reportData(ctx context.Context, name string, d *Design, snap *
 	rep := a.Report
 	data := report.Data{Study: name, DesignHash: snap.DesignHash, ComparisonHash: rep.ComparisonHash, GeneratedAt: time.Now().UTC(),
 		Sentences: report.Sentences{JobKinds: d.Sentences.JobKindsAndDecisions, Candidates: d.Sentences.CandidatesAndHowRun, Measure: d.Sentences.WhyTheMeasure}}
-	lines, _ := LicenceLines(d.Items)
+	// The verdicts as the study's own registry gives them, not the bundled one.
+	var lines []string
+	if reg, _, err := s.registration(name); err == nil {
+		lines, _ = LicenceLinesFor(d.Items, reg.Licences)
+	}
 	for i, it := range d.Items {
 		verdict := ""
 		if i < len(lines) {
-			if _, rest, ok := strings.Cut(lines[i], ": "); ok {
+			line, _, _ := strings.Cut(lines[i], ") from ")
+			if _, rest, ok := strings.Cut(line+")", ": "); ok {
 				_, v, _ := strings.Cut(rest, ", ")
 				verdict = strings.TrimSuffix(v, ")")
 			}

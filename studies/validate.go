@@ -375,7 +375,7 @@ func (v *validator) items() {
 		p := fmt.Sprintf("items[%d]", i)
 		v.need(p+".role", it.Role, "say what the item does here, e.g. \"writer\", \"runtime\", \"grader\"")
 		v.need(p+".name", it.Name, "name the item")
-		v.need(p+".registry_id", it.RegistryID, "give its licences/registry.json id (add the entry first if there is none)")
+		v.need(p+".registry_id", it.RegistryID, "give its licence registry id (add the entry to the studio's registry first if there is none)")
 		v.need(p+".use", it.Use, "say the use made of it, e.g. \"inference\" or \"evaluation\"")
 	}
 	for i, a := range v.d.Arms {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"rig/internal/provision"
-	"rig/licences"
 	"rig/preflight"
 	"rig/runtimes"
 	"rig/tasks"
@@ -73,22 +72,6 @@ func (a localAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
 // BankAuditDir is where `rig tasks audit BANK` keeps a bank's audit records:
 // "audits" beside the bank file.
 func BankAuditDir(bank string) string { return filepath.Join(filepath.Dir(bank), "audits") }
-
-// LicenceLines renders the design's items as "role: NAME (ENTRY-ID, USE: VERDICT)"
-// against the bundled registry alone. A registered study's lines come from
-// LicenceLinesFor with its LicenceRecord, which knows the studio's registry.
-func LicenceLines(items []Item) ([]string, error) {
-	reg, err := licences.Bundled()
-	if err != nil {
-		return nil, err
-	}
-	res := licences.Check(reg, licenceItems(items))
-	var out []string
-	for _, l := range res.Lines {
-		out = append(out, l.String())
-	}
-	return out, res.Err()
-}
 
 // GGUFQuant reads a model file's quant from its GGUF header.
 func GGUFQuant(path string) (string, error) {
