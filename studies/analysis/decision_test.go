@@ -187,3 +187,30 @@ func TestTraceShowsEveryWrittenClause(t *testing.T) {
 		})
 	}
 }
+
+// A written clause that stands for one check per pair (the demo's three
+// pairs) is listed once when it is not reached, as the design wrote it once.
+func TestTraceListsAnUnreachedClauseOnce(t *testing.T) {
+	d := twoArmDesign(MeasurePass)
+	rule := writtenRule()
+	var clauses []Clause
+	for _, c := range rule.Clauses {
+		clauses = append(clauses, c)
+		if c.Number >= 3 {
+			clauses = append(clauses, c, c) // as if three pairs shared the clause
+		}
+	}
+	rule.Clauses = clauses
+	d.Rule, d.PBestBar = rule, 0.8
+	d.Power = &PowerPlan{PilotDiscordance: 0.5, Tasks: 200, SmallestDifference: 0.01}
+	r, err := Analyse(context.Background(), Input{Design: d, Trials: passTrials(3, 200, map[string]float64{"base": 0.3, "cand": 0.9}, map[string]float64{"base": 5, "cand": 5})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trace := strings.Join(r.Decision.Trace, "\n")
+	for n := 3; n <= 6; n++ {
+		if c := strings.Count(trace, fmt.Sprintf("clause %d (", n)); c != 1 {
+			t.Errorf("unreached clause %d listed %d times, want once:\n%s", n, c, trace)
+		}
+	}
+}
