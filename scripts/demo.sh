@@ -73,7 +73,9 @@ step "dry run (prices the plan at the speeds validation measured; derives fix-te
 step "counted run"
 # The key makes this idempotent: a second demo follows the same execution
 # (which the daemon resumed if it was stopped mid-run) instead of starting one.
-if ! "$rig" study status "$name" | grep -q ': done,'; then
+# (read whole first: grep -q stopping early would fail the pipe under pipefail)
+status=$("$rig" study status "$name")
+if ! grep -q ': done,' <<<"$status"; then
   "$rig" study run "$name" --key "$name-demo-run"
 fi
 
