@@ -180,10 +180,7 @@ func receiptTrials(recs []receipts.Receipt, plan *Plan, designHash string) []ana
 // firstLine keeps a runtime's error to one short line for tables.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	if r := []rune(s); len(r) > 160 {
-		s = string(r[:160]) + "…"
-	}
-	return s
+	return clip(s, 160)
 }
 
 // estimatedWatts is the draw assumed for the energy estimate on a machine

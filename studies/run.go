@@ -494,9 +494,9 @@ func (x *execution) runTrial(ctx context.Context, arm Arm, rt runtimes.Runtime, 
 		if w, ok := x.walls[key.JobKind]; ok {
 			rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
 		}
-		if t, ok := x.banks[key.JobKind].Task(key.Task); ok && len(t.Input.TestCommand) > 0 {
+		if len(task.Input.TestCommand) > 0 {
 			// Aider runs the task's tests after each edit: what its test-fix turns see.
-			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(t.Input.TestCommand)
+			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(task.Input.TestCommand)
 		}
 	}
 	callID := fmt.Sprintf("%s#%d", key, attempt)
