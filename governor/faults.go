@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"rig/internal/provision"
 )
 
 // FaultGoal is the most time from fault to preemption allowed at p99.
@@ -28,7 +30,7 @@ type FaultOptions struct {
 	StateDir     string       // where dated records go; the study gate reads it
 	WorkDir      string       // scratch; a temporary directory when empty
 	Repetitions  int          // per class; default 5
-	InstalledEnv string       // default DefaultInstalledEnv()
+	InstalledEnv string       // default provision.Path(), which honours RIG_CACHE
 	Classes      []string     // run only these (a partial run never passes)
 	Config       *Config      // default SuiteConfig()
 	Logger       *slog.Logger // default: discard
@@ -227,12 +229,12 @@ func RunFaults(ctx context.Context, w io.Writer, opts FaultOptions) (FaultReport
 		fmt.Fprintf(w, "NVML: %s\n  → real readings are recorded with every event (sensor gpu-real); faults are injected on the simulated gpu sensor.\n", rec.NVML)
 		real = append(real, n)
 	}
-	inst, ierr := ReadInstalled(opts.InstalledEnv)
+	inst, ierr := loadRuntime(opts.InstalledEnv)
 	if ierr != nil {
 		rec.Runtime = "absent: " + ierr.Error()
 		fmt.Fprintf(w, "runtime: %v\n  → the hung-runtime and runtime-crash classes are SKIPPED and the suite cannot pass.\n", ierr)
 	} else {
-		rec.Runtime = "llama-server " + inst.LlamaServer + " with " + filepath.Base(inst.GGUF)
+		rec.Runtime = inst.String()
 		fmt.Fprintf(w, "runtime: %s\n", rec.Runtime)
 	}
 	fmt.Fprintf(w, "config: %s\n\n", rec.Config)
@@ -252,6 +254,9 @@ func RunFaults(ctx context.Context, w io.Writer, opts FaultOptions) (FaultReport
 		}
 		opts.Logger.Info("fault class done", "class", fc.name, "pass", res.Pass, "errors", res.Errors)
 		rec.Classes = append(rec.Classes, res)
+	}
+	if inst != nil {
+		rec.Runtime = inst.String() // says so if it had to run unsandboxed
 	}
 	if len(opts.Classes) > 0 {
 		rec.Failures = append(rec.Failures, "partial run (classes "+strings.Join(opts.Classes, ",")+"): a partial run never passes")
@@ -283,7 +288,7 @@ func (o FaultOptions) withDefaults() FaultOptions {
 		o.Repetitions = 5
 	}
 	if o.InstalledEnv == "" {
-		o.InstalledEnv = DefaultInstalledEnv()
+		o.InstalledEnv = provision.Path()
 	}
 	if o.Config == nil {
 		c := SuiteConfig()
@@ -307,7 +312,7 @@ func configLine(c Config) string {
 		c.Poll, c.Heartbeat, 3*c.Heartbeat, c.Policies[PolicyHungRuntime].Limit, c.Policies[PolicySensorLoss].Limit, c.Grace)
 }
 
-func runClass(ctx context.Context, fc faultClass, cfg Config, dir string, opts FaultOptions, inst Installed, real []Sensor, res *ClassResult) {
+func runClass(ctx context.Context, fc faultClass, cfg Config, dir string, opts FaultOptions, inst *realRuntime, real []Sensor, res *ClassResult) {
 	e, err := newSuiteEnv(ctx, dir, cfg, real...)
 	if err != nil {
 		res.Errors = append(res.Errors, err.Error())
@@ -377,7 +382,7 @@ type liveRun struct {
 
 // runRep runs one attempt of trial id, injects the fault, checks that the
 // governor preempted it, then heals and runs the rerun to a scored finish.
-func runRep(ctx context.Context, e *suiteEnv, fc faultClass, id string, inst Installed) (time.Duration, string, error) {
+func runRep(ctx context.Context, e *suiteEnv, fc faultClass, id string, inst *realRuntime) (time.Duration, string, error) {
 	cfg := e.g.Config()
 	if ok, why := e.waitGate(ctx, 15*time.Second); !ok {
 		return 0, "", fmt.Errorf("gate closed before the trial: %s", why)
@@ -453,7 +458,7 @@ func cgroupKills(e *suiteEnv) int {
 }
 
 // rerunTrial runs the rerun of id to a scored finish under the governor.
-func rerunTrial(ctx context.Context, e *suiteEnv, useRuntime bool, inst Installed, id string) error {
+func rerunTrial(ctx context.Context, e *suiteEnv, useRuntime bool, inst *realRuntime, id string) error {
 	a, err := e.ledger.start(id)
 	if err != nil {
 		return err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"rig/internal/atomicfile"
 	"strings"
 	"time"
 )
@@ -45,40 +45,20 @@ func CheckHeartbeat(path string, interval time.Duration, now time.Time) error {
 	return nil
 }
 
-// writeFileAtomic writes through a temporary file in the same directory so
-// a crash or a full disk leaves either the old file or the new one, never a
-// half-written one.
+// writeFileAtomic writes through internal/atomicfile, so a crash or a full
+// disk leaves either the old file or the new one, never a half-written one.
 func writeFileAtomic(path string, data []byte) error {
 	return writeFileAtomicW(path, data, nil)
 }
 
 // writeFileAtomicW is writeFileAtomic with the file's writer wrapped, which
 // is how the fault suite makes a write fail with ENOSPC half way.
-func writeFileAtomicW(path string, data []byte, wrap func(io.Writer) io.Writer) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
+func writeFileAtomicW(path string, data []byte, wrap func(io.Writer) io.Writer) error {
+	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		if wrap != nil {
+			w = wrap(w)
 		}
-	}()
-	var w io.Writer = f
-	if wrap != nil {
-		w = wrap(f)
-	}
-	if _, err = w.Write(data); err != nil {
+		_, err := w.Write(data)
 		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }

@@ -10,155 +10,129 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
+
+	"rig/internal/provision"
+	"rig/runtimes"
 )
-
-// Installed is what the provisioning step wrote to installed.env.
-type Installed struct {
-	LlamaServer string
-	GGUF        string
-}
-
-// DefaultInstalledEnv is where provisioning writes installed.env.
-func DefaultInstalledEnv() string {
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "rig", "installed.env")
-}
 
 // ErrNotInstalled is returned when installed.env or an entry it needs is
 // missing: the real-runtime classes cannot run.
 var ErrNotInstalled = errors.New("real runtime not installed")
 
-// ReadInstalled reads LLAMA_SERVER_BIN and SMOLLM2_GGUF from an env file.
-func ReadInstalled(path string) (Installed, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Installed{}, fmt.Errorf("%w: %v (the provisioning step writes it)", ErrNotInstalled, err)
-	}
-	env := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "export "))
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || strings.HasPrefix(line, "#") {
-			continue
-		}
-		env[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
-	}
-	in := Installed{LlamaServer: env["LLAMA_SERVER_BIN"], GGUF: env["SMOLLM2_GGUF"]}
-	for k, v := range map[string]string{"LLAMA_SERVER_BIN": in.LlamaServer, "SMOLLM2_GGUF": in.GGUF} {
-		if v == "" {
-			return Installed{}, fmt.Errorf("%w: %s: %s is not set", ErrNotInstalled, path, k)
-		}
-		if _, err := os.Stat(v); err != nil {
-			return Installed{}, fmt.Errorf("%w: %s: %s: %v", ErrNotInstalled, path, k, err)
-		}
-	}
-	return in, nil
+// suiteModel is the model the real-runtime classes and the soak run.
+const suiteModel = "smollm2-135m-instruct"
+
+// realRuntime is the provisioned llama-server build and model that the
+// real-runtime classes and the soak start, through the runtime's own
+// launcher, as a trial starts them.
+type realRuntime struct {
+	build runtimes.Build
+	model provision.Model
+	mu    sync.Mutex
+	// unsandboxed, once set, says why the runtime runs without its network
+	// namespace: this machine cannot make one, and the governor's job is
+	// stopping the process tree, not containing it.
+	unsandboxed string
 }
 
-// llamaServer is one private llama-server on a loopback port, in its own
-// process group so ProcessTarget can stop all of it.
+// loadRuntime reads the provisioned llama-server and model from envFile.
+func loadRuntime(envFile string) (*realRuntime, error) {
+	in, err := provision.LoadFile(envFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotInstalled, err)
+	}
+	b, err := runtimes.BuildOf(in, "llama-server")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotInstalled, err)
+	}
+	m, err := in.Model(suiteModel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrNotInstalled, err)
+	}
+	return &realRuntime{build: b, model: m}, nil
+}
+
+// String names the runtime for the suite's record.
+func (r *realRuntime) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := "llama-server " + r.build.Binary + " with " + filepath.Base(r.model.Path)
+	if r.unsandboxed != "" {
+		s += " (unsandboxed: " + r.unsandboxed + ")"
+	}
+	return s
+}
+
+// llamaServer is one private llama-server started by its launcher. The
+// sandbox's init process leads the process group that holds it, so stopping
+// or signalling that group reaches all of it.
 type llamaServer struct {
-	cmd  *exec.Cmd
-	base string
-	done chan struct{}
-	err  error
+	rt   *runtimes.LlamaServer
+	http *http.Client
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func startLlama(ctx context.Context, in Installed, logDir string) (*llamaServer, error) {
-	port, err := freePort()
+// startLlama starts the suite's llama-server: one slot, one thread (on a
+// busy host llama.cpp's threads wait at barriers, and two of them on two
+// shared cores decoded 30x slower than one), a short context.
+func startLlama(ctx context.Context, real *realRuntime, logDir string) (*llamaServer, error) {
+	work, err := os.MkdirTemp(logDir, "llama-server-*")
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.CreateTemp(logDir, "llama-server-*.log")
-	if err != nil {
-		return nil, err
+	real.mu.Lock()
+	noSandbox := real.unsandboxed != ""
+	real.mu.Unlock()
+	cfg := runtimes.Config{Model: real.model.Path, ModelName: real.model.Name, ModelSHA256: real.model.SHA256,
+		Context: 1024, Threads: 1, WorkDir: work, NoSandbox: noSandbox, ReadyWithin: 60 * time.Second}
+	rt, err := real.build.Start(ctx, cfg)
+	if errors.Is(err, runtimes.ErrNoSandbox) && !noSandbox {
+		real.mu.Lock()
+		real.unsandboxed = err.Error()
+		real.mu.Unlock()
+		cfg.NoSandbox = true
+		rt, err = real.build.Start(ctx, cfg)
 	}
-	// One thread: on a busy host llama.cpp's threads spin at barriers, and
-	// two of them on two shared cores decoded 30x slower than one.
-	cmd := exec.Command(in.LlamaServer, "-m", in.GGUF, "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"-np", "1", "-c", "1024", "-t", "1", "--no-webui")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + logDir}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	if err != nil {
 		return nil, fmt.Errorf("start llama-server: %w", err)
 	}
-	s := &llamaServer{cmd: cmd, base: "http://127.0.0.1:" + strconv.Itoa(port), done: make(chan struct{})}
-	go func() {
-		s.err = cmd.Wait()
-		logf.Close()
-		close(s.done)
-	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			b, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("llama-server exited while starting: %v: %s", s.err, tail(b, 400))
-		case <-ctx.Done():
-			s.kill()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		resp, err := http.Get(s.base + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s, nil
-			}
-		}
-	}
-	s.kill()
-	return nil, fmt.Errorf("llama-server on %s not healthy after 60s", s.base)
+	ls := rt.(*runtimes.LlamaServer)
+	return &llamaServer{rt: ls, http: socketClient(ls.Endpoint())}, nil
 }
 
-func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
+func socketClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		// A fresh connection per call: a reused keep-alive connection is
+		// one more thing that can stall between calls.
+		DisableKeepAlives: true,
+	}}
 }
 
-func (s *llamaServer) pid() int { return s.cmd.Process.Pid }
+func (s *llamaServer) pid() int { return s.rt.Sandbox().PID() }
+
+func (s *llamaServer) done() <-chan struct{} { return s.rt.Sandbox().Done() }
 
 func (s *llamaServer) target(id string) ProcessTarget {
-	return ProcessTarget{TrialID: id, Pid: s.pid(), Done: s.done}
-}
-
-func (s *llamaServer) kill() {
-	_ = syscall.Kill(-s.pid(), syscall.SIGKILL)
-	<-s.done
+	return ProcessTarget{TrialID: id, Pid: s.pid(), Done: s.done()}
 }
 
 // stream runs one streaming /completion and calls onToken per token. It
 // returns when the stream ends, the server dies, or ctx ends.
 func (s *llamaServer) stream(ctx context.Context, prompt string, n int, onToken func()) (int, error) {
 	body, _ := json.Marshal(map[string]any{"prompt": prompt, "n_predict": n, "stream": true, "cache_prompt": false, "temperature": 0.7, "seed": 1, "ignore_eos": true})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.base+"/completion", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://llama/completion", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	// A fresh connection per call: a reused keep-alive connection is one
-	// more thing that can stall between calls.
-	req.Close = true
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.http.Do(req)
 	if err != nil {
 		return 0, err
 	}

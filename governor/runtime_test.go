@@ -7,15 +7,17 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"rig/internal/provision"
 )
 
-// installedOrSkip returns the installed runtime, or skips with the reason
+// installedOrSkip returns the provisioned runtime, or skips with the reason
 // when provisioning has not written installed.env.
-func installedOrSkip(t *testing.T) Installed {
+func installedOrSkip(t *testing.T) *realRuntime {
 	t.Helper()
-	in, err := ReadInstalled(DefaultInstalledEnv())
+	in, err := loadRuntime(provision.Path())
 	if errors.Is(err, ErrNotInstalled) {
-		t.Skipf("real-runtime classes need llama-server and SmolLM2 from installed.env: %v", err)
+		t.Skipf("real-runtime classes need llama-server and SmolLM2 from installed.env (run make setup): %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

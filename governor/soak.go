@@ -39,7 +39,7 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts FaultOptions) 
 		cfg = opts.Config.clone()
 	}
 	opts = opts.withDefaults()
-	inst, err := ReadInstalled(opts.InstalledEnv)
+	inst, err := loadRuntime(opts.InstalledEnv)
 	if err != nil {
 		return SoakResult{}, err
 	}
@@ -85,7 +85,7 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts FaultOptions) 
 	go func() { defer close(done); _ = g.Run(rctx) }()
 	defer func() { cancel(); <-done }()
 
-	fmt.Fprintf(w, "soak: %s of normal generation on %s; config: %s\n", d, filepath.Base(inst.GGUF), configLine(cfg))
+	fmt.Fprintf(w, "soak: %s of normal generation on %s; config: %s\n", d, filepath.Base(inst.model.Path), configLine(cfg))
 	for _, n := range res.Notes {
 		fmt.Fprintln(w, "note:", n)
 	}

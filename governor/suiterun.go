@@ -30,14 +30,14 @@ type suiteRun struct {
 
 const suitePrompt = "Write a long, detailed story about a lighthouse keeper who collects maps. Chapter one:"
 
-func startRuntime(ctx context.Context, e *suiteEnv, real bool, inst Installed, id string) (*suiteRun, error) {
+func startRuntime(ctx context.Context, e *suiteEnv, useRuntime bool, real *realRuntime, id string) (*suiteRun, error) {
 	r := &suiteRun{e: e, quit: make(chan struct{})}
-	if real {
-		s, err := startLlama(ctx, inst, e.dir)
+	if useRuntime {
+		s, err := startLlama(ctx, real, e.dir)
 		if err != nil {
 			return nil, err
 		}
-		r.llama, r.pid, r.target, r.done = s, s.pid(), s.target(id), s.done
+		r.llama, r.pid, r.target, r.done = s, s.pid(), s.target(id), s.done()
 		return r, nil
 	}
 	s, err := startStandIn()

@@ -8,7 +8,7 @@ import (
 )
 
 // RuntimeCalibration holds the constants of one runtime's memory model that
-// only a measurement can give. BenchPreflight fits them.
+// only a measurement can give. The preflight bench (preflight/bench) fits them.
 type RuntimeCalibration struct {
 	BaseBytes      float64 `json:"base_bytes"`      // the runtime's own resident size: binary, libraries, threads
 	PerVocabBytes  float64 `json:"per_vocab_bytes"` // tokenizer tables per vocabulary entry
@@ -39,15 +39,6 @@ var calibrationJSON []byte
 // DefaultCalibration is the calibration table committed with rig.
 func DefaultCalibration() (*Calibration, error) {
 	return parseCalibration(calibrationJSON, "preflight/calibration.json")
-}
-
-// LoadCalibration reads a calibration table from a file.
-func LoadCalibration(path string) (*Calibration, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("preflight: calibration: %w", err)
-	}
-	return parseCalibration(b, path)
 }
 
 func parseCalibration(b []byte, name string) (*Calibration, error) {

@@ -93,29 +93,6 @@ func RealCards(ctx context.Context) ([]Card, error) {
 	return cards, nil
 }
 
-// ProcessCardMemory is the card memory used by the given pids (a runtime's
-// process tree) on card index, for the governor's budget check.
-func ProcessCardMemory(ctx context.Context, index int, pids []int) (Size, error) {
-	cards, err := RealCards(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if index < 0 || index >= len(cards) {
-		return 0, fmt.Errorf("preflight: card %d: only %d cards found", index, len(cards))
-	}
-	want := map[int]bool{}
-	for _, p := range pids {
-		want[p] = true
-	}
-	var used Size
-	for _, p := range cards[index].Processes {
-		if want[p.PID] {
-			used += p.Used
-		}
-	}
-	return used, nil
-}
-
 // SimulatedCaveat goes beside every table of simulated cards.
 const SimulatedCaveat = "A simulated card (memory reservation) reproduces what fits; it does not reproduce a smaller card's bandwidth, compute or spill behaviour."
 

@@ -2,9 +2,12 @@ package preflight
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -39,7 +42,7 @@ func FitDryRun(ctx context.Context, serverBin, model string, p Profile) (Size, E
 		args = append(args, "-ngl", "0")
 	}
 	ev := Evidence{Source: "llama-server --fit on (dry run, stopped after the projection)"}
-	cmd := newCommand(ctx, serverBin, args...)
+	cmd := exec.CommandContext(ctx, serverBin, args...)
 	out, err := cmd.StderrPipe()
 	if err != nil {
 		return 0, ev, err
@@ -76,4 +79,54 @@ func FitDryRun(ctx context.Context, serverBin, model string, p Profile) (Size, E
 	}
 	ev.Says = fmt.Sprintf("llama.cpp projects %s (model + context + compute)", total)
 	return total, ev, nil
+}
+
+// FitPrint asks llama.cpp itself (llama-fit-params --fit-print on, a dry run
+// that builds the model and context without allocating) what the run needs,
+// and returns the host total and the raw answer as evidence.
+func FitPrint(ctx context.Context, fitBin, model string, p Profile) (Size, Evidence, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	args := []string{"--fit-print", "on", "-m", model, "-c", strconv.Itoa(p.Context * p.slots()), "-np", strconv.Itoa(p.slots()),
+		"--cache-type-k", p.kvType(), "--cache-type-v", p.kvType(), "-ngl", "0"}
+	cmd := exec.CommandContext(ctx, fitBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	ev := Evidence{Source: "llama-fit-params --fit-print on " + strings.Join(args[2:], " ")}
+	if err := cmd.Run(); err != nil {
+		ev.Output = tail(stderr.String(), 2000)
+		return 0, ev, fmt.Errorf("preflight: llama-fit-params: %w: %s", err, tail(stderr.String(), 400))
+	}
+	ev.Output = stdout.String()
+	var total float64
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 4 {
+			continue
+		}
+		for _, x := range fs[len(fs)-3:] {
+			v, err := strconv.ParseFloat(x, 64)
+			if err == nil {
+				total += v
+			}
+		}
+	}
+	ev.Says = fmt.Sprintf("model + context + compute = %.0f MiB (device lines: %s)", total, strings.Join(strings.Fields(strings.ReplaceAll(stdout.String(), "\n", "; ")), " "))
+	return Size(total * float64(MiB)), ev, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

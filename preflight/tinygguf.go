@@ -20,6 +20,9 @@ type TinyOptions struct {
 	KVHeads int // 2
 	FF      int // 128
 	Context int // 2048 (llama.context_length)
+	// ChatTemplate, when set, is written as tokenizer.chat_template: a
+	// runtime's launcher refuses a model that names no chat format.
+	ChatTemplate string
 }
 
 func (o TinyOptions) withDefaults() TinyOptions {
@@ -80,6 +83,9 @@ func TinyGGUF(opts TinyOptions) ([]byte, error) {
 		{"tokenizer.ggml.bos_token_id", ValueUint32, uint32(1)},
 		{"tokenizer.ggml.eos_token_id", ValueUint32, uint32(2)},
 		{"tokenizer.ggml.add_bos_token", ValueBool, true},
+	}
+	if o.ChatTemplate != "" {
+		meta = append(meta, KV{"tokenizer.chat_template", ValueString, o.ChatTemplate})
 	}
 
 	norm := func(name string) Tensor {

@@ -173,15 +173,3 @@ func Run(ctx context.Context, w io.Writer, modelPath string, p Profile, runtime 
 	v := Decide(e, p, time.Now())
 	return v, v.Print(w)
 }
-
-// AttachFitEvidence runs llama.cpp's own fit dry run for the verdict's model
-// and profile and keeps its answer beside rig's. It does not change the
-// outcome: rig's verdict stands, the runtime's view is evidence.
-func AttachFitEvidence(ctx context.Context, v *Verdict, serverBin string) error {
-	_, ev, err := FitDryRun(ctx, serverBin, v.Model, v.Profile)
-	if err != nil {
-		return err
-	}
-	v.Evidence = append(v.Evidence, ev)
-	return nil
-}

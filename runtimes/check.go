@@ -37,9 +37,9 @@ func Check() ([]Component, bool) {
 		}
 		out = append(out, c)
 	}
-	add(binary("llama-server", in.LlamaServer, "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12], "--version"))
-	add(binary("ollama", in.Ollama, "v"+pins["OLLAMA_VERSION"], "--version"))
-	add(binary("aider", in.Aider, pins["AIDER_VERSION"], "--version"))
+	add(binary(in, "llama-server", "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12]))
+	add(binary(in, "ollama", "v"+pins["OLLAMA_VERSION"]))
+	add(binary(in, "aider", pins["AIDER_VERSION"]))
 	for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
 		m := in.Models[name]
 		c := Component{Name: name, Path: m.Path, Version: m.Quant}
@@ -58,19 +58,15 @@ func Check() ([]Component, bool) {
 	return out, ok
 }
 
-func binary(name, path, pinned string, versionArgs ...string) Component {
-	c := Component{Name: name, Path: path}
-	if _, err := os.Stat(path); err != nil || path == "" {
+func binary(in provision.Installed, kind, pinned string) Component {
+	b, err := BuildOf(in, kind)
+	c := Component{Name: kind, Path: b.Binary}
+	if err != nil {
 		c.Status, c.Fix = "missing", fixSetup
 		return c
 	}
-	sum, err := FileSHA256(path)
-	if err != nil {
-		c.Status, c.Fix = "missing", err.Error()
-		return c
-	}
-	c.SHA256 = sum
-	c.Version = versionLine(path, versionArgs...)
+	c.SHA256 = b.BinarySHA256
+	c.Version = versionLine(b.Binary, "--version")
 	c.Status = "ok"
 	if !strings.Contains(c.Version, strings.TrimPrefix(pinned, "v")) && !strings.HasPrefix(pinned, "llama.cpp") {
 		c.Status = "differs"
@@ -82,8 +78,9 @@ func binary(name, path, pinned string, versionArgs ...string) Component {
 	return c
 }
 
-// versionLine runs the binary with an empty environment so it cannot reach
-// anything or read stray settings.
+// versionLine asks a binary its version (its first line of output that
+// says one), with an empty environment so it cannot reach anything or read
+// stray settings.
 func versionLine(path string, args ...string) string {
 	cmd := exec.Command(path, args...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir(), "AIDER_ANALYTICS=false", "AIDER_CHECK_UPDATE=false", "LITELLM_LOCAL_MODEL_COST_MAP=True"}

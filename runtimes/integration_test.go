@@ -34,15 +34,11 @@ func startReal(t testing.TB, kind, model string, mutate ...func(*Config)) Runtim
 	t.Helper()
 	in := provisioned(t)
 	m := in.Models[model]
-	bin := in.LlamaServer
-	if kind == "ollama" {
-		bin = in.Ollama
-	}
-	cfg := Config{Binary: bin, Model: m.Path, ModelName: model, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}
+	cfg := Config{Model: m.Path, ModelName: model, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	rt, err := Start(context.Background(), kind, cfg)
+	rt, err := Launch(context.Background(), in, kind, cfg)
 	if err != nil {
 		t.Fatalf("starting %s with %s: %v", kind, model, err)
 	}
@@ -200,22 +196,25 @@ func TestBadInputsGiveClearErrorsAndLeaveNothingRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.WriteFile(truncated, src[:1<<20], 0o600)
+	absent := in
+	absent.LlamaServer = filepath.Join(dir, "llama-server")
 	cases := []struct {
 		name string
+		in   provision.Installed
 		kind string
 		cfg  Config
 		want error
 	}{
-		{"missing model", "llama-server", Config{Binary: in.LlamaServer, Model: filepath.Join(dir, "absent.gguf")}, ErrModelFile},
-		{"not a gguf", "ollama", Config{Binary: in.Ollama, Model: notGGUF}, ErrModelFile},
-		{"wrong sha256", "llama-server", Config{Binary: in.LlamaServer, Model: m.Path, ModelSHA256: strings.Repeat("0", 64)}, ErrChecksum},
-		{"absent binary", "llama-server", Config{Binary: filepath.Join(dir, "llama-server"), Model: m.Path}, ErrBinaryMissing},
-		{"truncated gguf", "llama-server", Config{Binary: in.LlamaServer, Model: truncated, ReadyWithin: time.Minute}, ErrModelFile},
+		{"missing model", in, "llama-server", Config{Model: filepath.Join(dir, "absent.gguf")}, ErrModelFile},
+		{"not a gguf", in, "ollama", Config{Model: notGGUF}, ErrModelFile},
+		{"wrong sha256", in, "llama-server", Config{Model: m.Path, ModelSHA256: strings.Repeat("0", 64)}, ErrChecksum},
+		{"absent binary", absent, "llama-server", Config{Model: m.Path}, ErrBinaryMissing},
+		{"truncated gguf", in, "llama-server", Config{Model: truncated, ReadyWithin: time.Minute}, ErrModelFile},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.cfg.WorkDir = filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-"))
-			rt, err := Start(context.Background(), c.kind, c.cfg)
+			rt, err := Launch(context.Background(), c.in, c.kind, c.cfg)
 			if err == nil {
 				rt.Stop(context.Background())
 				t.Fatal("started anyway")
@@ -223,7 +222,7 @@ func TestBadInputsGiveClearErrorsAndLeaveNothingRunning(t *testing.T) {
 			if !errors.Is(err, c.want) {
 				t.Fatalf("want %v, got %v", c.want, err)
 			}
-			if !strings.Contains(err.Error(), filepath.Base(c.cfg.Model)) && !strings.Contains(err.Error(), filepath.Base(c.cfg.Binary)) {
+			if !strings.Contains(err.Error(), filepath.Base(c.cfg.Model)) && !strings.Contains(err.Error(), c.in.LlamaServer) {
 				t.Errorf("error does not name the file: %v", err)
 			}
 			if leftover := processesUnder(c.cfg.WorkDir); len(leftover) > 0 {

@@ -69,6 +69,9 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// sharing its cores with anything else slows down many times over.
 		"--poll", "0",
 	}
+	if cfg.VerboseLog {
+		args = append(args, "--log-verbosity", "4")
+	}
 	if cfg.CgroupDir != "" {
 		// Inside a simulated card the weights are read into the runtime's own
 		// memory instead of mapped: mapped pages can be dropped and re-read,
@@ -102,7 +105,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
 		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
-	}, filepath.Join(cfg.WorkDir, "llama-server.log"))
+	}, LogPath(cfg.WorkDir, "llama-server"))
 	if err != nil {
 		return nil, err
 	}
@@ -232,21 +235,12 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 	}
 	s.tmpl = props.ChatTemplate
 	s.effort = strings.Contains(s.tmpl, "reasoning_effort")
-	bin, err := FileSHA256(s.cfg.Binary)
+	stack, err := readStack("llama-server", s.cfg, props.BuildInfo, s.sb.RuntimePID)
 	if err != nil {
 		return err
-	}
-	libs, err := LoadedLibraries(processTree(s.sb.RuntimePID)...)
-	if err != nil {
-		return err
-	}
-	version := props.BuildInfo
-	if version == "" {
-		version = binaryVersion(s.cfg.Binary, "--version")
 	}
 	s.pins = Pins{
-		Runtime: "llama-server", RuntimeVersion: version, BinarySHA256: bin,
-		BuildFlags: s.cfg.BuildFlags, Libraries: libs,
+		Stack:     stack,
 		ModelName: s.cfg.ModelName, ModelFile: s.cfg.Model, ModelSHA256: s.cfg.ModelSHA256,
 		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, ChatTemplate: s.template,
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,

@@ -59,7 +59,10 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		}
 		port = p
 	}
-	models := filepath.Join(cfg.WorkDir, "models")
+	models := cfg.ModelStore
+	if models == "" {
+		models = filepath.Join(cfg.WorkDir, "models")
+	}
 	if err := os.MkdirAll(models, 0o700); err != nil {
 		return nil, err
 	}
@@ -88,7 +91,7 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: []string{cfg.Binary, "serve"}, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
 		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
-	}, filepath.Join(cfg.WorkDir, "ollama.log"))
+	}, LogPath(cfg.WorkDir, "ollama"))
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +198,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 			o.think = true
 		}
 	}
-	ollamaDigest, err := manifestDigest(filepath.Join(o.cfg.WorkDir, "models"), o.model)
+	ollamaDigest, err := manifestDigest(o.models(), o.model)
 	if err != nil {
 		return fmt.Errorf("ollama: reading the manifest of %s: %w", o.model, err)
 	}
@@ -210,18 +213,19 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		}
 		return fmt.Errorf("ollama: loading %s: %w: %v", o.cfg.Model, ErrModelFile, err)
 	}
-	version, _ := o.client.Version(gctx)
-	bin, err := FileSHA256(o.cfg.Binary)
+	version, err := o.client.Version(gctx)
 	if err != nil {
-		return err
+		if o.exited() {
+			return o.crashed("while reporting its version")
+		}
+		return fmt.Errorf("ollama: reading its version: %w", err)
 	}
-	libs, err := LoadedLibraries(processTree(o.sb.RuntimePID)...)
+	stack, err := readStack("ollama", o.cfg, version, o.sb.RuntimePID)
 	if err != nil {
 		return err
 	}
 	o.pins = Pins{
-		Runtime: "ollama", RuntimeVersion: version, BinarySHA256: bin, BuildFlags: o.cfg.BuildFlags,
-		Libraries: libs, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
+		Stack: stack, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
 		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
 	}
@@ -229,6 +233,14 @@ func (o *Ollama) importModel(ctx context.Context) error {
 }
 
 func (o *Ollama) exited() bool { return o.sb.exitedWithin(2 * time.Second) }
+
+// models is the directory the server keeps its models in.
+func (o *Ollama) models() string {
+	if o.cfg.ModelStore != "" {
+		return o.cfg.ModelStore
+	}
+	return filepath.Join(o.cfg.WorkDir, "models")
+}
 
 func sanitizeName(s string) string {
 	var b strings.Builder
@@ -435,6 +447,27 @@ func (o *Ollama) ModelTag() string { return o.model }
 func (o *Ollama) Stop(ctx context.Context) error {
 	o.sb.Stop(5 * time.Second)
 	return nil
+}
+
+// LoadedSize is the memory Ollama's scheduler counts for the loaded pinned
+// model (its /api/ps size): Ollama's own estimate of the run, which the
+// preflight bench sets beside the measured peak. 0 when it is not loaded.
+func (o *Ollama) LoadedSize(ctx context.Context) (int64, error) {
+	gctx, cancel := o.guard(ctx)
+	defer cancel()
+	ps, err := o.client.ListRunning(gctx)
+	if err != nil {
+		if o.exited() {
+			return 0, o.crashed("while listing its loaded models")
+		}
+		return 0, fmt.Errorf("ollama: /api/ps: %w", err)
+	}
+	for _, m := range ps.Models {
+		if m.Name == o.model || m.Model == o.model {
+			return m.Size, nil
+		}
+	}
+	return 0, nil
 }
 
 // RawChat sends a chat request straight through the api client with no driver

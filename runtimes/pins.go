@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -18,23 +17,53 @@ import (
 // how, on what machine. The design adds quant, context, sampling, stop cap and
 // effort; both end up on every receipt and in the generation record's header.
 type Pins struct {
+	Stack
+	ModelName    string      `json:"model_name"`
+	ModelFile    string      `json:"model_file"`
+	ModelSHA256  string      `json:"model_sha256"`
+	OllamaDigest string      `json:"ollama_digest,omitempty"`
+	Context      int         `json:"context"`
+	KVCacheType  string      `json:"kv_cache_type"`
+	Threads      int         `json:"threads"`
+	ChatTemplate string      `json:"chat_template"` // the GGUF's own, or the family's named format
+	Sandboxed    bool        `json:"sandboxed"`
+	NoSandbox    bool        `json:"no_sandbox"`
+	Containment  Containment `json:"containment"`
+	Machine      Machine     `json:"machine"`
+}
+
+// Stack is the part of the pins that the runtime's build decides: its
+// binary, build flags, the version the running server reports and every
+// shared library its process tree mapped. The same build gives a
+// byte-identical Stack whichever path started it (a trial, a replay, a bench
+// row) and whatever it was started with (model, context, KV type, card,
+// sandbox); everything that depends on those is in the rest of Pins.
+type Stack struct {
 	Runtime        string            `json:"runtime"`
 	RuntimeVersion string            `json:"runtime_version"`
 	BinarySHA256   string            `json:"binary_sha256"`
 	BuildFlags     string            `json:"build_flags,omitempty"`
 	Libraries      map[string]string `json:"libraries"` // path -> sha256, as loaded (/proc/PID/maps)
-	ModelName      string            `json:"model_name"`
-	ModelFile      string            `json:"model_file"`
-	ModelSHA256    string            `json:"model_sha256"`
-	OllamaDigest   string            `json:"ollama_digest,omitempty"`
-	Context        int               `json:"context"`
-	KVCacheType    string            `json:"kv_cache_type"`
-	Threads        int               `json:"threads"`
-	ChatTemplate   string            `json:"chat_template"` // the GGUF's own, or the family's named format
-	Sandboxed      bool              `json:"sandboxed"`
-	NoSandbox      bool              `json:"no_sandbox"`
-	Containment    Containment       `json:"containment"`
-	Machine        Machine           `json:"machine"`
+}
+
+// readStack reads a running server's Stack. version is what the server
+// itself reports; a server that reports none is asked by `--version`.
+func readStack(kind string, cfg Config, version string, pid int) (Stack, error) {
+	bin, err := FileSHA256(cfg.Binary)
+	if err != nil {
+		return Stack{}, err
+	}
+	if cfg.binarySHA256 != "" && bin != cfg.binarySHA256 {
+		return Stack{}, fmt.Errorf("%s: %w: %s now, %s when its build was read (the binary changed while it started; run make setup)", cfg.Binary, ErrChecksum, bin, cfg.binarySHA256)
+	}
+	libs, err := LoadedLibraries(processTree(pid)...)
+	if err != nil {
+		return Stack{}, err
+	}
+	if version == "" {
+		version = versionLine(cfg.Binary, "--version")
+	}
+	return Stack{Runtime: kind, RuntimeVersion: version, BinarySHA256: bin, BuildFlags: cfg.BuildFlags, Libraries: libs}, nil
 }
 
 // FileSHA256 hashes a file.
@@ -148,20 +177,6 @@ func processTree(pid int) []int {
 		out = append(out, children[out[i]]...)
 	}
 	return out
-}
-
-// binaryVersion runs `bin args...` and returns its first non-empty output line.
-func binaryVersion(bin string, args ...string) string {
-	out, err := exec.Command(bin, args...).CombinedOutput()
-	if err != nil && len(out) == 0 {
-		return "unknown (" + err.Error() + ")"
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "load_backend") {
-			return line
-		}
-	}
-	return "unknown"
 }
 
 // TreeCPUTicks sums the user and system CPU ticks of pid and its descendants:

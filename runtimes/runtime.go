@@ -115,7 +115,9 @@ type Result struct {
 	Effort          EffortRecord `json:"effort"`
 }
 
-// Config is what every driver needs to start a private server.
+// Config is what every driver needs to start a private server. Binary and
+// BuildFlags are filled by Build.Start (and Launch) from the provisioned
+// build; a caller leaves them empty.
 type Config struct {
 	Binary    string // runtime executable
 	Model     string // GGUF path
@@ -130,10 +132,25 @@ type Config struct {
 	NoSandbox   bool
 	BuildFlags  string // recorded on the pins
 	ReadyWithin time.Duration
+	// VerboseLog makes llama-server log its buffer allocations (-lv 4),
+	// which the preflight bench reads from the log; it changes nothing the
+	// pins hold. Ollama logs them anyway.
+	VerboseLog bool
+	// ModelStore is, for Ollama, a models directory to import into and run
+	// from instead of a private one under WorkDir: the preflight bench
+	// imports each model once, outside the memory reservations it measures
+	// in, since the import's copy of the file is not part of running it.
+	ModelStore string
+	// binarySHA256 is the build's digest of Binary, set by Build.Start: the
+	// pins refuse a binary that changed while it started.
+	binarySHA256 string
 }
 
-// Start starts a private server of the named kind ("llama-server" or "ollama").
-func Start(ctx context.Context, kind string, cfg Config) (Runtime, error) {
+// start starts a private server of the named kind ("llama-server" or
+// "ollama") from cfg.Binary, recording cfg.BuildFlags. Only Build.Start calls
+// it, so that the binary and its flags come from the one place that decides
+// them (BuildOf).
+func start(ctx context.Context, kind string, cfg Config) (Runtime, error) {
 	switch kind {
 	case "llama-server":
 		return StartLlamaServer(ctx, cfg)

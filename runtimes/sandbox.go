@@ -244,6 +244,13 @@ func (s *Sandbox) Signal(sig syscall.Signal) error {
 	return syscall.Kill(s.RuntimePID, sig)
 }
 
+// LogPath is where a runtime of kind started in workDir writes its log: a
+// caller can read what it said even when it failed to start.
+func LogPath(workDir, kind string) string { return filepath.Join(workDir, kind+".log") }
+
+// LogPath is the file the sandboxed process's output goes to.
+func (s *Sandbox) LogPath() string { return s.logPath }
+
 // LogTail returns the last lines of the sandbox's log, for error messages.
 func (s *Sandbox) LogTail(n int) string { return tailFile(s.logPath, n) }
 
@@ -420,9 +427,6 @@ func sandboxExec() int {
 // PID is the sandbox's init process, the leader of the process group that
 // holds the runtime; stopping the group stops everything the runtime started.
 func (s *Sandbox) PID() int { return s.cmd.Process.Pid }
-
-// ProcessTree returns pid and all its descendants, read from /proc.
-func ProcessTree(pid int) []int { return processTree(pid) }
 
 // socketPath places a socket in dir when the path fits a unix socket address
 // (108 bytes on Linux), and otherwise in a private short directory under the

@@ -2,6 +2,7 @@ package studies
 
 import (
 	"fmt"
+	"rig/preflight"
 	"strings"
 )
 
@@ -78,9 +79,9 @@ func expandCards(d *Design) {
 	}
 }
 
-// cardOf is the card an arm runs at: its own in a card sub-study, the
+// CardOf is the card an arm runs at: its own in a card sub-study, the
 // design's otherwise.
-func cardOf(d *Design, a Arm) CardProfile {
+func CardOf(d *Design, a Arm) CardProfile {
 	if a.Card != nil {
 		return *a.Card
 	}
@@ -178,11 +179,31 @@ func cellName(name string) (arm, card string, ok bool) {
 	return name[:i], name[i+1:], true
 }
 
-// cardBytes is the memory of the card an arm runs at, the budget the
+// CardBytes is the memory of the card an arm runs at, the budget the
 // governor holds its runtime's card memory to.
-func cardBytes(d *Design, a Arm) uint64 {
-	if mib := cardOf(d, a).MemoryMiB; mib > 0 {
+func CardBytes(d *Design, a Arm) uint64 {
+	if mib := CardOf(d, a).MemoryMiB; mib > 0 {
 		return uint64(mib) << 20
 	}
 	return 0
+}
+
+// PreflightProfile turns the design's card profile and an arm's pins into the
+// preflight's profile.
+func PreflightProfile(d *Design, a Arm) preflight.Profile {
+	card := CardOf(d, a)
+	p := preflight.Profile{
+		Name:          card.Name,
+		CardMemory:    preflight.Size(card.MemoryMiB) * preflight.MiB,
+		Context:       a.Pins.Context,
+		Quant:         a.Pins.Quant,
+		KVType:        "f16",
+		OffloadLayers: preflight.OffloadAll,
+		Parallel:      1,
+		Simulated:     card.Simulated,
+	}
+	if card.OffloadLayers != nil {
+		p.OffloadLayers = *card.OffloadLayers
+	}
+	return p
 }

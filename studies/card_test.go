@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"rig/preflight"
-	"rig/studies/analysis"
 )
 
 const cardDemoPath = "../examples/card-study/design.json"
@@ -52,7 +51,7 @@ func TestCardStudyExpandsIntoCells(t *testing.T) {
 				t.Errorf("incumbent %s is not at the reference card %s", a.Name, d.CardProfile.Name)
 			}
 		}
-		if p := cardProfile(d, a); p.CardMemory != preflight.Size(a.Card.MemoryMiB)*preflight.MiB || p.Name != a.Card.Name {
+		if p := PreflightProfile(d, a); p.CardMemory != preflight.Size(a.Card.MemoryMiB)*preflight.MiB || p.Name != a.Card.Name {
 			t.Errorf("%s: preflight profile %s %v, want its own card %s", a.Name, p.Name, p.CardMemory, a.Card.Name)
 		}
 	}
@@ -167,25 +166,5 @@ func TestCardStudyRejects(t *testing.T) {
 				t.Errorf("no problem at %s saying %q:\n%v", c.field, c.says, err)
 			}
 		})
-	}
-}
-
-func TestWithoutCellsDropsUnfitCells(t *testing.T) {
-	in := analysis.Input{
-		Design: analysis.Design{
-			Arms:  []analysis.Arm{{Name: "a@big"}, {Name: "a@small"}, {Name: "b@big"}},
-			Pairs: []analysis.Pair{{Candidate: "a@small", Baseline: "a@big"}},
-			Rule:  analysis.Rule{Clauses: []analysis.Clause{{If: []analysis.Condition{{Candidate: "a@small", Baseline: "a@big"}}, Then: "x"}}},
-		},
-		Trials: []analysis.Trial{{Arm: "a@big"}, {Arm: "a@small"}, {Arm: "b@big"}},
-	}
-	out := withoutCells(in, map[string]preflight.Verdict{"a@small": {}})
-	if len(out.Design.Arms) != 2 || len(out.Design.Pairs) != 0 || len(out.Design.Rule.Clauses) != 0 || len(out.Trials) != 2 {
-		t.Fatalf("a@small not dropped everywhere: %+v", out)
-	}
-	for _, tr := range out.Trials {
-		if tr.Arm == "a@small" {
-			t.Error("a@small's trial kept")
-		}
 	}
 }

@@ -434,11 +434,11 @@ func TestHarnessCapsOverrideTheDefaultsPerJobKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := d.JobKinds[0].Name
-	got := d.aiderCaps(name)
+	got := d.AiderCapsFor(name)
 	if got.Wall != 5*time.Minute || got.Turns != 2 || got.Tokens != defaultAiderCaps.Tokens {
 		t.Errorf("caps of %s: %+v, want wall 5m, 2 turns, default tokens", name, got)
 	}
-	if other := d.aiderCaps("no-such-kind"); other != defaultAiderCaps {
+	if other := d.AiderCapsFor("no-such-kind"); other != defaultAiderCaps {
 		t.Errorf("a job kind without harness_caps got %+v, want the defaults %+v", other, defaultAiderCaps)
 	}
 }

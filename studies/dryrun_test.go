@@ -139,34 +139,6 @@ func FuzzParseSpeedTable(f *testing.F) {
 	})
 }
 
-func TestDryRunPricesTheJudge(t *testing.T) {
-	d := withJudge(t)
-	p, err := NewPlan(d, demoTasks(10, 4), PlanOptions{Seed: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	speeds := demoSpeeds()
-	if _, err := DryRun(d, p, speeds, nil); !errors.Is(err, ErrNoSpeed) || !strings.Contains(err.Error(), "judge-1") {
-		t.Fatalf("a judge without a speed must be named as unpriced, got %v", err)
-	}
-	speeds["judge-1"] = Speed{GenTokensPerSec: 50, PromptTokensPerSec: 500, LoadSeconds: 2, Watts: 100, Source: SourceMeasured}
-	e, err := DryRun(d, p, speeds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var judge ArmCost
-	for _, c := range e.Arms {
-		if c.Arm == "judge-1" {
-			judge = c
-		}
-	}
-	// One call per task and repeat of the judged job kind, after one load.
-	want := 10 * d.Repeats
-	if judge.Trials != want || judge.Loads != 1 || judge.WallTime <= 2*time.Second {
-		t.Errorf("judge priced %+v, want %d calls and one load", judge, want)
-	}
-}
-
 // TestSpeedTableErrorsUseTheFilesKeys: a bad speeds file is reported with
 // the file, the arm and the JSON key the user wrote, never a Go field name.
 func TestSpeedTableErrorsUseTheFilesKeys(t *testing.T) {

@@ -25,24 +25,31 @@ type StaleAssetError struct {
 	Asset string // e.g. "model:/models/smollm2.gguf"
 	Want  string // hash recorded earlier
 	Got   string // hash now
+	// Field and Msg, when Msg is set, replace the default explanation: the
+	// field of the asset that changed and what it means, with the fix.
+	Field string
+	Msg   string
 }
 
 func (e *StaleAssetError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("stale asset: %s: %s: %s", e.Asset, e.Field, e.Msg)
+	}
 	if path, ok := strings.CutPrefix(e.Asset, licenceAssetPrefix); ok {
 		if e.Asset == bundledLicenceAsset {
 			path = "the bundled licences/registry.json"
 		}
 		return fmt.Sprintf("stale asset: licence registry %s was %s when registered and is %s now (the study's items were checked against the old file; restore it, or register a new study so the items are checked against the new one)",
-			path, short(e.Want), short(e.Got))
+			path, Short(e.Want), Short(e.Got))
 	}
 	return fmt.Sprintf("stale asset: %s was %s when registered and is %s now (a frozen study never refreshes; restore the asset, or register a new study for the new one)",
-		e.Asset, short(e.Want), short(e.Got))
+		e.Asset, Short(e.Want), Short(e.Got))
 }
 
 // Is makes errors.Is(err, ErrStaleAsset) true.
 func (e *StaleAssetError) Is(target error) bool { return target == ErrStaleAsset }
 
-func short(h string) string {
+func Short(h string) string {
 	if len(h) > 16 {
 		return h[:16] + "…"
 	}
@@ -308,25 +315,32 @@ func (s *Snapshot) Verify() error {
 		return err
 	}
 	if dh != s.DesignHash {
-		return fmt.Errorf("%w: design hash %s, content hashes to %s", ErrTampered, short(s.DesignHash), short(dh))
+		return fmt.Errorf("%w: design hash %s, content hashes to %s", ErrTampered, Short(s.DesignHash), Short(dh))
 	}
 	h, err := s.computeHash()
 	if err != nil {
 		return err
 	}
 	if h != s.Hash {
-		return fmt.Errorf("%w: snapshot hash %s, content hashes to %s", ErrTampered, short(s.Hash), short(h))
+		return fmt.Errorf("%w: snapshot hash %s, content hashes to %s", ErrTampered, Short(s.Hash), Short(h))
 	}
 	return nil
 }
 
-// DesignValue decodes the frozen design.
+// DesignValue parses the frozen design, as every step after the freeze
+// reads it (card studies expanded into their cells).
 func (s *Snapshot) DesignValue() (*Design, error) {
-	var d Design
-	if err := json.Unmarshal(s.Design, &d); err != nil {
-		return nil, fmt.Errorf("snapshot design: %w", err)
+	return ParseDesign("snapshot.json", s.Design)
+}
+
+// Arm is the frozen arm of that name.
+func (s *Snapshot) Arm(name string) (FrozenArm, bool) {
+	for _, a := range s.Arms {
+		if a.Name == name {
+			return a, true
+		}
 	}
-	return &d, nil
+	return FrozenArm{}, false
 }
 
 // Tasks returns each job kind's frozen task ids.

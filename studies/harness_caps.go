@@ -3,17 +3,24 @@ package studies
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
-
-	"rig/runtimes"
 )
+
+// AiderCaps are the caps in force for one Aider trial: the runner hands them
+// to the harness as they are.
+type AiderCaps struct {
+	Turns  int           `json:"turns"`  // model calls per task
+	Wall   time.Duration `json:"wall"`   // whole run
+	Tokens int           `json:"tokens"` // output tokens summed over calls
+}
 
 // Harness caps held equal across every Aider arm of a job kind, unless its
 // harness_caps say otherwise. Small models get one message and up to two
 // reflections (test-fix turns) within two minutes.
-var defaultAiderCaps = runtimes.AiderCaps{Turns: 3, Wall: 2 * time.Minute, Tokens: 2048}
+var defaultAiderCaps = AiderCaps{Turns: 3, Wall: 2 * time.Minute, Tokens: 2048}
 
 // AutoWall, as harness_caps.wall, derives the wall cap from the speed this
 // machine's validation run measured, so that the turn and token caps bound
@@ -35,22 +42,22 @@ const reflectionTokens = 256
 const aiderPromptTokens = 2048
 
 // Validation runs are short by construction: one task, one model call of at
-// most validationStopCap output tokens. They show that the record, the
+// most ValidationStopCap output tokens. They show that the record, the
 // runtime and the containment read correctly; a benchmark they are not, so
 // their wall is generous enough for the slowest machine rig runs on.
-const validationStopCap = 64
+const ValidationStopCap = 64
 
-var validationCaps = runtimes.AiderCaps{Turns: 1, Tokens: validationStopCap, Wall: 15 * time.Minute}
+var ValidationCaps = AiderCaps{Turns: 1, Tokens: ValidationStopCap, Wall: 15 * time.Minute}
 
-// describeCaps is how caps read in validation records, receipts and messages.
-func describeCaps(c runtimes.AiderCaps) string {
+// DescribeCaps is how caps read in validation records, receipts and messages.
+func DescribeCaps(c AiderCaps) string {
 	return fmt.Sprintf("turns %d, output tokens %d, wall %s", c.Turns, c.Tokens, c.Wall)
 }
 
-// aiderCaps are the caps of the named job kind: its harness_caps over the
+// AiderCapsFor are the caps of the named job kind: its harness_caps over the
 // defaults. The design was validated, so a fixed wall parses; an auto wall is
 // left at zero here, for the execution to derive (see deriveWalls).
-func (d *Design) aiderCaps(jobKind string) runtimes.AiderCaps {
+func (d *Design) AiderCapsFor(jobKind string) AiderCaps {
 	caps := defaultAiderCaps
 	for _, jk := range d.JobKinds {
 		if jk.Name != jobKind || jk.HarnessCaps == nil {
@@ -71,8 +78,8 @@ func (d *Design) aiderCaps(jobKind string) runtimes.AiderCaps {
 	return caps
 }
 
-// autoWallJobKinds names the job kinds whose wall is derived, in design order.
-func (d *Design) autoWallJobKinds() []string {
+// AutoWallJobKinds names the job kinds whose wall is derived, in design order.
+func (d *Design) AutoWallJobKinds() []string {
 	var out []string
 	for _, jk := range d.JobKinds {
 		if jk.HarnessCaps != nil && jk.HarnessCaps.Wall == AutoWall {
@@ -99,17 +106,17 @@ func (w WallDerivation) String() string {
 	return fmt.Sprintf("%s: wall cap %s = %.0f× the worst case %s of %s (%s)", w.JobKind, w.Wall, w.Margin, w.WorstCase.Round(time.Second), w.Slowest, w.Why)
 }
 
-// deriveWalls gives each auto-wall job kind its wall: the margin times the
+// DeriveWalls gives each auto-wall job kind its wall: the margin times the
 // slowest arm's worst case, which is every turn taken with every allowed
 // output token written, at the speed measured on this machine.
-func deriveWalls(d *Design, speeds SpeedTable) (map[string]WallDerivation, error) {
+func DeriveWalls(d *Design, speeds SpeedTable) (map[string]WallDerivation, error) {
 	out := map[string]WallDerivation{}
-	for _, name := range d.autoWallJobKinds() {
-		caps := d.aiderCaps(name)
+	for _, name := range d.AutoWallJobKinds() {
+		caps := d.AiderCapsFor(name)
 		var best WallDerivation
 		var missing []string
 		for _, a := range d.Arms {
-			if harnessOf(a.Runtime) != "aider" || (len(a.JobKinds) > 0 && !contains(a.JobKinds, name)) {
+			if HarnessOf(a.Runtime) != "aider" || (len(a.JobKinds) > 0 && !slices.Contains(a.JobKinds, name)) {
 				continue
 			}
 			sp, ok := speeds[a.Name]
@@ -141,7 +148,7 @@ func deriveWalls(d *Design, speeds SpeedTable) (map[string]WallDerivation, error
 // worstCase is the longest one trial may take within its turn and token caps:
 // each call writes up to the stop cap, the calls stop once the token cap is
 // reached, and each later prompt carries the earlier answers.
-func worstCase(c runtimes.AiderCaps, stopCap int, sp Speed) (time.Duration, string) {
+func worstCase(c AiderCaps, stopCap int, sp Speed) (time.Duration, string) {
 	if stopCap <= 0 {
 		stopCap = c.Tokens
 	}
@@ -157,33 +164,4 @@ func worstCase(c runtimes.AiderCaps, stopCap int, sp Speed) (time.Duration, stri
 	why := fmt.Sprintf("%d turns, ≤ %d output tokens at %.1f tok/s, ≤ %.0f prompt tokens at %.0f tok/s, %.0fs harness start; %s",
 		turns, output, sp.GenTokensPerSec, prompt, sp.PromptTokensPerSec, sp.OverheadSeconds, sp.Source)
 	return d, why
-}
-
-// measuredSpeed is what one validation run measured: the runtime's own
-// prompt and output timings, and for a harness the time it spent outside
-// the model (start-up, reading files, applying the edit). nil when no call
-// was timed.
-func measuredSpeed(out trialOutput) *Speed {
-	var promptTok, outTok int
-	var promptDur, outDur, inCalls time.Duration
-	for _, c := range out.calls {
-		promptTok, promptDur = promptTok+c.Timings.PromptTokens, promptDur+c.Timings.PromptDuration
-		outTok, outDur = outTok+c.Timings.OutputTokens, outDur+c.Timings.OutputDuration
-		inCalls += c.Wall
-	}
-	if outTok == 0 || outDur <= 0 || promptTok == 0 || promptDur <= 0 {
-		return nil
-	}
-	sp := &Speed{
-		GenTokensPerSec:    float64(outTok) / outDur.Seconds(),
-		PromptTokensPerSec: float64(promptTok) / promptDur.Seconds(),
-		LoadSeconds:        5,
-		Watts:              estimatedWatts,
-		PromptTokens:       float64(out.calls[0].PromptTokens),
-		Source:             SourceMeasured,
-	}
-	if out.aider != nil {
-		sp.OverheadSeconds = math.Ceil(max(0, (out.aider.Wall - inCalls).Seconds()))
-	}
-	return sp
 }

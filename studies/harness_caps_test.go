@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"rig/runtimes"
 )
 
 // The demo's fix-test is bound by turns and tokens, and its wall is derived
@@ -13,7 +11,7 @@ import (
 // long, so the same caps censor the same work on both.
 func TestAutoWallFollowsTheMeasuredSpeed(t *testing.T) {
 	d := demoDesign(t)
-	if got := d.autoWallJobKinds(); len(got) != 1 || got[0] != "fix-test" {
+	if got := d.AutoWallJobKinds(); len(got) != 1 || got[0] != "fix-test" {
 		t.Fatalf("auto-wall job kinds of the demo: %v, want [fix-test]", got)
 	}
 	fast := Speed{GenTokensPerSec: 20, PromptTokensPerSec: 200, OverheadSeconds: 8, PromptTokens: 1500, Source: SourceMeasured}
@@ -26,11 +24,11 @@ func TestAutoWallFollowsTheMeasuredSpeed(t *testing.T) {
 		}
 		return out
 	}
-	onFast, err := deriveWalls(d, table(fast))
+	onFast, err := DeriveWalls(d, table(fast))
 	if err != nil {
 		t.Fatal(err)
 	}
-	onSlow, err := deriveWalls(d, table(slow))
+	onSlow, err := DeriveWalls(d, table(slow))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +44,7 @@ func TestAutoWallFollowsTheMeasuredSpeed(t *testing.T) {
 	if !strings.Contains(f.Why, "2 turns, ≤ 1023 output tokens") {
 		t.Errorf("derivation %q does not state the caps it priced", f.Why)
 	}
-	if caps := d.aiderCaps("fix-test"); caps.Turns != 2 || caps.Tokens != 512 {
+	if caps := d.AiderCapsFor("fix-test"); caps.Turns != 2 || caps.Tokens != 512 {
 		t.Errorf("the work caps moved with the wall: %+v", caps)
 	}
 }
@@ -59,7 +57,7 @@ func TestAutoWallIsTheSlowestArms(t *testing.T) {
 		speeds[a.Name] = Speed{GenTokensPerSec: 30, PromptTokensPerSec: 300, PromptTokens: 1500, Source: SourceMeasured}
 	}
 	speeds["gemma3-aider-ollama"] = Speed{GenTokensPerSec: 3, PromptTokensPerSec: 60, PromptTokens: 1500, Source: SourceMeasured}
-	walls, err := deriveWalls(d, speeds)
+	walls, err := DeriveWalls(d, speeds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +71,7 @@ func TestAutoWallIsTheSlowestArms(t *testing.T) {
 func TestAutoWallWithoutASpeedSaysWhatToRun(t *testing.T) {
 	d := demoDesign(t)
 	speeds := SpeedTable{"smollm2-aider-llama-server": {GenTokensPerSec: 30, PromptTokensPerSec: 300, Source: SourceMeasured}}
-	_, err := deriveWalls(d, speeds)
+	_, err := DeriveWalls(d, speeds)
 	if err == nil {
 		t.Fatal("derived a wall with no speed for gemma3-aider-ollama")
 	}
@@ -81,22 +79,5 @@ func TestAutoWallWithoutASpeedSaysWhatToRun(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
-	}
-}
-
-// A validation run's speed comes from the runtime's own timings, and a
-// harness's start-up time is what its wall spent outside the model.
-func TestMeasuredSpeedFromAValidationRun(t *testing.T) {
-	call := runtimes.Result{PromptTokens: 1200, Wall: 12 * time.Second, Timings: runtimes.Timings{
-		PromptTokens: 1200, PromptDuration: 4 * time.Second, OutputTokens: 64, OutputDuration: 8 * time.Second}}
-	sp := measuredSpeed(trialOutput{calls: []runtimes.Result{call}, aider: &runtimes.AiderResult{Wall: 20 * time.Second}})
-	if sp == nil {
-		t.Fatal("no speed from a timed call")
-	}
-	if sp.GenTokensPerSec != 8 || sp.PromptTokensPerSec != 300 || sp.PromptTokens != 1200 || sp.OverheadSeconds != 8 || sp.Source != SourceMeasured {
-		t.Errorf("speed %+v, want 8 tok/s out, 300 tok/s prompt, 1200 prompt tokens, 8 s harness start", *sp)
-	}
-	if measuredSpeed(trialOutput{}) != nil {
-		t.Error("a run with no call measured a speed")
 	}
 }

@@ -1,56 +1,46 @@
-package studies
+package studies_test
+
+// Tests of a judged design that use studytest's fixtures: an external test
+// package, since studytest imports studies.
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
-	"rig/receipts"
-	"rig/tasks"
+	"rig/studies"
+	"rig/studies/studytest"
 )
 
-// withJudge returns the demo design with a SmolLM2 judge arm on llama-server
-// grading extract-json.
-func withJudge(t *testing.T) *Design {
-	t.Helper()
-	d := demoDesign(t)
-	j := d.Arms[0]
-	j.Name, j.Role, j.JobKinds = "judge-1", RoleJudge, nil
-	j.Pins.StopCap = 128
-	d.Arms = append(d.Arms, j)
-	d.JobKinds[0].Grader = Grader{Name: JudgeGrader, Version: JudgeGraderVersion}
-	d.JobKinds[0].Judge = "judge-1"
-	return d
-}
-
 func TestValidateJudgedJobKind(t *testing.T) {
-	if err := Validate(context.Background(), withJudge(t), ValidateOptions{}); err != nil {
+	if err := studies.Validate(context.Background(), studytest.WithJudge(t), studies.ValidateOptions{}); err != nil {
 		t.Fatalf("judged design does not validate:\n%v", err)
 	}
 	tests := []struct {
 		name string
-		edit func(d *Design)
-		kind ProblemKind
+		edit func(d *studies.Design)
+		kind studies.ProblemKind
 		path string
 		msg  string
 	}{
-		{"no judge named", func(d *Design) { d.JobKinds[0].Judge = "" }, KindMissing, "job_kinds[0].judge", `role "judge"`},
-		{"unknown judge", func(d *Design) { d.JobKinds[0].Judge = "nobody" }, KindUnknownRef, "job_kinds[0].judge", "not an arm"},
-		{"judge is a candidate", func(d *Design) { d.JobKinds[0].Judge = "gemma3-ollama" }, KindInvalid, "job_kinds[0].judge", `has role "candidate"`},
-		{"judge without judge grader", func(d *Design) { d.JobKinds[0].Grader = Grader{Name: "json", Version: 1} }, KindInvalid, "job_kinds[0].judge", "remove judge"},
-		{"unknown judge version", func(d *Design) { d.JobKinds[0].Grader.Version = 2 }, KindInvalid, "job_kinds[0].grader.version", "at version 1"},
-		{"judge through aider", func(d *Design) { d.Arms[len(d.Arms)-1].Runtime = "aider+llama-server" }, KindInvalid, "job_kinds[0].judge", "answers in its runtime"},
-		{"judging repositories", func(d *Design) {
-			d.JobKinds[1].Grader, d.JobKinds[1].Judge = Grader{Name: JudgeGrader, Version: 1}, "judge-1"
-		}, KindInvalid, "job_kinds[1].grader.name", "code"},
+		{"no judge named", func(d *studies.Design) { d.JobKinds[0].Judge = "" }, studies.KindMissing, "job_kinds[0].judge", `role "judge"`},
+		{"unknown judge", func(d *studies.Design) { d.JobKinds[0].Judge = "nobody" }, studies.KindUnknownRef, "job_kinds[0].judge", "not an arm"},
+		{"judge is a candidate", func(d *studies.Design) { d.JobKinds[0].Judge = "gemma3-ollama" }, studies.KindInvalid, "job_kinds[0].judge", `has role "candidate"`},
+		{"judge without judge grader", func(d *studies.Design) { d.JobKinds[0].Grader = studies.Grader{Name: "json", Version: 1} }, studies.KindInvalid, "job_kinds[0].judge", "remove judge"},
+		{"unknown judge version", func(d *studies.Design) { d.JobKinds[0].Grader.Version = 2 }, studies.KindInvalid, "job_kinds[0].grader.version", "at version 1"},
+		{"judge through aider", func(d *studies.Design) { d.Arms[len(d.Arms)-1].Runtime = "aider+llama-server" }, studies.KindInvalid, "job_kinds[0].judge", "answers in its runtime"},
+		{"judging repositories", func(d *studies.Design) {
+			d.JobKinds[1].Grader, d.JobKinds[1].Judge = studies.Grader{Name: studies.JudgeGrader, Version: 1}, "judge-1"
+		}, studies.KindInvalid, "job_kinds[1].grader.name", "code"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := withJudge(t)
+			d := studytest.WithJudge(t)
 			tc.edit(d)
-			err := Validate(context.Background(), d, ValidateOptions{})
-			var ve *ValidationError
+			err := studies.Validate(context.Background(), d, studies.ValidateOptions{})
+			var ve *studies.ValidationError
 			if !errors.As(err, &ve) || !ve.Has(tc.kind, tc.path) {
 				t.Fatalf("err = %v, want %s at %s", err, tc.kind, tc.path)
 			}
@@ -61,98 +51,31 @@ func TestValidateJudgedJobKind(t *testing.T) {
 	}
 }
 
-func TestParseJudgeAnswer(t *testing.T) {
-	labels := []string{"item-aaaaaa", "item-bbbbbb"}
-	tests := []struct {
-		name string
-		text string
-		want map[string]float64
-		err  bool
-	}{
-		{"grammar form", "{\"label\": \"item-aaaaaa\", \"score\": 0.7}\n{\"label\": \"item-bbbbbb\", \"score\": 1}\n",
-			map[string]float64{"item-aaaaaa": 0.7, "item-bbbbbb": 1}, false},
-		{"prose around, first score counts", `Here: {"label":"item-bbbbbb","score":0} then {"label":"item-aaaaaa","score":0.5} {"label":"item-bbbbbb","score":1}`,
-			map[string]float64{"item-aaaaaa": 0.5, "item-bbbbbb": 0}, false},
-		{"a label missing", `{"label": "item-aaaaaa", "score": 0.2}`, nil, true},
-		{"score out of range", `{"label": "item-aaaaaa", "score": 3} {"label": "item-bbbbbb", "score": 1}`, nil, true},
-		{"unknown labels ignored", `{"label": "item-cccccc", "score": 1}`, nil, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseJudgeAnswer(tc.text, labels)
-			if tc.err {
-				if !errors.Is(err, ErrJudgeAnswer) {
-					t.Fatalf("err = %v, want ErrJudgeAnswer", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			for l, w := range tc.want {
-				if got[l] != w {
-					t.Errorf("%s = %v, want %v", l, got[l], w)
-				}
-			}
-		})
-	}
-}
-
-func TestJudgeGrammarHoldsEveryLabel(t *testing.T) {
-	g := judgeGrammar([]string{"item-000001", "item-00000f"})
-	for _, want := range []string{`"{\"label\": \"item-000001\", \"score\": " score`, `"{\"label\": \"item-00000f\", \"score\": " score`, `score ::= "0" | "0." [0-9] | "1"`} {
-		if !strings.Contains(g, want) {
-			t.Errorf("grammar lacks %s:\n%s", want, g)
-		}
-	}
-}
-
-// An arm named like a word of the judge's instructions cannot be hidden by
-// redacting outputs: the prompt is refused before any runtime is touched.
-func TestJudgePromptNamingAnArmIsRefused(t *testing.T) {
-	d := withJudge(t)
-	d.Arms[0].Name = "answer"
-	bank := &tasks.Bank{File: "b.jsonl", Tasks: []tasks.Task{{ID: "t1", JobKind: "extract-json", Input: tasks.Input{Prompt: "Say hi."},
-		Grader: tasks.GraderRef{Name: "exact", Version: 1}, Key: []byte(`{"answer":"hi"}`)}}}
-	x := &execution{design: d, snap: &Snapshot{Hash: "h"}, exec: receipts.Execution{ID: "exec-1"}, banks: map[string]*tasks.Bank{"extract-json": bank},
-		graders: tasks.DefaultRegistry(nil)}
-	g := judgeGroup{task: "t1", repeat: 1, recs: []receipts.Receipt{
-		{Arm: "answer", JobKind: "extract-json", TaskID: "t1", Repeat: 1, Attempt: 1, ModelName: "SmolLM2-135M-Instruct"},
-		{Arm: "gemma3-ollama", JobKind: "extract-json", TaskID: "t1", Repeat: 1, Attempt: 1, ModelName: "Gemma-3-270M"},
-	}}
-	texts := map[string]string{"answer/extract-json/t1/1#1": "hi from SmolLM2", "gemma3-ollama/extract-json/t1/1#1": "hi, I am Gemma"}
-	_, err := x.judgeTask(context.Background(), d.JobKinds[0], *d.Arm("judge-1"), nil, g, texts, x.identities(d.JobKinds[0]), map[string]BlindingRecord{})
-	var ie *tasks.IdentityError
-	if !errors.As(err, &ie) || ie.Identity != "answer" {
-		t.Fatalf("err = %v, want an IdentityError naming \"answer\"", err)
-	}
-}
-
-// A judge phase cut short (daemon killed) leaves some tasks graded; the
-// resumed phase picks up only the others.
-func TestJudgePendingSkipsGradedTasks(t *testing.T) {
-	ctx := context.Background()
-	in := regradeFixture(t)
-	x := &execution{store: in.Store, exec: receipts.Execution{ID: in.Exec}}
-	jk := JobKind{Name: "qa", Grader: Grader{Name: JudgeGrader, Version: JudgeGraderVersion}, Judge: "judge-1"}
-	pending, err := x.pendingGroups(ctx, jk, JudgeName("judge-1"), "1")
-	if err != nil || len(pending) != 2 || len(pending[0].recs) != 2 {
-		t.Fatalf("before grading: %d groups (%v), want 2 tasks of 2 arms", len(pending), err)
-	}
-	var grades []receipts.GradeRecord
-	for _, r := range pending[0].recs {
-		grades = append(grades, receipts.GradeRecord{ExecutionID: in.Exec, Arm: r.Arm, JobKind: r.JobKind, TaskID: r.TaskID, Repeat: r.Repeat,
-			Attempt: r.Attempt, Grader: JudgeName("judge-1"), GraderVersion: "1", Score: 1, Pass: true, Label: "item-" + r.Arm, GradedAt: in.Now()})
-	}
-	if err := in.Store.PutGrades(ctx, grades); err != nil {
+// A judged job kind prices the judge's calls: one per task and repeat.
+func TestDryRunPricesTheJudge(t *testing.T) {
+	d := studytest.WithJudge(t)
+	p, err := studies.NewPlan(d, studies.DemoTasks(10, 4), studies.PlanOptions{Seed: 5})
+	if err != nil {
 		t.Fatal(err)
 	}
-	pending, err = x.pendingGroups(ctx, jk, JudgeName("judge-1"), "1")
-	if err != nil || len(pending) != 1 || pending[0].task != "sum" {
-		t.Fatalf("after grading %q: pending %+v, %v; want only \"sum\"", "capital", pending, err)
+	speeds := studies.DemoSpeeds()
+	if _, err := studies.DryRun(d, p, speeds, nil); !errors.Is(err, studies.ErrNoSpeed) || !strings.Contains(err.Error(), "judge-1") {
+		t.Fatalf("a judge without a speed must be named as unpriced, got %v", err)
 	}
-	// Another judge (or version) has graded nothing.
-	if other, _ := x.pendingGroups(ctx, jk, JudgeName("judge-2"), "1"); len(other) != 2 {
-		t.Errorf("judge-2 pending %d tasks, want 2", len(other))
+	speeds["judge-1"] = studies.Speed{GenTokensPerSec: 50, PromptTokensPerSec: 500, LoadSeconds: 2, Watts: 100, Source: studies.SourceMeasured}
+	e, err := studies.DryRun(d, p, speeds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var judge studies.ArmCost
+	for _, c := range e.Arms {
+		if c.Arm == "judge-1" {
+			judge = c
+		}
+	}
+	// One call per task and repeat of the judged job kind, after one load.
+	want := 10 * d.Repeats
+	if judge.Trials != want || judge.Loads != 1 || judge.WallTime <= 2*time.Second {
+		t.Errorf("judge priced %+v, want %d calls and one load", judge, want)
 	}
 }

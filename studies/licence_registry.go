@@ -1,6 +1,7 @@
 package studies
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -45,7 +46,7 @@ func ChooseLicenceRegistry(flag string, d *Design, designFile, configured string
 		return abs(flag, "--registry")
 	}
 	if d != nil && strings.TrimSpace(d.LicenceRegistry) != "" {
-		from := orDefault(designFile, "design.json") + ": licence_registry"
+		from := cmp.Or(designFile, "design.json") + ": licence_registry"
 		p, err := ModelPath(d.LicenceRegistry, lookup, filepath.Dir(designFile))
 		if err != nil {
 			return LicenceRegistryChoice{}, fmt.Errorf("%s: %w", from, err)
@@ -168,7 +169,7 @@ func licenceAssetSHA256(key string) (string, error) {
 // study registered before registries were recorded has a zero record: the
 // bundled registry alone.
 func LicenceLinesFor(items []Item, rec LicenceRecord) ([]string, error) {
-	sl, err := OpenLicences(LicenceRegistryChoice{Path: rec.Registry, From: orDefault(rec.From, "the study's registration")})
+	sl, err := OpenLicences(LicenceRegistryChoice{Path: rec.Registry, From: cmp.Or(rec.From, "the study's registration")})
 	if err != nil {
 		return nil, err
 	}

@@ -1,15 +1,12 @@
 package studies
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // LoadDesign reads, parses and validates a design file. Relative model
@@ -50,41 +47,4 @@ func InitDesign(path string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// EnvFileLookup returns a Lookup that reads KEY=VALUE lines (an optional
-// "export " prefix, '#' comments, quotes stripped) from an env file such as
-// ~/.cache/rig/installed.env, falling back to the process environment.
-func EnvFileLookup(path string) (func(string) (string, bool), error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	vals := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		line = strings.TrimPrefix(line, "export ")
-		k, v, ok := strings.Cut(line, "=")
-		if !ok || !refRE.MatchString("${"+strings.TrimSpace(k)+"}") {
-			return nil, fmt.Errorf("%s:%d: want KEY=VALUE", path, n)
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
-			v = v[1 : len(v)-1]
-		}
-		vals[strings.TrimSpace(k)] = v
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return func(k string) (string, bool) {
-		if v, ok := vals[k]; ok {
-			return v, true
-		}
-		return os.LookupEnv(k)
-	}, nil
 }

@@ -33,29 +33,3 @@ func TestInitThenLoad(t *testing.T) {
 		t.Errorf("LoadDesign of a bad file = %v, want the unknown field named with the file", err)
 	}
 }
-
-func TestEnvFileLookup(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "installed.env")
-	content := "# written by provision\nexport SMOLLM2_GGUF=/c/smol.gguf\nGEMMA3_GGUF=\"/c/gemma.gguf\"\n\n"
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lookup, err := EnvFileLookup(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, want := range map[string]string{"SMOLLM2_GGUF": "/c/smol.gguf", "GEMMA3_GGUF": "/c/gemma.gguf"} {
-		if got, ok := lookup(k); !ok || got != want {
-			t.Errorf("lookup(%s) = %q, %v; want %q", k, got, ok, want)
-		}
-	}
-	if _, ok := lookup("RIG_TEST_SURELY_UNSET_VARIABLE"); ok {
-		t.Error("unset variable found")
-	}
-	if err := os.WriteFile(path, []byte("not a line\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := EnvFileLookup(path); err == nil || !strings.Contains(err.Error(), ":1:") {
-		t.Errorf("bad env file = %v, want the line named", err)
-	}
-}

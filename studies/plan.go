@@ -171,61 +171,6 @@ func instance(a *Arm) string {
 	return fmt.Sprintf("%s|%s|%s|ctx=%d", server, a.Model.File, a.Pins.Quant, a.Pins.Context)
 }
 
-// Remaining returns the trials not yet done, in plan order: what a resumed
-// execution runs. done reports a key whose trial has a scored receipt; a
-// preempted trial has none and so runs again.
-func (p *Plan) Remaining(done func(TrialKey) bool) []Trial {
-	var out []Trial
-	for _, t := range p.Trials {
-		if !done(t.Key) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// Execution is one run of a frozen snapshot. A rerun is a new execution of
-// the same snapshot with its parent and the next attempt number; it never
-// refreshes anything.
-type Execution struct {
-	ID           string `json:"id"`
-	Study        string `json:"study"`
-	SnapshotHash string `json:"snapshot_hash"`
-	Parent       string `json:"parent,omitempty"`
-	Attempt      int    `json:"attempt"`
-	PlanSeed     int64  `json:"plan_seed"`
-}
-
-// ErrRerunSnapshot is a rerun asked to execute a different snapshot.
-var ErrRerunSnapshot = errors.New("a rerun executes its parent's snapshot")
-
-// FirstExecution is attempt 1 of a study's snapshot.
-func FirstExecution(study, snapshotHash string) Execution {
-	return newExecution(study, snapshotHash, "", 1)
-}
-
-// Rerun is the next attempt after e, of the same snapshot. snapshotHash is
-// what the caller expects to run; a different one is refused, because a
-// rerun never refreshes — newer inputs make a new study.
-func (e Execution) Rerun(snapshotHash string) (Execution, error) {
-	if snapshotHash != e.SnapshotHash {
-		return Execution{}, fmt.Errorf("%w: parent %s ran snapshot %s, asked for %s (register a new study to run new inputs)",
-			ErrRerunSnapshot, e.ID, short(e.SnapshotHash), short(snapshotHash))
-	}
-	return newExecution(e.Study, e.SnapshotHash, e.ID, e.Attempt+1), nil
-}
-
-func newExecution(study, snap, parent string, attempt int) Execution {
-	return Execution{
-		ID:           fmt.Sprintf("%s-a%d", study, attempt),
-		Study:        study,
-		SnapshotHash: snap,
-		Parent:       parent,
-		Attempt:      attempt,
-		PlanSeed:     PlanSeed(snap, attempt),
-	}
-}
-
 // PlanSeed derives an execution's plan seed from the snapshot and attempt,
 // so a resumed execution rebuilds exactly the plan it started with and each
 // attempt still gets its own order.

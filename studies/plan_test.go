@@ -141,22 +141,6 @@ func TestPlanRefuses(t *testing.T) {
 	}
 }
 
-func TestRemaining(t *testing.T) {
-	d := demoDesign(t)
-	p, err := NewPlan(d, demoTasks(5, 2), PlanOptions{Seed: 9})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := map[TrialKey]bool{}
-	for _, tr := range p.Trials[:10] {
-		done[tr.Key] = true
-	}
-	rest := p.Remaining(func(k TrialKey) bool { return done[k] })
-	if len(rest) != len(p.Trials)-10 || rest[0] != p.Trials[10] {
-		t.Errorf("Remaining returned %d trials starting %v, want %d starting %v", len(rest), rest[0], len(p.Trials)-10, p.Trials[10])
-	}
-}
-
 func TestTrialKeyRoundTrip(t *testing.T) {
 	tests := []struct {
 		in      string
@@ -183,26 +167,18 @@ func TestTrialKeyRoundTrip(t *testing.T) {
 	}
 }
 
-func TestRerun(t *testing.T) {
-	first := FirstExecution("demo", "snap1")
-	if first.Attempt != 1 || first.Parent != "" {
-		t.Fatalf("first execution %+v", first)
-	}
-	second, err := first.Rerun("snap1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second.Attempt != 2 || second.Parent != first.ID || second.SnapshotHash != "snap1" || second.ID == first.ID {
-		t.Errorf("rerun %+v of %+v", second, first)
-	}
-	if second.PlanSeed == first.PlanSeed {
+// Each attempt of a snapshot gets its own plan order, and the same attempt
+// always the same one, so a resumed execution rebuilds the plan it started.
+func TestPlanSeedPerAttempt(t *testing.T) {
+	first, second := PlanSeed("snap1", 1), PlanSeed("snap1", 2)
+	if first == second {
 		t.Error("attempts share a plan seed")
 	}
-	if again := FirstExecution("demo", "snap1"); again.PlanSeed != first.PlanSeed {
+	if again := PlanSeed("snap1", 1); again != first {
 		t.Error("plan seed is not reproducible: a resumed execution would rebuild another plan")
 	}
-	if _, err := first.Rerun("snap2"); !errors.Is(err, ErrRerunSnapshot) {
-		t.Errorf("rerun of another snapshot = %v, want ErrRerunSnapshot", err)
+	if PlanSeed("snap2", 1) == first {
+		t.Error("two snapshots share a plan seed")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"rig/internal/atomicfile"
 	"strings"
 )
 
@@ -21,18 +22,18 @@ func repoFile(recDir, callID string) string {
 	return filepath.Join(recDir, "repos", safe+"-"+hex.EncodeToString(sum[:4])+".json")
 }
 
-// keepRepo stores a code trial's final repository.
-func keepRepo(recDir, callID string, files map[string]string) error {
+// KeepRepo stores a code trial's final repository.
+func KeepRepo(recDir, callID string, files map[string]string) error {
 	if err := os.MkdirAll(filepath.Join(recDir, "repos"), 0o700); err != nil {
 		return err
 	}
-	return writeJSONAtomic(repoFile(recDir, callID), files, 0o600)
+	return atomicfile.WriteJSON(repoFile(recDir, callID), files, 0o600)
 }
 
-// keptRepo reads a code trial's kept repository; ok is false when none was
+// KeptRepo reads a code trial's kept repository; ok is false when none was
 // kept (an execution from before repositories were kept).
-func keptRepo(recDir, callID string) (files map[string]string, ok bool) {
-	if err := readJSON(repoFile(recDir, callID), &files); err != nil {
+func KeptRepo(recDir, callID string) (files map[string]string, ok bool) {
+	if err := atomicfile.ReadJSON(repoFile(recDir, callID), &files); err != nil {
 		return nil, false
 	}
 	return files, true

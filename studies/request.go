@@ -45,7 +45,7 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("idempotency key %q was used for another %s request (body %s, this %s request %s): choose a new key, or repeat the original request exactly",
-		e.Key, e.PrevOp, short(e.PrevHash), e.Op, short(e.NowHash))
+		e.Key, e.PrevOp, Short(e.PrevHash), e.Op, Short(e.NowHash))
 }
 
 // Is makes errors.Is(err, ErrIdempotencyConflict) true.

@@ -120,7 +120,7 @@ type Lifecycle struct {
 // NewLifecycle starts a registered study in draft.
 func NewLifecycle(designHash, actor string, at time.Time) *Lifecycle {
 	l := &Lifecycle{State: Draft, DesignHash: designHash}
-	l.Audit = append(l.Audit, AuditEntry{Event: "register", Actor: actor, At: at, From: "", To: Draft, Detail: "design " + short(designHash)})
+	l.Audit = append(l.Audit, AuditEntry{Event: "register", Actor: actor, At: at, From: "", To: Draft, Detail: "design " + Short(designHash)})
 	return l
 }
 
@@ -154,7 +154,7 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 			return refuse(nil, "no review (record the reviewer and verdict)")
 		}
 		if r.DesignHash != l.DesignHash {
-			return refuse(nil, "the review is of design %s, the study's design is %s (review the current design)", short(r.DesignHash), short(l.DesignHash))
+			return refuse(nil, "the review is of design %s, the study's design is %s (review the current design)", Short(r.DesignHash), Short(l.DesignHash))
 		}
 		switch r.Verdict {
 		case "pass":
@@ -185,7 +185,7 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 			return refuse(nil, "revise needs the new design's hash, different from the current one")
 		}
 		to = Draft
-		detail = fmt.Sprintf("design %s → %s; review and approval lapse", short(l.DesignHash), short(ev.DesignHash))
+		detail = fmt.Sprintf("design %s → %s; review and approval lapse", Short(l.DesignHash), Short(ev.DesignHash))
 		commit = func() { l.DesignHash, l.Director = ev.DesignHash, "" }
 	case EventFreeze:
 		if from != Approved {
@@ -195,7 +195,7 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 			return refuse(nil, "no snapshot hash")
 		}
 		to = Frozen
-		detail = "snapshot " + short(ev.SnapshotHash)
+		detail = "snapshot " + Short(ev.SnapshotHash)
 		commit = func() { l.SnapshotHash = ev.SnapshotHash }
 	case EventRun:
 		if from != Frozen {

@@ -82,8 +82,9 @@ type ValidateOptions struct {
 	// File names the design in messages; "design.json" when empty.
 	File string
 	// Lookup expands "${NAME}" references in model files (os.LookupEnv, or
-	// a reader of ~/.cache/rig/installed.env). Nil: references are not
-	// expanded and the quant check skips them.
+	// provision.Lookup: the environment, then installed.env under
+	// $RIG_CACHE). Nil: references are not expanded and the quant check
+	// skips them.
 	Lookup func(name string) (string, bool)
 	// BaseDir resolves relative model paths; the design file's folder.
 	BaseDir string
@@ -454,11 +455,11 @@ func (v *validator) judges() {
 			continue
 		case j.Role != RoleJudge:
 			v.add(KindInvalid, p+".judge", "arm %q has role %q; a judge is an arm with role \"judge\" (add one, or set that arm's role to \"judge\")", j.Name, j.Role)
-		case harnessOf(j.Runtime) == "aider":
+		case HarnessOf(j.Runtime) == "aider":
 			v.add(KindInvalid, p+".judge", "arm %q runs %q; a judge answers in its runtime directly (use \"llama-server\" or \"ollama\")", j.Name, j.Runtime)
 		}
 		for _, a := range v.d.ArmsFor(jk.Name) {
-			if arm := v.d.Arms[a]; harnessOf(arm.Runtime) == "aider" {
+			if arm := v.d.Arms[a]; HarnessOf(arm.Runtime) == "aider" {
 				v.add(KindInvalid, p+".grader.name", "arms[%d] (%q) runs %q: its output is a repository, which a judge does not read (grade the code job kind with the \"code\" grader)", a, arm.Name, arm.Runtime)
 			}
 		}
@@ -561,7 +562,7 @@ func ModelPath(ref string, lookup func(string) (string, bool), baseDir string) (
 		return m
 	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("%w: %s in %q is not set (source ~/.cache/rig/installed.env, or write the file's path)", ErrUnsetReference, strings.Join(missing, ", "), ref)
+		return "", fmt.Errorf("%w: %s in %q is not set (run make setup, which records it in installed.env under $RIG_CACHE, or write the file's path)", ErrUnsetReference, strings.Join(missing, ", "), ref)
 	}
 	if strings.HasPrefix(out, "~/") {
 		if home, err := os.UserHomeDir(); err == nil {

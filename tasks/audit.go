@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"rig/internal/atomicfile"
 	"sort"
 	"strings"
 	"time"
@@ -119,26 +120,10 @@ func CheckAudited(b *Bank, dir string) (AuditRecord, error) {
 	return AuditRecord{}, &AuditError{File: b.File, Current: b.Hash, Err: ErrNotAudited}
 }
 
-// writeAtomic writes via a temp file and rename so a crash leaves either the
+// writeAtomic writes through internal/atomicfile: a crash leaves either the
 // old file or the new one.
 func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteBytes(path, data, 0o600)
 }
 
 // RunAudit is the body of `rig tasks audit BANK`: parse, audit, print.

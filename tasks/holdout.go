@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,6 +21,10 @@ type UsedVersion struct {
 	BankHash    string    `json:"bank_hash"`
 	Study       string    `json:"study"`
 	DecidedAt   time.Time `json:"decided_at"`
+	// Holdout is the ids of the version's hold-out tasks when it was used,
+	// sorted; nil when not recorded (the bank on disk no longer had the
+	// hash the study used).
+	Holdout []string `json:"holdout"`
 }
 
 // UsedVersions is the used-versions record file.
@@ -54,11 +60,23 @@ func (u UsedVersions) Find(jobKind, bankVersion string) (UsedVersion, bool) {
 	return UsedVersion{}, false
 }
 
-// MarkUsed appends a use to the record file; the decision step calls it.
+// usedMu serialises this process's writers of used-version records.
+var usedMu sync.Mutex
+
+// MarkUsed appends a use to the record file, creating its folder; the
+// decision step calls it. A use already recorded (same job kind, version,
+// hash and study) is not appended again.
 func MarkUsed(path string, v UsedVersion) error {
+	usedMu.Lock()
+	defer usedMu.Unlock()
 	u, err := LoadUsed(path)
 	if err != nil {
 		return err
+	}
+	for _, w := range u.Used {
+		if w.JobKind == v.JobKind && w.BankVersion == v.BankVersion && w.BankHash == v.BankHash && w.Study == v.Study {
+			return nil
+		}
 	}
 	if v.DecidedAt.IsZero() {
 		v.DecidedAt = time.Now().UTC()
@@ -68,7 +86,82 @@ func MarkUsed(path string, v UsedVersion) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	return writeAtomic(path, append(data, '\n'))
+}
+
+// HoldoutIDs lists the ids of the bank's hold-out tasks, sorted; never nil,
+// so an empty split is recorded as [] and told apart from none recorded.
+func (b *Bank) HoldoutIDs() []string {
+	ids := []string{}
+	for _, t := range b.Tasks {
+		if t.Holdout {
+			ids = append(ids, t.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// SplitChange is a used bank version whose hold-out split is not the one the
+// decided study used.
+type SplitChange struct {
+	Used UsedVersion
+	// Added and Removed are the ids flagged hold-out since, and unflagged
+	// since. Both are empty when the use did not record its split
+	// (Used.Holdout nil): the bank's content changed and the split cannot be
+	// shown to be the same.
+	Added, Removed []string
+}
+
+// SplitChanged returns the first recorded use of b's job kind and version
+// whose hold-out split differs from b's: the version's content changed in
+// place after a decision (b.Hash is not the hash the study used) and either
+// its hold-out set differs or the use did not record one. A change that
+// leaves the split as it was is not reported here (the bank's audit is what
+// catches it).
+func (u UsedVersions) SplitChanged(b *Bank) (SplitChange, bool) {
+	now := b.HoldoutIDs()
+	for _, v := range u.Used {
+		if v.JobKind != b.Header.JobKind || v.BankVersion != b.Header.BankVersion || v.BankHash == b.Hash {
+			continue
+		}
+		if v.Holdout == nil {
+			return SplitChange{Used: v}, true
+		}
+		added, removed := diffIDs(v.Holdout, now)
+		if len(added) > 0 || len(removed) > 0 {
+			return SplitChange{Used: v, Added: added, Removed: removed}, true
+		}
+	}
+	return SplitChange{}, false
+}
+
+// diffIDs returns the ids in now but not in was, and in was but not in now.
+func diffIDs(was, now []string) (added, removed []string) {
+	in := func(ids []string) map[string]bool {
+		m := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			m[id] = true
+		}
+		return m
+	}
+	w, n := in(was), in(now)
+	for _, id := range now {
+		if !w[id] {
+			added = append(added, id)
+		}
+	}
+	for _, id := range was {
+		if !n[id] {
+			removed = append(removed, id)
+		}
+	}
+	sort.Strings(added)
+	sort.Strings(removed)
+	return added, removed
 }
 
 // FlipHoldout sets the hold-out flag of the named tasks and rewrites the

@@ -6,7 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/internal/provision"
-	"rig/preflight"
+	"rig/preflight/bench"
 	"rig/runtimes"
 	"rig/studies/analysis"
 )
@@ -61,12 +61,8 @@ before committing a calibration: a peak moves by a few percent between runs.
 			if err != nil {
 				return err
 			}
-			models := map[string]string{}
-			for name, m := range in.Models {
-				models[name] = m.Path
-			}
-			return preflight.BenchPreflight(cmd.Context(), cmd.OutOrStdout(), preflight.BenchOptions{
-				LlamaServerBin: in.LlamaServer, OllamaBin: in.Ollama, Runtimes: benchRuntimes, Models: models,
+			return bench.Run(cmd.Context(), cmd.OutOrStdout(), bench.Options{
+				Installed: in, Runtimes: benchRuntimes,
 				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut, Repeats: repeats,
 			})
 		},

@@ -3,14 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"rig/replay"
 
 	"github.com/spf13/cobra"
-
-	"rig/studies"
 )
 
 func newBenchReplayCommand() *cobra.Command {
-	req := studies.ReplayBenchRequest{Model: "smollm2-135m-instruct"}
+	req := replay.ReplayBenchRequest{Model: "smollm2-135m-instruct"}
 	var runtime string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -37,7 +36,7 @@ Exit status 1 when a goal is missed.`,
 			if req.Runtimes, err = replayRuntimes("bench replay", runtime); err != nil {
 				return err
 			}
-			res, err := studies.BenchReplay(cmd.Context(), req)
+			res, err := replay.BenchReplay(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

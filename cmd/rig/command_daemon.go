@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -12,15 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/preflight"
-	"rig/studies"
+	"rig/daemon"
 )
 
 func homeDir(cmd *cobra.Command) string {
 	if h, _ := cmd.Flags().GetString("home"); h != "" {
 		return h
 	}
-	return studies.DefaultHome()
+	return daemon.DefaultHome()
 }
 
 func socketPath(cmd *cobra.Command) string {
@@ -57,41 +53,8 @@ value stops the daemon at start, naming the file, the field and the fix.
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			// Taken before anything resumes or touches the card: a second
-			// daemon must change nothing.
-			release, err := lockDaemon(daemonLockPath(), homeDir(cmd), socketPath(cmd))
-			if err != nil {
-				return err
-			}
-			defer release()
-			svc, err := studies.NewService(homeDir(cmd), log)
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			svc.NoSandbox = noSandbox
-			gov, err := startGovernor(cmd.Context(), svc, log)
-			if err != nil {
-				return err
-			}
-			svc.Gates = gov
-			// A daemon killed while a runtime ran in a simulated card left
-			// that card's cgroup behind; remove it before anything resumes.
-			if removed, err := preflight.CleanupStale(cmd.Context()); err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
-				log.Warn("removing stale card reservations", "err", err)
-			} else if len(removed) > 0 {
-				log.Info("removed stale card reservations", "cgroups", removed)
-			}
-			if resumed, err := svc.Resume(cmd.Context()); err != nil {
-				log.Error("resuming executions", "err", err)
-			} else {
-				for _, r := range resumed {
-					log.Info("resumed", "execution", r.ID, "done", r.Done)
-				}
-			}
-			log.Info("rig daemon serving", "socket", socketPath(cmd), "home", homeDir(cmd))
-			return serveDaemon(cmd.Context(), socketPath(cmd), daemonMethods(svc))
+			return daemon.Run(cmd.Context(), daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox,
+				Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		},
 	}
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without network namespaces (recorded on every receipt)")
@@ -99,92 +62,7 @@ value stops the daemon at start, naming the file, the field and the fix.
 	return cmd
 }
 
-// decode reads a request body into v; an empty body leaves v zero.
-func decode(raw json.RawMessage, v any) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("bad request: %w", err)
-	}
-	return nil
-}
-
-type nameReq struct {
-	Name   string `json:"name"`
-	Actor  string `json:"actor,omitempty"`
-	Why    string `json:"why,omitempty"`
-	Format string `json:"format,omitempty"`
-}
-
-type dryRunReq struct {
-	Name   string `json:"name"`
-	Speeds string `json:"speeds,omitempty"`
-}
-
-type reportReq struct {
-	Name string `json:"name"`
-	studies.ReportOptions
-}
-
-type reviewReq struct {
-	Name   string         `json:"name"`
-	Review studies.Review `json:"review"`
-	Why    string         `json:"why"`
-}
-
-// method adapts a typed daemon method to a handler: the request is decoded
-// into Req first.
-func method[Req any](fn func(ctx context.Context, req Req, text io.Writer) (any, error)) handler {
-	return func(ctx context.Context, raw json.RawMessage, text io.Writer) (any, error) {
-		var req Req
-		if err := decode(raw, &req); err != nil {
-			return nil, err
-		}
-		return fn(ctx, req, text)
-	}
-}
-
-func daemonMethods(svc *studies.Service) map[string]handler {
-	return map[string]handler{
-		"register": method(func(ctx context.Context, r studies.RegisterRequest, _ io.Writer) (any, error) {
-			return svc.Register(ctx, r)
-		}),
-		"review": method(func(ctx context.Context, r reviewReq, _ io.Writer) (any, error) {
-			return svc.Review(ctx, r.Name, r.Review, r.Why)
-		}),
-		"approve": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) {
-			return svc.Approve(ctx, r.Name, r.Actor, r.Why)
-		}),
-		"freeze": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) {
-			return svc.Freeze(ctx, r.Name, r.Actor)
-		}),
-		"preflight": method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) { return svc.Preflight(ctx, r.Name, w) }),
-		"validate":  method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) { return svc.Validate(ctx, r.Name, w) }),
-		"dry-run": method(func(ctx context.Context, r dryRunReq, w io.Writer) (any, error) {
-			return svc.DryRun(ctx, r.Name, r.Speeds, w)
-		}),
-		"run":    method(func(ctx context.Context, r studies.RunRequest, _ io.Writer) (any, error) { return svc.Run(ctx, r) }),
-		"cancel": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Cancel(ctx, r.Name) }),
-		"status": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.Status(ctx, r.Name) }),
-		"grade":  gradeMethod(svc),
-		"report": method(func(ctx context.Context, r reportReq, _ io.Writer) (any, error) {
-			return svc.Report(ctx, r.Name, r.ReportOptions)
-		}),
-		"decide": method(func(ctx context.Context, r studies.DecideRequest, _ io.Writer) (any, error) {
-			return svc.Decide(ctx, r)
-		}),
-		"check": method(func(ctx context.Context, r nameReq, _ io.Writer) (any, error) { return svc.CheckStore(ctx, r.Name) }),
-		"export": method(func(ctx context.Context, r nameReq, w io.Writer) (any, error) {
-			return nil, svc.Export(ctx, r.Name, orDefaultStr(r.Format, "jsonl"), w)
-		}),
-		"list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return svc.List() }),
-	}
-}
-
-func orDefaultStr(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
+// callDaemon sends one request to the daemon on socket (see daemon.Client).
+func callDaemon(ctx context.Context, socket, method string, req, out any, text io.Writer) error {
+	return daemon.Client{Socket: socket}.Call(ctx, method, req, out, text)
 }

@@ -1,13 +1,12 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/internal/provision"
 )
 
 func newGovernorFaultsCommand() *cobra.Command {
@@ -40,18 +39,10 @@ class failed or was skipped, or the record cannot be written.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.StateDir, "state-dir", governorStateDir(), "where dated records go; the study gate reads them")
+	f.StringVar(&opts.StateDir, "state-dir", governor.DefaultStateDir(), "where dated records go; the study gate reads them")
 	f.StringVar(&opts.WorkDir, "work-dir", "", "scratch directory (default: a temporary one)")
 	f.IntVar(&opts.Repetitions, "repetitions", 5, "repetitions per class")
 	f.StringSliceVar(&opts.Classes, "class", nil, "run only these classes (a partial run never passes)")
-	f.StringVar(&opts.InstalledEnv, "installed-env", installedEnvPath(), "env file naming the provisioned runtimes")
+	f.StringVar(&opts.InstalledEnv, "installed-env", provision.Path(), "env file naming the provisioned runtimes")
 	return cmd
-}
-
-// governorStateDir is where the fault suite's records live unless
-// --state-dir says otherwise; it matches governor.RunFaults's own default so
-// the suite and the gate agree.
-func governorStateDir() string {
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".local", "state", "rig", "governor")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/internal/provision"
 )
 
 func newGovernorSoakCommand() *cobra.Command {
@@ -40,8 +41,8 @@ provisioned (run make setup), or the soak was interrupted.`,
 	}
 	f := cmd.Flags()
 	f.DurationVar(&d, "duration", 10*time.Minute, "how long to generate")
-	f.StringVar(&opts.StateDir, "state-dir", governorStateDir(), "governor state directory (heartbeat, disk checks)")
+	f.StringVar(&opts.StateDir, "state-dir", governor.DefaultStateDir(), "governor state directory (heartbeat, disk checks)")
 	f.StringVar(&opts.WorkDir, "work-dir", "", "scratch directory (default: a temporary one)")
-	f.StringVar(&opts.InstalledEnv, "installed-env", installedEnvPath(), "env file naming the provisioned runtimes")
+	f.StringVar(&opts.InstalledEnv, "installed-env", provision.Path(), "env file naming the provisioned runtimes")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"rig/governor"
+	"rig/internal/provision"
 )
 
 func TestGovernorSoakNeedsRuntime(t *testing.T) {
@@ -27,7 +28,7 @@ func TestGovernorSoakReal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a real llama-server")
 	}
-	env := installedEnvPath()
+	env := provision.Path()
 	if _, err := os.Stat(env); err != nil {
 		t.Skipf("no %s (run make setup)", env)
 	}

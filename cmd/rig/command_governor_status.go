@@ -49,7 +49,7 @@ stale (run rig governor faults).`,
 			return governor.CheckFresh(dir, maxAge, now)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "state-dir", governorStateDir(), "where rig governor faults stores its records")
+	cmd.Flags().StringVar(&dir, "state-dir", governor.DefaultStateDir(), "where rig governor faults stores its records")
 	cmd.Flags().DurationVar(&maxAge, "max-age", governor.DefaultPassMaxAge, "how old the last pass may be")
 	return cmd
 }

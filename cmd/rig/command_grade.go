@@ -1,22 +1,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"rig/studies"
+	"rig/daemon"
 )
 
 func newGradeCommand() *cobra.Command {
-	var req studies.RegradeRequest
+	var req daemon.RegradeRequest
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "grade --regrade STUDY [--grader NAME --version N] [--execution ID]",
@@ -64,28 +61,21 @@ execution.`,
 
 // regradeStudy asks the daemon, which holds the study's store open; with no
 // daemon running it opens the store itself.
-func regradeStudy(cmd *cobra.Command, req studies.RegradeRequest) (*studies.RegradeReport, error) {
-	var rep studies.RegradeReport
+func regradeStudy(cmd *cobra.Command, req daemon.RegradeRequest) (*daemon.RegradeReport, error) {
+	var rep daemon.RegradeReport
 	err := callDaemon(cmd.Context(), socketPath(cmd), "grade", req, &rep, cmd.ErrOrStderr())
 	switch {
 	case err == nil:
 		return &rep, nil
-	case errors.Is(err, ErrNoDaemon):
-		svc, err := studies.NewService(homeDir(cmd), slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	case errors.Is(err, daemon.ErrNoDaemon):
+		svc, err := daemon.NewService(homeDir(cmd), slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		if err != nil {
 			return nil, err
 		}
 		defer svc.Close()
 		return svc.Regrade(cmd.Context(), req)
-	case strings.Contains(err.Error(), "404"):
+	case errors.Is(err, daemon.ErrNoMethod):
 		return nil, fmt.Errorf("the running rig daemon does not serve re-grades and holds the study's store: stop it (or restart it from this build) and run rig grade again: %w", err)
 	}
 	return nil, err
-}
-
-// gradeMethod is the daemon's "grade" method.
-func gradeMethod(svc *studies.Service) handler {
-	return method(func(ctx context.Context, r studies.RegradeRequest, _ io.Writer) (any, error) {
-		return svc.Regrade(ctx, r)
-	})
 }

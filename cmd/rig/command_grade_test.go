@@ -5,11 +5,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"rig/daemon"
 	"strings"
 	"testing"
 	"time"
-
-	"rig/studies"
 )
 
 func TestGradeRegradeCommand(t *testing.T) {
@@ -33,7 +32,7 @@ func TestGradeRegradeCommand(t *testing.T) {
 
 	t.Run("through the daemon", func(t *testing.T) {
 		home := t.TempDir()
-		svc, err := studies.NewService(home, nil)
+		svc, err := daemon.NewService(home, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +40,7 @@ func TestGradeRegradeCommand(t *testing.T) {
 		sock := filepath.Join(home, "rig.sock")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		go serveDaemon(ctx, sock, map[string]handler{"grade": gradeMethod(svc)})
+		go svc.Serve(ctx, sock)
 		for i := 0; i < 100; i++ {
 			if c, err := net.Dial("unix", sock); err == nil {
 				c.Close()

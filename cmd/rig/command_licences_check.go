@@ -1,13 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"rig/internal/provision"
 	"rig/licences"
 	"rig/studies"
 )
@@ -58,19 +57,16 @@ blocked, the design is invalid or a file cannot be read.`,
 		},
 	}
 	cmd.Flags().StringVar(&registry, "registry", "", "the studio's licence registry file, read over the bundled one (default: the design's licence_registry, else $"+studies.LicenceRegistryEnv+", else the bundled registry alone)")
-	cmd.Flags().StringVar(&envFile, "installed-env", installedEnvPath(), "env file that expands ${NAME} in model files (skipped when absent)")
+	cmd.Flags().StringVar(&envFile, "installed-env", provision.Path(), "env file that expands ${NAME} in model files (skipped when absent)")
 	return cmd
 }
 
 // loadDesignForLicences loads and validates the design, with the lookup that
 // expands its ${NAME} references.
 func loadDesignForLicences(cmd *cobra.Command, path, envFile string) (*studies.Design, func(string) (string, bool), error) {
-	lookup, err := studies.EnvFileLookup(envFile)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		lookup = os.LookupEnv
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading %s: %w (fix the line, or pass --installed-env)", envFile, err)
+	lookup, err := provision.LookupFile(envFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (fix the line, or pass --installed-env)", err)
 	}
 	d, err := studies.LoadDesign(cmd.Context(), path, studies.ValidateOptions{File: path, Lookup: lookup})
 	if err != nil {

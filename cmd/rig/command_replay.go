@@ -7,11 +7,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/genrecord"
-	"rig/studies"
+	"rig/replay"
 )
 
 func newReplayCommand() *cobra.Command {
-	var req studies.ReplayRequest
+	var req replay.ReplayRequest
 	var rows string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -41,7 +41,7 @@ Exit status 1 unless every replayed row reproduced.`,
 			if rows != "" {
 				req.Options.Rows = strings.Split(rows, ",")
 			}
-			sum, err := studies.ReplayRecord(cmd.Context(), req)
+			sum, err := replay.ReplayRecord(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

@@ -3,14 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"rig/replay"
 
 	"github.com/spf13/cobra"
-
-	"rig/studies"
 )
 
 func newReplayCalibrateCommand() *cobra.Command {
-	var req studies.ReplayCalibrationRequest
+	var req replay.ReplayCalibrationRequest
 	var runtime, out string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -53,7 +52,7 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 			if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
 				return err
 			}
-			cal, err := studies.CalibrateReplay(cmd.Context(), req)
+			cal, err := replay.CalibrateReplay(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

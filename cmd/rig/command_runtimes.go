@@ -83,15 +83,11 @@ the containment check read. Everything it starts is stopped before it returns.`,
 			for _, kind := range []string{"llama-server", "ollama"} {
 				for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
 					m := in.Models[name]
-					bin, flags := in.LlamaServer, in.LlamaBuildFlag
-					if kind == "ollama" {
-						bin, flags = in.Ollama, "go build -trimpath (cgo, CPU)"
-					}
-					cfg := runtimes.Config{Binary: bin, Model: m.Path, ModelName: name, ModelSHA256: m.SHA256,
-						Context: 2048, WorkDir: filepath.Join(work, kind+"-"+name), NoSandbox: noSandbox, BuildFlags: flags}
+					cfg := runtimes.Config{Model: m.Path, ModelName: name, ModelSHA256: m.SHA256,
+						Context: 2048, WorkDir: filepath.Join(work, kind+"-"+name), NoSandbox: noSandbox}
 					fmt.Fprintf(out, "== %s × %s\n", kind, name)
 					started := time.Now()
-					rt, err := runtimes.Start(cmd.Context(), kind, cfg)
+					rt, err := runtimes.Launch(cmd.Context(), in, kind, cfg)
 					if err != nil {
 						return err
 					}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/daemon"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/report"
+	"rig/studies/run"
 )
 
 func newStudyCommand() *cobra.Command {
@@ -68,7 +70,7 @@ the existing study; the same key with another design is a conflict.`,
 			if err != nil {
 				return err
 			}
-			req := studies.RegisterRequest{DesignFile: path, Key: key, Actor: actor}
+			req := daemon.RegisterRequest{DesignFile: path, Key: key, Actor: actor}
 			// The daemon may run elsewhere with another working directory and
 			// environment: it gets absolute paths, and this shell's setting.
 			if req.Registry, err = absOrEmpty(registry); err != nil {
@@ -77,7 +79,7 @@ the existing study; the same key with another design is a conflict.`,
 			if req.ConfiguredRegistry, err = absOrEmpty(os.Getenv(studies.LicenceRegistryEnv)); err != nil {
 				return err
 			}
-			var info studies.StudyInfo
+			var info daemon.StudyInfo
 			if err := callDaemon(cmd.Context(), socketPath(cmd), "register", req, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
@@ -106,8 +108,8 @@ func studyReviewCommand() *cobra.Command {
 		Short: "Record an outside review's verdict (a pass needs a licence line)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info studies.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "review", reviewReq{Name: args[0], Review: r, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+			var info daemon.StudyInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "review", daemon.ReviewRequest{Name: args[0], Review: r, Why: why}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -129,8 +131,8 @@ func studyApproveCommand() *cobra.Command {
 		Short: "Record the Director's approval of a reviewed study",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info studies.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "approve", nameReq{Name: args[0], Actor: director, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+			var info daemon.StudyInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "approve", daemon.NameRequest{Name: args[0], Actor: director, Why: why}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -150,7 +152,7 @@ func studySimpleCommand(method, short string) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var out any
-			if err := callDaemon(cmd.Context(), socketPath(cmd), method, nameReq{Name: args[0], Actor: actor}, &out, cmd.OutOrStdout()); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), method, daemon.NameRequest{Name: args[0], Actor: actor}, &out, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			if method == "freeze" {
@@ -176,8 +178,8 @@ validation run. Progress (trials done/total, current trial, rate, ETA) is
 printed until the execution ends; Ctrl-C stops following, not the run.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info studies.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", studies.RunRequest{Study: args[0], Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
+			var info run.ExecInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d)\n", info.ID, info.Attempt)
@@ -203,8 +205,8 @@ func studyRerunCommand() *cobra.Command {
 		Short: "Run a frozen study again as a new execution whose parent is EXECUTION",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info studies.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", studies.RunRequest{Study: args[0], Key: key, Parent: args[1]}, &info, cmd.OutOrStdout()); err != nil {
+			var info run.ExecInfo
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Parent: args[1]}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d, parent %s)\n", info.ID, info.Attempt, info.Parent)
@@ -222,8 +224,8 @@ func studyRerunCommand() *cobra.Command {
 func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 	last := ""
 	for {
-		var info studies.StudyInfo
-		if err := callDaemon(ctx, socketPath(cmd), "status", nameReq{Name: name}, &info, nil); err != nil {
+		var info daemon.StudyInfo
+		if err := callDaemon(ctx, socketPath(cmd), "status", daemon.NameRequest{Name: name}, &info, nil); err != nil {
 			return err
 		}
 		for _, e := range info.Executions {
@@ -271,8 +273,8 @@ func studyStatusCommand() *cobra.Command {
 }
 
 func printStatus(cmd *cobra.Command, name string) error {
-	var info studies.StudyInfo
-	if err := callDaemon(cmd.Context(), socketPath(cmd), "status", nameReq{Name: name}, &info, cmd.OutOrStdout()); err != nil {
+	var info daemon.StudyInfo
+	if err := callDaemon(cmd.Context(), socketPath(cmd), "status", daemon.NameRequest{Name: name}, &info, cmd.OutOrStdout()); err != nil {
 		return err
 	}
 	printStudy(cmd.OutOrStdout(), info)
@@ -296,7 +298,7 @@ func studyListCommand() *cobra.Command {
 	}
 }
 
-func printStudy(w io.Writer, info studies.StudyInfo) {
+func printStudy(w io.Writer, info daemon.StudyInfo) {
 	fmt.Fprintf(w, "study      %s", info.Name)
 	if info.Replayed {
 		fmt.Fprint(w, " (idempotent repeat: existing study returned)")
@@ -335,7 +337,7 @@ func firstLineOf(s string) string {
 }
 
 func studyReportCommand() *cobra.Command {
-	var opts studies.ReportOptions
+	var opts daemon.ReportOptions
 	var screenshot string
 	cmd := &cobra.Command{
 		Use:   "report NAME",
@@ -361,12 +363,12 @@ replay is kept with the execution, so later reports show it without
 (every figure rendered) and saves a PNG of it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var files studies.ReportFiles
+			var files daemon.ReportFiles
 			if opts.ReplaySample > 0 {
 				// The daemon answers once, at the end; say what the wait is for.
 				fmt.Fprintf(cmd.OutOrStdout(), "replaying %d kept rows of every generation record through its pinned runtime first: about as long as generating them took (the daemon's log names each record as it starts)\n", opts.ReplaySample)
 			}
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "report", reportReq{Name: args[0], ReportOptions: opts}, &files, cmd.OutOrStdout()); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "report", daemon.ReportRequest{Name: args[0], ReportOptions: opts}, &files, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprint(cmd.OutOrStdout(), files.Summary)
@@ -388,7 +390,7 @@ replay is kept with the execution, so later reports show it without
 
 // checkInBrowser renders the report in headless Chromium, checks that every
 // figure the data calls for is in the rendered page, and saves a screenshot.
-func checkInBrowser(ctx context.Context, files studies.ReportFiles, png string) error {
+func checkInBrowser(ctx context.Context, files daemon.ReportFiles, png string) error {
 	bin, err := report.FindBrowser()
 	if err != nil {
 		return err
@@ -421,18 +423,22 @@ func checkInBrowser(ctx context.Context, files studies.ReportFiles, png string) 
 }
 
 func studyDecideCommand() *cobra.Command {
-	var req studies.DecideRequest
+	var req daemon.DecideRequest
 	cmd := &cobra.Command{
 		Use:   "decide NAME --comparison HASH --rationale TEXT",
 		Short: "Record the decision the pre-registered rule assigns, citing the comparison you read",
 		Long: `decide evaluates the design's decision rule exactly as written on the latest
 finished execution and records the outcome, its logic, the actor, the rationale
 and the comparison hash. A hash that no longer matches the inputs (receipts
-changed since you read the report) is refused: read the new report first.`,
+changed since you read the report) is refused: read the new report first.
+
+--key makes the request idempotent, as for register and run: the same key with
+the same request returns the recorded decision; the same key with another
+request is a conflict.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Study = args[0]
-			var rec studies.DecisionRecord
+			var rec daemon.DecisionRecord
 			if err := callDaemon(cmd.Context(), socketPath(cmd), "decide", req, &rec, cmd.OutOrStdout()); err != nil {
 				return err
 			}
@@ -447,6 +453,7 @@ changed since you read the report) is refused: read the new report first.`,
 	cmd.Flags().StringVar(&req.Rationale, "rationale", "", "why, in words")
 	cmd.Flags().StringVar(&req.Actor, "actor", "", "who decides (default $USER)")
 	cmd.Flags().StringVar(&req.Execution, "execution", "", "execution (default: the latest finished)")
+	cmd.Flags().StringVar(&req.Key, "key", "", "idempotency key: the same key returns the recorded decision")
 	return cmd
 }
 
@@ -457,7 +464,7 @@ func studyCheckCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var sum receipts.Summary
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "check", nameReq{Name: args[0]}, &sum, nil); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "check", daemon.NameRequest{Name: args[0]}, &sum, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "store ok: %d executions, %d receipts (%d counted), %d audit entries, %d governor events\n",
@@ -481,7 +488,7 @@ against difficulty for each model.
   rig receipts export demo-small-models --format csv > receipts.csv`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callDaemon(cmd.Context(), socketPath(cmd), "export", nameReq{Name: args[0], Format: format}, nil, cmd.OutOrStdout())
+			return callDaemon(cmd.Context(), socketPath(cmd), "export", daemon.NameRequest{Name: args[0], Format: format}, nil, cmd.OutOrStdout())
 		},
 	}
 	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
@@ -508,7 +515,7 @@ and says which. A plan over the design's wall-time or energy cap is refused
 				}
 				speeds = abs
 			}
-			return callDaemon(cmd.Context(), socketPath(cmd), "dry-run", dryRunReq{Name: args[0], Speeds: speeds}, nil, cmd.OutOrStdout())
+			return callDaemon(cmd.Context(), socketPath(cmd), "dry-run", daemon.DryRunRequest{Name: args[0], Speeds: speeds}, nil, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&speeds, "speeds", "", "a pilot's speed table (JSON)")

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"path/filepath"
-
 	"github.com/spf13/cobra"
-
-	"rig/internal/provision"
 )
 
 // addLeafCommands registers the commands that call one leaf package each
@@ -44,10 +40,4 @@ func addLeafCommands(root *cobra.Command) {
 	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand(), newGovernorSoakCommand())
 
 	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov)
-}
-
-// installedEnvPath is the file `make setup` writes, naming every provisioned
-// binary and model; designs refer to its variables as ${NAME}.
-func installedEnvPath() string {
-	return filepath.Join(provision.CacheDir(), "installed.env")
 }

@@ -1,11 +1,6 @@
-// Package provision knows where rig's provisioned components live: it embeds
-// the pin file that scripts/setup.sh reads, and reads the installed.env that the
-// script writes into the cache. It does not install anything itself; `make setup`
-// does, and every error here says so.
 package provision
 
 import (
-	"bufio"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -22,9 +17,9 @@ var ErrNotProvisioned = errors.New("rig's runtimes and models are not provisione
 
 // Pins returns the pinned versions and sha256 of every provisioned artefact.
 func Pins() map[string]string {
-	pins, err := parseEnv(strings.NewReader(pinsFile))
+	pins, err := parseEnv(strings.NewReader(pinsFile), "internal/provision/pins.env")
 	if err != nil {
-		panic("internal/provision/pins.env is malformed: " + err.Error())
+		panic(err.Error())
 	}
 	return pins
 }
@@ -44,15 +39,23 @@ func CacheDir() string {
 	return filepath.Join(home, ".cache", "rig")
 }
 
+// Path is the installed.env that scripts/setup.sh writes into CacheDir.
+func Path() string { return filepath.Join(CacheDir(), "installed.env") }
+
 // Installed is what scripts/setup.sh recorded in installed.env.
 type Installed struct {
+	// File is the installed.env this was read from.
+	File           string
 	Cache          string
 	LlamaCppSrc    string
 	LlamaServer    string
 	LlamaBuildFlag string
 	Ollama         string
-	Aider          string
-	Models         map[string]Model // by registry name
+	// OllamaBuildFlag says how scripts/setup.sh builds Ollama; installed.env
+	// does not carry it, so it is derived from the pinned version here, once.
+	OllamaBuildFlag string
+	Aider           string
+	Models          map[string]Model // by registry name
 	// OtherQuants holds, by the registry name of the model it derives from,
 	// a second quant made here (replay's other-quant control); a model with
 	// none has no entry.
@@ -70,30 +73,30 @@ type Model struct {
 	DerivedFrom string
 }
 
-// Load reads installed.env from the cache. It returns ErrNotProvisioned when the
-// file is missing, so callers can tell the user to run make setup.
-func Load() (Installed, error) {
-	path := filepath.Join(CacheDir(), "installed.env")
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Installed{}, fmt.Errorf("%s is missing: %w", path, ErrNotProvisioned)
-	}
+// Load reads installed.env from the cache (Path). It returns an error wrapping
+// ErrNotProvisioned when the file is missing, so callers can tell the user to
+// run make setup.
+func Load() (Installed, error) { return LoadFile(Path()) }
+
+// LoadFile reads an installed.env at path, for a caller told where it is (a
+// command's --installed-env).
+func LoadFile(path string) (Installed, error) {
+	kv, err := readEnvFile(path)
 	if err != nil {
 		return Installed{}, err
 	}
-	defer f.Close()
-	kv, err := parseEnv(f)
-	if err != nil {
-		return Installed{}, fmt.Errorf("%s: %w", path, err)
-	}
 	pins := Pins()
 	in := Installed{
+		File:           path,
 		Cache:          kv["RIG_CACHE"],
 		LlamaCppSrc:    kv["LLAMA_CPP_SRC"],
 		LlamaServer:    kv["LLAMA_SERVER_BIN"],
 		LlamaBuildFlag: kv["LLAMA_SERVER_BUILD_FLAGS"],
 		Ollama:         kv["OLLAMA_BIN"],
-		Aider:          kv["AIDER_BIN"],
+		// The words every receipt has carried for this build since the
+		// first one: changing them would make the same build two pins.
+		OllamaBuildFlag: "go build -trimpath (cgo, CPU), ollama v" + pins["OLLAMA_VERSION"],
+		Aider:           kv["AIDER_BIN"],
 		Models: map[string]Model{
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
 			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},
@@ -107,22 +110,20 @@ func Load() (Installed, error) {
 	return in, nil
 }
 
-// parseEnv reads KEY=VALUE lines (bash-compatible subset: comments, optional double quotes).
-func parseEnv(r interface{ Read([]byte) (int, error) }) (map[string]string, error) {
-	out := map[string]string{}
-	sc := bufio.NewScanner(r)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
+// Model returns the provisioned model of that registry name, or an error
+// that names the provisioned ones and make setup.
+func (in Installed) Model(name string) (Model, error) {
+	m, ok := in.Models[name]
+	if ok && m.Path != "" {
+		if _, err := os.Stat(m.Path); err == nil {
+			return m, nil
 		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			return nil, fmt.Errorf("line %d: %q is not KEY=VALUE", n, line)
-		}
-		out[k] = strings.Trim(v, `"`)
 	}
-	return out, sc.Err()
+	var names []string
+	for n, m := range in.Models {
+		if m.Path != "" {
+			names = append(names, n)
+		}
+	}
+	return Model{}, fmt.Errorf("%s: model %q: %w (provisioned: %s)", in.File, name, ErrNotProvisioned, strings.Join(sorted(names), ", "))
 }

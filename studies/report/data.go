@@ -18,6 +18,11 @@ type Data struct {
 	DesignHash     string    `json:"design_hash"`
 	ComparisonHash string    `json:"comparison_hash"`
 	GeneratedAt    time.Time `json:"generated_at"`
+	// AnalysisSeed seeded every resample of the analysis (bootstrap
+	// intervals, P(best), permutation tests); AnalysisSeedFrom says how it
+	// was drawn from the design, e.g. "the first 8 bytes of the design hash".
+	AnalysisSeed     uint64 `json:"analysis_seed"`
+	AnalysisSeedFrom string `json:"analysis_seed_from,omitempty"`
 	// Machine is the one machine line the main runs used: GPU, driver,
 	// runtimes and their versions.
 	Machine  string    `json:"machine"`

@@ -33,7 +33,12 @@ func WriteMarkdown(w io.Writer, d Data) error {
 	}
 
 	p("# %s\n\n", line(d.Study))
-	p("- Generated: %s\n- Design hash: `%s`\n- Comparison hash: `%s`\n- Machine: %s\n\n", when(d.GeneratedAt), line(d.DesignHash), line(d.ComparisonHash), orMissing(line(d.Machine)))
+	p("- Generated: %s\n- Design hash: `%s`\n- Comparison hash: `%s`\n", when(d.GeneratedAt), line(d.DesignHash), line(d.ComparisonHash))
+	p("- Analysis seed: `%d`", d.AnalysisSeed)
+	if d.AnalysisSeedFrom != "" {
+		p(" (%s)", line(d.AnalysisSeedFrom))
+	}
+	p("\n- Machine: %s\n\n", orMissing(line(d.Machine)))
 	p("## The check in three sentences\n\n1. %s\n2. %s\n3. %s\n\n", line(d.Sentences.JobKinds), line(d.Sentences.Candidates), line(d.Sentences.Measure))
 
 	if dc := d.Decision; dc != nil {

@@ -1,0 +1,162 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"rig/internal/atomicfile"
+	"rig/receipts"
+	"rig/studies"
+	"rig/studies/analysis"
+)
+
+// DecisionRecord is what `rig study decide` records: the outcome the
+// pre-registered rule assigned, the logic that produced it, the actor and the
+// comparison hash it cites.
+type DecisionRecord struct {
+	Study          string    `json:"study"`
+	Execution      string    `json:"execution"`
+	Action         string    `json:"action"`
+	Verdict        string    `json:"verdict"`
+	Arm            string    `json:"arm,omitempty"`
+	NextBaseline   string    `json:"next_baseline"`
+	Trace          []string  `json:"trace"`
+	ComparisonHash string    `json:"comparison_hash"`
+	Rationale      string    `json:"rationale"`
+	Actor          string    `json:"actor"`
+	At             time.Time `json:"at"`
+}
+
+// DecideRequest is `rig study decide`.
+type DecideRequest struct {
+	Study          string `json:"study"`
+	Execution      string `json:"execution,omitempty"`
+	ComparisonHash string `json:"comparison_hash"` // the hash the decider read; a stale one is refused
+	Rationale      string `json:"rationale"`
+	Actor          string `json:"actor"`
+	// Key makes the request idempotent, as register's and run's do: the same
+	// key with the same request returns the recorded decision; the same key
+	// with another request is a conflict (studies.ErrIdempotencyConflict).
+	Key string `json:"key,omitempty"`
+}
+
+// Decide evaluates the design's rule exactly as written on the execution's
+// analysis and records the decision; citing a stale comparison is refused.
+// Deciding marks every bank the study froze as used (see markBanksUsed).
+func (s *Service) Decide(ctx context.Context, req DecideRequest) (DecisionRecord, error) {
+	return s.decide(ctx, req, s.Analyse)
+}
+
+// decide is Decide with the analysis it reads passed in.
+func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ctx context.Context, name, execID string) (*Analysis, error)) (DecisionRecord, error) {
+	var st *receipts.Store
+	var body []byte
+	if req.Key != "" {
+		var err error
+		if st, err = s.store(req.Study); err != nil {
+			return DecisionRecord{}, err
+		}
+		// The request as sent, less who sends it (as run's body is).
+		body, _ = json.Marshal(studies.DecideBody{Study: req.Study, Execution: req.Execution, ReportHash: req.ComparisonHash, Rationale: req.Rationale})
+		_, found, err := st.LookupIdempotency(ctx, req.Key, body)
+		if err != nil {
+			return DecisionRecord{}, decideKeyConflict(req.Key, err)
+		}
+		if found {
+			if rec, ok, err := s.recordedDecision(req.Study); err != nil || ok {
+				return rec, err
+			}
+			// The key was claimed but the decision not recorded (the daemon
+			// stopped between the two): decide now.
+		}
+	}
+	a, err := analyse(ctx, req.Study, req.Execution)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	if req.ComparisonHash == "" {
+		return DecisionRecord{}, fmt.Errorf("decide: cite the comparison hash you read (rig study report %s prints it): --comparison %s", req.Study, a.Report.ComparisonHash)
+	}
+	if err := analysis.CheckHash(a.Input, req.ComparisonHash); err != nil {
+		var stale *analysis.StaleHashError
+		if errors.As(err, &stale) {
+			stale.Flag = "--comparison"
+		}
+		return DecisionRecord{}, err
+	}
+	d := a.Report.Decision
+	rec := DecisionRecord{Study: req.Study, Execution: a.Execution, Action: d.Action, Verdict: string(d.Verdict), Arm: d.Arm,
+		NextBaseline: d.NextBaseline, Trace: d.Trace, ComparisonHash: d.ComparisonHash, Rationale: req.Rationale,
+		Actor: cmp.Or(req.Actor, currentUser()), At: time.Now().UTC()}
+	ev := studies.Event{Kind: studies.EventDecide, Actor: rec.Actor, At: rec.At, Execution: a.Execution, Outcome: d.Action, Why: req.Rationale}
+	// A decision the lifecycle refuses writes nothing: check it before the
+	// key is claimed and the banks are marked.
+	l, err := s.lifecycle(req.Study)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	if _, err := l.Apply(ev); err != nil {
+		return DecisionRecord{}, err
+	}
+	if req.Key != "" {
+		_, replay, err := st.ClaimIdempotency(ctx, req.Key, body, "decision of "+a.Execution)
+		if err != nil {
+			return DecisionRecord{}, decideKeyConflict(req.Key, err)
+		}
+		if replay {
+			if prev, ok, err := s.recordedDecision(req.Study); err != nil || ok {
+				return prev, err
+			}
+		}
+	}
+	snap, err := s.Snapshot(req.Study)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	// Marked before the study moves to decided: a failure after this locks
+	// the versions without a decision (fail closed), never the reverse.
+	if err := markBanksUsed(req.Study, snap, rec.At); err != nil {
+		return DecisionRecord{}, err
+	}
+	if _, err := s.apply(ctx, req.Study, ev); err != nil {
+		return DecisionRecord{}, err
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
+		return DecisionRecord{}, err
+	}
+	return rec, nil
+}
+
+func (s *Service) decision(name string) (DecisionRecord, error) {
+	var rec DecisionRecord
+	err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "decision.json"), &rec)
+	return rec, err
+}
+
+// recordedDecision is the study's decision; ok is false when none is recorded.
+func (s *Service) recordedDecision(name string) (rec DecisionRecord, ok bool, err error) {
+	rec, err = s.decision(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return DecisionRecord{}, false, nil
+	}
+	if err != nil {
+		return DecisionRecord{}, false, err
+	}
+	return rec, true, nil
+}
+
+// decideKeyConflict makes the store's refusal of a key reused with another
+// request an error matching studies.ErrIdempotencyConflict.
+func decideKeyConflict(key string, err error) error {
+	var ce *receipts.ConflictError
+	if errors.As(err, &ce) && ce.What == "idempotency key" {
+		return fmt.Errorf("decide --key %q: %w: %w", key, studies.ErrIdempotencyConflict, err)
+	}
+	return err
+}

@@ -1,0 +1,129 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"rig/genrecord"
+	"rig/internal/atomicfile"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// DryRun prices the frozen study's whole plan (every arm × task × repeat) in
+// wall time and energy and executes nothing. Speeds come from a pilot table
+// (speedsFile) or, without one, from this machine's validation run records;
+// the table says which. A plan over the design's budget is refused.
+func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, error) {
+	snap, err := s.Snapshot(name)
+	if err != nil {
+		return nil, err
+	}
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, err
+	}
+	plan, err := studies.NewPlan(d, snap.Tasks(), studies.PlanOptions{Seed: studies.PlanSeed(snap.Hash, 1)})
+	if err != nil {
+		return nil, err
+	}
+	var speeds studies.SpeedTable
+	if speedsFile != "" {
+		raw, err := os.ReadFile(speedsFile)
+		if err != nil {
+			return nil, err
+		}
+		if speeds, err = studies.ParseSpeedTable(speedsFile, raw); err != nil {
+			return nil, err
+		}
+	} else if speeds, err = s.measuredSpeeds(name, d, w); err != nil {
+		return nil, err
+	}
+	est, err := studies.DryRun(d, plan, speeds, nil)
+	if est != nil {
+		est.WriteTable(w)
+	}
+	if len(d.AutoWallJobKinds()) > 0 {
+		walls, werr := studies.DeriveWalls(d, speeds)
+		if werr != nil {
+			return est, werr
+		}
+		for _, name := range d.AutoWallJobKinds() {
+			if wd, ok := walls[name]; ok {
+				fmt.Fprintln(w, "derived "+wd.String())
+			}
+		}
+	}
+	return est, err
+}
+
+// measuredSpeeds reads each arm's generation speed from its validation run on
+// this machine. Harnesses share their runtime's measurement; a harness adds
+// its own per-trial overhead from the validation's wall time.
+func (s *Service) measuredSpeeds(name string, d *studies.Design, w io.Writer) (studies.SpeedTable, error) {
+	dir := filepath.Join(s.Dir(name), "validation")
+	byRuntime := map[string]studies.Speed{}
+	measuredBy := map[string]string{}
+	var vals []run.ValidationRecord
+	_ = atomicfile.ReadJSON(filepath.Join(dir, "validation.json"), &vals)
+	timed := map[string]studies.Speed{}
+	for _, v := range vals {
+		if v.Speed != nil {
+			timed[v.Arm] = *v.Speed
+		}
+	}
+	for _, a := range d.Arms {
+		if sp, ok := timed[a.Name]; ok {
+			// The runtime's own prompt and output timings, kept by the
+			// validation run.
+			byRuntime[a.Runtime] = sp
+			measuredBy[a.Runtime] = a.Name
+			continue
+		}
+		path := filepath.Join(dir, "generations-"+a.Name+".jsonl")
+		_, rows, err := genrecord.ReadAll(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var tokens, ms float64
+		for _, r := range rows {
+			tokens += float64(r.RuntimeTokenCount)
+			ms += r.WallMS
+		}
+		if tokens == 0 || ms == 0 {
+			continue
+		}
+		sp := studies.Speed{GenTokensPerSec: tokens / (ms / 1000), PromptTokensPerSec: 10 * tokens / (ms / 1000), LoadSeconds: 5,
+			Watts: studies.EstimatedWatts, Source: studies.SourceMeasured}
+		if studies.HarnessOf(a.Runtime) == "aider" {
+			sp.OverheadSeconds = 10
+		}
+		byRuntime[a.Runtime] = sp
+		measuredBy[a.Runtime] = a.Name
+	}
+	out := studies.SpeedTable{}
+	var missing []string
+	for _, a := range d.Arms {
+		sp, ok := byRuntime[a.Runtime]
+		if !ok {
+			missing = append(missing, a.Name)
+			continue
+		}
+		if measuredBy[a.Runtime] != a.Name {
+			fmt.Fprintf(w, "note: %s is priced at %s's speed, measured in the validation run of %s\n", a.Name, measuredBy[a.Runtime], a.Runtime)
+		}
+		out[a.Name] = sp
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("no measured speed for %s: run rig study validate %s first, or pass --speeds with a pilot's table", strings.Join(missing, ", "), name)
+	}
+	return out, nil
+}

@@ -1,0 +1,317 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"rig/internal/atomicfile"
+	"rig/internal/provision"
+	"rig/receipts"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// RunRequest is `rig study run`.
+type RunRequest struct {
+	Study  string `json:"study"`
+	Key    string `json:"key"`
+	Actor  string `json:"actor"`
+	Parent string `json:"parent,omitempty"` // rerun of this execution
+}
+
+// Run starts an execution of a frozen study in the background and returns at
+// once; Status (or the CLI's progress) follows it. The same idempotency key
+// with the same request returns the existing execution.
+func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error) {
+	snap, err := s.Snapshot(req.Study)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	st, err := s.store(req.Study)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	body, _ := json.Marshal(studies.RunBody{Study: req.Study, SnapshotHash: snap.Hash, Parent: req.Parent})
+	if req.Key != "" {
+		if id, found, err := st.LookupIdempotency(ctx, req.Key, body); err != nil {
+			return run.ExecInfo{}, err
+		} else if found {
+			return s.execInfo(ctx, req.Study, id)
+		}
+	}
+	if name, info, ok := s.runningExecution(); ok {
+		if name == req.Study && req.Parent == "" {
+			// The study is already running (perhaps resumed after a
+			// restart): asking again follows that execution.
+			return info, nil
+		}
+		return run.ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
+	}
+	if err := s.checkGates(ctx, req.Study, snap); err != nil {
+		return run.ExecInfo{}, err
+	}
+	// Every pinned asset is hashed again: a model, runtime, bank or licence
+	// registry changed since the freeze is a stale asset, never run.
+	a, err := s.assets()
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	if err := studies.CheckStale(ctx, snap, a); err != nil {
+		return run.ExecInfo{}, err
+	}
+	execs, err := st.Executions(ctx)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	e := receipts.Execution{ID: fmt.Sprintf("exec-%d", len(execs)+1), Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash, CreatedAt: time.Now().UTC()}
+	if req.Parent != "" {
+		parent, err := st.Execution(ctx, req.Parent)
+		if err != nil {
+			return run.ExecInfo{}, err
+		}
+		e.Parent, e.Attempt = parent.ID, parent.Attempt+1
+	}
+	e.PlanSeed = uint64(studies.PlanSeed(snap.Hash, e.Attempt))
+	if req.Key != "" {
+		if existing, replay, err := st.ClaimIdempotency(ctx, req.Key, body, e.ID); err != nil {
+			return run.ExecInfo{}, err
+		} else if replay {
+			return s.execInfo(ctx, req.Study, existing)
+		}
+	}
+	if err := st.PutExecution(ctx, e); err != nil {
+		return run.ExecInfo{}, err
+	}
+	if _, err := s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: cmp.Or(req.Actor, currentUser()), At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
+		return run.ExecInfo{}, err
+	}
+	return s.start(req.Study, snap, e)
+}
+
+// Resume restarts every execution that was running when the daemon stopped.
+// Receipts already stored are kept; the plan is rebuilt from its seed, so the
+// execution continues where it stopped, and no trial is scored twice.
+func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
+	names, err := s.List()
+	if err != nil {
+		return nil, err
+	}
+	var out []run.ExecInfo
+	for _, name := range names {
+		l, err := s.lifecycle(name)
+		if err != nil || l.State != studies.Running || l.Running == "" {
+			continue
+		}
+		snap, err := s.Snapshot(name)
+		if err != nil {
+			return out, err
+		}
+		st, err := s.store(name)
+		if err != nil {
+			return out, err
+		}
+		e, err := st.Execution(ctx, l.Running)
+		if err != nil {
+			return out, err
+		}
+		s.Log.Info("resuming execution", "study", name, "execution", e.ID)
+		info, err := s.start(name, snap, e)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
+	d, err := snap.DesignValue()
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	st, err := s.store(name)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	env, err := s.runEnv()
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	var walls map[string]studies.WallDerivation
+	if len(d.AutoWallJobKinds()) > 0 {
+		speeds, err := s.measuredSpeeds(name, d, io.Discard)
+		if err != nil {
+			return run.ExecInfo{}, fmt.Errorf("deriving the auto wall caps from this machine's validation runs: %w", err)
+		}
+		if walls, err = studies.DeriveWalls(d, speeds); err != nil {
+			return run.ExecInfo{}, err
+		}
+		for _, jk := range d.AutoWallJobKinds() {
+			if wd, ok := walls[jk]; ok {
+				s.Log.Info("derived wall cap", "study", name, "job_kind", jk, "wall", wd.Wall, "why", wd.Why)
+			}
+		}
+	}
+	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
+		Dir: filepath.Join(s.Dir(name), "executions", e.ID),
+		Ended: func(ctx context.Context, kind, why string) {
+			if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: "rig daemon", At: time.Now().UTC(), Execution: e.ID, Why: why}); err != nil {
+				s.Log.Error("recording lifecycle", "err", err)
+			}
+		}})
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	s.mu.Lock()
+	s.running[name] = h
+	s.mu.Unlock()
+	return h.Info(), nil
+}
+
+// runEnv is what the runner needs from this daemon.
+func (s *Service) runEnv() (run.Env, error) {
+	in, err := provision.Load()
+	if err != nil {
+		return run.Env{}, err
+	}
+	return run.Env{Gates: s.Gates, Log: s.Log, NoSandbox: s.NoSandbox, Installed: in}, nil
+}
+
+// Cancel stops a study's running execution; its receipts stay.
+func (s *Service) Cancel(ctx context.Context, name string) (run.ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if !ok {
+		return run.ExecInfo{}, fmt.Errorf("study %s has no running execution", name)
+	}
+	st.Cancel()
+	select {
+	case <-st.Done():
+	case <-ctx.Done():
+		return st.Info(), ctx.Err()
+	}
+	return st.Info(), nil
+}
+
+func (s *Service) execInfo(ctx context.Context, name, id string) (run.ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if ok && st.Info().ID == id {
+		return st.Info(), nil
+	}
+	execs, err := s.executions(ctx, name)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	for _, e := range execs {
+		if e.ID == id {
+			return e, nil
+		}
+	}
+	return run.ExecInfo{}, fmt.Errorf("study %s has no execution %s", name, id)
+}
+
+func (s *Service) executions(ctx context.Context, name string) ([]run.ExecInfo, error) {
+	st, err := s.store(name)
+	if err != nil {
+		return nil, err
+	}
+	execs, err := st.Executions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	live := s.running[name]
+	s.mu.Unlock()
+	var out []run.ExecInfo
+	for _, e := range execs {
+		if live != nil && live.Info().ID == e.ID {
+			out = append(out, live.Info())
+			continue
+		}
+		info := run.ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(e.Status), StartedAt: e.CreatedAt,
+			Records: filepath.Join(s.Dir(name), "executions", e.ID)}
+		counted, err := st.Counted(ctx, e.ID)
+		if err == nil {
+			info.Done = len(counted)
+		}
+		if rs, err := st.Receipts(ctx, e.ID); err == nil {
+			info.Failed = failedTrials(rs, counted)
+			info.Done += info.Failed
+		}
+		var plan studies.Plan
+		if atomicfile.ReadJSON(filepath.Join(info.Records, "plan.json"), &plan) == nil {
+			info.Planned = len(plan.Trials)
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// failedTrials counts the trials whose receipts are errors and that have no
+// counted receipt: they ran, produced nothing to score, and wait for a rerun.
+func failedTrials(rs []receipts.Receipt, counted map[receipts.TrialKey]receipts.Receipt) int {
+	failed := map[receipts.TrialKey]bool{}
+	for _, r := range rs {
+		k := receipts.TrialKey{Arm: r.Arm, TaskID: r.TaskID, Repeat: r.Repeat}
+		if _, ok := counted[k]; !ok && r.Outcome == receipts.Error {
+			failed[k] = true
+		}
+	}
+	return len(failed)
+}
+
+// Wait blocks until the study's running execution ends.
+func (s *Service) Wait(ctx context.Context, name string) (run.ExecInfo, error) {
+	s.mu.Lock()
+	st, ok := s.running[name]
+	s.mu.Unlock()
+	if !ok {
+		return run.ExecInfo{}, fmt.Errorf("study %s has no execution in this daemon", name)
+	}
+	select {
+	case <-st.Done():
+		return st.Info(), nil
+	case <-ctx.Done():
+		return st.Info(), ctx.Err()
+	}
+}
+
+// RecordGovernorEvent appends a governor event to the store of the study whose
+// execution is running, so every preemption and limit crossed is kept beside
+// the receipts. With nothing running the event only goes to the daemon log.
+func (s *Service) RecordGovernorEvent(ctx context.Context, at time.Time, trial, kind string, detail any) {
+	study, info, ok := s.runningExecution()
+	if !ok {
+		return
+	}
+	exec := info.ID
+	st, err := s.store(study)
+	if err != nil {
+		return
+	}
+	raw, _ := json.Marshal(detail)
+	if _, err := st.AppendGovernorEvent(ctx, receipts.GovernorEvent{At: at, ExecutionID: exec, Trial: trial, Kind: kind, Detail: raw}); err != nil {
+		s.Log.Error("recording a governor event", "study", study, "err", err)
+	}
+}
+
+// runningExecution is the execution that owns the card now, if any: one
+// runs at a time.
+func (s *Service) runningExecution() (study string, info run.ExecInfo, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.running {
+		if i := r.Info(); i.Status == string(receipts.Running) {
+			return name, i, true
+		}
+	}
+	return "", run.ExecInfo{}, false
+}

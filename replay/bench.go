@@ -1,0 +1,306 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// ReplayCostGoal is the largest replay cost, as a multiple of the original
+// generation's wall time, that each runtime may take.
+func ReplayCostGoal(runtime string) float64 {
+	if runtime == "ollama" {
+		return 1.5 // regeneration in raw mode: no way to force tokens
+	}
+	return 1.2
+}
+
+// ReplayBenchRequest is `rig bench replay`.
+type ReplayBenchRequest struct {
+	Runtimes  []string
+	Model     string
+	Lengths   []int // output caps; each row's own token count is what is reported
+	Rows      int   // rows per runtime × length
+	WorkDir   string
+	NoSandbox bool
+}
+
+// ReplayCost is one runtime × output cap of the cost benchmark.
+type ReplayCost struct {
+	Runtime          string  `json:"runtime"`
+	MaxTokens        int     `json:"max_tokens"`
+	Rows             int     `json:"rows"`
+	Reproduced       int     `json:"reproduced"`
+	MeanTokens       float64 `json:"mean_output_tokens"`
+	OriginalMS       float64 `json:"original_ms"` // mean wall time of the original call
+	ReplayMS         float64 `json:"replay_ms"`   // mean wall time of its replay
+	Ratio            float64 `json:"ratio"`       // total replay time / total original time
+	ReplayMSPerToken float64 `json:"replay_ms_per_token"`
+	Goal             float64 `json:"goal"`
+	Pass             bool    `json:"pass"`
+}
+
+// ReplayFit is a least-squares line of replay wall time on output tokens,
+// over every row of one runtime.
+type ReplayFit struct {
+	Runtime     string  `json:"runtime"`
+	MSPerToken  float64 `json:"ms_per_token"`
+	InterceptMS float64 `json:"intercept_ms"`
+	R2          float64 `json:"r2"`
+	Rows        int     `json:"rows"`
+}
+
+// ReplaySegment is the marginal cost of output tokens between two caps:
+// replay is linear in output length when its extra time per extra token
+// stays within the goal of generation's over the same tokens.
+type ReplaySegment struct {
+	Runtime            string  `json:"runtime"`
+	FromTokens         float64 `json:"from_tokens"`
+	ToTokens           float64 `json:"to_tokens"`
+	OriginalMSPerToken float64 `json:"original_ms_per_token"`
+	ReplayMSPerToken   float64 `json:"replay_ms_per_token"`
+	Ratio              float64 `json:"ratio"`
+	Pass               bool    `json:"pass"`
+}
+
+// ReplayBench is the cost benchmark's result.
+type ReplayBench struct {
+	Model    string          `json:"model"`
+	Costs    []ReplayCost    `json:"costs"`
+	Segments []ReplaySegment `json:"segments"`
+	Fits     []ReplayFit     `json:"fits"`
+	Pass     bool            `json:"pass"`
+}
+
+// BenchReplay generates rows at each output cap on each runtime, then
+// replays them through the same path `rig replay` takes, and compares each
+// row's replay wall time with its original generation's, measured in the
+// same run on the same stack. All rows are generated before any is
+// replayed, so a replay never finds its own prompt in a warm cache.
+func BenchReplay(ctx context.Context, req ReplayBenchRequest) (ReplayBench, error) {
+	out := ReplayBench{Model: req.Model, Pass: true}
+	if req.Rows < 1 || len(req.Lengths) == 0 {
+		return out, fmt.Errorf("bench replay: need at least one row and one length (got %d rows, lengths %v)", req.Rows, req.Lengths)
+	}
+	in, err := provision.Load()
+	if err != nil {
+		return out, err
+	}
+	work := req.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "rig-bench-replay-"); err != nil {
+			return out, err
+		}
+		defer os.RemoveAll(work)
+	}
+	for _, kind := range req.Runtimes {
+		costs, fit, err := benchReplayOn(ctx, in, kind, req, filepath.Join(work, kind))
+		if err != nil {
+			return out, err
+		}
+		for _, c := range costs {
+			out.Pass = out.Pass && c.Pass
+		}
+		for i := 1; i < len(costs); i++ {
+			a, b := costs[i-1], costs[i]
+			dt := b.MeanTokens - a.MeanTokens
+			if dt <= 0 {
+				continue // the longer cap stopped as early: no extra tokens to price
+			}
+			sg := ReplaySegment{Runtime: kind, FromTokens: a.MeanTokens, ToTokens: b.MeanTokens,
+				OriginalMSPerToken: (b.OriginalMS - a.OriginalMS) / dt, ReplayMSPerToken: (b.ReplayMS - a.ReplayMS) / dt}
+			if sg.OriginalMSPerToken > 0 {
+				sg.Ratio = sg.ReplayMSPerToken / sg.OriginalMSPerToken
+			}
+			sg.Pass = sg.OriginalMSPerToken > 0 && sg.Ratio <= ReplayCostGoal(kind)
+			out.Pass = out.Pass && sg.Pass
+			out.Segments = append(out.Segments, sg)
+		}
+		out.Costs = append(out.Costs, costs...)
+		out.Fits = append(out.Fits, fit)
+	}
+	return out, nil
+}
+
+func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req ReplayBenchRequest, work string) ([]ReplayCost, ReplayFit, error) {
+	fit := ReplayFit{Runtime: kind}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fit, err
+	}
+	st, err := startReplayStack(ctx, in, kind, req.Model, work, req.NoSandbox)
+	if err != nil {
+		return nil, fit, err
+	}
+	defer st.stop()
+	// One call first, so that loading the model is in neither column.
+	if _, err := st.rt.Generate(ctx, runtimes.Request{CallID: "warm-up", Messages: []runtimes.Message{{Role: "user", Content: "Hello."}}, MaxTokens: 4, TopK: genrecord.DefaultK}); err != nil {
+		return nil, fit, fmt.Errorf("%s warm-up: %w", kind, err)
+	}
+	path := filepath.Join(work, "bench.jsonl")
+	w, err := genrecord.OpenWriter(path, st.header.Pins)
+	if err != nil {
+		return nil, fit, err
+	}
+	defer w.Close()
+	capOf, tokens := map[string]int{}, map[string]int{}
+	var results []genrecord.RowResult
+	// Each row is replayed right after the next one is generated: the two
+	// columns see the same machine load, and the replay never finds its own
+	// prompt in the runtime's cache (Ollama keeps the last prompt's).
+	replay := func(id string) error {
+		sum, err := genrecord.Replay(ctx, path, st.rescorer(), genrecord.ReplayOptions{Rows: []string{id}})
+		if err != nil {
+			return err
+		}
+		if sum.Status == genrecord.StatusStackDiffers || len(sum.Results) != 1 {
+			return fmt.Errorf("%s, row %s: replay gave %s with %d results", kind, id, sum.Status, len(sum.Results))
+		}
+		results = append(results, sum.Results[0])
+		return nil
+	}
+	prev := ""
+	// Interleave the caps so that a drift in machine load falls on all of them.
+	for i := range req.Rows {
+		for _, n := range req.Lengths {
+			msgs, samp := rowPlan(2*i+1, "Write a long story about %s.")
+			samp.Seed = 5000 + i*len(req.Lengths) + n
+			id := fmt.Sprintf("len%d-%03d", n, i)
+			res, err := st.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: n, TopK: genrecord.DefaultK})
+			if err != nil {
+				return nil, fit, fmt.Errorf("%s, row %s: %w", kind, id, err)
+			}
+			p := studies.Pins{Sampling: studies.Sampling{Temperature: samp.Temperature, TopK: samp.TopK, TopP: samp.TopP, MinP: samp.MinP, Seed: int64(samp.Seed)}, StopCap: n}
+			row := run.GenerationRow(id, req.Model, genrecord.RoleCandidate, p, genrecord.DefaultK, res)
+			if err := w.Append(row); err != nil {
+				return nil, fit, err
+			}
+			capOf[id], tokens[id] = n, len(row.Output)
+			if prev != "" {
+				if err := replay(prev); err != nil {
+					return nil, fit, err
+				}
+			}
+			prev = id
+		}
+	}
+	if err := replay(prev); err != nil {
+		return nil, fit, err
+	}
+	slog.InfoContext(ctx, "bench replay: done", "runtime", kind, "rows", len(results))
+	by := map[int]*ReplayCost{}
+	var xs, ys []float64
+	for _, r := range results {
+		n := capOf[r.RowID]
+		c := by[n]
+		if c == nil {
+			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind)}
+			by[n] = c
+		}
+		c.Rows++
+		if r.Status == genrecord.StatusReproduced {
+			c.Reproduced++
+		}
+		c.MeanTokens += float64(tokens[r.RowID])
+		c.OriginalMS += r.WallMS
+		c.ReplayMS += r.ReplayMS
+		xs, ys = append(xs, float64(tokens[r.RowID])), append(ys, r.ReplayMS)
+	}
+	var costs []ReplayCost
+	for _, c := range by {
+		var toks = c.MeanTokens
+		if c.OriginalMS > 0 {
+			c.Ratio = c.ReplayMS / c.OriginalMS
+		}
+		if toks > 0 {
+			c.ReplayMSPerToken = c.ReplayMS / toks
+		}
+		c.MeanTokens /= float64(c.Rows)
+		c.OriginalMS /= float64(c.Rows)
+		c.ReplayMS /= float64(c.Rows)
+		c.Pass = c.Ratio > 0 && c.Ratio <= c.Goal && c.Reproduced == c.Rows
+		costs = append(costs, *c)
+	}
+	sort.Slice(costs, func(i, j int) bool { return costs[i].MaxTokens < costs[j].MaxTokens })
+	fit.MSPerToken, fit.InterceptMS, fit.R2 = lineFit(xs, ys)
+	fit.Rows = len(xs)
+	return costs, fit, nil
+}
+
+// lineFit is ordinary least squares of y on x, with R².
+func lineFit(xs, ys []float64) (slope, intercept, r2 float64) {
+	n := float64(len(xs))
+	if n < 2 {
+		return 0, 0, 0
+	}
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy, syy float64
+	for i := range xs {
+		dx, dy := xs[i]-mx, ys[i]-my
+		sxx += dx * dx
+		sxy += dx * dy
+		syy += dy * dy
+	}
+	if sxx == 0 {
+		return 0, my, 0
+	}
+	slope = sxy / sxx
+	intercept = my - slope*mx
+	if syy > 0 {
+		r2 = sxy * sxy / (sxx * syy)
+	}
+	return slope, intercept, r2
+}
+
+// WriteText prints the side-by-side table and the goal lines.
+func (b ReplayBench) WriteText(w io.Writer) error {
+	var s strings.Builder
+	fmt.Fprintf(&s, "replay cost of %s: each row generated, then replayed the way `rig replay` does it, on the same stack in the same run\n", b.Model)
+	tw := tabwriter.NewWriter(&s, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "runtime\tcap\trows\treproduced\tmean tokens\toriginal ms\treplay ms\treplay ms/token\tratio\tgoal\t\t")
+	for _, c := range b.Costs {
+		verdict := "met"
+		switch {
+		case c.Reproduced != c.Rows:
+			verdict = "NOT MET (rows not reproduced)"
+		case !c.Pass:
+			verdict = "NOT MET"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.3f\t≤ %.1f\t%s\t\n", c.Runtime, c.MaxTokens, c.Rows, c.Reproduced, c.MeanTokens, c.OriginalMS, c.ReplayMS, c.ReplayMSPerToken, c.Ratio, c.Goal, verdict)
+	}
+	tw.Flush()
+	for _, sg := range b.Segments {
+		verdict := "linear"
+		if !sg.Pass {
+			verdict = "NOT MET"
+		}
+		fmt.Fprintf(&s, "%s, extra tokens %.0f→%.0f: original %.2f ms/token, replay %.2f ms/token, ratio %.3f (goal ≤ %.1f): %s\n",
+			sg.Runtime, sg.FromTokens, sg.ToTokens, sg.OriginalMSPerToken, sg.ReplayMSPerToken, sg.Ratio, ReplayCostGoal(sg.Runtime), verdict)
+	}
+	for _, f := range b.Fits {
+		fmt.Fprintf(&s, "%s: replay ms = %.2f + %.2f × output tokens (R² %.3f over %d rows)\n", f.Runtime, f.InterceptMS, f.MSPerToken, f.R2, f.Rows)
+	}
+	if b.Pass {
+		s.WriteString("goal: replay at most 1.2× the original on llama-server and 1.5× on Ollama, at every length and per extra token (linear): met\n")
+	} else {
+		s.WriteString("goal: replay at most 1.2× the original on llama-server and 1.5× on Ollama, at every length and per extra token (linear): NOT MET\n")
+	}
+	_, err := io.WriteString(w, s.String())
+	return err
+}

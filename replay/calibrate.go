@@ -1,0 +1,396 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+)
+
+// ReplayCalibrationRequest is `rig replay calibrate`.
+type ReplayCalibrationRequest struct {
+	Runtimes    []string // "llama-server", "ollama"
+	Model       string   // the model whose replay is calibrated (registry name)
+	Control     string   // another model, whose rows are the swapped-model control
+	Rows        int      // genuine rows generated on Model, per runtime
+	ControlRows int      // rows generated on Control, per runtime
+	MaxTokens   int      // output cap of every generated row
+	WorkDir     string   // records and runtime homes; a temporary directory when empty
+	NoSandbox   bool
+}
+
+// Sides of a replay group.
+const (
+	SideGenuine = "genuine"
+	SideControl = "control"
+)
+
+// ReplayGroup is one set of rows replayed one way: genuine rows on their own
+// stack (the noise floor), or a positive control that replay must catch.
+type ReplayGroup struct {
+	Name   string `json:"name"`
+	Side   string `json:"side"`
+	Rows   int    `json:"rows"`
+	Greedy int    `json:"greedy_rows"`
+	// Exact counts rows reproduced with zero tolerance: every token and
+	// every log-prob equal.
+	Exact int `json:"exactly_reproduced"`
+	// Changed counts rows where a token differed, steps were missing or the
+	// runtime refused the row: caught whatever the tolerance.
+	Changed int `json:"token_changed"`
+	Refused int `json:"refused"`
+	// Caught counts rows the calibrated tolerance fails.
+	Caught   int     `json:"caught"`
+	MaxToken float64 `json:"max_token_nats"` // over rows not Changed
+	MaxRow   float64 `json:"max_row_mean_nats"`
+	MinToken float64 `json:"min_token_nats"`
+	MinRow   float64 `json:"min_row_mean_nats"`
+	Note     string  `json:"note,omitempty"`
+
+	distances []genrecord.Distance
+	results   []genrecord.RowResult
+}
+
+// RuntimeCalibration is the calibration on one runtime.
+type RuntimeCalibration struct {
+	Runtime     string                `json:"runtime"`
+	Pins        genrecord.Pins        `json:"pins"`
+	Groups      []ReplayGroup         `json:"groups"`
+	Calibration genrecord.Calibration `json:"calibration"`
+}
+
+// ReplayCalibration is what `rig replay calibrate` measures and writes.
+type ReplayCalibration struct {
+	Model       string               `json:"model"`
+	Control     string               `json:"control_model"`
+	Rows        int                  `json:"rows"`
+	ControlRows int                  `json:"control_rows"`
+	MaxTokens   int                  `json:"max_tokens"`
+	Runtimes    []RuntimeCalibration `json:"runtimes"`
+	// OtherQuant names the second quant of Model used as a control, if any.
+	OtherQuant  string   `json:"other_quant,omitempty"`
+	NotMeasured []string `json:"not_measured"`
+}
+
+// CalibrateReplay measures, on each runtime, the distance between genuine
+// rows and their replay on the same stack (the noise floor), and between
+// positive controls and their replay: one-token edits of the kept text, and
+// each model's rows re-scored by the other model on a stack that claims the
+// recorded pins. It sets the per-token and per-row tolerance between the two
+// with genrecord.Calibrate and reports the error rates observed.
+func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayCalibration, error) {
+	out := ReplayCalibration{Model: req.Model, Control: req.Control, Rows: req.Rows, ControlRows: req.ControlRows, MaxTokens: req.MaxTokens}
+	if req.Model == req.Control {
+		return out, fmt.Errorf("replay calibrate: --control %q is the model being calibrated; the swapped-model control needs another model", req.Control)
+	}
+	if req.Rows < 1 || req.ControlRows < 1 || req.MaxTokens < 1 {
+		return out, fmt.Errorf("replay calibrate: rows (%d), control rows (%d) and max tokens (%d) must each be at least 1", req.Rows, req.ControlRows, req.MaxTokens)
+	}
+	in, err := provision.Load()
+	if err != nil {
+		return out, err
+	}
+	work := req.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "rig-replay-calibrate-"); err != nil {
+			return out, err
+		}
+		defer os.RemoveAll(work)
+	}
+	// No registry package carries a second quant of the bundled models; set-up
+	// makes one of SmolLM2 with llama-quantize. Without one the control is
+	// named as not measured rather than left out silently.
+	if oq, ok := in.OtherQuants[req.Model]; ok {
+		out.OtherQuant = fmt.Sprintf("%s %s (%s)", oq.Name, oq.Quant, oq.DerivedFrom)
+	} else {
+		out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s: no registry package carries one, and set-up makes one only of smollm2-135m-instruct; not measured", req.Model))
+	}
+	for _, kind := range req.Runtimes {
+		rc, err := calibrateOn(ctx, in, kind, req, filepath.Join(work, kind))
+		if err != nil {
+			return out, err
+		}
+		out.Runtimes = append(out.Runtimes, rc)
+	}
+	return out, nil
+}
+
+func calibrateOn(ctx context.Context, in provision.Installed, kind string, req ReplayCalibrationRequest, work string) (RuntimeCalibration, error) {
+	rc := RuntimeCalibration{Runtime: kind}
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return rc, err
+	}
+	model, err := startReplayStack(ctx, in, kind, req.Model, work, req.NoSandbox)
+	if err != nil {
+		return rc, err
+	}
+	defer model.stop()
+	control, err := startReplayStack(ctx, in, kind, req.Control, work, req.NoSandbox)
+	if err != nil {
+		return rc, err
+	}
+	defer control.stop()
+	rc.Pins = model.header.Pins
+	var other *replayStack
+	oq, hasOther := in.OtherQuants[req.Model]
+	if hasOther {
+		if other, err = startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox); err != nil {
+			return rc, err
+		}
+		defer other.stop()
+	}
+
+	slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", req.Model, "rows", req.Rows, "control", req.Control, "control_rows", req.ControlRows)
+	liveM, err := model.generateRows(ctx, "m", req.Rows, req.MaxTokens, "")
+	if err != nil {
+		return rc, err
+	}
+	liveC, err := control.generateRows(ctx, "c", req.ControlRows, req.MaxTokens, "")
+	if err != nil {
+		return rc, err
+	}
+	set := replaySet{work: work}
+	recM, err := set.record("model.jsonl", model.header.Pins, rowsOf(liveM))
+	if err != nil {
+		return rc, err
+	}
+	recC, err := set.record("control.jsonl", control.header.Pins, rowsOf(liveC))
+	if err != nil {
+		return rc, err
+	}
+	editM, nm, err := set.edits("model-edited.jsonl", model.header.Pins, rowsOf(liveM), editOneToken)
+	if err != nil {
+		return rc, err
+	}
+	editC, nc, err := set.edits("control-edited.jsonl", control.header.Pins, rowsOf(liveC), editOneToken)
+	if err != nil {
+		return rc, err
+	}
+	forgedM, nf, err := set.edits("model-forged.jsonl", model.header.Pins, rowsOf(liveM), forgeOneToken)
+	if err != nil {
+		return rc, err
+	}
+
+	slog.InfoContext(ctx, "replay calibrate: replaying", "runtime", kind)
+	var regenM, regenC []string
+	var errM, errC string
+	plan := []calibrationStep{
+		{fmt.Sprintf("genuine %s rows, re-scored (pass 1)", req.Model), SideGenuine, recM, model.rescorer(), nil},
+		{fmt.Sprintf("genuine %s rows, re-scored (pass 2)", req.Model), SideGenuine, recM, model.rescorer(), nil},
+		{fmt.Sprintf("genuine %s rows, re-scored", req.Control), SideGenuine, recC, control.rescorer(), nil},
+		{fmt.Sprintf("one-token edits of %s rows", req.Model), SideControl, editM, model.rescorer(), skipped(len(liveM) - nm)},
+		{fmt.Sprintf("one-token edits of %s rows", req.Control), SideControl, editC, control.rescorer(), skipped(len(liveC) - nc)},
+		{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", req.Model), SideControl, forgedM, model.rescorer(), skipped(len(liveM) - nf)},
+		{fmt.Sprintf("%s rows re-scored by %s", req.Model, req.Control), SideControl, recM,
+			claimedStack{inner: control.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM)},
+		{fmt.Sprintf("%s rows re-scored by %s", req.Control, req.Model), SideControl, recC,
+			claimedStack{inner: model.rescorer(), pins: control.header.Pins, messages: messagesOf(liveC), regenerated: &regenC, firstErr: &errC}, regenNote(kind, &regenC, &errC)},
+	}
+	var regenQ []string
+	var errQ string
+	if other != nil {
+		plan = append(plan, calibrationStep{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
+			claimedStack{inner: other.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ)})
+	}
+	var noise, controls []genrecord.Distance
+	for _, p := range plan {
+		g, err := replayGroup(ctx, p.name, p.side, p.path, p.rs, kind)
+		if err != nil {
+			return rc, err
+		}
+		if p.note != nil {
+			g.Note = p.note()
+		}
+		rc.Groups = append(rc.Groups, g)
+		if p.side == SideGenuine {
+			noise = append(noise, g.distances...)
+		} else {
+			controls = append(controls, g.distances...)
+		}
+	}
+	if rc.Calibration, err = genrecord.Calibrate(noise, controls); err != nil {
+		return rc, fmt.Errorf("%s: %w", kind, err)
+	}
+	for i := range rc.Groups {
+		g := &rc.Groups[i]
+		for _, d := range g.distances {
+			if rc.Calibration.Tolerance.Catches(d) {
+				g.Caught++
+			}
+		}
+	}
+	return rc, nil
+}
+
+// calibrationStep is one group of rows calibration replays: which record, on
+// which side, re-scored by what, and the note the report gives it.
+type calibrationStep struct {
+	name, side, path string
+	rs               genrecord.Rescorer
+	note             func() string
+}
+
+func skipped(n int) func() string {
+	return func() string {
+		if n == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%d rows had no step with a runner-up to swap in and were not edited", n)
+	}
+}
+
+func regenNote(kind string, regen *[]string, firstErr *string) func() string {
+	return func() string {
+		switch {
+		case kind == "ollama":
+			return "every row regenerated in raw mode by the other model with its recorded seed and sampling (Ollama cannot force tokens)"
+		case len(*regen) == 0:
+			return "every row re-scored by forcing its recorded token ids"
+		}
+		return fmt.Sprintf("%d rows hold token ids the other model's llama-server refuses to force (%s): regenerated from their messages and compared by text", len(*regen), *firstErr)
+	}
+}
+
+func messagesOf(live []liveRow) map[string][]runtimes.Message {
+	out := make(map[string][]runtimes.Message, len(live))
+	for _, l := range live {
+		out[l.row.RowID] = l.messages
+	}
+	return out
+}
+
+// replaySet writes the records of one replay study into one directory.
+type replaySet struct{ work string }
+
+func (s replaySet) record(name string, pins genrecord.Pins, rows []genrecord.Row) (string, error) {
+	path := filepath.Join(s.work, name)
+	return path, writeRecord(path, pins, rows)
+}
+
+// edits writes a copy of rows with one token of each edited, spreading the
+// edited step over the row, and returns how many rows were edited.
+func (s replaySet) edits(name string, pins genrecord.Pins, rows []genrecord.Row, edit func(genrecord.Row, int) (genrecord.Row, int, bool)) (string, int, error) {
+	var edited []genrecord.Row
+	for i, r := range rows {
+		if e, _, ok := edit(r, 3*i+1); ok {
+			edited = append(edited, e)
+		}
+	}
+	path, err := s.record(name, pins, edited)
+	return path, len(edited), err
+}
+
+// replayGroup replays one record through rs and measures each row's
+// distance from the record, tolerance-free.
+func replayGroup(ctx context.Context, name, side, path string, rs genrecord.Rescorer, kind string) (ReplayGroup, error) {
+	g := ReplayGroup{Name: name, Side: side, MinToken: math.Inf(1), MinRow: math.Inf(1)}
+	sum, err := genrecord.Replay(ctx, path, rs, genrecord.ReplayOptions{})
+	if err != nil {
+		return g, fmt.Errorf("%s, %s: %w", kind, name, err)
+	}
+	if sum.Status == genrecord.StatusStackDiffers {
+		return g, fmt.Errorf("%s, %s: the replaying stack differs from the record's pins: %v", kind, name, sum.StackDiffs)
+	}
+	greedy := map[string]bool{}
+	if rd, err := genrecord.OpenReader(path); err == nil {
+		for {
+			r, err := rd.Next()
+			if err != nil {
+				break
+			}
+			greedy[r.RowID] = r.Sampling.Temperature == 0
+		}
+		rd.Close()
+	}
+	for _, r := range sum.Results {
+		label := fmt.Sprintf("%s: %s: %s", kind, name, r.RowID)
+		d := r.Comparison.Distance(label)
+		switch {
+		case r.Status == genrecord.StatusError:
+			g.Refused++
+			d = genrecord.Distance{Label: label + " (refused: " + r.Error + ")", Changed: true}
+		case r.Comparison.Checked == 0 && r.Comparison.Steps > 0:
+			d.Changed = true // nothing could be checked: never a reproduction
+		}
+		g.Rows++
+		if greedy[r.RowID] {
+			g.Greedy++
+		}
+		if r.Status == genrecord.StatusReproduced {
+			g.Exact++
+		}
+		if d.Changed {
+			g.Changed++
+		} else {
+			g.MaxToken, g.MaxRow = math.Max(g.MaxToken, d.Token), math.Max(g.MaxRow, d.Row)
+			g.MinToken, g.MinRow = math.Min(g.MinToken, d.Token), math.Min(g.MinRow, d.Row)
+		}
+		g.distances = append(g.distances, d)
+	}
+	g.results = sum.Results
+	if math.IsInf(g.MinToken, 1) {
+		g.MinToken, g.MinRow = 0, 0 // every row changed a token; JSON has no infinity
+	}
+	return g, nil
+}
+
+// WriteFile writes the calibration as JSON to path.
+func (c ReplayCalibration) WriteFile(path string) error {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the calibration: %w", err)
+	}
+	return nil
+}
+
+// WriteText prints, per runtime, each group's rows and distances, the
+// tolerance chosen and the error rates observed.
+func (c ReplayCalibration) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "replay calibration of %s (swapped-model control: %s); %d rows and %d control rows per runtime, at most %d output tokens each, even rows greedy, odd rows sampled (temperature 0.8, seeded)\n",
+		c.Model, c.Control, c.Rows, c.ControlRows, c.MaxTokens)
+	if c.OtherQuant != "" {
+		fmt.Fprintf(&b, "other-quant control: %s, on a stack that claims the record's pins\n", c.OtherQuant)
+	}
+	for _, rc := range c.Runtimes {
+		fmt.Fprintf(&b, "\n%s %s (binary %s, model %s):\n", rc.Runtime, rc.Pins.RuntimeVersion, studies.Short(rc.Pins.BinarySHA256), studies.Short(rc.Pins.ModelSHA256))
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  side\tgroup\trows\tgreedy\texact\ttoken changed\trefused\tmax |Δ| token/row\tmin |Δ| token/row\tfailed at tolerance")
+		for _, g := range rc.Groups {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3g / %.3g\t%.3g / %.3g\t%d/%d\n", g.Side, g.Name, g.Rows, g.Greedy, g.Exact, g.Changed, g.Refused,
+				g.MaxToken, g.MaxRow, g.MinToken, g.MinRow, g.Caught, g.Rows)
+		}
+		tw.Flush()
+		for _, g := range rc.Groups {
+			if g.Note != "" {
+				fmt.Fprintf(&b, "  note (%s): %s\n", g.Name, g.Note)
+			}
+		}
+		var cal strings.Builder
+		if err := rc.Calibration.WriteText(&cal); err != nil {
+			return err
+		}
+		for _, line := range strings.Split(strings.TrimRight(cal.String(), "\n"), "\n") {
+			fmt.Fprintf(&b, "  %s\n", line)
+		}
+	}
+	for _, n := range c.NotMeasured {
+		fmt.Fprintf(&b, "\n%s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,141 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// rescorer re-scores kept rows through the pinned runtime: llama-server forces
+// the kept tokens with a grammar of token-id literals, so one request re-scores
+// a whole row; Ollama's API cannot force tokens, so its path regenerates the
+// row in raw mode with the recorded seed and sampling, and a row that
+// diverges is a mismatch from the step where it diverged.
+type rescorer struct {
+	rt     runtimes.Runtime
+	header genrecord.Header
+}
+
+func (r rescorer) Stack(context.Context) (genrecord.Pins, error) {
+	p := run.RecordPins(r.rt.Pins(), r.header.Pins.DesignHash, r.header.Pins.StudyID, r.header.Pins.ExecutionID)
+	return p, nil
+}
+
+func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.Step, error) {
+	samp := runtimes.Sampling{Temperature: row.Sampling.Temperature, TopK: row.Sampling.TopK, TopP: row.Sampling.TopP, MinP: row.Sampling.MinP, Seed: int(row.Sampling.Seed)}
+	var res runtimes.Result
+	var err error
+	switch rt := r.rt.(type) {
+	case *runtimes.LlamaServer:
+		ids, _, ferr := genrecord.ForcedTokens(row)
+		if ferr != nil {
+			return nil, ferr
+		}
+		req := runtimes.Request{CallID: "replay:" + row.RowID, PromptTokens: row.PromptTokenIDs,
+			Grammar: genrecord.ForcedGrammar(ids), MaxTokens: len(row.Output), TopK: row.K, Sampling: samp}
+		if len(req.PromptTokens) == 0 {
+			// A harness's call (Aider through the recording proxy) keeps the
+			// chat request it sent, not token ids: render it again with the
+			// same template, then force the kept tokens as for any row.
+			msgs, err := runtimes.ChatMessages(row.RenderedPrompt)
+			if err != nil {
+				return nil, fmt.Errorf("row %s: no prompt token ids, and its rendered prompt is not a kept chat request (%v), so it cannot be rendered again", row.RowID, err)
+			}
+			req.Messages = msgs
+		}
+		res, err = rt.Generate(ctx, req)
+	case *runtimes.Ollama:
+		if _, cerr := runtimes.ChatMessages(row.RenderedPrompt); cerr == nil {
+			// A harness call kept as the chat request it sent to Ollama's
+			// OpenAI-compatible endpoint (records made before the proxy
+			// answered through the driver): send it there again as it was.
+			res, err = rt.OpenAIChat(ctx, []byte(row.RenderedPrompt))
+			break
+		}
+		res, err = rt.GenerateRaw(ctx, row.RenderedPrompt, samp, len(row.Output), row.K)
+	default:
+		return nil, fmt.Errorf("replay: no rescoring path for %s", r.rt.Name())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output, nil
+}
+
+// ReplayRequest is `rig replay`.
+type ReplayRequest struct {
+	File    string
+	Runtime string // empty: the runtime that made the record
+	Options genrecord.ReplayOptions
+	// Calibration, when set, is a file written by `rig replay calibrate`;
+	// the tolerance calibrated for the replaying runtime is used.
+	Calibration string
+	WorkDir     string
+	NoSandbox   bool
+}
+
+// ReplayRecord verifies the record's pins against the stack this machine would run,
+// starts the pinned runtime in its sandbox and re-scores the selected rows.
+func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, error) {
+	rd, err := genrecord.OpenReader(req.File)
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	h := rd.Header()
+	rd.Close()
+	kind := req.Runtime
+	if kind == "" {
+		kind = h.Pins.Runtime
+	}
+	var tol ReplayTolerance
+	if req.Calibration != "" {
+		if req.Options.Tolerance != (genrecord.Tolerance{}) {
+			return genrecord.Summary{}, errToleranceTwice
+		}
+		if tol, err = LoadReplayTolerance(req.Calibration, kind, h.Pins); err != nil {
+			return genrecord.Summary{}, err
+		}
+		req.Options.Tolerance = tol.Tolerance
+	}
+	in, err := provision.Load()
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	var model provision.Model
+	for _, m := range in.Models {
+		if m.SHA256 == h.Pins.ModelSHA256 {
+			model = m
+		}
+	}
+	if model.Path == "" {
+		return genrecord.Summary{}, fmt.Errorf("%s: the record's model (sha256 %s, %s) is not provisioned here; replay needs the pinned model file", req.File, h.Pins.ModelSHA256, h.Pins.ModelName)
+	}
+	work := req.WorkDir
+	if work == "" {
+		if work, err = os.MkdirTemp("", "rig-replay-"); err != nil {
+			return genrecord.Summary{}, err
+		}
+		defer os.RemoveAll(work)
+	}
+	// The stack is this machine's own build: replay compares it with the
+	// record's, never borrows the record's build flags.
+	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
+		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox})
+	if err != nil {
+		return genrecord.Summary{}, err
+	}
+	defer rt.Stop(context.Background())
+	sum, err := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
+	sum.ToleranceSource = tol.Source
+	if tol.Warning != "" {
+		sum.Warnings = append(sum.Warnings, tol.Warning)
+	}
+	return sum, err
+}

@@ -1,0 +1,246 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// replayStack is one provisioned model running on one runtime, started for
+// a replay study (calibration, goals, cost) rather than for a trial.
+type replayStack struct {
+	rt     runtimes.Runtime
+	model  string
+	header genrecord.Header
+}
+
+// replayDesignHash marks records made by replay's own studies, which have no
+// design of their own.
+const replayDesignHash = "replay-calibration"
+
+func startReplayStack(ctx context.Context, in provision.Installed, kind, model, work string, noSandbox bool) (*replayStack, error) {
+	m, ok := in.Models[model]
+	if !ok || m.Path == "" {
+		names := make([]string, 0, len(in.Models))
+		for n := range in.Models {
+			names = append(names, n)
+		}
+		return nil, fmt.Errorf("model %q is not provisioned (provisioned: %s; run make setup)", model, strings.Join(names, ", "))
+	}
+	return startReplayStackOf(ctx, in, kind, m, work, noSandbox)
+}
+
+// startReplayStackOf starts kind with the model file m, whichever quant it is.
+func startReplayStackOf(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox bool) (*replayStack, error) {
+	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
+		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s with %s (%s): %w", kind, m.Name, m.Quant, err)
+	}
+	h := genrecord.Header{Kind: genrecord.KindHeader, SchemaVersion: genrecord.SchemaVersion,
+		Pins: run.RecordPins(rt.Pins(), replayDesignHash, "", "")}
+	return &replayStack{rt: rt, model: m.Name, header: h}, nil
+}
+
+func (s *replayStack) stop() { s.rt.Stop(context.Background()) }
+
+func (s *replayStack) rescorer() rescorer { return rescorer{rt: s.rt, header: s.header} }
+
+// replayAsks and replayTopics make short, distinct prompts; each prompt is
+// asked once greedy and once sampled.
+func replayAsks() []string {
+	return []string{"Write one sentence about %s.", "Name three facts about %s.", "What is %s?",
+		"Describe %s in a few words.", "Give a short tip about %s.", "Why do people like %s?"}
+}
+
+func replayTopics() []string {
+	return []string{"rivers", "bread", "the moon", "bicycles", "owls", "glass", "rain", "chess", "copper", "tea",
+		"maps", "bees", "snow", "clocks", "salt", "ferns", "kites", "violins", "deserts", "lighthouses"}
+}
+
+// liveRow is a generated row with the messages that produced it.
+type liveRow struct {
+	row      genrecord.Row
+	messages []runtimes.Message
+}
+
+// rowPlan says how row i of a replay study is asked: even rows greedy,
+// odd rows sampled with their own seed, prompt i/2.
+func rowPlan(i int, ask string) ([]runtimes.Message, runtimes.Sampling) {
+	asks, topics := replayAsks(), replayTopics()
+	p := i / 2
+	if ask == "" {
+		ask = asks[p%len(asks)]
+	}
+	q := fmt.Sprintf(ask, topics[(p/len(asks))%len(topics)])
+	s := runtimes.Sampling{Temperature: 0, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1000 + i}
+	if i%2 == 1 {
+		s.Temperature = 0.8
+	}
+	return []runtimes.Message{{Role: "user", Content: q}}, s
+}
+
+// generateRows makes n kept calls on s, each capped at maxTokens output
+// tokens. ask, when set, replaces the built-in questions (a format with one %s).
+func (s *replayStack) generateRows(ctx context.Context, prefix string, n, maxTokens int, ask string) ([]liveRow, error) {
+	out := make([]liveRow, 0, n)
+	for i := range n {
+		msgs, samp := rowPlan(i, ask)
+		id := fmt.Sprintf("%s-%03d", prefix, i)
+		res, err := s.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: maxTokens, TopK: genrecord.DefaultK})
+		if err != nil {
+			return out, fmt.Errorf("%s on %s, row %s: %w", s.model, s.rt.Name(), id, err)
+		}
+		p := studies.Pins{Sampling: studies.Sampling{Temperature: samp.Temperature, TopK: samp.TopK, TopP: samp.TopP, MinP: samp.MinP, Seed: int64(samp.Seed)}, StopCap: maxTokens}
+		row := run.GenerationRow(id, s.model, genrecord.RoleCandidate, p, genrecord.DefaultK, res)
+		row.Kind = genrecord.KindRow
+		out = append(out, liveRow{row: row, messages: msgs})
+	}
+	return out, nil
+}
+
+// writeRecord writes rows under pins to path.
+func writeRecord(path string, pins genrecord.Pins, rows []genrecord.Row) error {
+	w, err := genrecord.OpenWriter(path, pins)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if err := w.Append(r); err != nil {
+			w.Close()
+			return fmt.Errorf("%s: row %s: %w", path, r.RowID, err)
+		}
+	}
+	return w.Close()
+}
+
+func rowsOf(live []liveRow) []genrecord.Row {
+	out := make([]genrecord.Row, len(live))
+	for i, l := range live {
+		out[i] = l.row
+	}
+	return out
+}
+
+// editOneToken replaces the token at one step with a runner-up from that
+// step's recorded top-K and leaves every log-prob as recorded: what editing
+// the kept text, without the model, does to a record. pick chooses the step
+// among those that can be edited (the end-of-generation step cannot: it has
+// no text). ok is false when no step has a usable runner-up.
+func editOneToken(row genrecord.Row, pick int) (genrecord.Row, int, bool) {
+	type edit struct {
+		step int
+		alt  genrecord.Alt
+	}
+	var edits []edit
+	for i, st := range row.Output {
+		if st.Text == "" && len(st.Bytes) == 0 {
+			continue
+		}
+		for _, a := range st.Top {
+			if a.Text == "" && len(a.Bytes) == 0 {
+				continue // an end-of-generation token cannot be forced in the middle of a row
+			}
+			if sameTokenAs(st, a) {
+				continue
+			}
+			edits = append(edits, edit{i, a})
+			break
+		}
+	}
+	if len(edits) == 0 {
+		return row, -1, false
+	}
+	e := edits[pick%len(edits)]
+	out := row
+	out.Output = append([]genrecord.Step(nil), row.Output...)
+	st := out.Output[e.step]
+	st.ID, st.Text, st.Bytes = e.alt.ID, e.alt.Text, e.alt.Bytes
+	out.Output[e.step] = st
+	var text strings.Builder
+	for _, s := range out.Output {
+		text.WriteString(s.Text)
+	}
+	out.Text = text.String()
+	return out, e.step, true
+}
+
+// forgeOneToken is editOneToken by a forger who also copies the swapped-in
+// token's log-prob from the step's recorded top-K, so the edited step is
+// consistent with the recorded distribution. Only what follows the edit, or
+// a regeneration that diverges at it, can catch such a row.
+func forgeOneToken(row genrecord.Row, pick int) (genrecord.Row, int, bool) {
+	e, step, ok := editOneToken(row, pick)
+	if !ok {
+		return e, step, ok
+	}
+	st := e.Output[step]
+	for _, a := range st.Top {
+		if sameTokenAs(st, a) {
+			lp := a.Logprob
+			st.Logprob = &lp
+		}
+	}
+	e.Output[step] = st
+	return e, step, true
+}
+
+func sameTokenAs(s genrecord.Step, a genrecord.Alt) bool {
+	if s.ID != nil && a.ID != nil {
+		return *s.ID == *a.ID
+	}
+	return s.Text == a.Text
+}
+
+// claimedStack is a positive control: a stack running one model that
+// reports another's pins, so the pin check passes and only the log-probs can
+// tell. Rows whose token ids the running model cannot force (ids outside its
+// vocabulary, which llama-server refuses) are regenerated from their
+// messages instead, and compared by text.
+type claimedStack struct {
+	inner    rescorer
+	pins     genrecord.Pins
+	messages map[string][]runtimes.Message
+	// regenerated collects the ids of rows that took the regeneration path,
+	// firstErr the runtime's reason for the first of them.
+	regenerated *[]string
+	firstErr    *string
+}
+
+func (c claimedStack) Stack(context.Context) (genrecord.Pins, error) { return c.pins, nil }
+
+func (c claimedStack) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.Step, error) {
+	steps, err := c.inner.Rescore(ctx, row)
+	msgs, known := c.messages[row.RowID]
+	if err == nil || !known || ctx.Err() != nil {
+		return steps, err
+	}
+	samp := runtimes.Sampling{Temperature: row.Sampling.Temperature, TopK: row.Sampling.TopK, TopP: row.Sampling.TopP, MinP: row.Sampling.MinP, Seed: int(row.Sampling.Seed)}
+	res, gerr := c.inner.rt.Generate(ctx, runtimes.Request{CallID: "regenerate:" + row.RowID, Messages: msgs, Sampling: samp, MaxTokens: len(row.Output), TopK: row.K})
+	if gerr != nil {
+		return nil, fmt.Errorf("forced re-scoring failed (%v), and so did regeneration: %w", err, gerr)
+	}
+	*c.regenerated = append(*c.regenerated, row.RowID)
+	if *c.firstErr == "" {
+		*c.firstErr = err.Error()
+		if len(*c.firstErr) > 200 {
+			*c.firstErr = (*c.firstErr)[:200] + "…"
+		}
+	}
+	out := run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output
+	for i := range out {
+		// Ids of another vocabulary say nothing; compare the text.
+		out[i].ID = nil
+		for j := range out[i].Top {
+			out[i].Top[j].ID = nil
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"math"
+	"testing"
+
+	"rig/genrecord"
+)
+
+func ip(v int) *int         { return &v }
+func fp(v float64) *float64 { return &v }
+
+// fakeRow is a hand-made row in llama-server's shape: ids on every token,
+// the last step an end-of-generation token with no text.
+func fakeRow() genrecord.Row {
+	step := func(id int, text string, lp float64, alts ...genrecord.Alt) genrecord.Step {
+		return genrecord.Step{ID: ip(id), Text: text, Logprob: fp(lp), Top: alts}
+	}
+	alt := func(id int, text string, lp float64) genrecord.Alt {
+		return genrecord.Alt{ID: ip(id), Text: text, Logprob: lp}
+	}
+	return genrecord.Row{Kind: genrecord.KindRow, RowID: "r", K: 2, StopReason: genrecord.StopEOS, Text: "ab",
+		Output: []genrecord.Step{
+			step(1, "a", -0.1, alt(1, "a", -0.1), alt(2, "x", -2.5)),
+			step(3, "b", -0.2, alt(3, "b", -0.2), alt(0, "", -1.9)), // runner-up is end-of-generation
+			step(0, "", -0.3, alt(0, "", -0.3), alt(4, "c", -1.5)),
+		}}
+}
+
+func TestEditOneToken(t *testing.T) {
+	row := fakeRow()
+	e, step, ok := editOneToken(row, 0)
+	if !ok || step != 0 {
+		t.Fatalf("edit: ok %v at step %d, want step 0 (the only step with a runner-up that has text)", ok, step)
+	}
+	if *e.Output[0].ID != 2 || e.Output[0].Text != "x" || e.Text != "xb" {
+		t.Errorf("edited step 0 = id %d %q, text %q; want the runner-up id 2 \"x\", text \"xb\"", *e.Output[0].ID, e.Output[0].Text, e.Text)
+	}
+	if *e.Output[0].Logprob != -0.1 {
+		t.Errorf("log-prob changed to %g; an edit of the kept text leaves the recorded numbers", *e.Output[0].Logprob)
+	}
+	if *row.Output[0].ID != 1 || row.Text != "ab" {
+		t.Errorf("the original row was modified: id %d, text %q", *row.Output[0].ID, row.Text)
+	}
+	f, step, ok := forgeOneToken(row, 0)
+	if !ok || step != 0 || *f.Output[0].Logprob != -2.5 || *f.Output[0].ID != 2 {
+		t.Errorf("forged edit: ok %v step %d id %d log-prob %g; want the runner-up id 2 with its recorded -2.5", ok, step, *f.Output[0].ID, *f.Output[0].Logprob)
+	}
+	if *row.Output[0].Logprob != -0.1 {
+		t.Errorf("forging modified the original row's log-prob: %g", *row.Output[0].Logprob)
+	}
+	// pick wraps over the editable steps.
+	if _, step, _ := editOneToken(row, 5); step != 0 {
+		t.Errorf("pick 5 edited step %d, want 0", step)
+	}
+	row.Output = row.Output[1:]
+	if _, _, ok := editOneToken(row, 0); ok {
+		t.Errorf("a row whose only runner-ups are end-of-generation tokens was edited")
+	}
+}
+
+func TestLineFit(t *testing.T) {
+	xs := []float64{16, 64, 128, 16, 64, 128}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = 300 + 35*x
+	}
+	slope, icept, r2 := lineFit(xs, ys)
+	if math.Abs(slope-35) > 1e-9 || math.Abs(icept-300) > 1e-9 || math.Abs(r2-1) > 1e-9 {
+		t.Errorf("fit of an exact line: slope %g, intercept %g, R² %g; want 35, 300, 1", slope, icept, r2)
+	}
+	ys[0] += 400
+	if _, _, r2 := lineFit(xs, ys); r2 >= 1 || r2 <= 0 {
+		t.Errorf("R² %g for a noisy line, want in (0, 1)", r2)
+	}
+}

@@ -1,0 +1,93 @@
+package replay
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rig/genrecord"
+)
+
+func writeCalibration(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "calibration.json")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadReplayToleranceTakesTheReplayingRuntimesEntry(t *testing.T) {
+	cal := ReplayCalibration{Model: "smollm2-135m-instruct", Runtimes: []RuntimeCalibration{
+		{Runtime: "llama-server", Pins: genrecord.Pins{BinarySHA256: "aaa"}, Calibration: genrecord.Calibration{Separable: true, NoiseRows: 40, ControlRows: 60, Tolerance: genrecord.Tolerance{Token: 0.25, Row: 0.05}}},
+		{Runtime: "ollama", Pins: genrecord.Pins{BinarySHA256: "bbb"}, Calibration: genrecord.Calibration{Separable: true, Tolerance: genrecord.Tolerance{Token: 0.5, Row: 0.1}}},
+	}}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cal.json")
+	if err := cal.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadReplayTolerance(path, "llama-server", genrecord.Pins{BinarySHA256: "aaa"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tolerance != (genrecord.Tolerance{Token: 0.25, Row: 0.05}) || got.Warning != "" || !strings.Contains(got.Source, "40 genuine rows, 60 controls") {
+		t.Errorf("llama-server entry: %+v", got)
+	}
+	got, err = LoadReplayTolerance(path, "ollama", genrecord.Pins{BinarySHA256: "ccc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tolerance.Token != 0.5 || !strings.Contains(got.Warning, "another ollama binary") {
+		t.Errorf("ollama entry measured on another binary: %+v", got)
+	}
+}
+
+func TestLoadReplayToleranceRefusesBadCalibrations(t *testing.T) {
+	for _, c := range []struct{ name, body, runtime, want string }{
+		{"not json", "{", "ollama", "not a calibration"},
+		{"no runtimes", `{"model":"m","runtimes":[]}`, "ollama", "field runtimes is empty"},
+		{"other runtime", `{"runtimes":[{"runtime":"llama-server","calibration":{"separable":true}}]}`, "ollama", "no calibration for ollama (it has: llama-server)"},
+		{"overlap", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":false}}]}`, "ollama", "runtimes[0].calibration.separable is false"},
+		{"negative", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":true,"tolerance":{"token_nats":-1}}}]}`, "ollama", "tolerance is negative"},
+	} {
+		_, err := LoadReplayTolerance(writeCalibration(t, c.body), c.runtime, genrecord.Pins{})
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "calibration.json") {
+			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
+		}
+	}
+	if _, err := LoadReplayTolerance(filepath.Join(t.TempDir(), "missing.json"), "ollama", genrecord.Pins{}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestReplayRecordRefusesTwoTolerances(t *testing.T) {
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "g.jsonl")
+	if err := writeRecord(rec, genrecord.Pins{Runtime: "ollama", ModelSHA256: strings.Repeat("a", 64), ModelName: "m", RuntimeVersion: "0", BinarySHA256: strings.Repeat("b", 64), Libraries: map[string]string{}, BuildFlags: "-", MachineLine: "x", DesignHash: "d"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReplayRecord(t.Context(), ReplayRequest{File: rec, Calibration: writeCalibration(t, `{}`),
+		Options: genrecord.ReplayOptions{Tolerance: genrecord.Tolerance{Token: 1}}})
+	if !errors.Is(err, errToleranceTwice) {
+		t.Errorf("calibration and a hand tolerance together: %v", err)
+	}
+}
+
+// The calibration measured on this project's machine and kept beside the
+// record format loads for both runtimes, and its tolerance sits between the
+// noise floor and the nearest control it was measured on.
+func TestKeptCalibrationLoads(t *testing.T) {
+	path := "../genrecord/testdata/replay-calibration-2026-11-30.json"
+	for _, kind := range []string{"llama-server", "ollama"} {
+		got, err := LoadReplayTolerance(path, kind, genrecord.Pins{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Tolerance.Token <= 0 || got.Tolerance.Token >= 0.28 || !strings.Contains(got.Source, "false accepts 0, false rejects 0") {
+			t.Errorf("%s: %+v", kind, got)
+		}
+	}
+}

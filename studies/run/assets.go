@@ -1,0 +1,56 @@
+package run
+
+import (
+	"context"
+	"fmt"
+
+	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/tasks"
+)
+
+// localAssets resolves pins to digests on this machine: model files hashed,
+// runtime binaries from the provisioned cache, task banks parsed, validated
+// against their graders and checked against their audit.
+type localAssets struct {
+	installed provision.Installed
+	graders   *tasks.Registry
+	// auditDir holds the banks' audit records; a bank edited after its
+	// audit is refused at freeze.
+	auditDir func(bank string) string
+}
+
+func (a localAssets) FileSHA256(_ context.Context, path string) (string, error) {
+	return runtimes.FileSHA256(path)
+}
+
+func (a localAssets) Binary(_ context.Context, component string) (studies.Binary, error) {
+	b, err := runtimes.BuildOf(a.installed, component)
+	if err != nil {
+		return studies.Binary{}, err
+	}
+	return studies.Binary{Component: component, Path: b.Binary, SHA256: b.BinarySHA256}, nil
+}
+
+func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, error) {
+	b, err := tasks.LoadBank(jk.TaskBank)
+	if err != nil {
+		return studies.Bank{}, err
+	}
+	if err := a.graders.Validate(b); err != nil {
+		return studies.Bank{}, err
+	}
+	if a.auditDir != nil {
+		if _, err := tasks.CheckAudited(b, a.auditDir(jk.TaskBank)); err != nil {
+			return studies.Bank{}, fmt.Errorf("job kind %s: %w (run: rig tasks audit %s)", jk.Name, err, jk.TaskBank)
+		}
+	}
+	return studies.Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: studies.SampleByTemplate(b.Select(jk.IncludeHoldout), jk.SampleTasks)}, nil
+}
+
+// Assets resolves a design's pins on this host: what Register and Freeze
+// fingerprint, and what a runner on another machine checks before it runs.
+func (env Env) Assets() studies.Assets {
+	return localAssets{installed: env.Installed, graders: env.Graders(), auditDir: studies.BankAuditDir}
+}

@@ -1,0 +1,134 @@
+package run
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/receipts"
+	"rig/studies"
+	"rig/tasks"
+)
+
+// Env is everything an execution needs from the process that hosts it: the
+// daemon today, a worker on another machine next. It is deliberately small,
+// so that hosting the runner never means hosting the daemon.
+type Env struct {
+	// Gates are the governor's checks; nil gates refuse every trial (fail closed).
+	Gates Gates
+	Log   *slog.Logger
+	// NoSandbox runs runtimes without namespaces; every receipt records it.
+	NoSandbox bool
+	// Installed is what this machine has provisioned (internal/provision.Load).
+	Installed provision.Installed
+}
+
+func (env Env) log() *slog.Logger {
+	if env.Log == nil {
+		return slog.Default()
+	}
+	return env.Log
+}
+
+// Graders is the task graders' registry, with test commands run inside the
+// loopback-only sandbox unless NoSandbox.
+func (env Env) Graders() *tasks.Registry {
+	return tasks.DefaultRegistry(sandboxRunner{noSandbox: env.NoSandbox})
+}
+
+// Spec is one execution of a frozen study.
+type Spec struct {
+	Study    string
+	Snapshot *studies.Snapshot
+	// Store is the study's store; the runner writes the execution's
+	// receipts and its status there.
+	Store *receipts.Store
+	// Exec is the execution as stored (its id, attempt and plan seed).
+	Exec receipts.Execution
+	// Dir is the execution's directory: its plan, generation records and
+	// the repositories Aider left.
+	Dir string
+	// Walls are the derived walls of the auto-wall job kinds
+	// (studies.DeriveWalls); nil when the design has none.
+	Walls map[string]studies.WallDerivation
+	// Ended, when set, is told once the execution has ended and its status
+	// is stored: kind is studies.EventFinish or studies.EventCancel.
+	Ended func(ctx context.Context, kind, why string)
+}
+
+// Handle follows one running execution.
+type Handle struct {
+	mu     sync.Mutex
+	info   ExecInfo
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Info is the execution's progress now.
+func (h *Handle) Info() ExecInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.info
+}
+
+// Cancel stops the execution; the receipts it stored stay.
+func (h *Handle) Cancel() { h.cancel() }
+
+// Done is closed once the execution has ended and its status is stored.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Start runs the execution in the background: every planned trial that has
+// no counted receipt yet, in its runtime under the governor, each ending in a
+// receipt and, when the runtime answered, generation rows. A resumed
+// execution continues where it stopped; no trial is scored twice.
+func Start(env Env, spec Spec) (*Handle, error) {
+	env.Log = env.log()
+	d, err := spec.Snapshot.DesignValue()
+	if err != nil {
+		return nil, err
+	}
+	x := &execution{env: env, study: spec.Study, design: d, snap: spec.Snapshot, store: spec.Store, exec: spec.Exec,
+		installed: env.Installed, graders: env.Graders(), banks: map[string]*tasks.Bank{},
+		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, ended: spec.Ended}
+	if x.topK == 0 {
+		x.topK = studies.DefaultTopK
+	}
+	x.recDir = spec.Dir
+	x.workDir = filepath.Join(x.recDir, "work")
+	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
+		return nil, err
+	}
+	for _, fb := range spec.Snapshot.Banks {
+		b, err := tasks.LoadBank(fb.Path)
+		if err != nil {
+			return nil, err
+		}
+		if b.Hash != fb.SHA256 {
+			return nil, &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
+		}
+		x.banks[fb.JobKind] = b
+	}
+	var walls []string
+	for _, jk := range d.AutoWallJobKinds() {
+		wd, ok := spec.Walls[jk]
+		if !ok {
+			return nil, fmt.Errorf("job kind %s: harness_caps.wall is %q and no derived wall was given to the runner", jk, studies.AutoWall)
+		}
+		walls = append(walls, wd.String())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	x.state = &Handle{cancel: cancel, done: make(chan struct{}),
+		info: ExecInfo{ID: spec.Exec.ID, Parent: spec.Exec.Parent, Attempt: spec.Exec.Attempt, Status: string(receipts.Running), StartedAt: time.Now().UTC(), Records: x.recDir, Walls: walls}}
+	go func() {
+		defer close(x.state.done)
+		err := x.loop(ctx)
+		x.finish(err)
+	}()
+	return x.state, nil
+}

@@ -1,0 +1,134 @@
+package run
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"rig/genrecord"
+	"rig/internal/provision"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/studies"
+)
+
+// fakeOpenGates is a fake: gates that are always ready and never preempt.
+// The governor's own gates are tested in governor and daemon; here the
+// runner's path from a snapshot to receipts is under test.
+type fakeOpenGates struct{}
+
+func (fakeOpenGates) Ready(context.Context) error { return nil }
+
+func (fakeOpenGates) Watch(context.Context, string, *runtimes.Sandbox, uint64) (TrialGuard, error) {
+	return fakeGuard{}, nil
+}
+
+type fakeGuard struct{}
+
+func (fakeGuard) Preempted() <-chan struct{} { return nil }
+func (fakeGuard) End() string                { return "" }
+
+// The runner needs no daemon: this test freezes a two-arm slice of the demo
+// study with the runner's own asset resolver, opens a store, and runs the
+// execution through Start alone on the real llama-server and models. Every
+// planned trial gets a counted receipt, and each arm's generation record
+// reads back with one row per trial.
+func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real llama-server (drop -short to run it)")
+	}
+	in, err := provision.Load()
+	if err != nil {
+		t.Skipf("needs rig's provisioned runtimes and models (run: make setup): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	var m map[string]any
+	raw, err := os.ReadFile("../../examples/demo-study/design.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	var arms []any
+	for _, a := range m["arms"].([]any) {
+		if a.(map[string]any)["runtime"] == "llama-server" {
+			arms = append(arms, a)
+		}
+	}
+	m["arms"] = arms
+	jk := m["job_kinds"].([]any)[0].(map[string]any)
+	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
+	jk["task_bank"], jk["sample_tasks"] = bank, 2
+	m["job_kinds"] = []any{jk}
+	m["name"] = "runner-alone"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "design.json")
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup, err := provision.Lookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: dir, Quant: studies.GGUFQuant}
+	d, err := studies.LoadDesign(ctx, file, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Gates: fakeOpenGates{}, Installed: in}
+	snap, err := studies.Freeze(ctx, studies.FreezeInput{Design: d, Validate: opts}, env.Assets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
+		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
+	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: "frozen for the runner test", At: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutExecution(ctx, exec); err != nil {
+		t.Fatal(err)
+	}
+	var endedKind string
+	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
+		Ended: func(_ context.Context, kind, _ string) { endedKind = kind }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		h.Cancel()
+		t.Fatal("the execution did not end within 10 minutes")
+	}
+	info := h.Info()
+	if info.Status != string(receipts.Done) || info.Error != "" || endedKind != studies.EventFinish {
+		t.Fatalf("execution ended %s (%s), told %q", info.Status, info.Error, endedKind)
+	}
+	want := len(arms) * 2
+	if info.Planned != want || info.Done != want {
+		t.Fatalf("planned %d, done %d, want %d each", info.Planned, info.Done, want)
+	}
+	counted, err := st.Counted(ctx, exec.ID)
+	if err != nil || len(counted) != want {
+		t.Fatalf("%d counted receipts (%v), want %d", len(counted), err, want)
+	}
+	for _, a := range arms {
+		name := a.(map[string]any)["name"].(string)
+		_, rows, err := genrecord.ReadAll(filepath.Join(info.Records, "generations-"+name+".jsonl"))
+		if err != nil || len(rows) != 2 {
+			t.Errorf("arm %s: %d generation rows (%v), want 2", name, len(rows), err)
+		}
+	}
+}

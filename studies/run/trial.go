@@ -1,0 +1,188 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"rig/genrecord"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/tasks"
+)
+
+// trialOutput is what one trial produced before it is graded and recorded.
+type trialOutput struct {
+	calls   []runtimes.Result // every kept model call, in order
+	text    string            // the answer graded (non-code job kinds)
+	files   map[string]string // the repository after the harness (code job kinds)
+	aider   *runtimes.AiderResult
+	capped  bool
+	capHit  string
+	harness string
+	version string
+}
+
+func samplingOf(p studies.Pins) runtimes.Sampling {
+	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
+}
+
+// harnessCaps are the caps a harness run of the job kind gets in this
+// execution: the validation's own in a validation run, else the design's,
+// with an auto wall derived from this machine's measured speed.
+func (x *execution) harnessCaps(jobKind string) studies.AiderCaps {
+	if x.validating {
+		return studies.ValidationCaps
+	}
+	caps := x.design.AiderCapsFor(jobKind)
+	if w, ok := x.walls[jobKind]; ok {
+		caps.Wall = w.Wall
+	}
+	return caps
+}
+
+// generate runs one trial's model work on a started runtime.
+func (x *execution) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, task tasks.Task, callID string) (trialOutput, error) {
+	out := trialOutput{harness: studies.HarnessOf(arm.Runtime)}
+	if out.harness != "aider" {
+		res, err := rt.Generate(ctx, runtimes.Request{
+			CallID:   callID,
+			Messages: []runtimes.Message{{Role: "user", Content: task.Input.Prompt}},
+			Sampling: samplingOf(arm.Pins), MaxTokens: arm.Pins.StopCap, TopK: x.topK,
+			Effort: runtimes.Effort{Level: arm.Pins.Effort.Value},
+		})
+		if err != nil {
+			return out, err
+		}
+		out.calls, out.text = []runtimes.Result{res}, res.Text
+		out.version = rt.Pins().RuntimeVersion
+		return out, nil
+	}
+	// The code job kind: a scratch repository per trial, Aider pointed at the arm.
+	scratch, err := os.MkdirTemp(x.workDir, "task-")
+	if err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(scratch)
+	repo := filepath.Join(scratch, "repo")
+	if err := tasks.Materialize(ctx, repo, task.Input.Files); err != nil {
+		return out, err
+	}
+	var files []string
+	for f := range task.Input.Files {
+		files = append(files, f)
+	}
+	// In a fixed order: the order Aider is given the files is the order of
+	// its prompt, which must be the same for every arm and every run.
+	sort.Strings(files)
+	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{
+		Binary: x.installed.Aider, Arm: rt, WorkDir: scratch, Sampling: samplingOf(arm.Pins),
+		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: runtimes.AiderCaps(x.harnessCaps(jobKind)), NoSandbox: x.env.NoSandbox,
+	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt, TestCommand: task.Input.TestCommand})
+	// Every call the runtime answered is kept, even when the run then failed
+	// or was stopped: a later call's fate never erases an earlier answer.
+	out.aider = &ar
+	out.calls = ar.Calls
+	out.capped, out.capHit = ar.Capped, ar.CapHit
+	out.version = ar.Version
+	if err != nil {
+		return out, err
+	}
+	out.files, err = tasks.RepoState(repo)
+	if err != nil {
+		return out, err
+	}
+	if len(ar.Calls) > 0 {
+		out.text = ar.Calls[len(ar.Calls)-1].Text
+	}
+	return out, nil
+}
+
+// GenerationRow converts a runtime's call into a generation-record row.
+func GenerationRow(rowID, arm string, role genrecord.Role, p studies.Pins, k int, r runtimes.Result) genrecord.Row {
+	row := genrecord.Row{
+		Kind: genrecord.KindRow, RowID: rowID, Arm: arm, Prompt: r.CallID, Role: role,
+		RenderedPrompt: r.RenderedPrompt, PromptTokenIDs: r.PromptTokenIDs, K: k,
+		Sampling: genrecord.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP,
+			MinP: p.Sampling.MinP, Seed: p.Sampling.Seed, MaxTokens: p.StopCap},
+		StopReason:           genrecord.StopReason(r.StopReason),
+		RuntimeTokenCount:    r.OutputTokens,
+		LogprobsMissingSteps: r.LogprobsMissing,
+		WallMS:               float64(r.Wall) / float64(time.Millisecond),
+		Text:                 r.Text,
+	}
+	if r.StopReason == "" {
+		row.StopReason = genrecord.StopEOS
+	}
+	for _, st := range r.Steps {
+		lp := st.Logprob
+		gs := genrecord.Step{Text: st.Text, Bytes: st.Bytes, Logprob: &lp, ID: idPtr(st.ID)}
+		for _, t := range st.Top {
+			gs.Top = append(gs.Top, genrecord.Alt{ID: idPtr(t.ID), Text: t.Text, Bytes: t.Bytes, Logprob: t.Logprob})
+		}
+		row.Output = append(row.Output, gs)
+	}
+	return row
+}
+
+func idPtr(id int) *int {
+	if id < 0 {
+		return nil
+	}
+	v := id
+	return &v
+}
+
+// RecordPins is the generation record's header for one arm's runtime.
+func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
+	return genrecord.Pins{
+		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
+		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
+		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), MachineLine: rp.Machine.String(),
+		DesignHash: designHash, StudyID: study, ExecutionID: exec,
+	}
+}
+
+// pinMap flattens an arm's pins for the receipt.
+func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
+	m := map[string]string{
+		"quant":          a.Pins.Quant,
+		"context":        fmt.Sprint(a.Pins.Context),
+		"temperature":    fmt.Sprint(a.Pins.Sampling.Temperature),
+		"top_k":          fmt.Sprint(a.Pins.Sampling.TopK),
+		"top_p":          fmt.Sprint(a.Pins.Sampling.TopP),
+		"min_p":          fmt.Sprint(a.Pins.Sampling.MinP),
+		"seed":           fmt.Sprint(a.Pins.Sampling.Seed),
+		"stop_cap":       fmt.Sprint(a.Pins.StopCap),
+		"runtime_build":  a.Pins.RuntimeBuild,
+		"pins_source":    a.PinsSource,
+		"model_file":     rp.ModelFile,
+		"binary_sha256":  rp.BinarySHA256,
+		"build_flags":    rp.BuildFlags,
+		"kv_cache_type":  rp.KVCacheType,
+		"threads":        fmt.Sprint(rp.Threads),
+		"netns":          rp.Containment.NetNS,
+		"libraries_hash": librariesHash(rp.Libraries),
+	}
+	if rp.OllamaDigest != "" {
+		m["ollama_digest"] = rp.OllamaDigest
+	}
+	return m
+}
+
+func librariesHash(libs map[string]string) string {
+	h, err := studies.Hash(libs)
+	if err != nil {
+		return ""
+	}
+	return h
+}
+
+func receiptTrial(k studies.TrialKey) receipts.TrialKey {
+	return receipts.TrialKey{Arm: k.Arm, TaskID: k.Task, Repeat: k.Repeat}
+}

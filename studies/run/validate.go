@@ -1,0 +1,198 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"rig/genrecord"
+	"rig/internal/atomicfile"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/tasks"
+)
+
+// errNoTasks means the bank has nothing to validate with.
+var errNoTasks = errors.New("bank has no tasks")
+
+// Validate makes, in dir, one free validation run per harness (llama-server, ollama,
+// aider) before counted runs: it checks that the records are right and that
+// the native-runtime and containment checks read correctly. Nothing it does is
+// counted.
+func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot, dir string, w io.Writer) ([]ValidationRecord, error) {
+	env.Log = env.log()
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, err
+	}
+	name := study
+	seen := map[string]bool{}
+	var out []ValidationRecord
+	var prev []ValidationRecord
+	_ = atomicfile.ReadJSON(filepath.Join(dir, "validation.json"), &prev) // none yet is fine
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	x := &execution{env: env, study: name, design: d, snap: snap, installed: env.Installed, graders: env.Graders(),
+		topK: max(d.TopK, studies.DefaultTopK), writers: map[string]*genrecord.Writer{}, workDir: dir, recDir: dir,
+		exec: receipts.Execution{ID: "validation"}, validating: true}
+	// A harness that passed on this snapshot keeps its record: a demo or a
+	// study resumed after one harness failed reruns only that harness.
+	passedBefore := map[string]ValidationRecord{}
+	for _, v := range prev {
+		if v.Pass && v.Snapshot == snap.Hash {
+			passedBefore[v.Harness] = v
+		}
+	}
+	for _, arm := range d.Arms {
+		h := studies.HarnessOf(arm.Runtime)
+		if h == "aider" {
+			h = arm.Runtime
+		}
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		if v, ok := passedBefore[h]; ok {
+			fmt.Fprintf(w, "validation %-22s already passed at %s (arm %s)\n", v.Harness, v.At.Format(time.RFC3339), v.Arm)
+			out = append(out, v)
+			continue
+		}
+		// The validation's own stop cap: short by construction, on any machine.
+		arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
+		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
+			Caps: fmt.Sprintf("one task, one call of at most %d output tokens", arm.Pins.StopCap)}
+		if studies.HarnessOf(arm.Runtime) == "aider" {
+			rec.Caps = "one task, " + studies.DescribeCaps(studies.ValidationCaps)
+		}
+		fmt.Fprintf(w, "validation %-22s arm %-28s running (%s) ...\n", h, arm.Name, rec.Caps)
+		rt, err := x.startArm(ctx, arm)
+		if err != nil {
+			x.stopArm(ctx, nil)
+			return out, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
+		}
+		rec.Containment = rt.Pins().Containment
+		var jk studies.JobKind
+		for _, k := range d.JobKinds {
+			if len(arm.JobKinds) == 0 || slices.Contains(arm.JobKinds, k.Name) {
+				jk = k
+				break
+			}
+		}
+		bankPath := jk.TaskBank
+		for _, fb := range snap.Banks {
+			if fb.JobKind == jk.Name {
+				bankPath = fb.Path // as frozen: resolved from the design's folder
+			}
+		}
+		bank, err := tasks.LoadBank(bankPath)
+		if err != nil {
+			x.stopArm(ctx, rt)
+			return out, err
+		}
+		sel := bank.Select(false)
+		if len(sel) == 0 {
+			x.stopArm(ctx, rt)
+			return out, fmt.Errorf("%s: %w", bankPath, errNoTasks)
+		}
+		task := sel[0]
+		gen, genErr := x.generate(ctx, arm, rt, jk.Name, task, "validation/"+arm.Name)
+		pins := rt.Pins()
+		x.stopArm(ctx, rt)
+		if genErr != nil {
+			rec.Problems = append(rec.Problems, "generation failed: "+genErr.Error())
+		}
+		if !env.NoSandbox && !rec.Containment.LoopbackOnly {
+			rec.Problems = append(rec.Problems, "containment check did not read loopback-only: "+strings.Join(rec.Containment.Violations, "; "))
+		}
+		if env.NoSandbox {
+			rec.Problems = append(rec.Problems, "running with --no-sandbox: containment not established (recorded on every receipt)")
+		}
+		path := filepath.Join(dir, "generations-"+arm.Name+".jsonl")
+		os.Remove(path)
+		if len(gen.calls) == 0 && genErr == nil {
+			if h == arm.Runtime { // a harness over a runtime: Aider
+				why := "it made no model call"
+				if gen.aider != nil {
+					why = "aider: " + gen.aider.Describe()
+					if gen.aider.LogTail != "" {
+						why += "; its log ends: " + strings.Join(strings.Fields(gen.aider.LogTail), " ")
+					}
+				}
+				rec.Problems = append(rec.Problems, fmt.Sprintf("%s answered no model call within the validation's caps (%s), so this run shows no record: %s", arm.Runtime, rec.Caps, studies.Clip(why, 2000)))
+			} else {
+				rec.Problems = append(rec.Problems, "no model call was recorded")
+			}
+		}
+		rec.Speed = measuredSpeed(gen)
+		if len(gen.calls) > 0 {
+			wr, err := genrecord.OpenWriter(path, RecordPins(pins, snap.DesignHash, name, "validation"))
+			if err != nil {
+				return out, err
+			}
+			for i, c := range gen.calls {
+				if err := wr.Append(GenerationRow(fmt.Sprintf("validation-%d", i+1), arm.Name, genrecord.RoleCandidate, arm.Pins, x.topK, c)); err != nil {
+					rec.Problems = append(rec.Problems, "generation row rejected: "+err.Error())
+				}
+				if len(c.Steps) > 0 && len(c.Steps[0].Top) != x.topK {
+					rec.Problems = append(rec.Problems, fmt.Sprintf("top-K has %d entries, want %d", len(c.Steps[0].Top), x.topK))
+				}
+			}
+			wr.Close()
+			if _, rows, err := genrecord.ReadAll(path); err != nil {
+				rec.Problems = append(rec.Problems, "generation record does not read back: "+err.Error())
+			} else if len(rows) != len(gen.calls) {
+				rec.Problems = append(rec.Problems, fmt.Sprintf("generation record holds %d rows, %d calls were made", len(rows), len(gen.calls)))
+			}
+			rec.Record = path
+		}
+		rec.Pass = len(rec.Problems) == 0
+		fmt.Fprintf(w, "validation %-22s arm %-28s pass=%v", h, arm.Name, rec.Pass)
+		if rec.Containment.Sandboxed {
+			fmt.Fprintf(w, " netns=%s loopback-only=%v", rec.Containment.NetNS, rec.Containment.LoopbackOnly)
+		}
+		fmt.Fprintln(w)
+		for _, p := range rec.Problems {
+			fmt.Fprintln(w, "   problem:", p)
+		}
+		out = append(out, rec)
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "validation.json"), out, 0o600); err != nil {
+		return out, err
+	}
+	var failed []string
+	for _, r := range out {
+		if !r.Pass {
+			failed = append(failed, r.Harness)
+		}
+	}
+	if len(failed) > 0 {
+		return out, fmt.Errorf("validation failed for %s: counted runs stay refused until it passes (see the problems above)", strings.Join(failed, ", "))
+	}
+	return out, nil
+}
+
+// ValidationRecord is the free validation run of one harness.
+type ValidationRecord struct {
+	Snapshot    string               `json:"snapshot"`
+	Harness     string               `json:"harness"`
+	Arm         string               `json:"arm"`
+	At          time.Time            `json:"at"`
+	Pass        bool                 `json:"pass"`
+	Problems    []string             `json:"problems,omitempty"`
+	Containment runtimes.Containment `json:"containment"`
+	Record      string               `json:"record"` // the generation record it wrote and checked
+	// Caps are the validation's own, the same on every machine: one task,
+	// one call, a small token cap. A call stopped by them is still a record.
+	Caps string `json:"caps"`
+	// Speed is what the run measured on this machine; the dry run prices
+	// the plan with it and an auto wall cap is derived from it.
+	Speed *studies.Speed `json:"speed,omitempty"`
+}
