@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"rig/internal/provision"
+	"rig/internal/textcheck"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/run"
@@ -50,6 +51,7 @@ var errorCodes = []struct {
 	{"store_locked", receipts.ErrLocked},
 	{"not_found", receipts.ErrNotFound},
 	{"not_provisioned", provision.ErrNotProvisioned},
+	{"invalid_utf8", textcheck.ErrInvalidUTF8},
 }
 
 // ErrNoMethod means the daemon does not serve the method asked for: it is

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"rig/internal/textcheck"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -48,6 +49,9 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 	methods["gate"] = method(func(context.Context, struct{}, io.Writer) (any, error) {
 		return nil, fmt.Errorf("%w: no preflight verdict for arm a (run: rig study preflight s)", run.ErrGate)
 	})
+	methods["utf8"] = method(func(context.Context, struct{}, io.Writer) (any, error) {
+		return nil, fmt.Errorf("loading the bank: %w", textcheck.UTF8("bank.jsonl", []byte("{}\n\xff\n")))
+	})
 	c := serveOn(t, svc.handler(methods))
 	ctx := context.Background()
 
@@ -61,6 +65,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 		{"stale", struct{}{}, studies.ErrStaleAsset, "model:/m.gguf"},
 		{"gate", struct{}{}, run.ErrGate, "rig study preflight s"},
 		{"no-such-method", struct{}{}, ErrNoMethod, "restart the daemon"},
+		{"utf8", struct{}{}, textcheck.ErrInvalidUTF8, "bank.jsonl:2"},
 	}
 	for _, tt := range tests {
 		err := c.Call(ctx, tt.method, tt.req, nil, nil)

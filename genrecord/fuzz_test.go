@@ -21,6 +21,8 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"kind":"header","schema_version":1}` + "\n"))
 	f.Add(bytes.Replace(good, []byte(`"k":5`), []byte(`"k":4`), 1))
 	f.Add(bytes.Replace(good, []byte(`"bytes":"dDE="`), []byte(`"bytes":[116,49]`), -1))
+	f.Add(bytes.Replace(good, []byte(`"kind":"row"`), []byte("\"kind\":\"r\xffw\""), 1))
+	f.Add(bytes.Replace(good, []byte(`"kind":"header"`), []byte("\"kind\":\"head\xc3\""), 1))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rd, err := NewReader(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"rig/internal/textcheck"
 )
 
 // MaxLineBytes bounds one line so a corrupt file cannot exhaust memory; a
@@ -36,6 +38,9 @@ type Reader struct {
 func NewReader(r io.Reader, path string) (*Reader, error) {
 	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10), path: path, seen: map[string]int{}, hash: sha256.New()}
 	raw, err := rd.readLine()
+	if err == nil {
+		err = rd.checkUTF8(raw, 1, 0, ErrNoHeader)
+	}
 	if errors.Is(err, io.EOF) {
 		return nil, &LineError{Path: path, Line: 1, Err: fmt.Errorf("%w: the file is empty (a record starts with its header line; was the run killed before its first call?)", ErrNoHeader)}
 	}
@@ -102,12 +107,17 @@ func (r *Reader) Sum() string { return hex.EncodeToString(r.hash.Sum(nil)) }
 
 // Next returns the next row. At the end it returns io.EOF; a torn last line
 // gives a *TornLineError (errors.Is ErrTornLine) after every complete row
-// has been returned; any other bad line gives a *LineError.
+// has been returned; any other bad line, one that is not UTF-8 included,
+// gives a *LineError.
 func (r *Reader) Next() (Row, error) {
 	if r.done != nil {
 		return Row{}, r.done
 	}
+	start := r.offset
 	raw, err := r.readLine()
+	if err == nil {
+		err = r.checkUTF8(raw, r.line, start, ErrBadRow)
+	}
 	if err != nil {
 		var torn *TornLineError
 		if errors.Is(err, io.EOF) || errors.As(err, &torn) {
@@ -171,6 +181,17 @@ func (r *Reader) readLine() ([]byte, error) {
 	r.offset += int64(len(buf))
 	r.hash.Write(buf)
 	return buf[:len(buf)-1], nil
+}
+
+// checkUTF8 refuses a line that is not UTF-8 before json turns its bad bytes
+// into U+FFFD: the *LineError wraps class and a *textcheck.Error with the
+// column and the file offset. start is the line's offset in the file.
+func (r *Reader) checkUTF8(raw []byte, line int, start int64, class error) error {
+	var ue *textcheck.Error
+	if errors.As(textcheck.UTF8At(r.name(), raw, line, start), &ue) {
+		return &LineError{Path: r.path, Line: line, Err: fmt.Errorf("%w: %w", class, ue.Unlocated())}
+	}
+	return nil
 }
 
 func (r *Reader) name() string {

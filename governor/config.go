@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"rig/internal/textcheck"
 )
 
 // Policy names, as written in the config file.
@@ -167,11 +169,17 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(path, b)
 }
 
-// ParseConfig parses config bytes; name is used in error messages.
+// ParseConfig parses config bytes; name is used in error messages. Bytes that
+// are not UTF-8 are refused with their line and offset (errors.Is
+// textcheck.ErrInvalidUTF8).
 func ParseConfig(name string, data []byte) (Config, error) {
 	cfg := DefaultConfig()
 	bad := func(field, msg, fix string) error {
 		return &ConfigError{File: name, Field: field, Msg: msg, Fix: fix}
+	}
+	var ue *textcheck.Error
+	if errors.As(textcheck.UTF8(name, data), &ue) {
+		return Config{}, &ConfigError{File: name, Msg: fmt.Sprintf("line %d: %s", ue.Line, ue.Reason()), Err: ue}
 	}
 	var fc fileConfig
 	dec := json.NewDecoder(bytes.NewReader(data))

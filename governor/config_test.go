@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestParseConfigBadInput(t *testing.T) {
@@ -96,6 +97,7 @@ func FuzzParseConfig(f *testing.F) {
 		`{"policies":{"low-disk":{"limit":1e9,"band":-1}}}`,
 		`{"policies":{"x":{}}}`,
 		`[]`, `null`, `{"policies":null}`, `{"poll_ms":NaN}`,
+		"{\n\"poll_ms\": 250,\n\"policies\": {\"\xff\": {}}\n}",
 	} {
 		f.Add([]byte(s))
 	}
@@ -107,6 +109,9 @@ func FuzzParseConfig(f *testing.F) {
 				t.Fatalf("error without the file: %v", err)
 			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatal("a config that is not UTF-8 was accepted")
 		}
 		// Whatever parses must also pass validation and build a governor.
 		if err := c.validate("again"); err != nil {

@@ -33,6 +33,7 @@ type ConfigError struct {
 	Field string
 	Msg   string
 	Fix   string
+	Err   error // the cause, when there is one to classify (textcheck.ErrInvalidUTF8)
 }
 
 func (e *ConfigError) Error() string {
@@ -46,6 +47,9 @@ func (e *ConfigError) Error() string {
 	}
 	return s
 }
+
+// Unwrap is the cause, or nil.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // ErrStale is matched by a StaleError.
 var ErrStale = errors.New("stale")

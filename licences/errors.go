@@ -21,6 +21,7 @@ type ParseError struct {
 	Field string // a path such as entries[2].verdicts.distillation.reading
 	Msg   string // what is wrong
 	Fix   string // what to do about it
+	Err   error  // the cause, when there is one to classify (textcheck.ErrInvalidUTF8)
 }
 
 func (e *ParseError) Error() string {
@@ -40,6 +41,9 @@ func (e *ParseError) Error() string {
 
 // Is lets errors.Is(err, ErrInvalid) match any ParseError.
 func (e *ParseError) Is(target error) bool { return target == ErrInvalid }
+
+// Unwrap is the cause, or nil.
+func (e *ParseError) Unwrap() error { return e.Err }
 
 // BlockedError lists every item that blocks a design, so one run of the check
 // shows all the work to do rather than the first problem only.

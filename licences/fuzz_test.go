@@ -3,7 +3,9 @@ package licences
 import (
 	"os"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseRegistry checks the parser never panics and that whatever it
@@ -14,7 +16,8 @@ func FuzzParseRegistry(f *testing.F) {
 		f.Add(b)
 	}
 	for _, s := range []string{``, `{}`, `null`, `{"schema_version":1,"entries":[]}`, `{"schema_version":1,"entries":[{}]}`,
-		`{"schema_version":1,"entries":[{"id":"x","verdicts":{"inference":{}}}]}`, `{"schema_version":"1"}`, `{"a":1}{`} {
+		`{"schema_version":1,"entries":[{"id":"x","verdicts":{"inference":{}}}]}`, `{"schema_version":"1"}`, `{"a":1}{`,
+		strings.Replace(validRegistry, "Model A", "Model \xff", 1)} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -24,6 +27,9 @@ func FuzzParseRegistry(f *testing.F) {
 				t.Fatal("error with a non-nil registry")
 			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatal("a registry that is not UTF-8 was accepted")
 		}
 		out, err := reg.Marshal()
 		if err != nil {

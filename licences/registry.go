@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"rig/internal/textcheck"
 )
 
 // SchemaVersion is the registry file format this package reads and writes.
@@ -217,9 +219,14 @@ var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
 
 // ParseRegistry parses a registry strictly: unknown fields, missing fields,
 // unknown kinds, uses or verdicts, bad dates, duplicate ids and trailing data
-// are errors that name the file, the field and the fix. file is only used in
-// messages.
+// are errors that name the file, the field and the fix. Bytes that are not
+// UTF-8 are refused first, naming the line and the offset (errors.Is
+// textcheck.ErrInvalidUTF8). file is only used in messages.
 func ParseRegistry(file string, data []byte) (*Registry, error) {
+	var ue *textcheck.Error
+	if errors.As(textcheck.UTF8(file, data), &ue) {
+		return nil, &ParseError{File: file, Msg: fmt.Sprintf("line %d: %s", ue.Line, ue.Reason()), Err: ue}
+	}
 	p := parser{file: file}
 	top, err := p.object("", data, []string{"schema_version", "entries"}, []string{"schema_version", "entries"})
 	if err != nil {

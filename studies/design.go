@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"rig/internal/textcheck"
 )
 
 // Design is a study's design file: everything written down before any run.
@@ -276,10 +278,15 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // format: ".yaml"/".yml" is YAML, anything else is JSON unless the first
 // non-space byte says otherwise. YAML is converted to JSON and both are
 // decoded strictly: an unknown field or a value of the wrong type is a
-// *ValidationError with the field's JSON path.
+// *ValidationError with the field's JSON path. Bytes that are not UTF-8 are
+// a *ParseError at their line and column (errors.Is textcheck.ErrInvalidUTF8).
 func ParseDesign(file string, data []byte) (*Design, error) {
 	if file == "" {
 		file = "design.json"
+	}
+	var ue *textcheck.Error
+	if errors.As(textcheck.UTF8(file, data), &ue) {
+		return nil, &ParseError{File: file, Line: ue.Line, Col: ue.Col, Err: ue.Unlocated()}
 	}
 	jsonData, err := toJSON(file, data)
 	if err != nil {
@@ -660,6 +667,7 @@ func duplicateKeys(data []byte) error {
 		keys  map[string]bool // nil for arrays
 		index int
 		key   string // the key whose value comes next
+		inVal bool   // key has been read and its value not yet ("" is a key too)
 	}
 	var stack []*frame
 	child := func() string {
@@ -679,7 +687,7 @@ func duplicateKeys(data []byte) error {
 			return false
 		}
 		f := stack[len(stack)-1]
-		return f.keys != nil && f.key == ""
+		return f.keys != nil && !f.inVal
 	}
 	for {
 		tok, err := dec.Token()
@@ -697,7 +705,7 @@ func duplicateKeys(data []byte) error {
 					f.keys = map[string]bool{}
 				}
 				if len(stack) > 0 && stack[len(stack)-1].keys != nil {
-					stack[len(stack)-1].key = ""
+					stack[len(stack)-1].inVal = false
 				}
 				stack = append(stack, f)
 			default:
@@ -712,12 +720,12 @@ func duplicateKeys(data []byte) error {
 				return fmt.Errorf("%s: key appears twice (keep one)", join(f.path, k))
 			}
 			f.keys[k] = true
-			f.key = k
+			f.key, f.inVal = k, true
 			continue
 		}
 		child()
 		if len(stack) > 0 && stack[len(stack)-1].keys != nil {
-			stack[len(stack)-1].key = ""
+			stack[len(stack)-1].inVal = false
 		}
 	}
 }

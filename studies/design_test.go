@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 const demoPath = "../examples/demo-study/design.json"
@@ -395,6 +396,8 @@ func FuzzParseDesign(f *testing.F) {
 	f.Add([]byte(`{"name":"x","arms":[{"pins":{"quant":1}}]}`), false)
 	f.Add([]byte("name: x\nrepeats: 0x10\ntop_k: .inf\n"), true)
 	f.Add([]byte("a: &x 1\nb: *x\n"), true)
+	f.Add([]byte("{\n\"name\": \"x\",\n\"sentences\": \"\xff\"}"), false)
+	f.Add([]byte("name: x\nrepeats: 1\nsentences: \xff\n"), true)
 	f.Fuzz(func(t *testing.T, data []byte, asYAML bool) {
 		file := "design.json"
 		if asYAML {
@@ -409,6 +412,9 @@ func FuzzParseDesign(f *testing.F) {
 				t.Fatalf("error %q does not name the file", err)
 			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatal("a design that is not UTF-8 was accepted")
 		}
 		// Whatever parses must validate without panicking, and a design
 		// that validates must survive a round trip through JSON.

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"rig/internal/textcheck"
 )
 
 // SchemaVersion is the bank format this package reads and writes.
@@ -105,18 +107,25 @@ func LoadBank(file string) (*Bank, error) {
 	return ParseBank(f, file)
 }
 
-// ParseBank reads a bank strictly: unknown fields, malformed lines, missing
-// required fields and duplicate ids are errors naming file:line and field.
+// ParseBank reads a bank strictly: bytes that are not UTF-8, unknown fields,
+// malformed lines, missing required fields and duplicate ids are errors
+// naming file:line and field.
 func ParseBank(r io.Reader, file string) (*Bank, error) {
 	br := bufio.NewReader(r)
 	b := &Bank{File: file}
 	seen := map[string]int{}
 	lineNo := 0
+	var offset int64
 	haveHeader := false
 	for {
 		raw, err := br.ReadBytes('\n')
 		if len(raw) > 0 {
 			lineNo++
+			var ue *textcheck.Error
+			if errors.As(textcheck.UTF8At(file, raw, lineNo, offset), &ue) {
+				return nil, &ParseError{File: file, Line: lineNo, Msg: ue.Reason(), Err: ue}
+			}
+			offset += int64(len(raw))
 			line := bytes.TrimSpace(raw)
 			if len(line) > 0 {
 				if !haveHeader {

@@ -2,8 +2,10 @@ package tasks
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkCheckLeakage measures both bundled banks against a 1 MB
@@ -20,6 +22,37 @@ func BenchmarkCheckLeakage(b *testing.B) {
 		if _, err := CheckLeakage(context.Background(), bs, places); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLeakNearDuplicates times the lint's near-duplicate check on
+// 1k, 10k and 100k synthetic tasks (syntheticTasks). ns/op is the LSH path;
+// for 1k and 10k the exhaustive all-pairs check runs once beside it and
+// exhaustive-s and speedup (exhaustive time over LSH time) report it. At
+// 100k the exhaustive check would take hours and is left out.
+func BenchmarkLeakNearDuplicates(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		ts := syntheticTasks(b, n, 16)
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			var old time.Duration
+			if n <= 10000 {
+				start := time.Now()
+				duplicatesExhaustive(ts)
+				old = time.Since(start)
+			}
+			var near int
+			for b.Loop() {
+				_, nr := duplicates(ts)
+				near = len(nr)
+			}
+			lsh := b.Elapsed() / time.Duration(b.N)
+			b.ReportMetric(lsh.Seconds(), "lsh-s")
+			b.ReportMetric(float64(near), "near-pairs")
+			if old > 0 {
+				b.ReportMetric(old.Seconds(), "exhaustive-s")
+				b.ReportMetric(float64(old)/float64(lsh), "speedup")
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func FuzzParseBank(f *testing.F) {
@@ -20,6 +21,7 @@ func FuzzParseBank(f *testing.F) {
 	f.Add([]byte(testHeader + "\n{\"id\":"))
 	f.Add([]byte(""))
 	f.Add([]byte("{}\n{}"))
+	f.Add([]byte(testHeader + "\n" + testTask("a") + "\n" + strings.Replace(testTask("b"), "2+2", "2\xff2", 1)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := ParseBank(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {
@@ -27,6 +29,9 @@ func FuzzParseBank(f *testing.F) {
 				t.Fatal("bank returned with an error")
 			}
 			return
+		}
+		if !utf8.Valid(data) {
+			t.Fatal("a bank that is not UTF-8 was accepted")
 		}
 		// A parsed bank re-encodes to a bank with the same hash.
 		var buf bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,26 +90,69 @@ func Lint(ctx context.Context, b *Bank, reg *Registry) Report {
 	return r
 }
 
+// duplicates finds exact duplicates (the same normalized words) and near
+// duplicates (word-shingle Jaccard >= lintThreshold between different
+// texts). Texts that normalize alike are compared once, and near pairs come
+// from MinHash LSH candidates (nearPairs) instead of every pair, so a bank
+// of 100,000 tasks takes seconds. Both lists are in bank order: by the
+// first task's position, then the second's.
 func duplicates(ts []Task) (exact, near []Pair) {
-	norm := make([]string, len(ts))
-	sets := make([]map[uint64]struct{}, len(ts))
-	for i, t := range ts {
-		ws := words(taskText(t))
-		norm[i] = strings.Join(ws, " ")
-		sets[i] = shingles(ws, lintShingle)
+	norms := make([]string, len(ts))
+	shs := make([][]uint64, len(ts))
+	parallel(len(ts), workersFor(len(ts)), func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			ws := words(taskText(ts[i]))
+			norms[i] = strings.Join(ws, " ")
+			shs[i] = sortedShingles(ws, lintShingle)
+		}
+	})
+	group := map[string]int{} // normalized text -> index in members
+	var members [][]int       // task indexes per distinct text, ascending
+	var sets [][]uint64       // shingles per distinct text
+	for i, norm := range norms {
+		g, ok := group[norm]
+		if !ok {
+			g = len(members)
+			group[norm] = g
+			members = append(members, nil)
+			sets = append(sets, shs[i])
+		}
+		members[g] = append(members[g], i)
 	}
-	for i := range ts {
-		for j := i + 1; j < len(ts); j++ {
-			if norm[i] == norm[j] {
-				exact = append(exact, Pair{A: ts[i].ID, B: ts[j].ID, Similarity: 1})
-				continue
-			}
-			if s := jaccard(sets[i], sets[j]); s >= lintThreshold {
-				near = append(near, Pair{A: ts[i].ID, B: ts[j].ID, Similarity: s})
+	var ex, nr []simPair
+	for _, m := range members {
+		for a := range m {
+			for _, j := range m[a+1:] {
+				ex = append(ex, simPair{i: m[a], j: j, s: 1})
 			}
 		}
 	}
-	return exact, near
+	for _, p := range nearPairs(sets, lintThreshold) {
+		for _, a := range members[p.i] {
+			for _, b := range members[p.j] {
+				nr = append(nr, simPair{i: min(a, b), j: max(a, b), s: p.s})
+			}
+		}
+	}
+	return bankOrder(ts, ex), bankOrder(ts, nr)
+}
+
+// bankOrder sorts pairs by (i, j) and names their tasks.
+func bankOrder(ts []Task, ps []simPair) []Pair {
+	if len(ps) == 0 {
+		return nil
+	}
+	slices.SortFunc(ps, func(x, y simPair) int {
+		if x.i != y.i {
+			return x.i - y.i
+		}
+		return x.j - y.j
+	})
+	out := make([]Pair, len(ps))
+	for k, p := range ps {
+		out[k] = Pair{A: ts[p.i].ID, B: ts[p.j].ID, Similarity: p.s}
+	}
+	return out
 }
 
 // baselineChecker is implemented by graders that can also check the task
