@@ -5,11 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/studies/run"
 	"rig/tasks"
 )
 
 func newTasksAuditCommand() *cobra.Command {
 	var dir string
+	var noSandbox bool
 	cmd := &cobra.Command{
 		Use:   "audit BANK",
 		Short: "Run every key through its grader and freeze the bank's hash",
@@ -33,11 +35,12 @@ failed, the bank does not parse or the record cannot be written.`,
 			if dir == "" {
 				dir = defaultAuditDir(args[0])
 			}
-			_, err := tasks.RunAudit(cmd.Context(), cmd.OutOrStdout(), args[0], dir, tasks.DefaultRegistry(nil))
+			_, err := tasks.RunAudit(cmd.Context(), cmd.OutOrStdout(), args[0], dir, run.Env{NoSandbox: noSandbox}.Graders())
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&dir, "audit-dir", "", `where audit records go (default: "audits" beside the bank)`)
+	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run code tasks' test commands without the loopback-only sandbox (they are the bank's own commands: only for a bank you trust)")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,5 +84,41 @@ func TestTasksLintRefuses(t *testing.T) {
 				t.Errorf("output does not count the failing key:\n%s", out)
 			}
 		})
+	}
+}
+
+// A bank's test commands are the bank's own code: lint runs them as graders
+// do, inside the loopback-only sandbox. The key here passes only where the
+// process sees no network interface but loopback, which is read from
+// /proc/net/dev (per network namespace) and never by sending anything.
+func TestTasksLintRunsBankCommandsInTheSandbox(t *testing.T) {
+	lines := bankLines(t, "fix-test.jsonl")
+	task := map[string]any{
+		"id": "ft-sandboxed-1", "job_kind": "fix-test", "template_id": "sandboxed", "difficulty": "easy",
+		"input": map[string]any{
+			"prompt":       "Make the test pass.",
+			"files":        map[string]string{"netcheck.py": "OK = False\n", "test_netcheck.py": "import unittest\n\nimport netcheck\n\n\nclass T(unittest.TestCase):\n    def test_only_loopback(self):\n        with open('/proc/net/dev') as f:\n            names = [l.split(':')[0].strip() for l in f.readlines()[2:]]\n        self.assertEqual(names, ['lo'])\n        self.assertTrue(netcheck.OK)\n"},
+			"test_command": []string{"python3", "-m", "unittest", "-q"},
+		},
+		"key":    map[string]any{"files": map[string]string{"netcheck.py": "OK = True\n"}, "tests": []string{"test_netcheck.py"}},
+		"grader": map[string]any{"name": "code", "version": 1}, "holdout": false, "source": "private",
+	}
+	b, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bank := writeBank(t, t.TempDir(), []string{lines[0], string(b)})
+	if out, err := runRig(t, "tasks", "lint", bank); err != nil {
+		t.Fatalf("inside the sandbox the key should pass (only lo is visible): %v\n%s", err, out)
+	}
+	host, err := os.ReadFile("/proc/net/dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(string(host), ":") <= 1 {
+		t.Skip("this host has no network interface but loopback, so the unsandboxed half cannot tell the difference")
+	}
+	if out, err := runRig(t, "tasks", "lint", "--no-sandbox", bank); err == nil {
+		t.Fatalf("with --no-sandbox the command saw the host's interfaces, yet the key passed:\n%s", out)
 	}
 }
