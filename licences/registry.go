@@ -25,6 +25,9 @@ const SchemaVersion = 1
 // text and nobody has to guess between day-first and month-first.
 const DateLayout = "2006-01-02"
 
+// now is the clock date_read is checked against; tests replace it.
+var now = time.Now
+
 // Kind says what sort of thing an entry covers.
 type Kind string
 
@@ -371,9 +374,16 @@ func (p parser) entry(path string, raw json.RawMessage) (Entry, error) {
 		return Entry{}, p.errf(join(path, "id"), fmt.Sprintf("%q is not a valid id", e.ID),
 			"use lower-case letters, digits, '.', '_' and '-', starting with a letter or digit, e.g. \"smollm2-135m-instruct\"")
 	}
-	if _, err := time.Parse(DateLayout, e.DateRead); err != nil {
+	read, err := time.Parse(DateLayout, e.DateRead)
+	if err != nil {
 		return Entry{}, p.errf(join(path, "date_read"), fmt.Sprintf("%q is not a date", e.DateRead),
 			"write the day you read the terms as YYYY-MM-DD, e.g. \"2026-11-30\"")
+	}
+	// A day of slack covers time zones: the reader's today may be the UTC
+	// tomorrow.
+	if today := now().UTC(); read.After(today.Truncate(24*time.Hour).AddDate(0, 0, 1)) {
+		return Entry{}, p.errf(join(path, "date_read"), fmt.Sprintf("entry %q: %s is in the future (today is %s)", e.ID, e.DateRead, today.Format(DateLayout)),
+			"write the day you actually read the terms, today or earlier, as YYYY-MM-DD; a reading cannot be dated ahead")
 	}
 	kind, err := p.text(join(path, "kind"), m["kind"])
 	if err != nil {

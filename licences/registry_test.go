@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 const validRegistry = `{
@@ -78,6 +79,7 @@ func TestParseRegistryErrors(t *testing.T) {
 		{"missing reading", edit(t, `, "reading": "use is granted"`, ``), "entries[0].verdicts.inference.reading", "is missing"},
 		{"bad date format", edit(t, `"2026-11-30"`, `"30/11/2026"`), "entries[0].date_read", "not a date"},
 		{"impossible date", edit(t, `"2026-11-30"`, `"2026-02-30"`), "entries[0].date_read", "not a date"},
+		{"date years ahead", edit(t, `"2026-11-30"`, `"2099-01-01"`), "entries[0].date_read", `entry "model-a": 2099-01-01 is in the future`},
 		{"date not a string", edit(t, `"2026-11-30"`, `20261130`), "entries[0].date_read", "must be a string"},
 		{"bad kind", edit(t, `"kind": "model"`, `"kind": "weights"`), "entries[0].kind", "not a kind"},
 		{"bad id", edit(t, `"id": "model-a"`, `"id": "Model A"`), "entries[0].id", "not a valid id"},
@@ -195,5 +197,29 @@ func TestBundledRegistry(t *testing.T) {
 				t.Errorf("%s: no reading for commonly banned use %s", id, u)
 			}
 		}
+	}
+}
+
+// TestDateReadInTheFuture: a reading dated after tomorrow (UTC) is refused
+// naming the file given, the entry and the field; tomorrow is accepted, for
+// a reader whose today is already the UTC tomorrow.
+func TestDateReadInTheFuture(t *testing.T) {
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC) }
+	if _, err := ParseRegistry("studio/my-registry.json", []byte(edit(t, `"2026-11-30"`, `"2026-12-01"`))); err != nil {
+		t.Fatalf("tomorrow refused: %v", err)
+	}
+	_, err := ParseRegistry("studio/my-registry.json", []byte(edit(t, `"2026-11-30"`, `"2026-12-02"`)))
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Field != "entries[0].date_read" || pe.Fix == "" {
+		t.Fatalf("got %v, want a ParseError at entries[0].date_read with a fix", err)
+	}
+	for _, want := range []string{"studio/my-registry.json", `"model-a"`, "2026-12-02", "today is 2026-11-30"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "licences/registry.json") {
+		t.Errorf("error %q names the bundled registry, not the file given", err)
 	}
 }

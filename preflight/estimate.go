@@ -1,7 +1,9 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -40,12 +42,26 @@ type Estimate struct {
 	Notes      []string `json:"notes,omitempty"`
 }
 
-func padUp(n, p int) int {
-	if p <= 1 {
-		return n
-	}
-	return (n + p - 1) / p * p
+// ErrNotModelled marks a model whose architecture the memory model does not
+// know: sizing it as another would be a guess, so rig cannot decide.
+var ErrNotModelled = errors.New("cannot decide")
+
+// modelledArchs are the architectures whose memory the model below sizes:
+// decoder-only attention with a per-layer KV cache (grouped-query, optionally
+// sliding-window with the pattern in the file or in swaPeriods), and the
+// hybrids whose recurrent layers carry a Mamba-style ssm.* state. Others
+// (multi-head latent attention, short-convolution or linear-attention
+// layers, encoders) are refused rather than sized as if they were these.
+var modelledArchs = map[string]bool{
+	"llama": true, "mistral": true, "qwen2": true, "qwen2moe": true, "qwen3": true, "qwen3moe": true,
+	"gemma": true, "gemma2": true, "gemma3": true, "gemma3n": true, "cohere2": true, "llama4": true,
+	"phi3": true, "granite": true, "granitemoe": true, "olmo": true, "olmo2": true, "starcoder2": true,
+	"stablelm": true, "smollm3": true, "internlm2": true, "exaone": true,
+	"granitehybrid": true, "jamba": true, "falcon-h1": true, "nemotron_h": true,
 }
+
+// Modelled reports whether the memory model sizes architecture arch.
+func Modelled(arch string) bool { return modelledArchs[arch] }
 
 // Predict sizes a run of the model in f at profile p on runtime rt.
 func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) {
@@ -72,6 +88,21 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 		e.Notes = append(e.Notes, fmt.Sprintf("context %d is beyond the model's trained %d", p.Context, h.ContextLen))
 	}
 
+	if !Modelled(h.Arch) {
+		return e, fmt.Errorf("%s: %w: architecture %q is not modelled (rig's memory model would size it as another architecture; it is not sized)", f.Path, ErrNotModelled, h.Arch)
+	}
+	e, err = size(f, p, rt, rc, h, e)
+	if err != nil {
+		return e, fmt.Errorf("%s: %s at context %d: %w", f.Path, h.Arch, p.Context, err)
+	}
+	return e, nil
+}
+
+// size is Predict's arithmetic, every step checked: an overflow is an error,
+// never a wrapped-around small size.
+func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Estimate) (Estimate, error) {
+	c := &checked{}
+	fail := func(what string) (Estimate, error) { return e, fmt.Errorf("%s: %w", what, c.err) }
 	slots := p.slots()
 	cardLayers := h.Layers
 	if !p.Simulated && p.OffloadLayers != OffloadAll {
@@ -87,60 +118,79 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 		l := layerOf(t.Name)
 		switch {
 		case p.Simulated:
-			wCard += t.Bytes()
+			wCard = c.add(wCard, t.Bytes())
 		case l >= 0 && onCard(l):
-			wCard += t.Bytes()
+			wCard = c.add(wCard, t.Bytes())
 		case l < 0 && t.Name != "token_embd.weight" && cardLayers >= h.Layers:
-			wCard += t.Bytes()
+			wCard = c.add(wCard, t.Bytes())
 		default:
-			wHost += t.Bytes()
+			wHost = c.add(wHost, t.Bytes())
 		}
 	}
 	if dup := ollamaTiedCopy(f, h, rt); dup > 0 {
 		// The copy is the output head: on the card only when every layer is.
 		if p.Simulated || cardLayers >= h.Layers {
-			wCard += dup
+			wCard = c.add(wCard, dup)
 		} else {
-			wHost += dup
+			wHost = c.add(wHost, dup)
 		}
 		e.Notes = append(e.Notes, fmt.Sprintf("Ollama's own engine holds a second copy of the tied embeddings for the output head (%s)", Size(dup)))
 	}
-	e.Weights = Size(wCard + wHost)
+	weights := c.add(wCard, wHost)
+	if c.err != nil {
+		return fail("weights")
+	}
+	e.Weights = Size(weights)
 
 	// KV cache: layers × cells × kv_heads × (key_dim + value_dim) × bytes per element.
-	bpe := p.KVGGMLType().BytesPerElement()
+	kvt := p.KVGGMLType()
+	tr, ok := typeTraits(kvt)
+	if !ok || tr.BlockSize == 0 {
+		return e, fmt.Errorf("kv_type %s has no size", kvt)
+	}
 	runCtx := ollamaContext(h, rt, p.Context)
 	if runCtx != p.Context {
 		e.Notes = append(e.Notes, fmt.Sprintf("Ollama lowers context %d to the model's trained %d, so the run would not hold its pinned context", p.Context, runCtx))
 	}
-	cells := padUp(runCtx*slots, rc.CtxPad)
-	swaCells := 0
+	ctxPad := c.int(rc.CtxPad)
+	cells := c.padUp(c.mul(c.int(runCtx), c.int(slots)), ctxPad)
+	var swaCells uint64
 	if h.SlidingWin > 0 {
-		swaCells = min(cells, padUp(h.SlidingWin*slots+rc.UBatch, rc.CtxPad))
-		e.SWACells = swaCells
+		swaCells = min(cells, c.padUp(c.add(c.mul(c.int(h.SlidingWin), c.int(slots)), c.int(rc.UBatch)), ctxPad))
 	}
-	e.KVCells = cells
-	var kvCard, kvHost, rec float64
+	if c.err != nil || cells > math.MaxInt {
+		return fail("KV cells")
+	}
+	e.KVCells, e.SWACells = int(cells), int(swaCells)
+	headElems := c.add(c.int(h.KeyDim), c.int(h.ValueDim))
+	var kvCardElems, kvHostElems, rec uint64
 	for l := 0; l < h.Layers; l++ {
 		kvh := h.KVHeads[l]
 		if kvh == 0 {
-			rec += float64(h.SSMStateB) * float64(slots)
+			rec = c.add(rec, c.mul(h.SSMStateB, c.int(slots)))
 			continue
 		}
-		c := cells
+		n := cells
 		if h.SWALayers != nil && h.SWALayers[l] {
-			c = swaCells
+			n = swaCells
 			e.SWALayers++
 		}
-		b := float64(c) * float64(kvh) * float64(h.KeyDim+h.ValueDim) * bpe
+		elems := c.mul(n, c.int(kvh), headElems)
 		if onCard(l) {
-			kvCard += b
+			kvCardElems = c.add(kvCardElems, elems)
 		} else {
-			kvHost += b
+			kvHostElems = c.add(kvHostElems, elems)
 		}
 	}
-	e.KVCache = Size(kvCard + kvHost)
+	kvBytes := func(elems uint64) uint64 {
+		return c.mul(elems/tr.BlockSize, tr.TypeSize) + c.mul(elems%tr.BlockSize, tr.TypeSize)/tr.BlockSize
+	}
+	kvCard, kvHost := kvBytes(kvCardElems), kvBytes(kvHostElems)
+	e.KVCache = Size(c.add(kvCard, kvHost))
 	e.Recurrent = Size(rec)
+	if c.err != nil {
+		return fail("KV cache and recurrent state")
+	}
 
 	// Compute buffer for one physical batch, as llama.cpp reserves it: the
 	// feed-forward and residual activations of every token in the batch
@@ -149,36 +199,52 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 	// with flash attention); without flash attention the KQ matrix over all
 	// cells for every head as well. The reserve is the worst case: a short
 	// prompt touches only the mask rows of the cells in use.
-	ub := min(rc.UBatch, cells)
-	acts := float64(3*h.FF+4*h.Embd) * float64(ub) * 4
-	logits := float64(h.Vocab) * 4 * float64(slots)
-	maskBytes := 4.0
+	ub := min(c.int(rc.UBatch), cells)
+	acts := c.mul(c.add(c.mul(3, c.int(h.FF)), c.mul(4, c.int(h.Embd))), ub, 4)
+	logits := c.mul(c.int(h.Vocab), 4, c.int(slots))
+	maskBytes := uint64(4)
 	if rc.FlashAttention {
 		maskBytes = 2
 	}
-	mask := float64(cells) * float64(ub) * maskBytes
+	mask := c.mul(cells, ub, maskBytes)
 	if h.SlidingWin > 0 {
-		mask += float64(swaCells) * float64(ub) * maskBytes
+		mask = c.add(mask, c.mul(swaCells, ub, maskBytes))
 	}
-	attn := 0.0
+	var attn uint64
 	if !rc.FlashAttention {
-		attn = float64(h.Heads) * float64(cells) * float64(ub) * 4
+		attn = c.mul(c.int(h.Heads), cells, ub, 4)
 	}
-	e.Compute = Size(rc.ComputeScale*(acts+logits+mask+attn) + ollamaMaskBytes(h, rt, cells, swaCells, ub))
-	e.Output = Size(float64(h.Vocab) * 4 * float64(slots))
-	e.Overhead = Size(rc.BaseBytes + rc.PerVocabBytes*float64(h.Vocab))
+	raw := c.add(acts, logits, mask, attn)
+	if c.err != nil {
+		return fail("compute buffer")
+	}
+	compute := c.add(c.float(rc.ComputeScale*float64(raw)), c.float(ollamaMaskBytes(h, rt, int(cells), int(swaCells), int(ub))))
+	output := c.mul(c.int(h.Vocab), 4, c.int(slots))
+	overhead := c.float(max(0, rc.BaseBytes+rc.PerVocabBytes*float64(h.Vocab)))
+	if c.err != nil {
+		return fail("compute buffer and overhead")
+	}
+	e.Compute, e.Output, e.Overhead = Size(compute), Size(output), Size(overhead)
 
+	var card, host uint64
 	if p.Simulated {
-		e.Card = e.Weights + e.KVCache + e.Recurrent + e.Compute + e.Output + e.Overhead
+		card = c.add(weights, uint64(e.KVCache), rec, compute, output, overhead)
 	} else {
 		// A real card holds its layers, their cache and a compute buffer;
 		// the host keeps the rest and the runtime itself.
-		e.Card = Size(wCard) + Size(kvCard) + e.Recurrent + e.Compute
-		e.Host = Size(wHost) + Size(kvHost) + e.Output + e.Overhead
+		card = c.add(wCard, kvCard, rec, compute)
+		host = c.add(wHost, kvHost, output, overhead)
 		if cardLayers < h.Layers {
-			e.Host += e.Compute // the CPU layers need their own buffer
+			host = c.add(host, compute) // the CPU layers need their own buffer
 		}
 	}
-	e.Peak = e.Card + e.Host
+	peak := c.add(card, host)
+	if c.err == nil && peak > math.MaxInt64 {
+		c.err = fmt.Errorf("%w: %d bytes in all", ErrOverflow, peak)
+	}
+	if c.err != nil {
+		return fail("peak")
+	}
+	e.Card, e.Host, e.Peak = Size(card), Size(host), Size(peak)
 	return e, nil
 }

@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -29,70 +30,160 @@ type HParams struct {
 // architectures whose files do not carry one: every n-th layer is global.
 var swaPeriods = map[string]int{"gemma2": 2, "gemma3": 6, "gemma3n": 5, "cohere2": 4, "llama4": 4}
 
-// ReadHParams extracts the shapes; a missing required key is an error that
-// names the file and the key.
+// Bounds on what a GGUF may claim. They lie far above any real model (the
+// largest have a few hundred layers, 128 heads, 2^14-wide embeddings and
+// vocabularies of 2^18) and far below what makes the memory arithmetic or an
+// allocation absurd, so a hostile or corrupt header is refused by name.
+const (
+	maxLayers   = 4096
+	maxHeads    = 4096
+	maxWidth    = 1 << 20 // embedding and feed-forward length, SSM inner size
+	maxHeadDim  = 1 << 16 // key and value length per head
+	maxContext  = 1 << 24
+	maxVocab    = 1 << 22
+	maxSSMState = 1 << 16 // ssm.state_size
+	maxSSMConv  = 1 << 10 // ssm.conv_kernel
+	maxSSMGroup = 1 << 12 // ssm.group_count
+)
+
+// ErrBadHParam marks a hyperparameter outside what the file and the
+// architecture make possible.
+var ErrBadHParam = errors.New("implausible hyperparameter")
+
+// ReadHParams extracts the shapes; a missing required key, or a count or size
+// outside what the file and the architecture make possible, is an error that
+// names the file, the key, its value and the bound.
 func ReadHParams(f *File) (HParams, error) {
 	h := HParams{Arch: f.Architecture()}
 	if h.Arch == "" {
 		return h, fmt.Errorf("%s: general.architecture: missing (not a model file rig can size)", f.Path)
 	}
 	k := func(s string) string { return h.Arch + "." + s }
-	need := func(key string) (int, error) {
-		v, ok := f.Uint(k(key))
+	bad := func(key string, v any, format string, a ...any) error {
+		return fmt.Errorf("%s: %s = %v: %w: %s", f.Path, key, v, ErrBadHParam, fmt.Sprintf(format, a...))
+	}
+	// get reads an optional integer key and bounds it to lo..hi.
+	get := func(key string, lo, hi uint64) (int, bool, error) {
+		raw, ok := f.Get(key)
 		if !ok {
-			return 0, fmt.Errorf("%s: %s: missing or not an integer (rig cannot size this model)", f.Path, k(key))
+			return 0, false, nil
 		}
-		return int(v), nil
+		v, ok := asUint(raw)
+		if !ok {
+			if isNegative(raw) {
+				return 0, true, bad(key, raw, "negative")
+			}
+			return 0, true, fmt.Errorf("%s: %s: not an integer (rig cannot size this model)", f.Path, key)
+		}
+		if v < lo || v > hi {
+			return 0, true, bad(key, v, "outside %d..%d", lo, hi)
+		}
+		return int(v), true, nil
+	}
+	need := func(key string, lo, hi uint64) (int, error) {
+		v, ok, err := get(key, lo, hi)
+		if err == nil && !ok {
+			err = fmt.Errorf("%s: %s: missing or not an integer (rig cannot size this model)", f.Path, key)
+		}
+		return v, err
 	}
 	var err error
-	if h.Layers, err = need("block_count"); err != nil {
+	if h.Layers, err = need(k("block_count"), 1, maxLayers); err != nil {
 		return h, err
 	}
-	if h.Embd, err = need("embedding_length"); err != nil {
+	// Every layer holds at least one tensor, so a file cannot describe more
+	// layers than it has tensors.
+	if h.Layers > len(f.Tensors) {
+		return h, bad(k("block_count"), h.Layers, "more layers than the file's %d tensors", len(f.Tensors))
+	}
+	if h.Embd, err = need(k("embedding_length"), 1, maxWidth); err != nil {
 		return h, err
 	}
-	if v, ok := f.Uint(k("feed_forward_length")); ok {
-		h.FF = int(v)
-	} else if v, ok := f.Get(k("feed_forward_length")); ok {
-		if a, ok := v.([]int32); ok && len(a) > 0 {
-			h.FF = int(a[0])
-		}
+	ff, _, err := perLayer(f, k("feed_forward_length"), h.Layers, 0, maxWidth)
+	if err != nil {
+		return h, err
 	}
-	if v, ok := f.Uint(k("context_length")); ok {
-		h.ContextLen = int(v)
+	for _, n := range ff {
+		h.FF = max(h.FF, n)
 	}
-	h.Heads = perLayerMax(f, k("attention.head_count"))
-	h.KVHeads = perLayer(f, k("attention.head_count_kv"), h.Layers)
-	if h.KVHeads == nil {
+	if h.ContextLen, _, err = get(k("context_length"), 0, maxContext); err != nil {
+		return h, err
+	}
+	heads, ok, err := perLayer(f, k("attention.head_count"), h.Layers, 0, maxHeads)
+	if err != nil {
+		return h, err
+	}
+	for _, n := range heads {
+		h.Heads = max(h.Heads, n)
+	}
+	if !ok || h.Heads == 0 {
+		return h, bad(k("attention.head_count"), h.Heads, "missing or zero on every layer (must be 1..%d)", maxHeads)
+	}
+	kvKey := k("attention.head_count_kv")
+	h.KVHeads, ok, err = perLayer(f, kvKey, h.Layers, 0, uint64(h.Heads))
+	if err != nil {
+		return h, err
+	}
+	if !ok {
 		h.KVHeads = make([]int, h.Layers)
 		for i := range h.KVHeads {
 			h.KVHeads[i] = h.Heads
 		}
 	}
-	h.KeyDim, h.ValueDim = h.Embd/max(h.Heads, 1), h.Embd/max(h.Heads, 1)
-	if v, ok := f.Uint(k("attention.key_length")); ok {
-		h.KeyDim = int(v)
+	kd, kdOK, err := get(k("attention.key_length"), 1, maxHeadDim)
+	if err != nil {
+		return h, err
 	}
-	if v, ok := f.Uint(k("attention.value_length")); ok {
-		h.ValueDim = int(v)
+	vd, vdOK, err := get(k("attention.value_length"), 1, maxHeadDim)
+	if err != nil {
+		return h, err
 	}
-	if v, ok := f.Uint(k("attention.sliding_window")); ok {
-		h.SlidingWin = int(v)
+	if (!kdOK || !vdOK) && h.Embd%h.Heads != 0 {
+		// Without explicit head sizes the head dimension is embd/heads, which
+		// the architecture requires to be whole.
+		return h, bad(k("attention.head_count"), h.Heads, "does not divide %s = %d (and no key_length/value_length gives the head size)", k("embedding_length"), h.Embd)
+	}
+	h.KeyDim, h.ValueDim = h.Embd/h.Heads, h.Embd/h.Heads
+	if h.KeyDim > maxHeadDim {
+		return h, bad(k("attention.head_count"), h.Heads, "gives a head size of %d, above %d", h.KeyDim, maxHeadDim)
+	}
+	if kdOK {
+		h.KeyDim = kd
+	}
+	if vdOK {
+		h.ValueDim = vd
+	}
+	winMax := uint64(maxContext)
+	if h.ContextLen > 0 {
+		winMax = uint64(h.ContextLen)
+	}
+	if h.SlidingWin, _, err = get(k("attention.sliding_window"), 0, winMax); err != nil {
+		return h, err
 	}
 	if h.SlidingWin > 0 {
 		h.SWALayers = make([]bool, h.Layers)
+		patKey := k("attention.sliding_window_pattern")
 		period := swaPeriods[h.Arch]
-		if v, ok := f.Uint(k("attention.sliding_window_pattern")); ok {
-			period = int(v)
+		pat, isSet := f.Get(patKey)
+		var flags []any
+		if isSet {
+			if a, isArray := pat.([]any); isArray {
+				if len(a) != h.Layers {
+					return h, bad(patKey, fmt.Sprintf("[%d entries]", len(a)), "must have one entry per layer (%s = %d)", k("block_count"), h.Layers)
+				}
+				flags = a
+			} else if period, _, err = get(patKey, 0, maxLayers); err != nil {
+				return h, err
+			}
 		}
-		pat, isArray := f.Get(k("attention.sliding_window_pattern"))
 		for i := range h.SWALayers {
 			switch {
-			case isArray:
-				if a, ok := pat.([]any); ok && i < len(a) {
-					b, _ := a[i].(bool)
-					h.SWALayers[i] = b
+			case flags != nil:
+				b, isBool := flags[i].(bool)
+				if !isBool {
+					return h, bad(patKey, flags[i], "entry %d is not a bool", i)
 				}
+				h.SWALayers[i] = b
 			case period > 1:
 				h.SWALayers[i] = (i+1)%period != 0
 			default:
@@ -100,21 +191,42 @@ func ReadHParams(f *File) (HParams, error) {
 			}
 		}
 	}
-	if inner, ok := f.Uint(k("ssm.inner_size")); ok {
-		state, _ := f.Uint(k("ssm.state_size"))
-		conv, _ := f.Uint(k("ssm.conv_kernel"))
-		groups, _ := f.Uint(k("ssm.group_count"))
+	inner, hasSSM, err := get(k("ssm.inner_size"), 1, maxWidth)
+	if err != nil {
+		return h, err
+	}
+	if hasSSM {
+		state, _, err := get(k("ssm.state_size"), 0, maxSSMState)
+		if err != nil {
+			return h, err
+		}
+		conv, _, err := get(k("ssm.conv_kernel"), 0, maxSSMConv)
+		if err != nil {
+			return h, err
+		}
+		groups, _, err := get(k("ssm.group_count"), 0, maxSSMGroup)
+		if err != nil {
+			return h, err
+		}
 		// conv state (conv-1) × (inner + 2·groups·state) and ssm state inner × state, f32.
-		h.SSMStateB = 4 * ((max(conv, 1)-1)*(inner+2*groups*state) + inner*state)
+		c := checked{}
+		convW := c.add(uint64(inner), c.mul(2, uint64(groups), uint64(state)))
+		h.SSMStateB = c.mul(4, c.add(c.mul(uint64(max(conv, 1)-1), convW), c.mul(uint64(inner), uint64(state))))
+		if c.err != nil {
+			return h, bad(k("ssm.inner_size"), inner, "the recurrent state size %v", c.err)
+		}
 	}
 	if v, ok := f.Get("tokenizer.ggml.tokens"); ok {
 		if a, ok := v.([]string); ok {
+			if len(a) > maxVocab {
+				return h, bad("tokenizer.ggml.tokens", fmt.Sprintf("[%d entries]", len(a)), "more than %d tokens", maxVocab)
+			}
 			h.Vocab = len(a)
 		}
 	}
 	if h.Vocab == 0 {
-		if v, ok := f.Uint(k("vocab_size")); ok {
-			h.Vocab = int(v)
+		if h.Vocab, _, err = get(k("vocab_size"), 0, maxVocab); err != nil {
+			return h, err
 		}
 	}
 	h.TiedOutput = true
@@ -123,56 +235,93 @@ func ReadHParams(f *File) (HParams, error) {
 			h.TiedOutput = false
 		}
 		if h.Vocab == 0 && t.Name == "token_embd.weight" && len(t.Dims) == 2 {
+			if t.Dims[1] > maxVocab {
+				return h, bad("token_embd.weight.dims[1]", t.Dims[1], "a vocabulary of more than %d", maxVocab)
+			}
 			h.Vocab = int(t.Dims[1])
 		}
 	}
 	if ft, ok := f.Uint("general.file_type"); ok {
 		h.FileType = FileTypeName(ft)
 	}
-	if h.Layers <= 0 || h.Embd <= 0 || h.Heads <= 0 {
-		return h, fmt.Errorf("%s: %s: block_count %d, embedding_length %d, head_count %d must be positive", f.Path, h.Arch, h.Layers, h.Embd, h.Heads)
-	}
 	return h, nil
 }
 
-// perLayer reads a key that is either one integer or an array per layer.
-func perLayer(f *File, key string, layers int) []int {
+func isNegative(v any) bool {
+	switch x := v.(type) {
+	case int8:
+		return x < 0
+	case int16:
+		return x < 0
+	case int32:
+		return x < 0
+	case int64:
+		return x < 0
+	}
+	return false
+}
+
+// perLayer reads a key that is either one integer or an array of one per
+// layer, each bounded to lo..hi; ok reports whether the key is present. The
+// layer count must already be bounded: it sizes the result.
+func perLayer(f *File, key string, layers int, lo, hi uint64) (out []int, ok bool, err error) {
 	v, ok := f.Get(key)
 	if !ok {
+		return nil, false, nil
+	}
+	bad := func(val any, format string, a ...any) error {
+		return fmt.Errorf("%s: %s = %v: %w: %s", f.Path, key, val, ErrBadHParam, fmt.Sprintf(format, a...))
+	}
+	check := func(i int, n uint64, val any, neg bool) error {
+		if neg {
+			return bad(val, "layer %d is negative", i)
+		}
+		if n < lo || n > hi {
+			return bad(val, "layer %d is outside %d..%d", i, lo, hi)
+		}
 		return nil
 	}
-	out := make([]int, layers)
-	if n, ok := asUint(v); ok {
+	out = make([]int, layers)
+	if n, isInt := asUint(v); isInt {
+		if n < lo || n > hi {
+			return nil, true, bad(n, "outside %d..%d", lo, hi)
+		}
 		for i := range out {
 			out[i] = int(n)
 		}
-		return out
+		return out, true, nil
 	}
+	if isNegative(v) {
+		return nil, true, bad(v, "negative")
+	}
+	var length int
 	switch a := v.(type) {
 	case []int32:
-		for i := range out {
-			if i < len(a) {
-				out[i] = int(a[i])
-			}
-		}
+		length = len(a)
 	case []uint32:
-		for i := range out {
-			if i < len(a) {
-				out[i] = int(a[i])
-			}
-		}
+		length = len(a)
 	default:
-		return nil
+		return nil, true, fmt.Errorf("%s: %s: neither an integer nor an array of integers (rig cannot size this model)", f.Path, key)
 	}
-	return out
-}
-
-func perLayerMax(f *File, key string) int {
-	m := 0
-	for _, n := range perLayer(f, key, 256) {
-		m = max(m, n)
+	if length != layers {
+		return nil, true, bad(fmt.Sprintf("[%d entries]", length), "must have one entry per layer (%d)", layers)
 	}
-	return m
+	for i := range out {
+		var n uint64
+		var val any
+		neg := false
+		switch a := v.(type) {
+		case []int32:
+			n, val, neg = uint64(a[i]), a[i], a[i] < 0
+		case []uint32:
+			n, val = uint64(a[i]), a[i]
+		}
+		if err := check(i, n, val, neg); err != nil {
+			return nil, true, err
+		}
+		out[i] = int(n)
+	}
+	return out, true, nil
 }
 
 // FileTypeName maps general.file_type (llama_ftype) to the quant name users pin.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"time"
 )
 
@@ -47,8 +48,13 @@ type Evidence struct {
 // prediction cannot tell fitting from not.
 func Decide(e Estimate, p Profile, now time.Time) Verdict {
 	v := Verdict{Model: e.Model, Runtime: e.Runtime, Profile: p, Predicted: e.Card, Budget: p.CardMemory, Estimate: e, DecidedAt: now.UTC()}
-	v.Margin = int64(p.CardMemory) - int64(e.Card)
-	v.Needed = int64(e.RelError * float64(e.Card))
+	// Both sizes are clamped to int64 first so that the margin cannot wrap
+	// into a positive one for an absurd prediction.
+	v.Margin = int64(min(p.CardMemory, math.MaxInt64)) - int64(min(e.Card, math.MaxInt64))
+	v.Needed = math.MaxInt64
+	if need := e.RelError * float64(e.Card); need >= 0 && need < math.MaxInt64 {
+		v.Needed = int64(need)
+	}
 	switch {
 	case v.Margin < 0:
 		v.Reason = fmt.Sprintf("needs %s on the card (weights %s, KV cache %s at %d cells, compute %s, runtime %s), the card has %s: %s short",

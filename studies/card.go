@@ -114,6 +114,9 @@ func (v *validator) cards() {
 		}
 		return
 	}
+	if n := len(d.CardProfiles); n > MaxCardProfiles {
+		v.add(KindInvalid, "card_profiles", "%d step-down profiles: at most %d (each multiplies every arm; measure the rest in another card sub-study)", n, MaxCardProfiles)
+	}
 	if len(d.CardProfiles) == 0 {
 		v.add(KindMissing, "card_profiles", "a card sub-study needs at least one step-down profile beside card_profile (the reference), e.g. [{\"name\": \"card-8gib\", \"memory_mib\": 8192, \"simulated\": true}]")
 	}
@@ -139,11 +142,11 @@ func (v *validator) cardProfile(path string, p CardProfile) {
 	case p.MemoryMiB > maxCardMiB:
 		v.add(KindInvalid, path+".memory_mib", "%d MiB is more than 16 TiB: give the card's memory in MiB, not bytes", p.MemoryMiB)
 	}
-	if o := p.OffloadLayers; o != nil && *o < 0 {
-		v.add(KindInvalid, path+".offload_layers", "%d: must be 0 or more", *o)
+	if o := p.OffloadLayers; o != nil && (*o < 0 || *o > MaxOffloadLayer) {
+		v.add(KindInvalid, path+".offload_layers", "%d: must be 0..%d", *o, MaxOffloadLayer)
 	}
-	if p.Context < 0 {
-		v.add(KindInvalid, path+".context", "%d: give a positive context, or leave it out to keep the arms' pin", p.Context)
+	if p.Context < 0 || p.Context > MaxContext {
+		v.add(KindInvalid, path+".context", "%d: give a context of 1..%d, or leave it out to keep the arms' pin", p.Context, MaxContext)
 	}
 }
 

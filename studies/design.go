@@ -51,6 +51,10 @@ type Design struct {
 	// the choice to --registry, $RIG_LICENCE_REGISTRY or the bundled one
 	// (see ChooseLicenceRegistry).
 	LicenceRegistry string `json:"licence_registry,omitempty"`
+	// AllowPathsOutside lets task_bank and licence_registry name files
+	// outside the design's folder and the repository holding it (see
+	// AllowedRoot); left out, such a path is refused.
+	AllowPathsOutside bool `json:"allow_paths_outside,omitempty"`
 }
 
 // DefaultTopK is the generation record's top-K when the design leaves it out.

@@ -398,6 +398,9 @@ func FuzzParseDesign(f *testing.F) {
 	f.Add([]byte("a: &x 1\nb: *x\n"), true)
 	f.Add([]byte("{\n\"name\": \"x\",\n\"sentences\": \"\xff\"}"), false)
 	f.Add([]byte("name: x\nrepeats: 1\nsentences: \xff\n"), true)
+	// Values no run can honour (see boundCases): parsed, then refused by Validate.
+	f.Add([]byte("name: x\nrepeats: 1099511627776\njob_kinds:\n- sample_tasks: -1\n  task_bank: ../../../etc/passwd\n"), true)
+	f.Add([]byte(`{"repeats": -3, "top_k": 1048576, "budget": {"energy_wh": 1e308}, "arms": [{"pins": {"context": 1073741824}}]}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, asYAML bool) {
 		file := "design.json"
 		if asYAML {
@@ -418,7 +421,15 @@ func FuzzParseDesign(f *testing.F) {
 		}
 		// Whatever parses must validate without panicking, and a design
 		// that validates must survive a round trip through JSON.
-		if Validate(context.Background(), d, ValidateOptions{}) == nil {
+		if Validate(context.Background(), d, ValidateOptions{BaseDir: "testdata"}) == nil {
+			if d.Repeats > MaxRepeats || len(d.Arms) < 2 {
+				t.Fatalf("accepted %d repeats, %d arms", d.Repeats, len(d.Arms))
+			}
+			for _, jk := range d.JobKinds {
+				if jk.SampleTasks < 0 || jk.SampleTasks > MaxSampleTasks {
+					t.Fatalf("accepted sample_tasks %d", jk.SampleTasks)
+				}
+			}
 			out, err := json.Marshal(d)
 			if err != nil {
 				t.Fatal(err)

@@ -18,7 +18,7 @@ type schemaCheck struct {
 }
 
 var knownKeywords = []string{"$schema", "$id", "title", "description", "type", "additionalProperties",
-	"required", "properties", "$defs", "$ref", "items", "minItems", "enum", "pattern", "minLength",
+	"required", "properties", "$defs", "$ref", "items", "minItems", "maxItems", "enum", "pattern", "minLength",
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 
 func (c schemaCheck) validate(s map[string]any, v any, path string) []string {
@@ -72,6 +72,9 @@ func (c schemaCheck) validate(s map[string]any, v any, path string) []string {
 		}
 		if mi, ok := s["minItems"].(float64); ok && float64(len(a)) < mi {
 			fail("%d items, want at least %v", len(a), mi)
+		}
+		if mx, ok := s["maxItems"].(float64); ok && float64(len(a)) > mx {
+			fail("%d items, want at most %v", len(a), mx)
 		}
 		if is, ok := s["items"].(map[string]any); ok {
 			for i, e := range a {

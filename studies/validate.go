@@ -30,6 +30,7 @@ const (
 	KindPinsDiffer    ProblemKind = "pins_differ"
 	KindQuantMismatch ProblemKind = "quant_mismatch"
 	KindUnreadable    ProblemKind = "unreadable_asset"
+	KindOutsideRoot   ProblemKind = "path_outside"
 )
 
 // Problem is one thing wrong with a design, located by its JSON path.
@@ -92,6 +93,27 @@ type ValidateOptions struct {
 	Quant QuantReader
 }
 
+// Bounds on design values: past them no run can honour the value, so it is
+// a typo or a hostile file. The schema states the same bounds.
+const (
+	MaxRepeats      = 100
+	MaxSampleTasks  = 100000
+	MaxTaskCount    = 100000
+	MaxArms         = 64
+	MaxJobKinds     = 32
+	MaxCardProfiles = 16
+	MaxContext      = 1 << 20
+	MaxSamplingTopK = 1 << 20
+	MaxTurns        = 1000
+	MaxTokens       = 10_000_000
+	MaxGraderVer    = 1000
+	MaxOffloadLayer = 1024
+	MaxCostRatio    = 1000
+	MaxEnergyWh     = 1_000_000
+	MaxWallTime     = 30 * 24 * time.Hour
+	MaxHarnessWall  = 24 * time.Hour
+)
+
 var (
 	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -114,6 +136,7 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.judges()
 	v.rule()
 	v.power()
+	v.paths(opts)
 	if opts.Quant != nil {
 		v.quants(ctx, opts)
 	}
@@ -152,8 +175,8 @@ func (v *validator) top() {
 		"write the candidates and the incumbent, with how each is run")
 	v.need("sentences.why_the_measure", d.Sentences.WhyTheMeasure,
 		"write why the ranking measure answers the decision; if it is hard to write, the measure is wrong")
-	if d.Repeats < 1 {
-		v.add(KindInvalid, "repeats", "%d: must be at least 1 (repeats are the seed policy; start at 1 for screening)", d.Repeats)
+	if d.Repeats < 1 || d.Repeats > MaxRepeats {
+		v.add(KindInvalid, "repeats", "%d: must be at least 1 and at most %d (repeats are the seed policy; start at 1 for screening)", d.Repeats, MaxRepeats)
 	}
 	if !(d.PBestBar > 0 && d.PBestBar < 1) {
 		v.add(KindInvalid, "p_best_bar", "%v: must be between 0 and 1, e.g. 0.8 (a best model under it is reported as a tie)", d.PBestBar)
@@ -164,10 +187,12 @@ func (v *validator) top() {
 	if v.need("budget.wall_time", d.Budget.WallTime, "cap the execution's wall time, e.g. \"2h\"") {
 		if dur, err := time.ParseDuration(d.Budget.WallTime); err != nil || dur <= 0 {
 			v.add(KindInvalid, "budget.wall_time", "%q: write a positive duration such as \"90m\" or \"2h30m\"", d.Budget.WallTime)
+		} else if dur > MaxWallTime {
+			v.add(KindInvalid, "budget.wall_time", "%q is more than %s: cap one execution at 720h (30 days) or less, e.g. \"2h30m\"", d.Budget.WallTime, "720h")
 		}
 	}
-	if d.Budget.EnergyWh <= 0 {
-		v.add(KindInvalid, "budget.energy_wh", "%v: cap the energy in watt-hours, above 0", d.Budget.EnergyWh)
+	if !(d.Budget.EnergyWh > 0 && d.Budget.EnergyWh <= MaxEnergyWh) {
+		v.add(KindInvalid, "budget.energy_wh", "%v: cap the energy in watt-hours, above 0 and at most %d (1 MWh)", d.Budget.EnergyWh, MaxEnergyWh)
 	}
 	v.cards()
 }
@@ -175,6 +200,9 @@ func (v *validator) top() {
 func (v *validator) jobKinds() {
 	if len(v.d.JobKinds) == 0 {
 		v.add(KindMissing, "job_kinds", "no job kinds (add at least one, with its task bank, ranking measure and grader)")
+	}
+	if n := len(v.d.JobKinds); n > MaxJobKinds {
+		v.add(KindInvalid, "job_kinds", "%d job kinds: at most %d (split the decisions into several studies)", n, MaxJobKinds)
 	}
 	seen := map[string]int{}
 	for i, jk := range v.d.JobKinds {
@@ -192,19 +220,22 @@ func (v *validator) jobKinds() {
 			v.add(KindInvalid, p+".ranking_measure.direction", "%q: write \"higher\" or \"lower\" (which way is better)", d)
 		}
 		v.need(p+".grader.name", jk.Grader.Name, "name the grader")
-		if jk.Grader.Version < 1 {
-			v.add(KindInvalid, p+".grader.version", "%d: give the grader's version, 1 or more (changing what a grader returns is a version bump)", jk.Grader.Version)
+		if jk.Grader.Version < 1 || jk.Grader.Version > MaxGraderVer {
+			v.add(KindInvalid, p+".grader.version", "%d: give the grader's version, 1..%d (changing what a grader returns is a version bump)", jk.Grader.Version, MaxGraderVer)
+		}
+		if jk.SampleTasks < 0 || jk.SampleTasks > MaxSampleTasks {
+			v.add(KindInvalid, p+".sample_tasks", "%d: must be 0..%d (0 or left out runs every task of the bank)", jk.SampleTasks, MaxSampleTasks)
 		}
 		if c := jk.HarnessCaps; c != nil {
-			if c.Turns < 0 {
-				v.add(KindInvalid, p+".harness_caps.turns", "%d: give the most model calls per trial, 1 or more (leave it out for the default %d)", c.Turns, defaultAiderCaps.Turns)
+			if c.Turns < 0 || c.Turns > MaxTurns {
+				v.add(KindInvalid, p+".harness_caps.turns", "%d: give the most model calls per trial, 1 or more and at most %d (leave it out for the default %d)", c.Turns, MaxTurns, defaultAiderCaps.Turns)
 			}
-			if c.Tokens < 0 {
-				v.add(KindInvalid, p+".harness_caps.tokens", "%d: give the most output tokens per trial, 1 or more (leave it out for the default %d)", c.Tokens, defaultAiderCaps.Tokens)
+			if c.Tokens < 0 || c.Tokens > MaxTokens {
+				v.add(KindInvalid, p+".harness_caps.tokens", "%d: give the most output tokens per trial, 1 or more and at most %d (leave it out for the default %d)", c.Tokens, MaxTokens, defaultAiderCaps.Tokens)
 			}
 			if c.Wall != "" && c.Wall != AutoWall {
-				if d, err := time.ParseDuration(c.Wall); err != nil || d <= 0 {
-					v.add(KindInvalid, p+".harness_caps.wall", "%q: write %q (derived from this machine's measured speed) or a positive duration such as \"5m\" or \"90s\" (leave it out for the default %s)", c.Wall, AutoWall, defaultAiderCaps.Wall)
+				if d, err := time.ParseDuration(c.Wall); err != nil || d <= 0 || d > MaxHarnessWall {
+					v.add(KindInvalid, p+".harness_caps.wall", "%q: write %q (derived from this machine's measured speed) or a positive duration up to 24h such as \"5m\" or \"90s\" (leave it out for the default %s)", c.Wall, AutoWall, defaultAiderCaps.Wall)
 				}
 			}
 		}
@@ -234,6 +265,9 @@ func (v *validator) armNames() string {
 func (v *validator) arms() {
 	if len(v.d.Arms) < 2 {
 		v.add(KindMissing, "arms", "%d arms: a comparison needs at least an incumbent and one candidate", len(v.d.Arms))
+	}
+	if n := v.writtenArms(); n > MaxArms {
+		v.add(KindInvalid, "arms", "%d arms: at most %d (screen the candidates in several studies, each against the incumbent)", n, MaxArms)
 	}
 	seen := map[string]int{}
 	for i, a := range v.d.Arms {
@@ -299,8 +333,8 @@ func (v *validator) arms() {
 
 func (v *validator) pins(p string, pins Pins) {
 	v.need(p+".quant", pins.Quant, "pin the quant, e.g. \"Q4_K_M\"")
-	if pins.Context <= 0 {
-		v.add(KindInvalid, p+".context", "%d: pin the context length in tokens", pins.Context)
+	if pins.Context <= 0 || pins.Context > MaxContext {
+		v.add(KindInvalid, p+".context", "%d: pin the context length in tokens, 1..%d", pins.Context, MaxContext)
 	}
 	if pins.StopCap <= 0 {
 		v.add(KindInvalid, p+".stop_cap", "%d: pin the stop cap (maximum output tokens)", pins.StopCap)
@@ -312,8 +346,8 @@ func (v *validator) pins(p string, pins Pins) {
 	if s.Temperature < 0 || s.Temperature > 5 {
 		v.add(KindInvalid, p+".sampling.temperature", "%v: must be 0..5", s.Temperature)
 	}
-	if s.TopK < 0 {
-		v.add(KindInvalid, p+".sampling.top_k", "%d: must be 0 (off) or more", s.TopK)
+	if s.TopK < 0 || s.TopK > MaxSamplingTopK {
+		v.add(KindInvalid, p+".sampling.top_k", "%d: must be 0 (off) to %d", s.TopK, MaxSamplingTopK)
 	}
 	if s.TopP < 0 || s.TopP > 1 {
 		v.add(KindInvalid, p+".sampling.top_p", "%v: must be 0..1", s.TopP)
@@ -489,6 +523,8 @@ func (v *validator) rule() {
 		v.need(p+".assign", c.Assign, "say what this outcome assigns")
 		if c.When == WhenChallengerCostMore && c.MaxCostRatio <= 0 {
 			v.add(KindMissing, p+".max_cost_ratio", "give the wall-time ratio above which a challenger costs too much, e.g. 2")
+		} else if c.MaxCostRatio < 0 || c.MaxCostRatio > MaxCostRatio {
+			v.add(KindInvalid, p+".max_cost_ratio", "%v: give a wall-time ratio above 0 and at most %d, e.g. 2", c.MaxCostRatio, MaxCostRatio)
 		}
 		outcomes = append(outcomes, c.Assign)
 	}
@@ -508,8 +544,8 @@ func (v *validator) power() {
 	if !(p.PilotDiscordance > 0 && p.PilotDiscordance <= 1) {
 		v.add(KindInvalid, "power.pilot_discordance", "%v: give the discordance estimated from the pilot (0..1)", p.PilotDiscordance)
 	}
-	if p.TaskCount < 1 {
-		v.add(KindInvalid, "power.task_count", "%d: give the task count the power was computed for", p.TaskCount)
+	if p.TaskCount < 1 || p.TaskCount > MaxTaskCount {
+		v.add(KindInvalid, "power.task_count", "%d: give the task count the power was computed for, 1..%d", p.TaskCount, MaxTaskCount)
 	}
 	if p.Power != 0 && !(p.Power > 0 && p.Power < 1) {
 		v.add(KindInvalid, "power.power", "%v: must be between 0 and 1, or left out for 0.8", p.Power)
@@ -541,6 +577,91 @@ func (v *validator) quants(ctx context.Context, opts ValidateOptions) {
 				"%q differs from the model file's %q (pins hold for the whole run; add a separate arm for another quant)", a.Pins.Quant, got)
 		}
 	}
+}
+
+// writtenArms counts the arms as the user wrote them: a card sub-study's
+// cells of one arm count once.
+func (v *validator) writtenArms() int {
+	n := 0
+	seen := map[string]bool{}
+	for _, a := range v.d.Arms {
+		if a.Card == nil || a.BaseArm == "" {
+			n++
+		} else if !seen[a.BaseArm] {
+			seen[a.BaseArm] = true
+			n++
+		}
+	}
+	return n
+}
+
+// paths keeps every file a design reads (task banks, the licence registry)
+// inside AllowedRoot of the design's folder, unless the design sets
+// allow_paths_outside. Model files are exempt: they are large, live in the
+// model cache, and are pinned by hash. Without a BaseDir there is no folder
+// to hold them to, and the check is skipped.
+func (v *validator) paths(opts ValidateOptions) {
+	if opts.BaseDir == "" || v.d.AllowPathsOutside {
+		return
+	}
+	base, err := filepath.Abs(opts.BaseDir)
+	if err != nil {
+		return
+	}
+	root := AllowedRoot(base)
+	check := func(field, written, path string) {
+		if !filepath.IsAbs(path) {
+			if path, err = filepath.Abs(path); err != nil {
+				return
+			}
+		}
+		if Inside(root, path) {
+			return
+		}
+		v.add(KindOutsideRoot, field, "%q resolves to %s, outside %s (a design reads files only inside its folder or the repository holding it, the nearest folder above it with go.mod or .git); move the file inside %s, or set \"allow_paths_outside\": true in the design to read it where it is",
+			written, path, root, root)
+	}
+	for i, jk := range v.d.JobKinds {
+		if strings.TrimSpace(jk.TaskBank) != "" {
+			check(fmt.Sprintf("job_kinds[%d].task_bank", i), jk.TaskBank, BankPath(jk.TaskBank, base))
+		}
+	}
+	if lr := v.d.LicenceRegistry; strings.TrimSpace(lr) != "" {
+		if p, err := ModelPath(lr, opts.Lookup, base); err == nil {
+			check("licence_registry", lr, p)
+		}
+	}
+}
+
+// AllowedRoot is the folder a design's paths must stay in: the nearest
+// folder at or above dir holding go.mod or .git (the repository the study
+// lives in, so a study may read the repository's shared banks), else dir.
+func AllowedRoot(dir string) string {
+	for d := dir; ; {
+		for _, marker := range []string{"go.mod", ".git"} {
+			if _, err := os.Lstat(filepath.Join(d, marker)); err == nil {
+				return d
+			}
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+// Inside reports whether path is root or below it, after symbolic links are
+// resolved on both (lexically, when path does not exist yet).
+func Inside(root, path string) bool {
+	r, p := filepath.Clean(root), filepath.Clean(path)
+	if rr, err := filepath.EvalSymlinks(r); err == nil {
+		if pp, err := filepath.EvalSymlinks(p); err == nil {
+			r, p = rr, pp
+		}
+	}
+	rel, err := filepath.Rel(r, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // ErrUnsetReference is a model file reference naming an unset variable.

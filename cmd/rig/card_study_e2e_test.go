@@ -22,6 +22,7 @@ func cardDesign(t *testing.T, name string, tasks int) string {
 	t.Helper()
 	d := readDesignMap(t, "../../examples/card-study/design.json")
 	d["name"] = name
+	d["allow_paths_outside"] = true // the study folder is temporary, the bank the repository's
 	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
 	jk := d["job_kinds"].([]any)[0].(map[string]any)
 	jk["task_bank"], jk["sample_tasks"] = bank, tasks

@@ -128,6 +128,7 @@ func demoDesignFor(t *testing.T, name, jobKind string, sample int) (design, kind
 	d := readDesignMap(t, "../../examples/demo-study/design.json")
 	d["name"] = name
 	d["repeats"] = 1
+	d["allow_paths_outside"] = true // the study folder is temporary, the bank the repository's
 	bank, _ := filepath.Abs("../../tasks/banks/" + jobKind + ".jsonl")
 	for _, k := range d["job_kinds"].([]any) {
 		if km := k.(map[string]any); km["name"] == jobKind {
