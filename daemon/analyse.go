@@ -134,11 +134,7 @@ type inputStore interface {
 // readInputs reads what an analysis of execID (the latest finished
 // execution when empty) needs, once.
 func (s *Service) readInputs(ctx context.Context, name, execID string) (*reportInputs, error) {
-	snap, err := s.Snapshot(name)
-	if err != nil {
-		return nil, err
-	}
-	d, err := snap.DesignValue()
+	snap, d, err := s.frozen(name)
 	if err != nil {
 		return nil, err
 	}

@@ -20,11 +20,7 @@ import (
 // (speedsFile) or, without one, from this machine's validation run records;
 // the table says which. A plan over the design's budget is refused.
 func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, error) {
-	snap, err := s.Snapshot(name)
-	if err != nil {
-		return nil, err
-	}
-	d, err := snap.DesignValue()
+	snap, d, err := s.frozen(name)
 	if err != nil {
 		return nil, err
 	}

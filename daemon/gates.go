@@ -20,11 +20,7 @@ import (
 // fits, and stores each verdict before any run. "Doesn't fit" is decided here,
 // never mid-run; the arm is never downgraded to make it fit.
 func (s *Service) Preflight(ctx context.Context, name string, w io.Writer) ([]preflight.Verdict, error) {
-	snap, err := s.Snapshot(name)
-	if err != nil {
-		return nil, err
-	}
-	d, err := snap.DesignValue()
+	snap, d, err := s.frozen(name)
 	if err != nil {
 		return nil, err
 	}

@@ -427,6 +427,19 @@ func (s *Service) checkLeakage(ctx context.Context, snap *studies.Snapshot) erro
 	return rep.Err()
 }
 
+// frozen is a frozen study's snapshot and its design as the snapshot holds it.
+func (s *Service) frozen(name string) (*studies.Snapshot, *studies.Design, error) {
+	snap, err := s.Snapshot(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, nil, err
+	}
+	return snap, d, nil
+}
+
 // Snapshot reads a frozen study's snapshot and checks it against its hash.
 func (s *Service) Snapshot(name string) (*studies.Snapshot, error) {
 	var snap studies.Snapshot

@@ -32,11 +32,7 @@ type FitInfo struct {
 // verdict of every arm at its card and the latest validation run of every
 // harness. Neither is there before the study is frozen.
 func (s *Service) gateInfo(ctx context.Context, name string) ([]FitInfo, []run.ValidationRecord) {
-	snap, err := s.Snapshot(name)
-	if err != nil {
-		return nil, nil
-	}
-	d, err := snap.DesignValue()
+	_, d, err := s.frozen(name)
 	if err != nil {
 		return nil, nil
 	}

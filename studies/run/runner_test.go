@@ -67,6 +67,7 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	jk["task_bank"], jk["sample_tasks"] = bank, 2
 	m["job_kinds"] = []any{jk}
 	m["name"] = "runner-alone"
+	m["allow_paths_outside"] = true // the design is in a temporary folder; the bank stays in the repository
 	dir := t.TempDir()
 	file := filepath.Join(dir, "design.json")
 	b, _ := json.Marshal(m)

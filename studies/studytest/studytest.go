@@ -74,6 +74,9 @@ func JudgedStudyDesign(t testing.TB, name string) []byte {
 		t.Fatal(err)
 	}
 	d["name"] = name
+	// The design is written to a test's own folder and reads the bundled bank
+	// where it is.
+	d["allow_paths_outside"] = true
 	bank, err := filepath.Abs(filepath.Join(Root(t), "tasks", "banks", "extract-json.jsonl"))
 	if err != nil {
 		t.Fatal(err)
