@@ -136,6 +136,10 @@ func (s *Service) Serve(ctx context.Context, socket string) error {
 	return err
 }
 
+// maxRequestBytes caps a request body: no method needs more, and a caller
+// cannot make the daemon hold more.
+const maxRequestBytes = 16 << 20
+
 // handler serves methods; a method it does not know is an ErrNoMethod reply.
 func (s *Service) handler(methods map[string]handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -146,7 +150,10 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 				return nil, fmt.Errorf("%w: %q (the daemon and the command line come from different builds: restart the daemon from this build)", ErrNoMethod, name)
 			}
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		if err == nil && len(body) > maxRequestBytes {
+			err = fmt.Errorf("%w: the request body is over %d MiB (a request names files; it never carries them)", ErrBadRequest, maxRequestBytes>>20)
+		}
 		var text bytes.Buffer
 		var res any
 		if err == nil {

@@ -81,6 +81,11 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 			}
 		}
 	}
+	// A body over the cap is refused as a bad request, not truncated and decoded.
+	big := json.RawMessage(`"` + strings.Repeat("x", maxRequestBytes) + `"`)
+	if err := c.Call(ctx, "status", big, nil, nil); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "MiB") {
+		t.Errorf("oversized body: %v, want ErrBadRequest naming the cap", err)
+	}
 	// A malformed body is a bad request, not a crash.
 	err = c.Call(ctx, "status", json.RawMessage(`{"name": 7}`), nil, nil)
 	if !errors.Is(err, ErrBadRequest) {

@@ -98,13 +98,11 @@ func BenchReplay(ctx context.Context, req ReplayBenchRequest) (ReplayBench, erro
 	if err != nil {
 		return out, err
 	}
-	work := req.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "rig-bench-replay-"); err != nil {
-			return out, err
-		}
-		defer os.RemoveAll(work)
+	work, cleanup, err := workDir(req.WorkDir, "rig-bench-replay-")
+	if err != nil {
+		return out, err
 	}
+	defer cleanup()
 	for _, kind := range req.Runtimes {
 		costs, fit, err := benchReplayOn(ctx, in, kind, req, filepath.Join(work, kind))
 		if err != nil {

@@ -101,13 +101,11 @@ func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayC
 	if err != nil {
 		return out, err
 	}
-	work := req.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "rig-replay-calibrate-"); err != nil {
-			return out, err
-		}
-		defer os.RemoveAll(work)
+	work, cleanup, err := workDir(req.WorkDir, "rig-replay-calibrate-")
+	if err != nil {
+		return out, err
 	}
+	defer cleanup()
 	// No registry package carries a second quant of the bundled models; set-up
 	// makes one of SmolLM2 with llama-quantize. Without one the control is
 	// named as not measured rather than left out silently.

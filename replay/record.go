@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"rig/genrecord"
@@ -117,13 +116,11 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	if model.Path == "" {
 		return genrecord.Summary{}, fmt.Errorf("%s: the record's model (sha256 %s, %s) is not provisioned here; replay needs the pinned model file", req.File, h.Pins.ModelSHA256, h.Pins.ModelName)
 	}
-	work := req.WorkDir
-	if work == "" {
-		if work, err = os.MkdirTemp("", "rig-replay-"); err != nil {
-			return genrecord.Summary{}, err
-		}
-		defer os.RemoveAll(work)
+	work, cleanup, err := workDir(req.WorkDir, "rig-replay-")
+	if err != nil {
+		return genrecord.Summary{}, err
 	}
+	defer cleanup()
 	// The stack is this machine's own build: replay compares it with the
 	// record's, never borrows the record's build flags.
 	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,

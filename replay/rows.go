@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -243,4 +244,16 @@ func (c claimedStack) Rescore(ctx context.Context, row genrecord.Row) ([]genreco
 		}
 	}
 	return out, nil
+}
+
+// workDir is the folder a replay's runtimes work in: dir when the caller
+// gave one (kept), else a fresh temporary one that cleanup removes.
+func workDir(dir, prefix string) (work string, cleanup func(), err error) {
+	if dir != "" {
+		return dir, func() {}, nil
+	}
+	if work, err = os.MkdirTemp("", prefix); err != nil {
+		return "", nil, err
+	}
+	return work, func() { os.RemoveAll(work) }, nil
 }
