@@ -133,7 +133,7 @@ func ListCards(ctx context.Context, w io.Writer, declared []Profile) error {
 		if p.HostMemory > 0 {
 			host = p.HostMemory.String()
 		}
-		fmt.Fprintf(w, "  %-14s %-10s %-9s %-8d %-6s %-8s %-10s %d\n", p.Name, p.CardMemory, kind, p.Context, p.kvType(), off, host, p.slots())
+		fmt.Fprintf(w, "  %-14s %-10s %-9s %-8d %-6s %-8s %-10s %d\n", p.Name, p.CardMemory, kind, p.Context, p.CacheType(), off, host, p.Slots())
 	}
 	fmt.Fprintf(w, "note: %s\n", SimulatedCaveat)
 	return nil

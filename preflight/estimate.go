@@ -103,7 +103,7 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Estimate) (Estimate, error) {
 	c := &checked{}
 	fail := func(what string) (Estimate, error) { return e, fmt.Errorf("%s: %w", what, c.err) }
-	slots := p.slots()
+	slots := p.Slots()
 	cardLayers := h.Layers
 	if !p.Simulated && p.OffloadLayers != OffloadAll {
 		cardLayers = min(p.OffloadLayers, h.Layers)

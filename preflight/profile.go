@@ -37,21 +37,23 @@ var kvTypes = map[string]GGMLType{"f16": TypeF16, "f32": TypeF32, "bf16": TypeBF
 
 // KVGGMLType is the cache element type.
 func (p Profile) KVGGMLType() GGMLType {
-	t, ok := kvTypes[strings.ToLower(p.kvType())]
+	t, ok := kvTypes[strings.ToLower(p.CacheType())]
 	if !ok {
 		return TypeF16
 	}
 	return t
 }
 
-func (p Profile) kvType() string {
+// CacheType is the KV cache's type as runtimes spell it (f16 when unset).
+func (p Profile) CacheType() string {
 	if p.KVType == "" {
 		return "f16"
 	}
 	return strings.ToLower(p.KVType)
 }
 
-func (p Profile) slots() int {
+// Slots is how many sequences run at once (1 when unset).
+func (p Profile) Slots() int {
 	if p.Parallel <= 0 {
 		return 1
 	}
@@ -82,7 +84,7 @@ func (p Profile) Validate() error {
 	if p.Context > 1<<24 {
 		return bad("context", "%d is absurd (more than 16M tokens)", p.Context)
 	}
-	if _, ok := kvTypes[p.kvType()]; !ok {
+	if _, ok := kvTypes[p.CacheType()]; !ok {
 		return bad("kv_type", "%q is not one of f16, q8_0, q4_0 (or f32, bf16, q4_1, q5_0, q5_1, iq4_nl)", p.KVType)
 	}
 	if p.OffloadLayers < OffloadAll {

@@ -71,7 +71,7 @@ func v1Parent() (dir, rel string, err error) {
 	if !ok {
 		return "", "", fmt.Errorf("%w: /proc/self/cgroup has no memory controller line", ErrNoCgroup)
 	}
-	mount, mroot, err := v1MemoryMount()
+	mount, mroot, err := v1Mount("memory")
 	if err != nil {
 		return "", "", err
 	}
@@ -81,9 +81,9 @@ func v1Parent() (dir, rel string, err error) {
 	return filepath.Join(mount, rel), rel, nil
 }
 
-// v1MemoryMount finds where the v1 memory hierarchy is mounted and which
+// v1Mount finds where the v1 hierarchy of controller is mounted and which
 // group is the mount's root, from /proc/self/mountinfo.
-func v1MemoryMount() (mount, root string, err error) {
+func v1Mount(controller string) (mount, root string, err error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %w", ErrNoCgroup, err)
@@ -100,12 +100,12 @@ func v1MemoryMount() (mount, root string, err error) {
 			continue
 		}
 		for _, opt := range strings.Split(b[2], ",") {
-			if opt == "memory" {
+			if opt == controller {
 				return a[4], a[3], nil
 			}
 		}
 	}
-	return "", "", fmt.Errorf("%w: no cgroup v1 memory hierarchy in /proc/self/mountinfo", ErrNoCgroup)
+	return "", "", fmt.Errorf("%w: no cgroup v1 %s hierarchy in /proc/self/mountinfo", ErrNoCgroup, controller)
 }
 
 // v2Parent is rig's own unified cgroup directory and its relative path.

@@ -93,7 +93,7 @@ func (v Verdict) Print(w io.Writer) error {
   needs    %s on the card%s
   margin   %s (rig trusts margins above %.0f%% = %s; calibrated %s)
 verdict: %s — %s
-`, v.Model, e.Model, e.Arch, e.Layers, swaNote(e), e.Runtime, p.Name, p.CardMemory, simNote(p), p.Context, p.slots(), p.kvType(), offloadNote(p),
+`, v.Model, e.Model, e.Arch, e.Layers, swaNote(e), e.Runtime, p.Name, p.CardMemory, simNote(p), p.Context, p.Slots(), p.CacheType(), offloadNote(p),
 		e.Weights, e.KVCache, e.KVCells, swaCellsNote(e), e.Compute, e.Output, e.Overhead, e.Card, hostNote(e),
 		signedSize(v.Margin), 100*e.RelError, Size(max(v.Needed, 0)), e.Calibrated, v.Outcome, v.Reason)
 	if err != nil {

@@ -165,6 +165,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	start := time.Now()
 	sb, err := StartSandbox(runCtx, SandboxSpec{
 		Argv: args, Env: env, Dir: task.Repo, NoSandbox: cfg.NoSandbox,
+		Writable: []string{cfg.WorkDir}, Limits: AiderLimits(),
 		Outbound: []Forward{{Socket: proxySock, Port: port}},
 	}, logPath)
 	if err != nil {
@@ -186,6 +187,9 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			res.ExitCode = 128 + int(ws.Signal())
 		}
+	}
+	if limit := sb.LimitHit(); limit != "" && res.CapHit == "" {
+		res.Capped, res.CapHit = true, "sandbox limit: "+limit
 	}
 	calls, out, hit := proxy.results()
 	res.Calls, res.Turns, res.OutputTokens = calls, len(calls), out
@@ -226,7 +230,13 @@ func seedAiderHome(home string) error {
 
 func gitStatus(repo string) map[string]string {
 	out := map[string]string{}
-	cmd := exec.Command("git", "-C", repo, "ls-files", "-m", "-o", "--exclude-standard")
+	// The repository now belongs to the sandbox user and holds whatever Aider
+	// and the model wrote, its .git/config included: git on the host reads it
+	// with that config's commands switched off and the ownership check waived
+	// for this one call.
+	cmd := exec.Command("git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+		"-C", repo, "ls-files", "-m", "-o", "--exclude-standard")
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
 	b, err := cmd.Output()
 	if err != nil {
 		return out

@@ -2,12 +2,16 @@ package runtimes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"rig/internal/provision"
 )
 
 func gitRepo(t *testing.T, files map[string]string) string {
@@ -105,5 +109,76 @@ func TestShellJoinQuotesForAShell(t *testing.T) {
 		if back := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n"); strings.Join(back, "\x00") != strings.Join(c.argv, "\x00") {
 			t.Errorf("the shell read %q back as %q", got, back)
 		}
+	}
+}
+
+// TestAiderContainsHostileCommands has the real Aider, against a real
+// llama-server arm, run a script from its repository (as a model-proposed
+// command or test would run) that tries to reach what a contained process
+// must not. Every attempt fails inside; the host's files are unchanged.
+func TestAiderContainsHostileCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: contained processes run as rig-sandbox only when rig is root")
+	}
+	in := provisioned(t)
+	rt := startReal(t, "llama-server", "smollm2-135m-instruct", func(c *Config) { c.Context = 4096 })
+	home := t.TempDir()
+	store := filepath.Join(home, "store.db")
+	if err := os.WriteFile(store, []byte("receipts"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	installed := provision.Path()
+	before, _ := os.ReadFile(installed)
+	script := fmt.Sprintf(`import os, signal
+def attempt(what, fn):
+    try:
+        fn()
+        print("ESCAPED", what, flush=True)
+    except Exception as e:
+        print("BLOCKED", what, type(e).__name__, flush=True)
+attempt("write-store", lambda: open(%q, "w").write("gone"))
+attempt("read-installed", lambda: open(%q).read())
+attempt("list-home", lambda: os.listdir(%q))
+attempt("write-usr", lambda: open("/usr/rig-was-here", "w"))
+attempt("kill-rig", lambda: os.kill(%d, signal.SIGTERM))
+attempt("setuid", lambda: os.setuid(0))
+open("inside.txt", "w").write("scratch is writable")
+print("DONE", os.getuid(), flush=True)
+`, store, installed, home, os.Getpid())
+	repo := gitRepo(t, map[string]string{"hostile.py": script})
+	work := t.TempDir()
+	res, err := RunAider(context.Background(), AiderConfig{
+		Binary: in.Aider, Arm: rt, WorkDir: work, Sampling: Sampling{Temperature: 0, Seed: 1},
+		MaxTokens: 64, TopK: 5, Caps: AiderCaps{Turns: 1, Wall: 3 * time.Minute, Tokens: 256},
+	}, AiderTask{Repo: repo, Message: "/run python3 hostile.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, _ := os.ReadFile(filepath.Join(work, "aider.log"))
+	out := string(log)
+	if strings.Contains(out, "ESCAPED") {
+		t.Fatalf("an attempt got out of Aider's sandbox:\n%s", out)
+	}
+	for _, what := range []string{"write-store FileNotFoundError", "read-installed FileNotFoundError", "list-home FileNotFoundError",
+		"write-usr OSError", "kill-rig ProcessLookupError", "setuid PermissionError"} {
+		if !strings.Contains(out, "BLOCKED "+what) {
+			t.Errorf("no %q in Aider's log", "BLOCKED "+what)
+		}
+	}
+	if !strings.Contains(out, "DONE") {
+		t.Fatalf("the script did not run to its end inside Aider:\n%s", out)
+	}
+	if b, _ := os.ReadFile(store); string(b) != "receipts" {
+		t.Error("the store changed")
+	}
+	if after, _ := os.ReadFile(installed); string(after) != string(before) {
+		t.Error("installed.env changed")
+	}
+	if !slices.Contains(res.EditedFiles, "inside.txt") {
+		t.Errorf("the write to the scratch repository was not seen from the host: edited %v", res.EditedFiles)
+	}
+	c := res.Containment.Confinement
+	if c == nil || c.UID == 0 || !c.NoNewPrivs || c.Limits.Processes != AiderLimits().Processes {
+		t.Errorf("Aider's confinement read back: %+v", c)
 	}
 }

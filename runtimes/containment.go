@@ -29,6 +29,9 @@ type Containment struct {
 	Violations     []string `json:"violations,omitempty"`
 	CgroupJoined   string   `json:"cgroup,omitempty"`
 	EnvironmentSet []string `json:"environment"` // names only, never values
+	// Confinement is the rest of the containment, read back inside the
+	// contained process: identity, writable paths, process namespace, limits.
+	Confinement *Confinement `json:"confinement,omitempty"`
 }
 
 // readContainment lists every link, address and route of the current network

@@ -104,6 +104,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	}
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
+		ReadOnly: []string{cfg.Model}, Limits: RuntimeLimits(),
 		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
 	}, LogPath(cfg.WorkDir, "llama-server"))
 	if err != nil {

@@ -90,6 +90,9 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	o := &Ollama{cfg: cfg, sock: sock}
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: []string{cfg.Binary, "serve"}, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
+		// The model arrives over the API (CreateBlob), so Ollama needs no read
+		// access to the GGUF; it writes its blobs into the model store.
+		Writable: []string{models}, Limits: RuntimeLimits(),
 		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
 	}, LogPath(cfg.WorkDir, "ollama"))
 	if err != nil {

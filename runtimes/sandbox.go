@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +69,23 @@ type SandboxSpec struct {
 	Inbound   []Forward `json:"inbound,omitempty"`  // host socket -> server port inside
 	Outbound  []Forward `json:"outbound,omitempty"` // port inside -> host socket (Aider to its arm)
 	NoSandbox bool      `json:"no_sandbox,omitempty"`
-	ParentNS  string    `json:"parent_ns"`
-	UserNS    bool      `json:"user_ns,omitempty"`
+	// ReadOnly and Writable are the host paths the contained process sees
+	// besides the system folders (see systemDirs): the model file and the
+	// runtime's install folder read-only, its scratch folders read-write. Dir
+	// is always writable. The install folders of Argv[0] (and of a script's
+	// interpreter) are added by StartSandbox.
+	ReadOnly []string `json:"read_only,omitempty"`
+	Writable []string `json:"writable,omitempty"`
+	Limits   Limits   `json:"limits"`
+
+	// Set by StartSandbox, not by callers.
+	ParentNS      string `json:"parent_ns"`
+	UserNS        bool   `json:"user_ns,omitempty"`
+	Root          string `json:"root,omitempty"` // empty host folder the contained root is mounted on
+	PidsCgroupDir string `json:"pids_cgroup_dir,omitempty"`
+	SandboxUID    int    `json:"sandbox_uid,omitempty"`
+	SandboxGID    int    `json:"sandbox_gid,omitempty"`
+	SandboxUser   string `json:"sandbox_user,omitempty"`
 	// AddDummyInterface makes the init stage add a dummy (non-loopback) interface
 	// before its check: the containment self-test uses it to show the check fails
 	// closed. A dummy interface carries no traffic anywhere.
@@ -84,6 +100,8 @@ type Sandbox struct {
 	done        chan struct{}
 	waitErr     error
 	logPath     string
+	limits      *treeLimits
+	limitHit    string
 }
 
 type initStatus struct {
@@ -91,23 +109,51 @@ type initStatus struct {
 	Error       string      `json:"error,omitempty"`
 	RuntimePID  int         `json:"runtime_pid"`
 	Containment Containment `json:"containment"`
+	Confining   bool        `json:"confining,omitempty"` // the error came from building the contained world
 }
 
-// StartSandbox starts spec.Argv inside a fresh loopback-only network namespace
-// and returns once the containment check has passed and the process runs. The
-// process's output goes to logPath.
+// StartSandbox starts spec.Argv contained and returns once the containment
+// checks have passed and the process runs. Contained means: its own network
+// namespace holding only loopback, its own PID and mount namespaces with the
+// host read-only or absent except the job's paths, an unprivileged identity
+// with no_new_privs, and spec.Limits. The process's output goes to logPath.
 func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandbox, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: nothing to run")
 	}
-	bin, err := exec.LookPath(spec.Argv[0])
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w (run make setup, or check `rig runtimes check`)", spec.Argv[0], ErrBinaryMissing)
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
 	}
-	if bin, err = filepath.Abs(bin); err != nil {
+	var limits *treeLimits
+	if !spec.NoSandbox {
+		var err error
+		if limits, err = prepareContainedWorld(ctx, &spec); err != nil {
+			return nil, err
+		}
+		cleanups = append(cleanups, limits.close)
+	} else {
+		bin, err := exec.LookPath(spec.Argv[0])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (run make setup, or check `rig runtimes check`)", spec.Argv[0], ErrBinaryMissing)
+		}
+		if bin, err = filepath.Abs(bin); err != nil {
+			return nil, err
+		}
+		spec.Argv = append([]string{bin}, spec.Argv[1:]...)
+	}
+	sb, err := startStages(ctx, spec, logPath, limits)
+	if err != nil {
+		cleanup()
 		return nil, err
 	}
-	spec.Argv = append([]string{bin}, spec.Argv[1:]...)
+	go func() { <-sb.done; cleanup() }()
+	return sb, nil
+}
+
+func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *treeLimits) (*Sandbox, error) {
 	for _, f := range spec.Inbound {
 		if err := claimSocket(f.Socket); err != nil {
 			return nil, err
@@ -140,11 +186,15 @@ func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandb
 	cmd.ExtraFiles = []*os.File{statusW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !spec.NoSandbox {
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET
-		if os.Geteuid() != 0 {
+		// init is PID 1 of a fresh PID namespace: when it ends, the kernel
+		// ends everything the runtime started, wherever it moved itself.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
+		if spec.UserNS {
+			// Root of the new user namespace is rig's own uid outside, so the
+			// stages may mount; the exec stage drops every capability.
 			cmd.SysProcAttr.Cloneflags |= syscall.CLONE_NEWUSER
-			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
-			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+			cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		}
 	}
 	if err := cmd.Start(); err != nil {
@@ -155,8 +205,14 @@ func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandb
 		return nil, fmt.Errorf("sandbox: starting: %w", err)
 	}
 	statusW.Close()
-	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath}
-	go func() { sb.waitErr = cmd.Wait(); close(sb.done) }()
+	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath, limits: limits}
+	go func() {
+		sb.waitErr = cmd.Wait()
+		if limits != nil {
+			sb.limitHit = limits.hit(sb.waitErr)
+		}
+		close(sb.done)
+	}()
 
 	stCh := make(chan initStatus, 1)
 	go func() {
@@ -176,7 +232,23 @@ func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandb
 			if len(st.Containment.Violations) > 0 {
 				return nil, fmt.Errorf("%w: %s; refusing to start %s", ErrNotContained, strings.Join(st.Containment.Violations, "; "), filepath.Base(spec.Argv[0]))
 			}
+			if st.Confining {
+				return nil, fmt.Errorf("sandbox: %s: %w", st.Error, ErrNoSandbox)
+			}
 			return nil, fmt.Errorf("sandbox: %s", st.Error)
+		}
+		if !spec.NoSandbox {
+			// init reported the runtime's pid as its own namespace numbers it;
+			// signals and memory readings from here need the host's number.
+			if pid, err := hostChildPID(cmd.Process.Pid); err == nil {
+				sb.RuntimePID = pid
+			} else {
+				sb.Kill()
+				return nil, fmt.Errorf("sandbox: finding the runtime's host pid: %w", err)
+			}
+			if limits != nil {
+				limits.watch(sb)
+			}
 		}
 		return sb, nil
 	case <-ctx.Done():
@@ -339,9 +411,38 @@ func sandboxInit() int {
 	child.Env = []string{stageEnv + "=exec", specEnv + "=" + os.Getenv(specEnv)}
 	child.Stdin, child.Stdout, child.Stderr = nil, os.Stdout, os.Stderr
 	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var confR *os.File
+	if !spec.NoSandbox {
+		// The exec stage builds its world in a mount namespace of its own, so
+		// init keeps the host's view for the forwarders' sockets.
+		child.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
+		r, w, err := os.Pipe()
+		if err != nil {
+			report(initStatus{Containment: cont, Error: err.Error()})
+			return 98
+		}
+		child.ExtraFiles = []*os.File{w}
+		confR = r
+	}
 	if err := child.Start(); err != nil {
 		report(initStatus{Containment: cont, Error: "starting the runtime: " + err.Error()})
 		return 98
+	}
+	if confR != nil {
+		child.ExtraFiles[0].Close()
+		var cs confineStatus
+		line, err := bufio.NewReader(confR).ReadBytes('\n')
+		confR.Close()
+		if err != nil || json.Unmarshal(line, &cs) != nil {
+			cs.Error = "the exec stage ended before reporting its confinement"
+		}
+		if cs.Confinement == nil {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+			report(initStatus{Containment: cont, Error: "confining the process: " + cs.Error, Confining: true})
+			return 98
+		}
+		cont.Confinement = cs.Confinement
 	}
 	report(initStatus{OK: true, RuntimePID: child.Process.Pid, Containment: cont})
 	status.Close()
@@ -400,24 +501,54 @@ func serveForward(l net.Listener, network, target string) {
 	}
 }
 
-// sandboxExec joins the cgroup and becomes the runtime.
+// confineStatus is the exec stage's one line to init: its confinement as read
+// back, or why it could not be built.
+type confineStatus struct {
+	Confinement *Confinement `json:"confinement,omitempty"`
+	Error       string       `json:"error,omitempty"`
+}
+
+// sandboxExec joins the cgroups, confines itself and becomes the runtime.
 func sandboxExec() int {
+	// Rights that are per thread (no_new_privs, capabilities) must be set on
+	// the thread that calls execve.
+	runtime.LockOSThread()
 	var spec SandboxSpec
 	if err := json.Unmarshal([]byte(os.Getenv(specEnv)), &spec); err != nil {
 		fmt.Fprintln(os.Stderr, "rig sandbox: bad spec:", err)
 		return 96
 	}
-	if spec.CgroupDir != "" {
-		if err := os.WriteFile(filepath.Join(spec.CgroupDir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			fmt.Fprintln(os.Stderr, "rig sandbox: joining cgroup:", err)
-			return 95
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "rig sandbox:", err)
+		if !spec.NoSandbox {
+			b, _ := json.Marshal(confineStatus{Error: err.Error()})
+			_, _ = os.NewFile(3, "confinement").Write(append(b, '\n'))
+		}
+		return 95
+	}
+	for i, dir := range []string{spec.CgroupDir, spec.PidsCgroupDir} {
+		if dir == "" || (i == 1 && dir == spec.CgroupDir) {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+			return fail(fmt.Errorf("joining cgroup %s: %w", dir, err))
 		}
 	}
-	if spec.Dir != "" {
-		if err := os.Chdir(spec.Dir); err != nil {
-			fmt.Fprintln(os.Stderr, "rig sandbox:", err)
-			return 95
+	if spec.NoSandbox {
+		if spec.Dir != "" {
+			if err := os.Chdir(spec.Dir); err != nil {
+				return fail(err)
+			}
 		}
+	} else {
+		conf, err := confine(spec)
+		if err != nil {
+			return fail(err)
+		}
+		b, _ := json.Marshal(confineStatus{Confinement: conf})
+		st := os.NewFile(3, "confinement")
+		_, _ = st.Write(append(b, '\n'))
+		st.Close()
 	}
 	err := syscall.Exec(spec.Argv[0], spec.Argv, spec.Env)
 	fmt.Fprintln(os.Stderr, "rig sandbox: exec:", err)

@@ -51,6 +51,16 @@ need python3 python3
 need unzip unzip
 need unshare util-linux
 need ip iproute2
+# Contained processes (runtimes, Aider, test commands) run as this account,
+# which owns nothing and can log in nowhere (docs/security.md).
+if ! getent passwd rig-sandbox >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v useradd >/dev/null; then
+    log "creating the unprivileged account rig-sandbox for contained processes"
+    useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin rig-sandbox
+  else
+    log "no account rig-sandbox (create it as root: useradd --system --user-group --no-create-home --shell /usr/sbin/nologin rig-sandbox); contained processes run as nobody meanwhile"
+  fi
+fi
 # Chromium renders the study report in the browser test; without it that one
 # test says it skipped, so a failed install is reported and not fatal.
 if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -109,6 +109,11 @@ func (c *Code) Grade(ctx context.Context, t Task, out Output) (Grade, error) {
 		score = 1
 	}
 	d := map[string]any{"exit_code": res.ExitCode, "timed_out": res.TimedOut, "wall_ms": res.Wall.Milliseconds(), "output_tail": tail([]byte(res.Output), 2048)}
+	if res.LimitHit != "" {
+		// A tree ended by a limit never passes, whatever its exit status.
+		pass, score = false, 0
+		d["limit_hit"] = res.LimitHit
+	}
 	if len(rejected) > 0 {
 		sort.Strings(rejected)
 		d["rejected_paths"] = rejected

@@ -25,6 +25,9 @@ type RunResult struct {
 	TimedOut bool          `json:"timed_out"`
 	Output   string        `json:"output"` // combined stdout+stderr, tail only
 	Wall     time.Duration `json:"wall_ns"`
+	// LimitHit names the containment limit that ended the command
+	// ("processes", "memory", "cpu_time", "file_size", "scratch_bytes"), if any.
+	LimitHit string `json:"limit_hit,omitempty"`
 }
 
 // Runner runs a test command. The lead injects one that runs inside the

@@ -20,6 +20,7 @@ func printSmoke(w io.Writer, p runtimes.Pins, r runtimes.Result, total time.Dura
 	c := p.Containment
 	if c.Sandboxed {
 		fmt.Fprintf(w, "  sandbox   %s (rig in %s), loopback only: %v, interfaces: %s\n", c.NetNS, c.ParentNetNS, c.LoopbackOnly, strings.Join(c.Interfaces, ", "))
+		fmt.Fprintf(w, "  contained %s\n", c.Confinement.Summary())
 	} else {
 		fmt.Fprintln(w, "  sandbox   NONE (--no-sandbox; recorded on every receipt)")
 	}

@@ -56,13 +56,13 @@ func readLog(work, kind string) string {
 func (b *bench) llamaOwnEstimate(ctx context.Context, model string, p preflight.Profile) preflight.Size {
 	server := b.builds[preflight.RuntimeLlamaServer]
 	if bin := fitParams(server); bin != "" {
-		fp, _, err := preflight.FitPrint(ctx, bin, model, p)
+		fp, _, err := FitPrint(ctx, bin, model, p, b.opts.NoSandbox)
 		if err != nil {
 			b.opts.Logger.Warn("llama-fit-params", "err", err)
 		}
 		return fp
 	}
-	fp, _, err := preflight.FitDryRun(ctx, server.Binary, model, p)
+	fp, _, err := FitDryRun(ctx, server.Binary, model, p, b.opts.NoSandbox)
 	if err != nil {
 		b.opts.Logger.Warn("llama-server fit dry run", "err", err)
 	}

@@ -45,7 +45,10 @@ func (r sandboxRunner) Run(ctx context.Context, c tasks.Command) (tasks.RunResul
 	}
 	rctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	sb, err := runtimes.StartSandbox(rctx, runtimes.SandboxSpec{Argv: c.Argv, Env: env, Dir: c.Dir, NoSandbox: r.noSandbox}, logPath)
+	// The private home is writable too (HOME and TMPDIR point there); the
+	// log beside it is written by the sandbox's init, outside.
+	sb, err := runtimes.StartSandbox(rctx, runtimes.SandboxSpec{Argv: c.Argv, Env: env, Dir: c.Dir, NoSandbox: r.noSandbox,
+		Writable: []string{filepath.Join(home, "tmp")}, Limits: runtimes.CommandLimits()}, logPath)
 	if err != nil {
 		return tasks.RunResult{}, err
 	}
@@ -68,6 +71,7 @@ func (r sandboxRunner) Run(ctx context.Context, c tasks.Command) (tasks.RunResul
 	if res.TimedOut && res.ExitCode == 0 {
 		res.ExitCode = -1
 	}
+	res.LimitHit = sb.LimitHit()
 	res.Output = sb.LogTail(40)
 	return res, nil
 }

@@ -112,6 +112,16 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		if !env.NoSandbox && !rec.Containment.LoopbackOnly {
 			rec.Problems = append(rec.Problems, "containment check did not read loopback-only: "+strings.Join(rec.Containment.Violations, "; "))
 		}
+		if !env.NoSandbox {
+			for _, p := range rec.Containment.Confinement.Problems() {
+				rec.Problems = append(rec.Problems, "containment: "+p)
+			}
+			if gen.aider != nil && gen.aider.Containment.Sandboxed {
+				for _, p := range gen.aider.Containment.Confinement.Problems() {
+					rec.Problems = append(rec.Problems, "aider's containment: "+p)
+				}
+			}
+		}
 		if env.NoSandbox {
 			rec.Problems = append(rec.Problems, "running with --no-sandbox: containment not established (recorded on every receipt)")
 		}
@@ -159,6 +169,12 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 			fmt.Fprintf(w, " netns=%s loopback-only=%v", rec.Containment.NetNS, rec.Containment.LoopbackOnly)
 		}
 		fmt.Fprintln(w)
+		if rec.Containment.Sandboxed {
+			fmt.Fprintln(w, "   contained", rec.Containment.Confinement.Summary())
+		}
+		if gen.aider != nil && gen.aider.Containment.Sandboxed {
+			fmt.Fprintln(w, "   aider contained", gen.aider.Containment.Confinement.Summary())
+		}
 		for _, p := range rec.Problems {
 			fmt.Fprintln(w, "   problem:", p)
 		}

@@ -1,0 +1,119 @@
+package preflight
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/cgroups/v3"
+	"github.com/containerd/cgroups/v3/cgroup1"
+	"github.com/containerd/cgroups/v3/cgroup2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// PidsGroup caps how many tasks (processes and threads) one contained tree may
+// hold, so a fork bomb stops at the cap instead of at the machine's. It sits
+// beside the memory Reservation because both are cgroups rig makes for a tree
+// and removes after; unlike a per-user rlimit it counts only this tree.
+type PidsGroup struct {
+	dir   string
+	max   int
+	owned bool // false when the cap was written into a v2 group made for memory
+}
+
+// NewPidsGroup makes a pids cgroup capped at max tasks. On the unified
+// hierarchy a process can be in one group only, so when memoryDir (a v2
+// Reservation's group) is given the cap is written there instead.
+func NewPidsGroup(max int, memoryDir string) (*PidsGroup, error) {
+	if max <= 0 {
+		return nil, fmt.Errorf("preflight: pids cap %d: must be positive", max)
+	}
+	if cgroups.Mode() == cgroups.Unified {
+		if memoryDir != "" {
+			if err := os.WriteFile(filepath.Join(memoryDir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
+				return nil, fmt.Errorf("%w: writing pids.max in %s: %w", ErrNoCgroup, memoryDir, err)
+			}
+			return &PidsGroup{dir: memoryDir, max: max}, nil
+		}
+		parent, rel, err := v2Parent()
+		if err != nil {
+			return nil, err
+		}
+		for _, base := range []string{rel, filepath.Dir(rel)} {
+			dir := filepath.Join("/sys/fs/cgroup", base)
+			name, err := nextName(dir)
+			if err != nil {
+				return nil, err
+			}
+			limit := int64(max)
+			if _, err := cgroup2.NewManager("/sys/fs/cgroup", filepath.Join(base, name), &cgroup2.Resources{Pids: &cgroup2.Pids{Max: limit}}); err != nil {
+				_ = os.Remove(filepath.Join(dir, name))
+				continue
+			}
+			return &PidsGroup{dir: filepath.Join(dir, name), max: max, owned: true}, nil
+		}
+		return nil, fmt.Errorf("%w: cannot create a pids-limited child of %s or its parent", ErrNoCgroup, parent)
+	}
+	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
+	if err != nil {
+		return nil, fmt.Errorf("%w: read /proc/self/cgroup: %w", ErrNoCgroup, err)
+	}
+	rel, ok := paths["pids"]
+	if !ok {
+		return nil, fmt.Errorf("%w: /proc/self/cgroup has no pids controller line", ErrNoCgroup)
+	}
+	mount, mroot, err := v1Mount("pids")
+	if err != nil {
+		return nil, err
+	}
+	if mroot != "/" {
+		rel = strings.TrimPrefix(rel, mroot)
+	}
+	parent := filepath.Join(mount, rel)
+	name, err := nextName(parent)
+	if err != nil {
+		return nil, err
+	}
+	hier := cgroup1.SingleSubsystem(cgroup1.Default, cgroup1.Pids)
+	limit := int64(max)
+	res := &specs.LinuxResources{Pids: &specs.LinuxPids{Limit: &limit}}
+	if _, err := cgroup1.New(cgroup1.StaticPath(filepath.Join(rel, name)), res, cgroup1.WithHierarchy(hier)); err != nil {
+		_ = os.Remove(filepath.Join(parent, name))
+		return nil, fmt.Errorf("%w: create %s: %w", ErrNoCgroup, filepath.Join(parent, name), err)
+	}
+	return &PidsGroup{dir: filepath.Join(parent, name), max: max, owned: true}, nil
+}
+
+// Dir is the group's directory.
+func (g *PidsGroup) Dir() string { return g.dir }
+
+// Max is the cap as written.
+func (g *PidsGroup) Max() int { return g.max }
+
+// ProcsFile is where a process writes its pid to join.
+func (g *PidsGroup) ProcsFile() string { return filepath.Join(g.dir, "cgroup.procs") }
+
+// Refused counts the forks and clones the kernel refused at the cap
+// (pids.events "max"): more than zero means the tree hit it.
+func (g *PidsGroup) Refused() (uint64, error) {
+	kv, err := readKV(filepath.Join(g.dir, "pids.events"))
+	if err != nil {
+		return 0, fmt.Errorf("preflight: pids events: %w", err)
+	}
+	return kv["max"], nil
+}
+
+// Close kills what still runs inside and removes the group (a group written
+// into a memory Reservation is removed with that reservation).
+func (g *PidsGroup) Close() error {
+	if !g.owned {
+		return nil
+	}
+	if err := removeGroup(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
