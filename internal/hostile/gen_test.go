@@ -429,7 +429,11 @@ func demoForCorpus(t testing.TB) map[string]any {
 
 func genDesigns(t testing.TB, c candidates) {
 	base := demoForCorpus(t)
-	c.add("valid/"+kindDesigns, "demo.json", mustJSON(base))
+	// The valid copy is one folder deeper, so its bank is one more ".." up.
+	valid := deepCopy(base).(map[string]any)
+	jk := valid["job_kinds"].([]any)[0].(map[string]any)
+	jk["task_bank"] = "../" + jk["task_bank"].(string)
+	c.add("valid/"+kindDesigns, "demo.json", mustJSON(valid))
 	// Every value of the first job kind, the first arm and the top level;
 	// the other job kinds and arms repeat the same shapes.
 	keep := func(p []any) bool {
@@ -740,10 +744,9 @@ func ggufModel(t testing.TB, meta []preflight.KV, layers int) []byte {
 	return buf.Bytes()
 }
 
-// LargestValidGGUF is the biggest valid header in the corpus: many layers,
-// a tensor list to match and a long vocabulary, for the preflight benchmark.
-const largestValidGGUF = "valid/gguf/many-tensors.gguf"
-
+// manyTensors is the biggest valid header in the corpus
+// (valid/gguf/many-tensors.gguf): many layers, a tensor list to match, a
+// long vocabulary and extra keys, for preflight's BenchmarkPreflightCorpus.
 func manyTensors(t testing.TB) []byte {
 	const layers = 200
 	tokens := make([]string, 4000)
@@ -815,8 +818,7 @@ func genGGUF(t testing.TB, c candidates) {
 		copy(b[off:], bytes.Repeat([]byte{0xff}, 8))
 		c.add(kindGGUF, fmt.Sprintf("ff-at-%04d.gguf", off), b)
 	}
-	u32, u64, i32 := preflight.ValueUint32, preflight.ValueUint64, preflight.ValueInt32
-	_ = i32
+	u32, u64 := preflight.ValueUint32, preflight.ValueUint64
 	for name, data := range map[string][]byte{
 		"magic-wrong.gguf":          rawHeader("GGUX", 3, 0, 0),
 		"magic-ggml.gguf":           rawHeader("ggml", 3, 0, 0),
