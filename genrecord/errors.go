@@ -9,6 +9,7 @@ import (
 // classify a failure with errors.Is while the message still names the line.
 var (
 	ErrNoHeader     = errors.New("no header line")
+	ErrBadType      = errors.New("a field holds the wrong JSON type")
 	ErrPinsMissing  = errors.New("header pins missing")
 	ErrBadRow       = errors.New("invalid row")
 	ErrWrongK       = errors.New("top-K list does not match k")

@@ -11,6 +11,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"rig/internal/textcheck"
@@ -203,10 +204,35 @@ func (r *Reader) name() string {
 
 // strictUnmarshal rejects unknown fields and trailing data, so a typo in a
 // hand-made or foreign record is an error rather than a silently empty field.
+// jsonKind is what JSON value a Go kind decodes from, for messages.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	default:
+		return "a whole number in range"
+	}
+}
+
 func strictUnmarshal(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		// The decoder's own words name Go types ("Go struct field
+		// Header.kind of type string"); say the JSON field and what it
+		// should hold instead.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("field %q holds a JSON %s, want %s (see docs/generations.md for each field's type): %w", te.Field, te.Value, jsonKind(te.Type.Kind()), ErrBadType)
+		}
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {

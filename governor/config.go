@@ -371,6 +371,9 @@ func jsonMsg(err error) string {
 	case errors.As(err, &se):
 		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
 	case errors.As(err, &te):
+		if te.Field == "" {
+			return fmt.Sprintf("holds a JSON %s where an object is expected", te.Value)
+		}
 		return fmt.Sprintf("field %q holds %s where %s is expected", te.Field, te.Value, kindName(te.Type.Kind().String()))
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
@@ -382,6 +385,14 @@ func kindName(k string) string {
 	}
 	if k == "bool" {
 		return "true or false"
+	}
+	switch k {
+	case "struct", "map":
+		return "an object"
+	case "slice", "array":
+		return "an array"
+	case "string":
+		return "a string"
 	}
 	return k
 }

@@ -190,3 +190,29 @@ func TestFreezeRefusesChangedLicenceRegistry(t *testing.T) {
 		t.Errorf("Freeze with the registry gone = %v, want a stale asset naming %s", err, path)
 	}
 }
+
+// TestWrongRegistryNamed: with another registry file passed, a blocked item's
+// message names that file (where the entry was looked for and where to add
+// it), never the bundled licences/registry.json alone or the advice to make
+// a studio registry the user already has.
+func TestWrongRegistryNamed(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "other-licences.json"), strings.ReplaceAll(newBankRegistry, `"my-new-bank"`, `"someone-else"`))
+	_, err := registerWith(t, newFreezeFixture(t), path)
+	if !errors.Is(err, licences.ErrBlocked) {
+		t.Fatalf("Register = %v, want ErrBlocked", err)
+	}
+	for _, w := range []string{`no entry "my-new-bank" in ` + path + " or " + licences.BundledFile, `add an entry with id "my-new-bank" to ` + path} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "a studio licence registry (a file") {
+		t.Errorf("error tells the user to make the studio registry they passed:\n%v", err)
+	}
+	// A registry that does not parse is named, with what chose it.
+	bad := writeFile(t, filepath.Join(t.TempDir(), "broken-licences.json"), `{"schema_version": 1, "entries": [`)
+	_, err = OpenLicences(LicenceRegistryChoice{Path: bad, From: "--registry"})
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "--registry") || strings.Contains(err.Error(), "licences/registry.json") {
+		t.Errorf("OpenLicences(broken) = %v, want it to name %s and --registry only", err, bad)
+	}
+}

@@ -74,3 +74,38 @@ func BenchmarkJSONGrade(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckLeakageTasks times the whole leakage check (exact
+// substring, 8-gram containment, MinHash) of 1k, 10k and 100k synthetic
+// tasks against a 1 MB training dataset of the same vocabulary with ten of
+// the tasks pasted in. ns/task staying flat across the sizes shows no step
+// grows with tasks × dataset size.
+func BenchmarkCheckLeakageTasks(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		ts := syntheticTasks(b, n, 16)
+		bank := &Bank{File: "synthetic.jsonl", Tasks: ts}
+		var doc strings.Builder
+		for i := 0; doc.Len() < 1<<20; i++ {
+			fmt.Fprintf(&doc, "w%x ", (i*7919)%20000)
+			if i%20000 == 0 {
+				doc.WriteString(taskText(ts[(i/20000)%n]) + " ")
+			}
+		}
+		places := []Place{{Name: "train.txt", Kind: PlaceTraining, Text: doc.String()}}
+		b.Run(fmt.Sprintf("tasks=%d", n), func(b *testing.B) {
+			var hits int
+			for b.Loop() {
+				r, err := CheckLeakage(context.Background(), []*Bank{bank}, places)
+				if err != nil {
+					b.Fatal(err)
+				}
+				hits = len(r.Hits)
+			}
+			if hits == 0 {
+				b.Fatal("the pasted tasks were not found")
+			}
+			b.ReportMetric(float64(hits), "hits")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/task")
+		})
+	}
+}

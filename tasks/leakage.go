@@ -109,19 +109,52 @@ func (e *LeakError) Unwrap() error { return ErrLeak }
 
 type leakText struct {
 	norm  string
+	ws    []string
 	n     int
 	grams map[uint64]struct{}
 	sig   signature
+	// windows holds the hash of every leakMinWords-word window of a place
+	// (nil for a task's part): the index the exact step looks a part up in
+	// before it scans the place's text.
+	windows map[uint64]struct{}
 }
 
 func newLeakText(s string) leakText {
 	ws := words(s)
 	return leakText{
 		norm:  " " + strings.Join(ws, " ") + " ",
+		ws:    ws,
 		n:     len(ws),
 		grams: shingles(ws, leakGram),
 		sig:   minHash(shingles(ws, leakMinHashGram)),
 	}
+}
+
+// newPlaceText is newLeakText with the exact step's window index.
+func newPlaceText(s string) leakText {
+	t := newLeakText(s)
+	t.windows = make(map[uint64]struct{}, max(0, t.n-leakMinWords+1))
+	for i := 0; i+leakMinWords <= t.n; i++ {
+		t.windows[hashWords(t.ws[i:i+leakMinWords])] = struct{}{}
+	}
+	return t
+}
+
+// exactIn reports whether part's words appear, in order and contiguous, in
+// place: whether part.norm is a substring of place.norm (both are the words
+// joined by single spaces, with a space at each end). Scanning the place for
+// every part of every task costs tasks × place size; instead every
+// leakMinWords-word window of the part must be in the place's window index
+// first, which almost every part fails at its first window. A part that
+// passes is verified by the scan, so a hash collision costs time, never a
+// wrong answer. part.n >= leakMinWords.
+func exactIn(part, place leakText) bool {
+	for i := 0; i+leakMinWords <= part.n; i++ {
+		if _, ok := place.windows[hashWords(part.ws[i:i+leakMinWords])]; !ok {
+			return false
+		}
+	}
+	return strings.Contains(place.norm, part.norm)
 }
 
 // CheckLeakage compares every task's input and key with every place.
@@ -133,7 +166,7 @@ func CheckLeakage(ctx context.Context, banks []*Bank, places []Place) (LeakageRe
 	}
 	pts := make([]leakText, len(places))
 	for i, p := range places {
-		pts[i] = newLeakText(p.Text)
+		pts[i] = newPlaceText(p.Text)
 	}
 	for _, b := range banks {
 		for _, t := range b.Tasks {
@@ -158,7 +191,7 @@ func CheckLeakage(ctx context.Context, banks []*Bank, places []Place) (LeakageRe
 }
 
 func leaks(t, p leakText) (string, float64, bool) {
-	if t.n >= leakMinWords && strings.Contains(p.norm, t.norm) {
+	if t.n >= leakMinWords && exactIn(t, p) {
 		return "exact", 1, true
 	}
 	if t.n >= leakGram {

@@ -3,6 +3,8 @@ package tasks
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -87,5 +89,43 @@ func TestCheckLeakageClean(t *testing.T) {
 	}
 	if len(r.Hits) != 0 || r.Err() != nil {
 		t.Errorf("hits in a clean prompt: %v", r.Hits)
+	}
+}
+
+// TestExactInIsSubstring: the window index never changes the exact step's
+// answer: exactIn agrees with a scan of the place for parts cut from the
+// place, parts with one word changed, and parts from nowhere.
+func TestExactInIsSubstring(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	word := func() string { return fmt.Sprintf("w%d", rng.IntN(40)) } // small vocabulary: many shared windows
+	var ws []string
+	for range 5000 {
+		ws = append(ws, word())
+	}
+	place := newPlaceText(strings.Join(ws, " "))
+	hits := 0
+	for i := range 3000 {
+		n := leakMinWords + rng.IntN(20)
+		at := rng.IntN(len(ws) - n)
+		part := append([]string(nil), ws[at:at+n]...)
+		switch i % 3 {
+		case 1:
+			part[rng.IntN(n)] = word()
+		case 2:
+			for j := range part {
+				part[j] = word()
+			}
+		}
+		tt := newLeakText(strings.Join(part, " "))
+		want := strings.Contains(place.norm, tt.norm)
+		if got := exactIn(tt, place); got != want {
+			t.Fatalf("exactIn(%q) = %v, the scan says %v", tt.norm, got, want)
+		}
+		if want {
+			hits++
+		}
+	}
+	if hits < 1000 {
+		t.Fatalf("only %d parts found: the test does not exercise hits", hits)
 	}
 }
