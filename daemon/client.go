@@ -49,6 +49,9 @@ func (c Client) Call(ctx context.Context, method string, req, out any, text io.W
 		}
 		var ne *net.OpError
 		if errors.As(err, &ne) && ne.Op == "dial" {
+			if errors.Is(err, syscall.EACCES) {
+				return fmt.Errorf("cannot connect to the daemon at %s: permission denied (its socket is open only to the daemon's user, or to the studio group its policy names: ask to be added, see docs/security.md)", c.Socket)
+			}
 			return fmt.Errorf("%w at %s (start it with: rig daemon &)", ErrNoDaemon, c.Socket)
 		}
 		if droppedConn(err) {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +54,11 @@ func (s *Service) Decide(ctx context.Context, req DecideRequest) (DecisionRecord
 
 // decide is Decide with the analysis it reads passed in.
 func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ctx context.Context, name, execID string) (*Analysis, error)) (DecisionRecord, error) {
+	actor, err := s.actor(ctx, req.Actor)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	req.Actor = actor
 	var st *receipts.Store
 	var body []byte
 	if req.Key != "" {
@@ -93,7 +97,7 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	d := a.Report.Decision
 	rec := DecisionRecord{Study: req.Study, Execution: a.Execution, Action: d.Action, Verdict: string(d.Verdict), Arm: d.Arm,
 		NextBaseline: d.NextBaseline, Trace: d.Trace, ComparisonHash: d.ComparisonHash, Rationale: req.Rationale,
-		Actor: cmp.Or(req.Actor, currentUser()), At: time.Now().UTC()}
+		Actor: actor, At: time.Now().UTC()}
 	ev := studies.Event{Kind: studies.EventDecide, Actor: rec.Actor, At: rec.At, Execution: a.Execution, Outcome: d.Action, Why: req.Rationale}
 	// A decision the lifecycle refuses writes nothing: check it before the
 	// key is claimed and the banks are marked.

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,7 +86,11 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 	if err := st.PutExecution(ctx, e); err != nil {
 		return run.ExecInfo{}, err
 	}
-	if _, err := s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: cmp.Or(req.Actor, currentUser()), At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
+	actor, err := s.actor(ctx, req.Actor)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	if _, err := s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: actor, At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
 		return run.ExecInfo{}, err
 	}
 	return s.start(req.Study, snap, e)
@@ -160,7 +163,14 @@ func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Executio
 	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
 		Dir: filepath.Join(s.Dir(name), "executions", e.ID),
 		Ended: func(ctx context.Context, kind, why string) {
-			if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: "rig daemon", At: time.Now().UTC(), Execution: e.ID, Why: why}); err != nil {
+			who := "rig daemon"
+			s.mu.Lock()
+			if c, ok := s.cancelling[name]; ok && kind == studies.EventCancel {
+				who = c
+			}
+			delete(s.cancelling, name)
+			s.mu.Unlock()
+			if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: who, At: time.Now().UTC(), Execution: e.ID, Why: why}); err != nil {
 				s.Log.Error("recording lifecycle", "err", err)
 			}
 		}})
@@ -190,6 +200,13 @@ func (s *Service) Cancel(ctx context.Context, name string) (run.ExecInfo, error)
 	if !ok {
 		return run.ExecInfo{}, fmt.Errorf("study %s has no running execution", name)
 	}
+	who, err := s.actor(ctx, "")
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	s.mu.Lock()
+	s.cancelling[name] = who
+	s.mu.Unlock()
 	st.Cancel()
 	select {
 	case <-st.Done():

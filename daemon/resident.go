@@ -2,8 +2,14 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
 
 	"rig/preflight"
 )
@@ -13,7 +19,83 @@ type Options struct {
 	Home      string // RIG_HOME: studies live under Home/studies
 	Socket    string // the unix socket the command line calls
 	NoSandbox bool   // run runtimes without network namespaces (recorded on every receipt)
-	Log       *slog.Logger
+	// Policy is the policy file giving users and groups their roles; empty
+	// means single-user mode (see PolicyPath for the default).
+	Policy string
+	Log    *slog.Logger
+}
+
+// PolicyPath is the default policy file: $RIG_POLICY, else
+// /etc/rig/policy.json when it exists, else none (single-user mode).
+func PolicyPath() string {
+	if p := os.Getenv("RIG_POLICY"); p != "" {
+		return p
+	}
+	if _, err := os.Stat("/etc/rig/policy.json"); err == nil {
+		return "/etc/rig/policy.json"
+	}
+	return ""
+}
+
+// loadPolicy is the policy at path, or the single-user one when path is empty.
+func loadPolicy(path string) (*Policy, error) {
+	if path == "" {
+		return SingleUser(os.Geteuid()), nil
+	}
+	return LoadPolicy(path)
+}
+
+// policyAudit appends one line to Home/audits/policy.jsonl: which policy came
+// into force, when, and what it replaced.
+func policyAudit(home string, p *Policy, replaced *Policy, why string) error {
+	dir := filepath.Join(home, "audits")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	rec := map[string]any{"at": time.Now().UTC(), "why": why, "policy": p.Describe(), "file": p.File(), "sha256": p.Digest()}
+	if replaced != nil {
+		rec["replaced_sha256"] = replaced.Digest()
+		rec["replaced"] = replaced.Describe()
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "policy.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(b, '\n'))
+	return err
+}
+
+// reloadOnHangup re-reads the policy file on SIGHUP. A file that no longer
+// loads (or is no longer trusted) leaves the policy in force unchanged.
+func reloadOnHangup(ctx context.Context, svc *Service, path string, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				p, err := loadPolicy(path)
+				if err != nil {
+					log.Error("policy reload refused; the policy in force stays", "err", err)
+					continue
+				}
+				old := svc.Policy()
+				svc.SetPolicy(p)
+				if err := policyAudit(svc.Home, p, old, "reloaded on SIGHUP"); err != nil {
+					log.Error("recording the policy reload", "err", err)
+				}
+				log.Info("policy reloaded", "policy", p.Describe())
+			}
+		}
+	}()
 }
 
 // Run is the resident daemon: it takes the machine-wide lock, starts the
@@ -23,6 +105,12 @@ func Run(ctx context.Context, opts Options) error {
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	// A policy that cannot be trusted stops the daemon before it touches
+	// anything: serving without it would hand every role to whoever connects.
+	policy, err := loadPolicy(opts.Policy)
+	if err != nil {
+		return err
 	}
 	// Taken before anything resumes or touches the card: a second daemon
 	// must change nothing.
@@ -37,6 +125,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer svc.Close()
 	svc.NoSandbox = opts.NoSandbox
+	svc.SetPolicy(policy)
+	if err := policyAudit(opts.Home, policy, nil, "daemon start"); err != nil {
+		return err
+	}
+	log.Info("access", "policy", policy.Describe())
+	reloadOnHangup(ctx, svc, opts.Policy, log)
 	gov, err := StartGovernor(ctx, svc, log)
 	if err != nil {
 		return err

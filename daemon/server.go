@@ -10,7 +10,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/user"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"syscall"
 	"time"
 
 	"rig/studies"
@@ -22,6 +26,8 @@ type NameRequest struct {
 	Actor  string `json:"actor,omitempty"`
 	Why    string `json:"why,omitempty"`
 	Format string `json:"format,omitempty"`
+	// Audit makes export write the store's audit trail instead of receipts.
+	Audit bool `json:"audit,omitempty"`
 }
 
 // DryRunRequest is `rig study dry-run`.
@@ -93,6 +99,9 @@ func (s *Service) methods() map[string]handler {
 		}),
 		"check": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.CheckStore(ctx, r.Name) }),
 		"export": method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) {
+			if r.Audit {
+				return nil, s.ExportAudit(ctx, r.Name, w)
+			}
 			format := r.Format
 			if format == "" {
 				format = "jsonl"
@@ -111,18 +120,11 @@ func (s *Service) Serve(ctx context.Context, socket string) error {
 		return fmt.Errorf("%s: a rig daemon is already running (one per machine; it owns the card)", socket)
 	}
 	os.Remove(socket)
-	if err := os.MkdirAll(filepath.Dir(socket), 0o700); err != nil {
-		return err
-	}
-	l, err := net.Listen("unix", socket)
+	l, err := listenSocket(socket, s.Policy().SocketGroup)
 	if err != nil {
 		return err
 	}
-	if err := os.Chmod(socket, 0o600); err != nil {
-		l.Close()
-		return err
-	}
-	srv := &http.Server{Handler: s.handler(s.methods()), ReadHeaderTimeout: 10 * time.Second}
+	srv := s.httpServer(s.methods())
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -134,6 +136,20 @@ func (s *Service) Serve(ctx context.Context, socket string) error {
 		return nil
 	}
 	return err
+}
+
+// httpServer serves methods, each request knowing its caller: whoever the
+// kernel says is at the other end of the connection.
+func (s *Service) httpServer(methods map[string]handler) *http.Server {
+	return &http.Server{Handler: s.handler(methods), ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			caller, err := peerCaller(c)
+			if err != nil {
+				s.Log.Warn("reading a caller's credentials", "err", err)
+				return ctx
+			}
+			return withCaller(ctx, caller)
+		}}
 }
 
 // maxRequestBytes caps a request body: no method needs more, and a caller
@@ -150,14 +166,26 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 				return nil, fmt.Errorf("%w: %q (the daemon and the command line come from different builds: restart the daemon from this build)", ErrNoMethod, name)
 			}
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		var err error
+		caller, ok := CallerFrom(r.Context())
+		if !ok {
+			err = fmt.Errorf("%w: the daemon could not read who is calling (peer credentials)", ErrForbidden)
+		} else {
+			err = s.Policy().authorize(caller, name)
+		}
+		var body []byte
+		if err == nil {
+			body, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		}
 		if err == nil && len(body) > maxRequestBytes {
 			err = fmt.Errorf("%w: the request body is over %d MiB (a request names files; it never carries them)", ErrBadRequest, maxRequestBytes>>20)
 		}
 		var text bytes.Buffer
 		var res any
 		if err == nil {
-			res, err = h(r.Context(), body, &text)
+			res, err = s.guarded(r.Context(), name, h, body, &text)
+		} else if ok {
+			s.Log.Warn("request refused", "method", name, "caller", caller.String(), "err", err)
 		}
 		rep := reply{Text: text.String()}
 		if err != nil {
@@ -170,4 +198,57 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(rep)
 	})
+}
+
+// guarded runs one request's handler; a panic in it becomes that request's
+// ErrInternal reply, with the stack in the log, and the daemon goes on.
+func (s *Service) guarded(ctx context.Context, method string, h handler, body json.RawMessage, w io.Writer) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.Log.Error("request panicked", "method", method, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			res, err = nil, fmt.Errorf("%w while handling %s: %v (the daemon keeps running; its log has the stack)", ErrInternal, method, p)
+		}
+	}()
+	return h(ctx, body, w)
+}
+
+// listenSocket makes the daemon's socket. It is created under a umask that
+// leaves it 0600, so there is no moment when it is more open; then, for a
+// studio group, it and its folder are handed to the group (0660 and 0750).
+func listenSocket(socket, group string) (net.Listener, error) {
+	dir := filepath.Dir(socket)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	old := syscall.Umask(0o177)
+	l, err := net.Listen("unix", socket)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	if group == "" {
+		if err := os.Chmod(socket, 0o600); err != nil {
+			l.Close()
+			return nil, err
+		}
+		return l, nil
+	}
+	g, err := user.LookupGroup(group)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("%w: socket_group %q: %w", ErrPolicy, group, err)
+	}
+	gid, _ := strconv.Atoi(g.Gid)
+	for _, step := range []func() error{
+		func() error { return os.Chown(socket, -1, gid) },
+		func() error { return os.Chmod(socket, 0o660) },
+		func() error { return os.Chown(dir, -1, gid) },
+		func() error { return os.Chmod(dir, 0o750) },
+	} {
+		if err := step(); err != nil {
+			l.Close()
+			return nil, fmt.Errorf("sharing the socket %s with group %s: %w", socket, group, err)
+		}
+	}
+	return l, nil
 }

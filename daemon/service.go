@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"rig/internal/atomicfile"
@@ -34,9 +35,12 @@ type Service struct {
 	// NoSandbox runs runtimes without namespaces; every receipt records it.
 	NoSandbox bool
 
-	mu      sync.Mutex
-	stores  map[string]*receipts.Store
-	running map[string]*run.Handle // by study name
+	mu         sync.Mutex
+	stores     map[string]*receipts.Store
+	running    map[string]*run.Handle // by study name
+	cancelling map[string]string      // study → who asked to cancel its execution
+
+	policy atomic.Pointer[Policy]
 }
 
 // NewService prepares the directory layout under home.
@@ -47,7 +51,9 @@ func NewService(home string, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(filepath.Join(home, "studies"), 0o700); err != nil {
 		return nil, err
 	}
-	return &Service{Home: home, Log: log, stores: map[string]*receipts.Store{}, running: map[string]*run.Handle{}}, nil
+	s := &Service{Home: home, Log: log, stores: map[string]*receipts.Store{}, running: map[string]*run.Handle{}, cancelling: map[string]string{}}
+	s.policy.Store(SingleUser(os.Geteuid()))
+	return s, nil
 }
 
 // DefaultHome is $RIG_HOME, else ~/.local/share/rig.
@@ -225,7 +231,10 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	actor := cmp.Or(req.Actor, currentUser())
+	actor, err := s.actor(ctx, req.Actor)
+	if err != nil {
+		return StudyInfo{}, err
+	}
 	out, replayed, err := studies.Register(ctx, studies.RegisterInput{
 		Design: d, File: req.DesignFile, Key: req.Key, Actor: actor, At: time.Now().UTC(), Prev: prev,
 		Resolve: studies.ResolveOptions{Lookup: lk, BaseDir: base},
@@ -351,6 +360,12 @@ func (s *Service) Review(ctx context.Context, name string, r studies.Review, why
 		return StudyInfo{}, err
 	}
 	r.DesignHash = cmp.Or(r.DesignHash, l.DesignHash)
+	if r.Reviewer, err = s.actor(ctx, r.Reviewer); err != nil {
+		return StudyInfo{}, err
+	}
+	if err := s.separateDuties(ctx, name, l, "review"); err != nil {
+		return StudyInfo{}, err
+	}
 	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventReview, Actor: r.Reviewer, At: time.Now().UTC(), Why: why, Review: &r}); err != nil {
 		return StudyInfo{}, err
 	}
@@ -359,6 +374,17 @@ func (s *Service) Review(ctx context.Context, name string, r studies.Review, why
 
 // Approve records the Director's approval.
 func (s *Service) Approve(ctx context.Context, name, director, why string) (StudyInfo, error) {
+	director, err := s.actor(ctx, director)
+	if err != nil {
+		return StudyInfo{}, err
+	}
+	l, err := s.lifecycle(name)
+	if err != nil {
+		return StudyInfo{}, err
+	}
+	if err := s.separateDuties(ctx, name, l, "approve"); err != nil {
+		return StudyInfo{}, err
+	}
 	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventApprove, Actor: director, At: time.Now().UTC(), Why: why}); err != nil {
 		return StudyInfo{}, err
 	}
@@ -397,7 +423,10 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 			return StudyInfo{}, err
 		}
 	}
-	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventFreeze, Actor: cmp.Or(actor, currentUser()), At: time.Now().UTC(), SnapshotHash: snap.Hash, Why: "frozen"}); err != nil {
+	if actor, err = s.actor(ctx, actor); err != nil {
+		return StudyInfo{}, err
+	}
+	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventFreeze, Actor: actor, At: time.Now().UTC(), SnapshotHash: snap.Hash, Why: "frozen"}); err != nil {
 		return StudyInfo{}, err
 	}
 	return s.Status(ctx, name)
@@ -520,4 +549,24 @@ func (s *Service) Export(ctx context.Context, name, format string, w io.Writer) 
 		return err
 	}
 	return st.Export(ctx, w, f)
+}
+
+// ExportAudit writes the study store's audit trail, one transition per line:
+// who (as the daemon read it from the socket), what, when and why.
+func (s *Service) ExportAudit(ctx context.Context, name string, w io.Writer) error {
+	st, err := s.store(name)
+	if err != nil {
+		return err
+	}
+	trail, err := st.Audit(ctx)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	for _, t := range trail {
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

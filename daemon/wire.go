@@ -52,6 +52,10 @@ var errorCodes = []struct {
 	{"not_found", receipts.ErrNotFound},
 	{"not_provisioned", provision.ErrNotProvisioned},
 	{"invalid_utf8", textcheck.ErrInvalidUTF8},
+	{"identity_mismatch", ErrIdentity},
+	{"forbidden", ErrForbidden},
+	{"policy_refused", ErrPolicy},
+	{"internal", ErrInternal},
 }
 
 // ErrNoMethod means the daemon does not serve the method asked for: it is
@@ -60,6 +64,10 @@ var ErrNoMethod = errors.New("the daemon does not serve this method")
 
 // ErrBadRequest means a request body did not decode.
 var ErrBadRequest = errors.New("bad request")
+
+// ErrInternal means handling the request panicked: the daemon kept running,
+// and its log has the stack.
+var ErrInternal = errors.New("internal error in the daemon")
 
 // codeOf is the code of the first sentinel err matches, or "".
 func codeOf(err error) string {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,15 +16,16 @@ import (
 	"rig/studies/run"
 )
 
-// serveOn serves h on a fresh unix socket and returns a client for it.
-func serveOn(t *testing.T, h http.Handler) Client {
+// serveOn serves methods as the daemon does on a fresh unix socket and
+// returns a client for it.
+func serveOn(t *testing.T, svc *Service, methods map[string]handler) Client {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "rig.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
+	srv := svc.httpServer(methods)
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return Client{Socket: sock}
@@ -52,7 +52,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 	methods["utf8"] = method(func(context.Context, struct{}, io.Writer) (any, error) {
 		return nil, fmt.Errorf("loading the bank: %w", textcheck.UTF8("bank.jsonl", []byte("{}\n\xff\n")))
 	})
-	c := serveOn(t, svc.handler(methods))
+	c := serveOn(t, svc, methods)
 	ctx := context.Background()
 
 	tests := []struct {

@@ -11,9 +11,9 @@ import (
 	"hash"
 	"io"
 	"os"
-	"reflect"
 	"strings"
 
+	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
 
@@ -202,26 +202,6 @@ func (r *Reader) name() string {
 	return r.path
 }
 
-// strictUnmarshal rejects unknown fields and trailing data, so a typo in a
-// hand-made or foreign record is an error rather than a silently empty field.
-// jsonKind is what JSON value a Go kind decodes from, for messages.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	default:
-		return "a whole number in range"
-	}
-}
-
 func strictUnmarshal(raw []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
@@ -231,7 +211,7 @@ func strictUnmarshal(raw []byte, v any) error {
 		// should hold instead.
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return fmt.Errorf("field %q holds a JSON %s, want %s (see docs/generations.md for each field's type): %w", te.Field, te.Value, jsonKind(te.Type.Kind()), ErrBadType)
+			return fmt.Errorf("field %q holds a JSON %s, want %s (see docs/generations.md for each field's type): %w", te.Field, te.Value, jsonerr.Kind(te.Type.Kind()), ErrBadType)
 		}
 		return err
 	}

@@ -8,11 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
 
@@ -364,35 +364,4 @@ func (c Config) validate(name string) error {
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // jsonMsg turns a decoder error into a message without Go type names.
-func jsonMsg(err error) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
-	case errors.As(err, &te):
-		if te.Field == "" {
-			return fmt.Sprintf("holds a JSON %s where an object is expected", te.Value)
-		}
-		return fmt.Sprintf("field %q holds %s where %s is expected", te.Field, te.Value, kindName(te.Type.Kind().String()))
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func kindName(k string) string {
-	if slices.Contains([]string{"float64", "int", "int64"}, k) {
-		return "a number"
-	}
-	if k == "bool" {
-		return "true or false"
-	}
-	switch k {
-	case "struct", "map":
-		return "an object"
-	case "slice", "array":
-		return "an array"
-	case "string":
-		return "a string"
-	}
-	return k
-}
+func jsonMsg(err error) string { return jsonerr.Message(err) }

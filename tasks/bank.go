@@ -11,11 +11,11 @@ import (
 	"io"
 	"os"
 	"path"
-	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 
+	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
 
@@ -192,24 +192,6 @@ func decodeStrict(line []byte, v any) error {
 
 var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 
-// jsonKind is the JSON value a Go kind decodes from, for messages.
-func jsonKind(k reflect.Kind) string {
-	switch k {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	default:
-		return "a whole number in range"
-	}
-}
-
 func lineErr(file string, line int, what string, err error, fix string) error {
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
 		return &ParseError{File: file, Line: line, Field: m[1], Msg: "unknown field", Fix: "remove it or check its spelling; the bank format is strict", Err: err}
@@ -217,7 +199,7 @@ func lineErr(file string, line int, what string, err error, fix string) error {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		// te.Type is a Go type ("tasks.Header"); say what JSON it takes.
-		return &ParseError{File: file, Line: line, Field: te.Field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, jsonKind(te.Type.Kind())), Fix: "use the documented type; docs/tasks.md lists each field", Err: err}
+		return &ParseError{File: file, Line: line, Field: te.Field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, jsonerr.Kind(te.Type.Kind())), Fix: "use the documented type; docs/tasks.md lists each field", Err: err}
 	}
 	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + err.Error(), Fix: fix, Err: err}
 }

@@ -28,6 +28,7 @@ func socketPath(cmd *cobra.Command) string {
 
 func newDaemonCommand() *cobra.Command {
 	var noSandbox bool
+	var policy string
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the resident process that owns the card and runs studies",
@@ -39,8 +40,20 @@ holds it. RIG_DAEMON_LOCK names another lock file: only for tests that start a
 private daemon per RIG_HOME, never beside a daemon that drives the real card.
 
 It owns the card, runs the safety governor and its watchdog, serves the command
-line over a unix socket (mode 0600, default $RIG_HOME/rig.sock), and runs one
-execution at a time.
+line over a unix socket (default $RIG_HOME/rig.sock), and runs one execution at
+a time.
+
+Who may do what comes from a policy file (--policy, else $RIG_POLICY, else
+/etc/rig/policy.json when it exists): users and groups mapped to the roles
+staff, reviewer, director and operator, and optionally a socket_group whose
+members may connect (the socket is then 0660 and its folder 0750, owned by the
+group: give it a folder of its own, e.g. /run/rig). The daemon reads each
+caller's uid from the socket and records that identity in every audit entry.
+The file must belong to root or the daemon's user and be writable by nobody
+else, or the daemon refuses to start; SIGHUP reloads it, and every policy in
+force is logged in $RIG_HOME/audits/policy.jsonl. With no policy file the
+daemon's own user holds every role, the socket is 0600, nobody else may
+connect, and separation of duties is not enforced (it says so at start).
 Executions survive the command line going away; if the daemon itself is killed,
 starting it again resumes every execution that was running, with no receipt lost
 or duplicated.
@@ -53,11 +66,12 @@ value stops the daemon at start, naming the file, the field and the fix.
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return daemon.Run(cmd.Context(), daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox,
+			return daemon.Run(cmd.Context(), daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox, Policy: policy,
 				Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 		},
 	}
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without network namespaces (recorded on every receipt)")
+	cmd.Flags().StringVar(&policy, "policy", daemon.PolicyPath(), "the policy file (roles of users and groups); empty: single-user mode")
 	cmd.AddCommand(newDaemonWaitCommand())
 	return cmd
 }

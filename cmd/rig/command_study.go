@@ -25,12 +25,16 @@ func newStudyCommand() *cobra.Command {
 		Short: "Register, review, approve, freeze, run and decide a model-comparison study",
 		Long: `A study goes draft → reviewed → approved → frozen → running → decided. Each step
 is checked and audited (who, when, why). All commands but init talk to the
-resident daemon (rig daemon), which owns the study stores and the card.
+resident daemon (rig daemon), which owns the study stores and the card. Who
+you are is what the daemon reads from the socket (your uid), never a flag; the
+roles each step needs come from the daemon's policy (docs/security.md). Under a
+policy, the registrant may not review or approve, and the reviewer may not
+approve.
 
   rig study init design.yaml                 a commented example to edit
   rig study register design.yaml             licences checked, pins fingerprinted
-  rig study review NAME --verdict pass --licence-line "..." --reviewer R
-  rig study approve NAME --director D
+  rig study review NAME --verdict pass --licence-line "..."   (reviewer role)
+  rig study approve NAME                     (director role)
   rig study freeze NAME                      content-addressed snapshot
   rig study preflight NAME                   fit verdict per arm at the card profile
   rig study validate NAME                    one free validation run per harness
@@ -88,7 +92,7 @@ the existing study; the same key with another design is a conflict.`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
-	cmd.Flags().StringVar(&actor, "actor", "", "who registers (default $USER)")
+	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	cmd.Flags().StringVar(&registry, "registry", "", "the studio's licence registry file, read over the bundled one (default: the design's licence_registry, else $"+studies.LicenceRegistryEnv+", else the bundled registry alone)")
 	return cmd
 }
@@ -116,7 +120,7 @@ func studyReviewCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&r.Reviewer, "reviewer", "", "who reviewed (required)")
+	cmd.Flags().StringVar(&r.Reviewer, "reviewer", "", "optional, for readability: must be you (rig records the caller's identity)")
 	cmd.Flags().StringVar(&r.Verdict, "verdict", "", "pass or fail (required)")
 	cmd.Flags().StringVar(&r.LicenceLine, "licence-line", "", "the reviewer's statement on the licence check; a pass without one does not count")
 	cmd.Flags().StringVar(&r.Notes, "notes", "", "the review's notes")
@@ -139,7 +143,7 @@ func studyApproveCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&director, "director", "", "the Director approving (required)")
+	cmd.Flags().StringVar(&director, "director", "", "optional, for readability: must be you, the Director (rig records the caller's identity)")
 	cmd.Flags().StringVar(&why, "why", "", "why, for the audit log")
 	return cmd
 }
@@ -161,7 +165,7 @@ func studySimpleCommand(method, short string) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&actor, "actor", "", "who does it (default $USER)")
+	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	return cmd
 }
 
@@ -193,7 +197,7 @@ printed until the execution ends; Ctrl-C stops following, not the run.`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key returns the same execution")
-	cmd.Flags().StringVar(&actor, "actor", "", "who runs it (default $USER)")
+	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "return at once; follow with rig study status")
 	return cmd
 }
@@ -451,7 +455,7 @@ request is a conflict.`,
 	}
 	cmd.Flags().StringVar(&req.ComparisonHash, "comparison", "", "the comparison hash printed by rig study report (required)")
 	cmd.Flags().StringVar(&req.Rationale, "rationale", "", "why, in words")
-	cmd.Flags().StringVar(&req.Actor, "actor", "", "who decides (default $USER)")
+	cmd.Flags().StringVar(&req.Actor, "actor", "", "optional: must be you, the Director (rig records the caller's identity)")
 	cmd.Flags().StringVar(&req.Execution, "execution", "", "execution (default: the latest finished)")
 	cmd.Flags().StringVar(&req.Key, "key", "", "idempotency key: the same key returns the recorded decision")
 	return cmd
@@ -477,6 +481,7 @@ func studyCheckCommand() *cobra.Command {
 func newReceiptsCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "receipts", Short: "Export a study's receipts in the shared schema"}
 	var format string
+	var audit bool
 	export := &cobra.Command{
 		Use:   "export NAME",
 		Short: "Write every receipt of the study as JSONL (default) or CSV on standard output",
@@ -485,13 +490,15 @@ carries schema_version) so a later study can reuse them, for example effort
 against difficulty for each model.
 
   rig receipts export demo-small-models > receipts.jsonl
-  rig receipts export demo-small-models --format csv > receipts.csv`,
+  rig receipts export demo-small-models --format csv > receipts.csv
+  rig receipts export demo-small-models --audit     the audit trail: who did what, when`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callDaemon(cmd.Context(), socketPath(cmd), "export", daemon.NameRequest{Name: args[0], Format: format}, nil, cmd.OutOrStdout())
+			return callDaemon(cmd.Context(), socketPath(cmd), "export", daemon.NameRequest{Name: args[0], Format: format, Audit: audit}, nil, cmd.OutOrStdout())
 		},
 	}
 	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
+	export.Flags().BoolVar(&audit, "audit", false, "write the store's audit trail (JSONL) instead of the receipts")
 	cmd.AddCommand(export)
 	return cmd
 }

@@ -32,8 +32,8 @@ func TestDemoDesignValidatesWhileACoreIsBusy(t *testing.T) {
 	}
 	busy := startBusyLoop(t)
 	e.rig(true, "study", "register", design)
-	e.rig(true, "study", "review", d.Name, "--reviewer", "outside-model", "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
-	e.rig(true, "study", "approve", d.Name, "--director", "test-director")
+	e.rig(true, "study", "review", d.Name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "approve", d.Name)
 	e.rig(true, "study", "freeze", d.Name)
 	e.rig(true, "study", "preflight", d.Name)
 	out := e.rig(true, "study", "validate", d.Name)

@@ -12,7 +12,7 @@ func addLeafCommands(root *cobra.Command) {
 		Use:   "schema",
 		Short: "Print the JSON Schemas of rig's files, for editors and outside tools",
 	}
-	schema.AddCommand(newSchemaDesignCommand(), newSchemaGenerationsCommand())
+	schema.AddCommand(newSchemaDesignCommand(), newSchemaGenerationsCommand(), newSchemaPolicyCommand())
 
 	lic := &cobra.Command{
 		Use:   "licences",

@@ -190,8 +190,8 @@ func (e *rigEnv) ensureGovernorPass() {
 
 func (e *rigEnv) prepare(design, name string) {
 	e.rig(true, "study", "register", design)
-	e.rig(true, "study", "review", name, "--reviewer", "outside-model", "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
-	e.rig(true, "study", "approve", name, "--director", "test-director")
+	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "approve", name)
 	e.rig(true, "study", "freeze", name)
 	e.rig(true, "study", "preflight", name)
 	e.rig(true, "study", "validate", name)
@@ -210,8 +210,8 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	if !strings.Contains(out, "gate refused") && !strings.Contains(out, "not frozen") {
 		t.Fatalf("run before freeze was not refused clearly:\n%s", out)
 	}
-	e.rig(true, "study", "review", name, "--reviewer", "outside-model", "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
-	e.rig(true, "study", "approve", name, "--director", "test-director")
+	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "approve", name)
 	e.rig(true, "study", "freeze", name)
 	out = e.rig(false, "study", "run", name)
 	for _, want := range []string{"no preflight verdict", "no validation run"} {

@@ -134,7 +134,7 @@ func TestHostileCorpusThroughDaemon(t *testing.T) {
 	corpusBefore := snapshot(corpusDir)
 	for _, rel := range hostile {
 		kind, _, _ := strings.Cut(rel, "/")
-		req := daemon.RegisterRequest{Actor: "hostile-test"}
+		req := daemon.RegisterRequest{}
 		switch kind {
 		case kindDesigns:
 			req.DesignFile = abs(rel)
@@ -181,7 +181,7 @@ func TestHostileCorpusThroughDaemon(t *testing.T) {
 		t.Error("the daemon changed the corpus")
 	}
 	var info daemon.StudyInfo
-	if err := c.Call(context.Background(), "register", daemon.RegisterRequest{DesignFile: validDesign, Actor: "hostile-test"}, &info, nil); err != nil {
+	if err := c.Call(context.Background(), "register", daemon.RegisterRequest{DesignFile: validDesign}, &info, nil); err != nil {
 		t.Fatalf("the valid design does not register: %v", err)
 	}
 	if names, err := list(); err != nil || len(names) != 1 {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"rig/daemon"
 	"rig/genrecord"
 	"rig/governor"
 	"rig/licences"
@@ -25,9 +26,10 @@ const (
 	kindGGUF       = "gguf"
 	kindGenRecords = "genrecords"
 	kindGovernor   = "governor"
+	kindPolicies   = "policies"
 )
 
-var kinds = []string{kindDesigns, kindRegistries, kindBanks, kindGGUF, kindGenRecords, kindGovernor}
+var kinds = []string{kindDesigns, kindRegistries, kindBanks, kindGGUF, kindGenRecords, kindGovernor, kindPolicies}
 
 // corpusDir is testdata/hostile at the repository root, from this package.
 const corpusDir = "../../testdata/hostile"
@@ -96,6 +98,15 @@ func open(kind, path string) error {
 		return err
 	case kindGovernor:
 		_, err := governor.LoadConfig(path)
+		return err
+	case kindPolicies:
+		// As the daemon reads its policy at start and on SIGHUP, after the
+		// file's ownership checks (which the committed files cannot carry).
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		_, err = daemon.ParsePolicy(path, b)
 		return err
 	}
 	return fmt.Errorf("unknown corpus kind %q", kind)

@@ -50,6 +50,7 @@ func generate(t testing.TB) candidates {
 	genBanks(t, c)
 	genRecords(t, c)
 	genGovernor(c)
+	genPolicies(c)
 	return c
 }
 
@@ -698,6 +699,33 @@ func genGovernor(c candidates) {
 	c.add(kindGovernor, "governor-poll-nan.json", []byte(`{"poll_ms":NaN}`))
 	c.add(kindGovernor, "governor-shutdown-below-limit.json", []byte(`{"policies":{"over-temperature":{"limit":90,"shutdown":80}}}`))
 	c.add(kindGovernor, "governor-clear-after-huge.json", []byte(`{"policies":{"cgroup-oom":{"clear_after_s":1e308}}}`))
+}
+
+// --- the daemon's policy file -----------------------------------------------
+
+func genPolicies(c candidates) {
+	base := map[string]any{
+		"schema_version": 1.0,
+		"grants": []any{
+			map[string]any{"user": "rita", "roles": []any{"reviewer"}},
+			map[string]any{"group": "root", "roles": []any{"staff", "operator"}},
+			map[string]any{"user": "dana", "roles": []any{"director"}},
+		},
+	}
+	c.add("valid/"+kindPolicies, "policy.json", mustJSON(base))
+	mutateJSON(c, kindPolicies, "policy", ".json", base, func([]any) bool { return true }, 40)
+	c.add(kindPolicies, "policy-unknown-role.json", []byte(`{"schema_version":1,"grants":[{"user":"a","roles":["root"]}]}`))
+	c.add(kindPolicies, "policy-user-and-group.json", []byte(`{"schema_version":1,"grants":[{"user":"a","group":"b","roles":["staff"]}]}`))
+	c.add(kindPolicies, "policy-nobody.json", []byte(`{"schema_version":1,"grants":[{"roles":["director"]}]}`))
+	c.add(kindPolicies, "policy-no-grants.json", []byte(`{"schema_version":1,"grants":[]}`))
+	c.add(kindPolicies, "policy-missing-group.json", []byte(`{"schema_version":1,"socket_group":"no-such-studio-group","grants":[{"user":"a","roles":["staff"]}]}`))
+	c.add(kindPolicies, "policy-version-2.json", []byte(`{"schema_version":2,"grants":[{"user":"a","roles":["staff"]}]}`))
+	c.add(kindPolicies, "policy-typo-field.json", []byte(`{"schema_version":1,"grant":[{"user":"a","roles":["staff"]}]}`))
+	c.add(kindPolicies, "policy-two-values.json", []byte(`{"schema_version":1,"grants":[{"user":"a","roles":["staff"]}]}{}`))
+	c.add(kindPolicies, "policy-bad-utf8.json", []byte("{\"schema_version\":1,\"grants\":[{\"user\":\"\xc3\x28\",\"roles\":[\"staff\"]}]}"))
+	c.add(kindPolicies, "policy-zero-bytes.json", nil)
+	c.add(kindPolicies, "policy-null.json", []byte("null"))
+	c.add(kindPolicies, "policy-array.json", []byte(`[{"user":"a","roles":["director"]}]`))
 }
 
 // --- GGUF -----------------------------------------------------------------

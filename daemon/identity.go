@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/user"
+	"slices"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"rig/studies"
+)
+
+// Caller is who sent a request, as the kernel says: the peer credentials of
+// the unix socket connection, resolved to names. Nothing the caller typed goes
+// into it.
+type Caller struct {
+	UID    int      `json:"uid"`
+	GID    int      `json:"gid"`
+	User   string   `json:"user"`
+	Groups []string `json:"groups,omitempty"`
+}
+
+// String is the identity as the audit records it: the user name, with the uid
+// so that a renamed or deleted account stays traceable.
+func (c Caller) String() string { return fmt.Sprintf("%s (uid %d)", c.User, c.UID) }
+
+// ErrIdentity means a request named someone other than its caller.
+var ErrIdentity = errors.New("the request names someone other than its caller")
+
+// ErrForbidden means the caller lacks the role a method needs, or separation
+// of duties forbids the caller this step on this study.
+var ErrForbidden = errors.New("not permitted")
+
+type callerKey struct{}
+
+func withCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller of the request being served, if the request
+// came through the socket.
+func CallerFrom(ctx context.Context) (Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(Caller)
+	return c, ok
+}
+
+// peerCaller reads the connection's peer credentials (SO_PEERCRED).
+func peerCaller(conn net.Conn) (Caller, error) {
+	uc, ok := conn.(*net.UnixConn)
+	if !ok {
+		return Caller{}, fmt.Errorf("connection is %T, not a unix socket", conn)
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return Caller{}, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Caller{}, err
+	}
+	if credErr != nil {
+		return Caller{}, fmt.Errorf("reading the peer's credentials: %w", credErr)
+	}
+	return resolveCaller(int(cred.Uid), int(cred.Gid)), nil
+}
+
+// resolveCaller names a uid and its groups; an account without a name is
+// recorded by number.
+func resolveCaller(uid, gid int) Caller {
+	c := Caller{UID: uid, GID: gid, User: "uid-" + strconv.Itoa(uid)}
+	u, err := user.LookupId(strconv.Itoa(uid))
+	if err != nil {
+		return c
+	}
+	c.User = u.Username
+	ids, _ := u.GroupIds()
+	if !slices.Contains(ids, strconv.Itoa(gid)) {
+		ids = append(ids, strconv.Itoa(gid))
+	}
+	for _, id := range ids {
+		if g, err := user.LookupGroupId(id); err == nil {
+			c.Groups = append(c.Groups, g.Name)
+		}
+	}
+	slices.Sort(c.Groups)
+	return c
+}
+
+// actor is who a request acts as: the caller the socket names. A name the
+// request typed (a --director, --reviewer or --actor flag kept for
+// readability) must be that caller. A call made inside the daemon's own
+// process (the daemon itself, tests of the service) acts as the daemon's user.
+func (s *Service) actor(ctx context.Context, typed string) (string, error) {
+	c, ok := CallerFrom(ctx)
+	if !ok {
+		return cmp.Or(typed, currentUser()), nil
+	}
+	if typed != "" && typed != c.User && typed != c.String() {
+		return "", fmt.Errorf("%w: the request names %q but comes from %s; rig records who calls, so drop the flag or run the command as %s", ErrIdentity, typed, c, typed)
+	}
+	return c.String(), nil
+}
+
+// separateDuties refuses a review by the study's registrant, and an approval
+// by its registrant or by the reviewer whose passing review it rests on. Under
+// the single-user policy one person holds every role, so it cannot apply;
+// the daemon says so when it starts.
+func (s *Service) separateDuties(ctx context.Context, name string, l *studies.Lifecycle, step string) error {
+	c, ok := CallerFrom(ctx)
+	if !ok || s.Policy().Single() {
+		return nil
+	}
+	me := c.String()
+	var registrant string
+	for _, e := range l.Audit {
+		if e.Event == "register" {
+			registrant = e.Actor
+		}
+	}
+	if registrant == me {
+		return fmt.Errorf("%w: %s registered study %s, so may not %s it (separation of duties: another reviewer and the Director must)", ErrForbidden, c, name, step)
+	}
+	if step == "approve" {
+		for i := len(l.Reviews) - 1; i >= 0; i-- {
+			if r := l.Reviews[i]; r.Verdict == "pass" {
+				if r.Reviewer == me {
+					return fmt.Errorf("%w: %s reviewed study %s, so may not approve it (separation of duties: the Director approves)", ErrForbidden, c, name)
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// Policy is the policy in force.
+func (s *Service) Policy() *Policy { return s.policy.Load() }
+
+// SetPolicy puts a policy in force for the requests that follow.
+func (s *Service) SetPolicy(p *Policy) { s.policy.Store(p) }
