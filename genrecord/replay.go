@@ -149,13 +149,22 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 		dt := time.Since(t0)
 		replayTime += dt
 		r := RowResult{RowID: row.RowID, Line: line, Arm: row.Arm, Role: row.Role, ReplayMS: ms(dt), WallMS: row.WallMS}
+		if err == nil {
+			// The kept text and prompt must be what the tokens say: an
+			// edit of the text alone leaves every log-prob as it was.
+			tk, _ := rs.(Tokenizer)
+			checks, fm, ferr := CheckFields(ctx, row, tk)
+			err = ferr
+			if err == nil {
+				r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax()).WithField(checks, fm)
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			r.Status, r.Error = StatusError, err.Error()
 		} else {
-			r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax())
 			r.Status = StatusMismatch
 			if r.Comparison.Reproduced {
 				r.Status = StatusReproduced

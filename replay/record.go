@@ -68,6 +68,25 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 	return run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output, nil
 }
 
+// Tokenize and Detokenize are the pinned runtime's tokenizer, with which
+// replay checks a row's kept prompt and text against its kept ids (see
+// genrecord.CheckFields). llama-server has /tokenize and /detokenize;
+// Ollama's API has neither, so on Ollama only the text against the kept
+// steps' bytes is checked, and its rows keep no prompt ids to check.
+func (r rescorer) Tokenize(ctx context.Context, text string) ([]int, error) {
+	if ls, ok := r.rt.(*runtimes.LlamaServer); ok {
+		return ls.Tokenize(ctx, text)
+	}
+	return nil, genrecord.ErrNoTokenizer
+}
+
+func (r rescorer) Detokenize(ctx context.Context, ids []int) ([]byte, error) {
+	if ls, ok := r.rt.(*runtimes.LlamaServer); ok {
+		return ls.Detokenize(ctx, ids)
+	}
+	return nil, genrecord.ErrNoTokenizer
+}
+
 // ReplayRequest is `rig replay`.
 type ReplayRequest struct {
 	File    string
