@@ -20,6 +20,11 @@ const (
 	CheckTextSteps    = "text = the kept steps' bytes"
 	CheckTextIDs      = "text = detokenize(kept output ids)"
 	CheckPromptTokens = "tokenize(rendered_prompt) = prompt_token_ids"
+	// CheckTextPartial replaces CheckTextSteps on a row whose runtime sent
+	// some tokens without a step (logprobs_missing_steps): their bytes are
+	// not kept, so the text can only be shown to hold the kept steps' bytes
+	// in order; an edit between them cannot be seen.
+	CheckTextPartial = "text holds the kept steps' bytes in order (some tokens have no kept step)"
 )
 
 // ErrNoTokenizer is what a Tokenizer returns when its runtime's API cannot
@@ -61,7 +66,15 @@ func CheckFields(ctx context.Context, row Row, tk Tokenizer) (checks []string, m
 	spelled := Spelled(row)
 	// A row that keeps no text is read as its steps (Row.Text is optional),
 	// so there is no second copy to disagree with them.
-	if row.Text != "" {
+	partial := len(row.Output) < row.RuntimeTokenCount
+	switch {
+	case row.Text == "":
+	case partial:
+		checks = append(checks, CheckTextPartial)
+		if m := textHoldsSteps(row); m != nil {
+			return checks, m, nil
+		}
+	default:
 		checks = append(checks, CheckTextSteps)
 		if m := textMismatch("text", []byte(row.Text), spelled, "the kept tokens", row); m != nil {
 			return checks, m, nil
@@ -70,7 +83,7 @@ func CheckFields(ctx context.Context, row Row, tk Tokenizer) (checks []string, m
 	if tk == nil {
 		return checks, nil, nil
 	}
-	if ids, _, ferr := ForcedTokens(row); ferr == nil && len(row.Output) > 0 {
+	if ids, _, ferr := ForcedTokens(row); ferr == nil && len(row.Output) > 0 && !partial {
 		// The end-of-generation step is left out as in a forced replay:
 		// the runtime keeps it with no text, while the tokenizer spells
 		// special tokens ("<|im_end|>").
@@ -104,6 +117,29 @@ func CheckFields(ctx context.Context, row Row, tk Tokenizer) (checks []string, m
 		}
 	}
 	return checks, nil, nil
+}
+
+// textHoldsSteps finds each kept step's bytes in the text, in order, and
+// names the first step it cannot find.
+func textHoldsSteps(row Row) *Mismatch {
+	text := []byte(row.Text)
+	at := 0
+	for i, s := range row.Output {
+		b := []byte(s.Bytes)
+		if len(b) == 0 {
+			b = []byte(s.Text)
+		}
+		if len(b) == 0 || !utf8.Valid(b) {
+			continue // a cut character is carried as U+FFFD in the text
+		}
+		j := bytes.Index(text[at:], b)
+		if j < 0 {
+			return &Mismatch{Step: i, Reason: ReasonField, Field: "text", Detail: fmt.Sprintf(
+				"text does not hold the kept step %d's bytes %q after byte %d (%d of the %d generated tokens have a kept step)", i, b, at, len(row.Output), row.RuntimeTokenCount)}
+		}
+		at += j + len(b)
+	}
+	return nil
 }
 
 // textMismatch compares a kept field with what the tokens say and names the

@@ -252,3 +252,22 @@ func TestReplayTextEditIsAMismatch(t *testing.T) {
 		t.Errorf("summary does not name the field:\n%s", b.String())
 	}
 }
+
+// A row whose runtime sent some tokens without log-probs keeps no step for
+// them: the text is checked to hold the kept steps in order, and says so.
+func TestCheckFieldsRowWithGaps(t *testing.T) {
+	r, tk := keptRow(11)
+	r.Text = "<" + r.Text[:6] + "gap" + r.Text[6:] + ">"
+	r.RuntimeTokenCount, r.LogprobsMissingSteps = len(r.Output)+3, 3
+	checks, m, err := CheckFields(context.Background(), r, tk)
+	if err != nil || m != nil {
+		t.Fatalf("a genuine row with gaps: mismatch %v, error %v", m, err)
+	}
+	if !slices.Equal(checks, []string{CheckTextPartial, CheckPromptTokens}) {
+		t.Errorf("checks %q, want the partial text check and the prompt check", checks)
+	}
+	r.Text = strings.Replace(r.Text, tokText(*r.Output[3].ID), "tZ", 1)
+	if _, m, _ := CheckFields(context.Background(), r, tk); m == nil || m.Field != "text" || !strings.Contains(m.Detail, "does not hold the kept step") {
+		t.Errorf("an edit of a kept step's bytes in a row with gaps passed: %v", m)
+	}
+}
