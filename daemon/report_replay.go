@@ -34,11 +34,32 @@ func (s *Service) ReplaySample(ctx context.Context, name, execID string, n int) 
 		return nil, fmt.Errorf("execution %s of study %s has no generation record to replay (%s)", execID, name, dir)
 	}
 	sort.Strings(files)
+	st, err := s.store(name)
+	if err != nil {
+		return nil, err
+	}
+	rcpts, err := st.Receipts(ctx, execID)
+	if err != nil {
+		return nil, err
+	}
 	var out []genrecord.Summary
 	for _, f := range files {
 		s.Log.Info("replaying a sample", "record", f, "rows", n)
-		sum, err := replay.ReplayRecord(ctx, replay.ReplayRequest{File: f, NoSandbox: s.NoSandbox,
+		// Each record is checked against the sha256 its trials' receipts
+		// kept before any row is replayed: a record edited after its run
+		// must not reach the report as reproduced.
+		var sums []replay.ReceiptSum
+		var noReceipt string
+		if arm, err := replay.RecordArm(f); err == nil {
+			if sums = replay.SumsOf(rcpts, arm); len(sums) == 0 {
+				noReceipt = fmt.Sprintf("no receipt of arm %s in execution %s records a sha256 for this record; its sha256 was not checked", arm, execID)
+			}
+		}
+		sum, err := replay.ReplayRecord(ctx, replay.ReplayRequest{File: f, NoSandbox: s.NoSandbox, Receipts: sums,
 			Options: genrecord.ReplayOptions{Sample: n, Seed: 1}})
+		if err == nil && noReceipt != "" {
+			sum.Warnings = append(sum.Warnings, noReceipt)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
@@ -80,6 +101,9 @@ func (s *Service) replaySection(name, execID string) *report.Replay {
 				row.Detail = string(r.Status)
 				if m := r.Comparison.First; m != nil {
 					row.Detail = fmt.Sprintf("%s at step %d: %s", r.Status, m.Step, m.Reason)
+					if m.Reason == genrecord.ReasonField {
+						row.Detail = m.String()
+					}
 				}
 				if r.Error != "" {
 					row.Detail += ": " + r.Error

@@ -21,12 +21,17 @@ const (
 	ReasonTop     = "top"     // a top-K entry moved beyond Token, or left the top-K
 	ReasonShort   = "short"   // the rescorer returned fewer steps than recorded
 	ReasonRow     = "row"     // every step within Token, but the row mean beyond Row
+	// ReasonField (fields.go): a kept field is not what the tokens say.
 )
 
 // Mismatch is the first step where a re-scored row departs from the record.
 type Mismatch struct {
-	Step            int      `json:"step"`
-	Reason          string   `json:"reason"`
+	Step   int    `json:"step"`
+	Reason string `json:"reason"`
+	// Field names the kept field a ReasonField mismatch is about ("text",
+	// "rendered_prompt"); Step is then the step holding the first differing
+	// byte, or -1.
+	Field           string   `json:"field,omitempty"`
 	ExpectedText    string   `json:"expected_text"`
 	ObservedText    string   `json:"observed_text"`
 	ExpectedID      *int     `json:"expected_id,omitempty"`
@@ -40,6 +45,9 @@ type Mismatch struct {
 }
 
 func (m Mismatch) String() string {
+	if m.Reason == ReasonField {
+		return fmt.Sprintf("mismatch in %s: %s", m.Field, m.Detail)
+	}
 	s := fmt.Sprintf("mismatch at step %d (%s): expected %s", m.Step, m.Reason, tokenLabel(m.ExpectedText, m.ExpectedID))
 	if m.ExpectedLogprob != nil {
 		s += fmt.Sprintf(" logprob %.6g", *m.ExpectedLogprob)
@@ -76,11 +84,30 @@ type Comparison struct {
 	MaxAbsDiff   float64   `json:"max_abs_diff"`
 	MeanAbsDiff  float64   `json:"mean_abs_diff"`
 	First        *Mismatch `json:"first_mismatch,omitempty"`
+	// FieldChanged is set when a kept field (the text, the rendered
+	// prompt) is not what the kept tokens say; First then names it.
+	FieldChanged bool `json:"field_changed,omitempty"`
+	// FieldChecks lists the field checks that applied to the row.
+	FieldChecks []string `json:"field_checks,omitempty"`
+}
+
+// WithField records a failed field check: the row is a mismatch whatever its
+// log-probs did, and the field is what the summary names first, since the
+// tokens may be genuine while what people read is not.
+func (c Comparison) WithField(checks []string, m *Mismatch) Comparison {
+	c.FieldChecks = checks
+	if m == nil {
+		return c
+	}
+	c.FieldChanged, c.Reproduced = true, false
+	c.First = m
+	c.Mismatched++
+	return c
 }
 
 // Distance is the tolerance-free part of a Comparison, what Calibrate uses.
 func (c Comparison) Distance(label string) Distance {
-	return Distance{Label: label, Changed: c.TokenChanged || c.Short, Token: c.MaxAbsDiff, Row: c.MeanAbsDiff}
+	return Distance{Label: label, Changed: c.TokenChanged || c.Short || c.FieldChanged, Token: c.MaxAbsDiff, Row: c.MeanAbsDiff}
 }
 
 func sameToken(aID *int, aText string, bID *int, bText string) bool {

@@ -256,6 +256,30 @@ func SumFile(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// LineSums returns the hex sha256 of every prefix of the file that ends at
+// a line: LineSums[i] covers lines 1..i+1. A record is append-only and each
+// trial's receipt keeps the sum of the record as that trial left it, so a
+// genuine record has every receipt's sum among these, and the newest as
+// the whole file's.
+func LineSums(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("sha256 of generation record: %w", err)
+	}
+	h := sha256.New()
+	var out []string
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // a torn last line is no prefix any receipt vouched for
+		}
+		h.Write(data[:i+1])
+		out = append(out, hex.EncodeToString(h.Sum(nil)))
+		data = data[i+1:]
+	}
+	return out, nil
+}
+
 // VerifySum checks a record against the sha256 on its receipt ("sha256:"
 // prefix allowed). A mismatch names both hashes and the file's line count.
 func VerifySum(path, want string) error {

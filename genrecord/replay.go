@@ -60,15 +60,18 @@ type RowResult struct {
 
 // Summary is a whole replay, fit for a report or a recipe card.
 type Summary struct {
-	Path       string    `json:"path"`
-	SHA256     string    `json:"sha256"`
-	Status     Status    `json:"status"`
-	StackDiffs []PinDiff `json:"stack_diffs,omitempty"`
-	Pins       Pins      `json:"pins"`
-	RecordRows int       `json:"record_rows"`
-	Selection  string    `json:"selection"`
-	Seed       uint64    `json:"seed,omitempty"`
-	Tolerance  Tolerance `json:"tolerance"`
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	// ReceiptCheck says which receipt the sha256 was checked against, when
+	// replay was given the study's store.
+	ReceiptCheck string    `json:"receipt_check,omitempty"`
+	Status       Status    `json:"status"`
+	StackDiffs   []PinDiff `json:"stack_diffs,omitempty"`
+	Pins         Pins      `json:"pins"`
+	RecordRows   int       `json:"record_rows"`
+	Selection    string    `json:"selection"`
+	Seed         uint64    `json:"seed,omitempty"`
+	Tolerance    Tolerance `json:"tolerance"`
 	// ToleranceSource says where the tolerance came from (a calibration
 	// file); empty when it was given by hand or left at exact.
 	ToleranceSource string      `json:"tolerance_source,omitempty"`
@@ -149,13 +152,22 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 		dt := time.Since(t0)
 		replayTime += dt
 		r := RowResult{RowID: row.RowID, Line: line, Arm: row.Arm, Role: row.Role, ReplayMS: ms(dt), WallMS: row.WallMS}
+		if err == nil {
+			// The kept text and prompt must be what the tokens say: an
+			// edit of the text alone leaves every log-prob as it was.
+			tk, _ := rs.(Tokenizer)
+			checks, fm, ferr := CheckFields(ctx, row, tk)
+			err = ferr
+			if err == nil {
+				r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax()).WithField(checks, fm)
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			r.Status, r.Error = StatusError, err.Error()
 		} else {
-			r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax())
 			r.Status = StatusMismatch
 			if r.Comparison.Reproduced {
 				r.Status = StatusReproduced
@@ -275,6 +287,9 @@ func (s Summary) WriteText(w io.Writer) error {
 		s.Path, short(s.SHA256), s.Pins.ModelName, s.Pins.Runtime, s.Selection, s.RecordRows, s.Tolerance.Token, s.Tolerance.Row)
 	if s.ToleranceSource != "" {
 		fmt.Fprintf(&b, "tolerance calibrated in %s\n", s.ToleranceSource)
+	}
+	if s.ReceiptCheck != "" {
+		fmt.Fprintf(&b, "sha256 checked: %s\n", s.ReceiptCheck)
 	}
 	for _, r := range s.Results {
 		fmt.Fprintf(&b, "row %s (line %d, %s, %s, %d steps): ", r.RowID, r.Line, r.Arm, r.Role, r.Comparison.Steps)

@@ -46,7 +46,8 @@ type ReplayGroup struct {
 	// Exact counts rows reproduced with zero tolerance: every token and
 	// every log-prob equal.
 	Exact int `json:"exactly_reproduced"`
-	// Changed counts rows where a token differed, steps were missing or the
+	// Changed counts rows where a token differed, steps were missing, a
+	// kept field (text, rendered prompt) is not what the tokens say, or the
 	// runtime refused the row: caught whatever the tolerance.
 	Changed int `json:"token_changed"`
 	Refused int `json:"refused"`
@@ -85,7 +86,8 @@ type ReplayCalibration struct {
 
 // CalibrateReplay measures, on each runtime, the distance between genuine
 // rows and their replay on the same stack (the noise floor), and between
-// positive controls and their replay: one-token edits of the kept text, and
+// positive controls and their replay: one-token edits of the kept text,
+// edits of the kept text alone and of the rendered prompt alone, and
 // each model's rows re-scored by the other model on a stack that claims the
 // recorded pins. It sets the per-token and per-row tolerance between the two
 // with genrecord.Calibrate and reports the error rates observed.
@@ -179,6 +181,19 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	if err != nil {
 		return rc, err
 	}
+	// Edits of the kept fields alone, tokens untouched: the text people read
+	// and graders graded, and the prompt shown beside it.
+	textM, nt, err := set.edits("model-text-edited.jsonl", model.header.Pins, rowsOf(liveM), editText)
+	if err != nil {
+		return rc, err
+	}
+	msgsM := messagesOf(liveM)
+	promptM, np, err := set.edits("model-prompt-edited.jsonl", model.header.Pins, rowsOf(liveM), func(r genrecord.Row, pick int) (genrecord.Row, int, bool) {
+		return editPrompt(r, lastContent(msgsM[r.RowID]), pick)
+	})
+	if err != nil {
+		return rc, err
+	}
 
 	slog.InfoContext(ctx, "replay calibrate: replaying", "runtime", kind)
 	var regenM, regenC []string
@@ -190,6 +205,8 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 		{fmt.Sprintf("one-token edits of %s rows", req.Model), SideControl, editM, model.rescorer(), skipped(len(liveM) - nm)},
 		{fmt.Sprintf("one-token edits of %s rows", req.Control), SideControl, editC, control.rescorer(), skipped(len(liveC) - nc)},
 		{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", req.Model), SideControl, forgedM, model.rescorer(), skipped(len(liveM) - nf)},
+		{fmt.Sprintf("text-only edits of %s rows (one character, tokens untouched)", req.Model), SideControl, textM, model.rescorer(), fieldNote(kind, "text", len(liveM)-nt)},
+		{fmt.Sprintf("prompt-only edits of %s rows (one letter of the rendered prompt, prompt ids untouched)", req.Model), SideControl, promptM, model.rescorer(), fieldNote(kind, "prompt", len(liveM)-np)},
 		{fmt.Sprintf("%s rows re-scored by %s", req.Model, req.Control), SideControl, recM,
 			claimedStack{inner: control.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM)},
 		{fmt.Sprintf("%s rows re-scored by %s", req.Control, req.Model), SideControl, recC,
@@ -246,6 +263,37 @@ func skipped(n int) func() string {
 		}
 		return fmt.Sprintf("%d rows had no step with a runner-up to swap in and were not edited", n)
 	}
+}
+
+// fieldNote says which check catches a field-only edit on kind, and how
+// many rows had nothing to edit.
+func fieldNote(kind, field string, notEdited int) func() string {
+	return func() string {
+		var n string
+		switch {
+		case field == "text":
+			n = "caught by the text check against the kept steps' bytes"
+			if kind == "llama-server" {
+				n += " (and against the detokenized ids)"
+			}
+		case kind == "llama-server":
+			n = "caught by tokenizing the rendered prompt and comparing with the kept prompt ids"
+		default:
+			n = "Ollama keeps no prompt ids and has no tokenizer in its API: only regeneration from the edited prompt can catch these"
+		}
+		if notEdited > 0 {
+			n += fmt.Sprintf("; %d rows had nothing to edit", notEdited)
+		}
+		return n
+	}
+}
+
+// lastContent is the content of the last message, the one a row answers.
+func lastContent(msgs []runtimes.Message) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	return msgs[len(msgs)-1].Content
 }
 
 func regenNote(kind string, regen *[]string, firstErr *string) func() string {
@@ -367,7 +415,7 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 	for _, rc := range c.Runtimes {
 		fmt.Fprintf(&b, "\n%s %s (binary %s, model %s):\n", rc.Runtime, rc.Pins.RuntimeVersion, studies.Short(rc.Pins.BinarySHA256), studies.Short(rc.Pins.ModelSHA256))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  side\tgroup\trows\tgreedy\texact\ttoken changed\trefused\tmax |Δ| token/row\tmin |Δ| token/row\tfailed at tolerance")
+		fmt.Fprintln(tw, "  side\tgroup\trows\tgreedy\texact\ttoken or field changed\trefused\tmax |Δ| token/row\tmin |Δ| token/row\tfailed at tolerance")
 		for _, g := range rc.Groups {
 			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%d\t%d\t%.3g / %.3g\t%.3g / %.3g\t%d/%d\n", g.Side, g.Name, g.Rows, g.Greedy, g.Exact, g.Changed, g.Refused,
 				g.MaxToken, g.MaxRow, g.MinToken, g.MinRow, g.Caught, g.Rows)

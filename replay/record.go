@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"rig/genrecord"
 	"rig/internal/provision"
@@ -68,6 +69,25 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 	return run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output, nil
 }
 
+// Tokenize and Detokenize are the pinned runtime's tokenizer, with which
+// replay checks a row's kept prompt and text against its kept ids (see
+// genrecord.CheckFields). llama-server has /tokenize and /detokenize;
+// Ollama's API has neither, so on Ollama only the text against the kept
+// steps' bytes is checked, and its rows keep no prompt ids to check.
+func (r rescorer) Tokenize(ctx context.Context, text string) ([]int, error) {
+	if ls, ok := r.rt.(*runtimes.LlamaServer); ok {
+		return ls.Tokenize(ctx, text)
+	}
+	return nil, genrecord.ErrNoTokenizer
+}
+
+func (r rescorer) Detokenize(ctx context.Context, ids []int) ([]byte, error) {
+	if ls, ok := r.rt.(*runtimes.LlamaServer); ok {
+		return ls.Detokenize(ctx, ids)
+	}
+	return nil, genrecord.ErrNoTokenizer
+}
+
 // ReplayRequest is `rig replay`.
 type ReplayRequest struct {
 	File    string
@@ -78,6 +98,11 @@ type ReplayRequest struct {
 	Calibration string
 	WorkDir     string
 	NoSandbox   bool
+	// Store, when set, is the study's store.bolt: the record's sha256 is
+	// checked against its trials' receipts before anything starts.
+	// Receipts does the same with receipts already read (the daemon's).
+	Store    string
+	Receipts []ReceiptSum
 }
 
 // ReplayRecord verifies the record's pins against the stack this machine would run,
@@ -89,6 +114,25 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	h := rd.Header()
 	rd.Close()
+	var receiptCheck string
+	if req.Store != "" || req.Receipts != nil {
+		sums := req.Receipts
+		if req.Store != "" {
+			if sums, err = StoreSums(ctx, req.Store, req.File); err != nil {
+				return genrecord.Summary{}, err
+			}
+		}
+		whole, matched, err := CheckReceipts(req.File, sums)
+		if err != nil {
+			return genrecord.Summary{}, err
+		}
+		if req.Options.WantSum != "" && !strings.EqualFold(strings.TrimPrefix(req.Options.WantSum, "sha256:"), whole) {
+			return genrecord.Summary{}, fmt.Errorf("%s: --sha256 %s is not what the receipts in %s recorded (%s); give one or the other", req.File, req.Options.WantSum, req.Store, whole)
+		}
+		// Replay hashes the file again as it reads it, so a record changed
+		// after this check is refused too.
+		req.Options.WantSum, receiptCheck = whole, matched
+	}
 	kind := req.Runtime
 	if kind == "" {
 		kind = h.Pins.Runtime
@@ -130,7 +174,7 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	defer rt.Stop(context.Background())
 	sum, err := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
-	sum.ToleranceSource = tol.Source
+	sum.ToleranceSource, sum.ReceiptCheck = tol.Source, receiptCheck
 	if tol.Warning != "" {
 		sum.Warnings = append(sum.Warnings, tol.Warning)
 	}

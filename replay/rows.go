@@ -165,12 +165,75 @@ func editOneToken(row genrecord.Row, pick int) (genrecord.Row, int, bool) {
 	st := out.Output[e.step]
 	st.ID, st.Text, st.Bytes = e.alt.ID, e.alt.Text, e.alt.Bytes
 	out.Output[e.step] = st
-	var text strings.Builder
-	for _, s := range out.Output {
-		text.WriteString(s.Text)
-	}
-	out.Text = text.String()
+	// The text follows the tokens, as an editor who knows the format would
+	// keep it: this control is about the tokens, the text-only edit below
+	// about the text.
+	out.Text = string(genrecord.Spelled(out))
 	return out, e.step, true
+}
+
+// editText changes one character of the kept text and leaves every token,
+// id and log-prob as recorded: what the reporter did to an invoice
+// number. A digit is preferred (numbers are what such an edit changes),
+// else a letter; pick chooses among them. ok is false for a row whose text
+// has neither. It returns the byte changed.
+func editText(row genrecord.Row, pick int) (genrecord.Row, int, bool) {
+	at := editablePositions(row.Text, 0, len(row.Text), true)
+	if len(at) == 0 {
+		return row, -1, false
+	}
+	i := at[pick%len(at)]
+	row.Text = row.Text[:i] + string(nextChar(row.Text[i])) + row.Text[i+1:]
+	return row, i, true
+}
+
+// editPrompt changes one letter of the user's message inside the rendered
+// prompt and leaves the kept prompt ids as they were, as an edit of the
+// prompt someone reads beside the output would. content is the message as
+// sent; ok is false when the rendered prompt does not hold it.
+func editPrompt(row genrecord.Row, content string, pick int) (genrecord.Row, int, bool) {
+	start := strings.LastIndex(row.RenderedPrompt, content)
+	if content == "" || start < 0 {
+		return row, -1, false
+	}
+	at := editablePositions(row.RenderedPrompt, start, start+len(content), false)
+	if len(at) == 0 {
+		return row, -1, false
+	}
+	i := at[pick%len(at)]
+	row.RenderedPrompt = row.RenderedPrompt[:i] + string(nextChar(row.RenderedPrompt[i])) + row.RenderedPrompt[i+1:]
+	return row, i, true
+}
+
+// editablePositions lists the ASCII digits of s[lo:hi] when preferDigits and
+// there are any, else its ASCII letters.
+func editablePositions(s string, lo, hi int, preferDigits bool) []int {
+	var digits, letters []int
+	for i := lo; i < hi; i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits = append(digits, i)
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letters = append(letters, i)
+		}
+	}
+	if preferDigits && len(digits) > 0 {
+		return digits
+	}
+	return letters
+}
+
+// nextChar is the next digit or letter, wrapping within its kind and case.
+func nextChar(c byte) byte {
+	switch {
+	case c == '9':
+		return '0'
+	case c == 'z':
+		return 'a'
+	case c == 'Z':
+		return 'A'
+	}
+	return c + 1
 }
 
 // forgeOneToken is editOneToken by a forger who also copies the swapped-in

@@ -74,3 +74,49 @@ func TestLineFit(t *testing.T) {
 		t.Errorf("R² %g for a noisy line, want in (0, 1)", r2)
 	}
 }
+
+func TestEditText(t *testing.T) {
+	row := fakeRow()
+	row.Text = "invoice 4417, due"
+	e, at, ok := editText(row, 1)
+	if !ok || at != 9 || e.Text != "invoice 4517, due" {
+		t.Fatalf("edit: ok %v at %d, text %q; want the second digit changed (\"invoice 4517, due\")", ok, at, e.Text)
+	}
+	if row.Text != "invoice 4417, due" || *e.Output[0].ID != *row.Output[0].ID {
+		t.Errorf("the original row or the tokens changed: %q, id %d", row.Text, *e.Output[0].ID)
+	}
+	// Without digits a letter changes; with neither nothing can be edited.
+	row.Text = "ab"
+	if e, _, ok := editText(row, 1); !ok || e.Text != "ac" {
+		t.Errorf("letter edit: ok %v text %q, want \"ac\"", ok, e.Text)
+	}
+	row.Text = "?!"
+	if _, _, ok := editText(row, 0); ok {
+		t.Errorf("a text with no digit or letter was edited")
+	}
+	// The edit is one the field checks catch with no runtime at all.
+	row.Text = "ab"
+	e, _, _ = editText(row, 0)
+	if _, m, err := genrecord.CheckFields(t.Context(), e, nil); err != nil || m == nil || m.Field != "text" {
+		t.Errorf("a text-only edit passed the field checks: %v %v", m, err)
+	}
+	if _, m, _ := genrecord.CheckFields(t.Context(), row, nil); m != nil {
+		t.Errorf("the unedited row failed the field checks: %v", m)
+	}
+}
+
+func TestEditPrompt(t *testing.T) {
+	row := fakeRow()
+	row.RenderedPrompt = "<|im_start|>user\nWhat is tea?<|im_end|>\n<|im_start|>assistant\n"
+	row.PromptTokenIDs = []int{1, 2, 3}
+	e, at, ok := editPrompt(row, "What is tea?", 0)
+	if !ok || at != len("<|im_start|>user\n") || e.RenderedPrompt[:len("<|im_start|>user\nXhat")] != "<|im_start|>user\nXhat" {
+		t.Fatalf("edit: ok %v at %d, prompt %q; want the message's first letter changed", ok, at, e.RenderedPrompt)
+	}
+	if len(e.PromptTokenIDs) != 3 || e.Text != row.Text {
+		t.Errorf("the edit touched more than the rendered prompt: %+v", e)
+	}
+	if _, _, ok := editPrompt(row, "not in the prompt", 0); ok {
+		t.Errorf("a message the rendered prompt does not hold was edited")
+	}
+}

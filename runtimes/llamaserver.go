@@ -347,13 +347,40 @@ func (s *LlamaServer) Render(ctx context.Context, msgs []Message, effort EffortR
 	if err := s.call(ctx, "POST", "/apply-template", body, &tmpl); err != nil {
 		return "", nil, err
 	}
+	ids, err := s.Tokenize(ctx, tmpl.Prompt)
+	if err != nil {
+		return "", nil, err
+	}
+	return tmpl.Prompt, ids, nil
+}
+
+// Tokenize turns a rendered prompt into token ids as Generate sends it: the
+// model's special tokens parsed, its BOS added where the vocabulary asks.
+// Replay checks a kept rendered prompt against its kept ids with it.
+func (s *LlamaServer) Tokenize(ctx context.Context, text string) ([]int, error) {
 	var tok struct {
 		Tokens []int `json:"tokens"`
 	}
-	if err := s.call(ctx, "POST", "/tokenize", map[string]any{"content": tmpl.Prompt, "add_special": true, "parse_special": true}, &tok); err != nil {
-		return "", nil, err
+	if err := s.call(ctx, "POST", "/tokenize", map[string]any{"content": text, "add_special": true, "parse_special": true}, &tok); err != nil {
+		return nil, err
 	}
-	return tmpl.Prompt, tok.Tokens, nil
+	return tok.Tokens, nil
+}
+
+// Detokenize returns the bytes the pinned tokenizer spells for ids, each
+// token's piece in order (special tokens spelled out), which is how
+// llama-server builds a completion's content.
+func (s *LlamaServer) Detokenize(ctx context.Context, ids []int) ([]byte, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	var out struct {
+		Content string `json:"content"`
+	}
+	if err := s.call(ctx, "POST", "/detokenize", map[string]any{"tokens": ids}, &out); err != nil {
+		return nil, err
+	}
+	return []byte(out.Content), nil
 }
 
 func (s *LlamaServer) effortFor(e Effort) EffortRecord {

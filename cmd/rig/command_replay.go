@@ -26,10 +26,16 @@ whose API cannot force tokens, the row is regenerated in raw mode with its
 recorded seed and sampling. Aider's calls replay the same way; ones kept in
 older records as the chat request itself are rendered again (llama-server) or
 sent again to Ollama's OpenAI-compatible endpoint, where they first went.
+Every row's kept text must also be what its tokens spell (and, on
+llama-server, what its ids detokenize to), and its rendered prompt must
+tokenize to its kept prompt ids: a difference is a mismatch naming the field.
 
   rig replay generations-arm.jsonl                  every row
   rig replay generations-arm.jsonl --sample 20      a seeded random sample
   rig replay generations-arm.jsonl --rows r1,r2 --json
+  rig replay executions/exec-1/generations-arm.jsonl --store store.bolt
+                                  first check the record's sha256 against what
+                                  the execution's receipts recorded
   rig replay generations-arm.jsonl --calibration calibration.json
                                   the tolerance measured by rig replay calibrate
                                   (default: exact, the goal on an unchanged stack)
@@ -68,6 +74,7 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().Float64Var(&req.Options.Tolerance.Row, "tolerance-row", 0, "largest mean |Δ| allowed over a row, in nats")
 	cmd.Flags().StringVar(&req.Calibration, "calibration", "", "take the tolerance from this file, written by rig replay calibrate (the entry of the replaying runtime)")
 	cmd.Flags().StringVar(&req.Options.WantSum, "sha256", "", "the record's sha256 from the receipt; a record that differs is refused")
+	cmd.Flags().StringVar(&req.Store, "store", "", "the study's store.bolt: check the record's sha256 against its trials' receipts first (a record that differs is refused, naming both digests)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
 	cmd.AddCommand(newReplayCalibrateCommand())

@@ -23,6 +23,10 @@ model, writes them as generation records and replays them:
                      control model's rows on their own stack
   positive controls  one-token edits of the kept text (a runner-up from the
                      recorded top-K swapped in, log-probs left as recorded);
+                     text-only edits (one character of the kept text, a
+                     digit where there is one, tokens untouched) and
+                     prompt-only edits (one letter of the rendered prompt,
+                     prompt ids untouched), which the field checks catch;
                      each model's rows re-scored by the other model on a stack
                      that claims the recorded pins (forced token ids where the
                      vocabulary allows, otherwise regenerated and compared by
