@@ -417,6 +417,9 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 	if err := checkHoldoutSplits(snap); err != nil {
 		return StudyInfo{}, err
 	}
+	if err := s.checkPromptsFit(ctx, name, snap); err != nil {
+		return StudyInfo{}, err
+	}
 	path := filepath.Join(s.Dir(name), "snapshot.json")
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if err := atomicfile.WriteJSON(path, snap, 0o400); err != nil {
@@ -430,6 +433,22 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 		return StudyInfo{}, err
 	}
 	return s.Status(ctx, name)
+}
+
+// checkPromptsFit refuses a freeze when a task's prompt and an arm's stop cap
+// do not fit the arm's pinned context (see run.CheckPromptsFit).
+func (s *Service) checkPromptsFit(ctx context.Context, name string, snap *studies.Snapshot) error {
+	env, err := s.runEnv()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(s.Dir(name), "freeze-count-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	_, err = run.CheckPromptsFit(ctx, env, snap, work)
+	return err
 }
 
 // checkLeakage refuses a freeze when any task, key or near-duplicate appears in

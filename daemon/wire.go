@@ -7,6 +7,7 @@ import (
 	"rig/internal/provision"
 	"rig/internal/textcheck"
 	"rig/receipts"
+	"rig/runtimes"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -52,6 +53,7 @@ var errorCodes = []struct {
 	{"not_found", receipts.ErrNotFound},
 	{"not_provisioned", provision.ErrNotProvisioned},
 	{"invalid_utf8", textcheck.ErrInvalidUTF8},
+	{"prompt_too_long", runtimes.ErrPromptTooLong},
 	{"identity_mismatch", ErrIdentity},
 	{"forbidden", ErrForbidden},
 	{"policy_refused", ErrPolicy},

@@ -408,6 +408,9 @@ func (s *LlamaServer) Generate(ctx context.Context, req Request) (Result, error)
 		res.RenderedPrompt, prompt = text, ids
 	}
 	res.PromptTokenIDs = prompt
+	if s.cfg.Context > 0 && len(prompt)+req.MaxTokens > s.cfg.Context {
+		return res, promptTooLong(len(prompt), req.MaxTokens, s.cfg.Context, "counted by llama-server's own tokenizer before generating")
+	}
 	body := map[string]any{
 		"prompt":              prompt,
 		"n_predict":           req.MaxTokens,

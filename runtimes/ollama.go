@@ -326,7 +326,12 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 			return nil
 		})
 	}()
-	chat := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, Logprobs: true, TopLogprobs: req.TopK}
+	// Ollama truncates a prompt longer than the context and shifts the
+	// context when generation reaches its end, unless told not to; rig
+	// wants the refusal instead (ErrPromptTooLong).
+	off := false
+	chat := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, Logprobs: true, TopLogprobs: req.TopK,
+		Truncate: &off, Shift: &off}
 	o.meter.reset()
 	start := time.Now()
 	var last api.ChatResponse
@@ -352,6 +357,9 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		if o.exited() {
 			return res, o.crashed("mid-call")
 		}
+		if strings.Contains(err.Error(), "exceeds the context length") {
+			return res, fmt.Errorf("%w: Ollama refused the prompt as longer than the pinned context of %d (truncation off): %v", ErrPromptTooLong, o.cfg.Context, err)
+		}
 		var se api.StatusError
 		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
 			return res, fmt.Errorf("ollama: model %s vanished from the private store: %w", o.model, err)
@@ -375,6 +383,12 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	}
 	res.PromptTokens = last.PromptEvalCount
 	res.OutputTokens = last.EvalCount
+	if o.cfg.Context > 0 && res.PromptTokens+req.MaxTokens > o.cfg.Context {
+		// Ollama counts the prompt only as it runs it, so the check comes
+		// after the call: the answer is returned with the refusal, for the
+		// caller to record as what it is, never as a counted generation.
+		return res, promptTooLong(res.PromptTokens, req.MaxTokens, o.cfg.Context, "counted by Ollama's own tokenizer as it evaluated the prompt")
+	}
 	if res.Thinking != "" {
 		// Ollama counts thinking and answer tokens together in eval_count.
 		res.ThinkingTokens = max(0, res.OutputTokens-len(res.Steps))

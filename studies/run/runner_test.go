@@ -46,48 +46,7 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-
-	var m map[string]any
-	raw, err := os.ReadFile("../../examples/demo-study/design.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		t.Fatal(err)
-	}
-	var arms []any
-	for _, a := range m["arms"].([]any) {
-		if a.(map[string]any)["runtime"] == "llama-server" {
-			arms = append(arms, a)
-		}
-	}
-	m["arms"] = arms
-	jk := m["job_kinds"].([]any)[0].(map[string]any)
-	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
-	jk["task_bank"], jk["sample_tasks"] = bank, 2
-	m["job_kinds"] = []any{jk}
-	m["name"] = "runner-alone"
-	m["allow_paths_outside"] = true // the design is in a temporary folder; the bank stays in the repository
-	dir := t.TempDir()
-	file := filepath.Join(dir, "design.json")
-	b, _ := json.Marshal(m)
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	lookup, err := provision.Lookup()
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: dir, Quant: studies.GGUFQuant}
-	d, err := studies.LoadDesign(ctx, file, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := Env{Gates: fakeOpenGates{}, Installed: in}
-	snap, err := studies.Freeze(ctx, studies.FreezeInput{Design: d, Validate: opts}, env.Assets())
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, snap, d, dir := freezeDemoSlice(t, ctx, in, nil)
 	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +76,7 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	if info.Status != string(receipts.Done) || info.Error != "" || endedKind != studies.EventFinish {
 		t.Fatalf("execution ended %s (%s), told %q", info.Status, info.Error, endedKind)
 	}
-	want := len(arms) * 2
+	want := len(d.Arms) * 2
 	if info.Planned != want || info.Done != want {
 		t.Fatalf("planned %d, done %d, want %d each", info.Planned, info.Done, want)
 	}
@@ -125,11 +84,63 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	if err != nil || len(counted) != want {
 		t.Fatalf("%d counted receipts (%v), want %d", len(counted), err, want)
 	}
-	for _, a := range arms {
-		name := a.(map[string]any)["name"].(string)
+	for _, a := range d.Arms {
+		name := a.Name
 		_, rows, err := genrecord.ReadAll(filepath.Join(info.Records, "generations-"+name+".jsonl"))
 		if err != nil || len(rows) != 2 {
 			t.Errorf("arm %s: %d generation rows (%v), want 2", name, len(rows), err)
 		}
 	}
+}
+
+// freezeDemoSlice freezes the demo study's llama-server arms on two tasks of
+// its extract-json bank, as the runner's own asset resolver does; edit may
+// change the design before it is written.
+func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, edit func(map[string]any)) (Env, *studies.Snapshot, *studies.Design, string) {
+	t.Helper()
+	var m map[string]any
+	raw, err := os.ReadFile("../../examples/demo-study/design.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	var arms []any
+	for _, a := range m["arms"].([]any) {
+		if a.(map[string]any)["runtime"] == "llama-server" {
+			arms = append(arms, a)
+		}
+	}
+	m["arms"] = arms
+	jk := m["job_kinds"].([]any)[0].(map[string]any)
+	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
+	jk["task_bank"], jk["sample_tasks"] = bank, 2
+	m["job_kinds"] = []any{jk}
+	m["name"] = "runner-alone"
+	m["allow_paths_outside"] = true // the design is in a temporary folder; the bank stays in the repository
+	if edit != nil {
+		edit(m)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "design.json")
+	b, _ := json.Marshal(m)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lookup, err := provision.Lookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: dir, Quant: studies.GGUFQuant}
+	d, err := studies.LoadDesign(ctx, file, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := Env{Gates: fakeOpenGates{}, Installed: in}
+	snap, err := studies.Freeze(ctx, studies.FreezeInput{Design: d, Validate: opts}, env.Assets())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, snap, d, dir
 }
