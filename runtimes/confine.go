@@ -479,8 +479,12 @@ func (c *Confinement) Summary() string {
 		caps = c.Capabilities
 	}
 	l := c.Limits
-	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, sees %d processes, writable %s; limits: processes %d, memory %s, cpu %ds, open files %d, file %s, scratch %s, tmp %s",
-		c.User, c.NoNewPrivs, caps, c.VisibleProcesses, strings.Join(w, " "), l.Processes, sizeOrNone(l.MemoryBytes), l.CPUSeconds, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
+	cpu := "-"
+	if l.CPUSeconds > 0 {
+		cpu = fmt.Sprintf("%ds", l.CPUSeconds)
+	}
+	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, sees %d processes, writable %s; limits: processes %d, memory %s, cpu %s, open files %d, file %s, scratch %s, tmp %s",
+		c.User, c.NoNewPrivs, caps, c.VisibleProcesses, strings.Join(w, " "), l.Processes, sizeOrNone(l.MemoryBytes), cpu, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
 }
 
 func sizeOrNone(n int64) string {

@@ -348,6 +348,10 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	if out.version != "" {
 		rec.HarnessVersion = out.version
 	}
+	if out.aider != nil && out.aider.Containment.Sandboxed {
+		// Aider ran in a sandbox of its own: its confinement is evidence too.
+		rec.Pins["aider_containment"] = out.aider.Containment.Confinement.Summary()
+	}
 	var promptTok, outTok int
 	var promptDur, outDur time.Duration
 	for _, c := range out.calls {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,12 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	counted, err := st.Counted(ctx, exec.ID)
 	if err != nil || len(counted) != want {
 		t.Fatalf("%d counted receipts (%v), want %d", len(counted), err, want)
+	}
+	// Every receipt carries the containment read back inside its runtime.
+	for _, r := range counted {
+		if r.Pins["loopback_only"] != "true" || !strings.Contains(r.Pins["containment"], "no_new_privs=true, capabilities none") || !strings.HasPrefix(r.Pins["interfaces"], "lo ") {
+			t.Fatalf("receipt %s/%s holds no containment read-back: %v", r.Arm, r.TaskID, r.Pins)
+		}
 	}
 	for _, a := range d.Arms {
 		name := a.Name

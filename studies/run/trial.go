@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"rig/genrecord"
@@ -171,6 +172,15 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	}
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
+	}
+	if c := rp.Containment; c.Sandboxed {
+		// The containment as read back inside the runtime's sandbox: the
+		// network (interfaces and routes) and the rest (identity, writable
+		// mounts, limits). A receipt is evidence of both.
+		m["loopback_only"] = fmt.Sprint(c.LoopbackOnly)
+		m["interfaces"] = strings.Join(c.Interfaces, "; ")
+		m["routes"] = strings.Join(c.Routes, "; ")
+		m["containment"] = c.Confinement.Summary()
 	}
 	return m
 }
