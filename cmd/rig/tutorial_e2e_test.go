@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
@@ -35,8 +34,8 @@ func tutorialScript(t *testing.T) string {
 }
 
 // overlongTask is a task whose prompt is longer than the tutorial's pinned
-// context (1024 tokens): the runtime refuses it, and the execution must go
-// on, report it and still reach a decision.
+// context (1024 tokens): freeze counts it with each arm's tokenizer and
+// refuses the study, naming it, rather than let a runtime truncate it.
 const overlongTask = "ar-overlong-1"
 
 func overlongTaskLine() string {
@@ -48,24 +47,11 @@ func overlongTaskLine() string {
 	return string(b)
 }
 
-// TestTutorialOnRealRuntimes does what a newcomer does: the commands of
-// docs/tutorial.md, as written, in a folder outside the repository, on the
-// real daemon, runtimes and models, from an empty folder to a recorded
-// decision, with the studio's own licence registry and no file of rig's
-// changed. One task of the bank is longer than the pinned context: the
-// execution still finishes, gives that trial an error receipt, and the
-// report names the task that produced no output.
-func TestTutorialOnRealRuntimes(t *testing.T) {
-	e := newRigEnv(t)
-	repoState := gitStatusPorcelain(t)
+// runTutorial runs script (the tutorial's commands) in a fresh folder against
+// e's home and returns what it printed.
+func runTutorial(t *testing.T, e *rigEnv, script string) (string, error) {
+	t.Helper()
 	work := t.TempDir()
-	// The one line the test adds, before lint and audit: an over-long task.
-	const lint = "rig tasks lint arith.jsonl"
-	script := tutorialScript(t)
-	if !strings.Contains(script, lint) {
-		t.Fatalf("the tutorial no longer runs %q", lint)
-	}
-	script = strings.Replace(script, lint, "echo '"+overlongTaskLine()+"' >> arith.jsonl\n"+lint, 1)
 	path := filepath.Join(work, "tutorial.sh")
 	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
 		t.Fatal(err)
@@ -76,13 +62,31 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	cmd.Dir = work
 	cmd.Env = append(e.env(), "PATH="+filepath.Dir(e.bin)+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	t.Logf("the tutorial's commands printed:\n%s", out)
+	return strings.ReplaceAll(string(out), work, "$WORK"), err
+}
+
+// TestTutorialOnRealRuntimes does what a newcomer does: the commands of
+// docs/tutorial.md, as written, in a folder outside the repository, on the
+// real daemon, runtimes and models, from an empty folder to a recorded
+// decision, with the studio's own licence registry and no file of rig's
+// changed. Then the same commands up to freeze with one task longer than the
+// pinned context: freeze refuses the study, naming the task, its token count
+// and the context, and nothing is run.
+func TestTutorialOnRealRuntimes(t *testing.T) {
+	e := newRigEnv(t)
+	repoState := gitStatusPorcelain(t)
+	const lint = "rig tasks lint arith.jsonl"
+	script := tutorialScript(t)
+	if !strings.Contains(script, lint) {
+		t.Fatalf("the tutorial no longer runs %q", lint)
+	}
+	text, err := runTutorial(t, e, script)
+	t.Logf("the tutorial's commands printed:\n%s", text)
 	if err != nil {
 		t.Fatalf("the tutorial's commands failed: %v", err)
 	}
-	text := string(out)
 	for _, want := range []string{
-		"from " + filepath.Join(work, "arith", "licences.json"), // the studio's registry was read
+		"from $WORK/arith/licences.json", // the studio's registry was read
 		"validation llama-server",
 		"pass=true",
 		"decision",
@@ -99,42 +103,33 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	if st := e.rig(true, "study", "status", name); !strings.Contains(st, "decided") {
 		t.Errorf("the study was not decided:\n%s", st)
 	}
-
-	// The over-long task: an error receipt for each arm, with the runtime's
-	// reason, and never a score.
-	errs := 0
-	sc := bufio.NewScanner(strings.NewReader(e.rig(true, "receipts", "export", name)))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var r struct {
-			TaskID  string          `json:"task_id"`
-			Outcome string          `json:"outcome"`
-			Detail  string          `json:"detail"`
-			Grade   json.RawMessage `json:"grade"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatal(err)
-		}
-		if r.TaskID == overlongTask {
-			errs++
-			if r.Outcome != "error" || !strings.Contains(r.Detail, "not scored") || (len(r.Grade) > 0 && string(r.Grade) != "null") {
-				t.Errorf("the over-long task's receipt: outcome %s, detail %q, grade %s; want an ungraded error with its reason", r.Outcome, r.Detail, r.Grade)
-			}
-		}
-	}
-	if errs != 2 {
-		t.Errorf("%d receipts for the over-long task, want one error per arm", errs)
-	}
 	reports, _ := filepath.Glob(filepath.Join(e.home, "studies", name, "reports", "*", "report.md"))
 	if len(reports) == 0 {
 		t.Fatal("no report written")
 	}
-	md, err := os.ReadFile(reports[len(reports)-1])
-	if err != nil {
-		t.Fatal(err)
+	e.stopDaemon()
+
+	// The over-long task, added before lint: the commands stop at freeze.
+	const freeze = "rig study freeze " + "arith-first-study"
+	i := strings.Index(script, freeze)
+	if i < 0 {
+		t.Fatalf("the tutorial no longer runs %q", freeze)
 	}
-	if !strings.Contains(string(md), overlongTask) {
-		t.Errorf("the report does not name %s, which produced no output", overlongTask)
+	upToFreeze := script[:i+len(freeze)] + "\n"
+	upToFreeze = strings.Replace(upToFreeze, lint, "echo '"+overlongTaskLine()+"' >> arith.jsonl\n"+lint, 1)
+	long := newRigEnv(t)
+	text, err = runTutorial(t, long, upToFreeze)
+	if err == nil {
+		t.Fatalf("freeze accepted a task longer than the context:\n%s", text)
+	}
+	for _, arm := range []string{"smollm2", "gemma3"} {
+		if !regexp.MustCompile(`arm ` + arm + `, task ` + overlongTask + `: \d+ prompt tokens \+ stop cap 128 = \d+ > context 1024`).MatchString(text) {
+			t.Errorf("freeze's refusal does not name arm %s, the task, its count and the context:\n%s", arm, text)
+		}
+	}
+	long.startDaemon()
+	if st := long.rig(true, "study", "status", name); !strings.Contains(st, "approved") || strings.Contains(st, "frozen") {
+		t.Errorf("the refused study should stay approved, unfrozen:\n%s", st)
 	}
 	if after := gitStatusPorcelain(t); after != repoState {
 		t.Errorf("following the tutorial changed rig's own tree:\nbefore:\n%s\nafter:\n%s", repoState, after)
