@@ -11,32 +11,6 @@ import (
 	"time"
 )
 
-// hostileMeta is a plausible llama header; set replaces or adds keys.
-func hostileMeta(arch string, set ...KV) []KV {
-	meta := []KV{
-		{"general.architecture", ValueString, arch},
-		{arch + ".block_count", ValueUint32, uint32(4)},
-		{arch + ".embedding_length", ValueUint32, uint32(64)},
-		{arch + ".feed_forward_length", ValueUint32, uint32(128)},
-		{arch + ".context_length", ValueUint32, uint32(4096)},
-		{arch + ".attention.head_count", ValueUint32, uint32(4)},
-		{arch + ".attention.head_count_kv", ValueUint32, uint32(2)},
-		{arch + ".vocab_size", ValueUint32, uint32(1000)},
-	}
-	for _, kv := range set {
-		replaced := false
-		for i := range meta {
-			if meta[i].Key == kv.Key {
-				meta[i], replaced = kv, true
-			}
-		}
-		if !replaced {
-			meta = append(meta, kv)
-		}
-	}
-	return meta
-}
-
 // encodeModel writes meta and n one-row tensors, one per layer.
 func encodeModel(t testing.TB, meta []KV, n int) []byte {
 	t.Helper()
@@ -92,7 +66,7 @@ func TestHParamsRefuseImplausibleValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := readModel(t, encodeModel(t, hostileMeta(a, c.set...), 4))
+			f := readModel(t, encodeModel(t, PlausibleMeta(a, c.set...), 4))
 			_, err := ReadHParams(f)
 			if err == nil {
 				t.Fatal("read; want a refusal")
@@ -111,7 +85,7 @@ func TestHParamsRefuseImplausibleValues(t *testing.T) {
 }
 
 func TestHParamsAcceptPerLayerArrays(t *testing.T) {
-	f := readModel(t, encodeModel(t, hostileMeta("llama",
+	f := readModel(t, encodeModel(t, PlausibleMeta("llama",
 		KV{"llama.attention.head_count_kv", ValueArray, []int32{2, 0, 2, 1}},
 		KV{"llama.feed_forward_length", ValueArray, []uint32{128, 256, 128, 128}}), 4))
 	h, err := ReadHParams(f)
@@ -124,7 +98,7 @@ func TestHParamsAcceptPerLayerArrays(t *testing.T) {
 }
 
 func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
-	f := readModel(t, encodeModel(t, hostileMeta("rwkv6"), 4))
+	f := readModel(t, encodeModel(t, PlausibleMeta("rwkv6"), 4))
 	if _, err := ReadHParams(f); err != nil {
 		t.Fatalf("shapes of an unknown architecture still read: %v", err)
 	}
@@ -135,7 +109,7 @@ func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
 		}
 	}
 	path := t.TempDir() + "/rwkv.gguf"
-	b := encodeModel(t, hostileMeta("rwkv6"), 4)
+	b := encodeModel(t, PlausibleMeta("rwkv6"), 4)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +121,7 @@ func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
 
 func TestEstimateOverflowIsAnError(t *testing.T) {
 	const a = "llama"
-	meta := hostileMeta(a,
+	meta := PlausibleMeta(a,
 		KV{a + ".block_count", ValueUint32, uint32(4096)},
 		KV{a + ".embedding_length", ValueUint32, uint32(4096)},
 		KV{a + ".context_length", ValueUint32, uint32(1 << 24)},
@@ -197,7 +171,7 @@ func FuzzPredict(f *testing.F) {
 		{{a + ".attention.head_count_kv", ValueArray, []int32{2, 0, 2, 2}}, {a + ".ssm.inner_size", ValueUint32, uint32(128)}, {a + ".ssm.state_size", ValueUint32, uint32(16)}, {a + ".ssm.conv_kernel", ValueUint32, uint32(4)}},
 		{{"general.architecture", ValueString, "rwkv6"}},
 	} {
-		f.Add(encodeModel(f, hostileMeta(a, set...), 4), uint32(1<<24), uint32(7), uint8(255), false, true)
+		f.Add(encodeModel(f, PlausibleMeta(a, set...), 4), uint32(1<<24), uint32(7), uint8(255), false, true)
 	}
 	cal, err := DefaultCalibration()
 	if err != nil {

@@ -236,3 +236,64 @@ func q8_0Bytes(v []float32) []byte {
 	}
 	return b
 }
+
+// PlausibleMeta is the metadata of a small, plausible header of architecture
+// arch (4 layers, 64-wide, a 1000-token vocabulary); set replaces or adds
+// keys. rig's tests and its hostile-input corpus build their GGUF cases on it,
+// so a case differs from a valid header only where it means to.
+func PlausibleMeta(arch string, set ...KV) []KV {
+	meta := []KV{
+		{"general.architecture", ValueString, arch},
+		{arch + ".block_count", ValueUint32, uint32(4)},
+		{arch + ".embedding_length", ValueUint32, uint32(64)},
+		{arch + ".feed_forward_length", ValueUint32, uint32(128)},
+		{arch + ".context_length", ValueUint32, uint32(4096)},
+		{arch + ".attention.head_count", ValueUint32, uint32(4)},
+		{arch + ".attention.head_count_kv", ValueUint32, uint32(2)},
+		{arch + ".vocab_size", ValueUint32, uint32(1000)},
+	}
+	for _, kv := range set {
+		replaced := false
+		for i := range meta {
+			if meta[i].Key == kv.Key {
+				meta[i], replaced = kv, true
+			}
+		}
+		if !replaced {
+			meta = append(meta, kv)
+		}
+	}
+	return meta
+}
+
+// LargeHeader is a valid llama GGUF with a large header and tiny tensors:
+// 200 layers with three tensors each, a 4000-token vocabulary and 200 extra
+// keys. BenchmarkPreflightCorpus times the preflight on it, and the hostile
+// corpus keeps it as its largest valid case.
+func LargeHeader() ([]byte, error) {
+	const layers = 200
+	tokens := make([]string, 4000)
+	for i := range tokens {
+		tokens[i] = fmt.Sprintf("tok%d", i)
+	}
+	meta := PlausibleMeta("llama",
+		KV{"general.file_type", ValueUint32, uint32(7)},
+		KV{"llama.block_count", ValueUint32, uint32(layers)},
+		KV{"llama.vocab_size", ValueUint32, uint32(len(tokens))},
+		KV{"tokenizer.ggml.tokens", ValueArray, tokens})
+	for i := 0; i < 200; i++ {
+		meta = append(meta, KV{fmt.Sprintf("corpus.extra.%03d", i), ValueUint32, uint32(i)})
+	}
+	var ts []Tensor
+	for l := 0; l < layers; l++ {
+		for _, n := range []string{"attn_q", "attn_k", "attn_v"} {
+			ts = append(ts, Tensor{Info: TensorInfo{Name: fmt.Sprintf("blk.%d.%s.weight", l, n), Dims: []uint64{32, 1}, Type: TypeQ8_0}, Data: make([]byte, 34)})
+		}
+	}
+	ts = append(ts, Tensor{Info: TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: TypeF16}, Data: make([]byte, 32*8*2)})
+	var buf bytes.Buffer
+	if err := Encode(&buf, meta, ts); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

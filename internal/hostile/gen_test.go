@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"rig/genrecord"
@@ -41,6 +42,58 @@ func (c candidates) add(kind, name string, data []byte) {
 	c[rel] = data
 }
 
+// ggufList names the hostile GGUF cases. GGUF files are binary, so they are
+// not committed: the list is, and materializeGGUF writes each listed case
+// (and every valid one) from the generator before the tests read the corpus.
+const ggufList = "gguf.list"
+
+var materialized struct {
+	sync.Once
+	err error
+}
+
+// materializeGGUF writes the GGUF cases into testdata/hostile (where git
+// ignores them), once per test process, replacing whatever was there.
+func materializeGGUF(t testing.TB) {
+	t.Helper()
+	materialized.Do(func() { materialized.err = writeGGUF(generate(t)) })
+	if materialized.err != nil {
+		t.Fatal(materialized.err)
+	}
+}
+
+func writeGGUF(c candidates) error {
+	list, err := os.ReadFile(filepath.Join(corpusDir, ggufList))
+	if err != nil {
+		return fmt.Errorf("the committed list of GGUF cases: %w (go generate ./internal/hostile)", err)
+	}
+	rels := strings.Fields(string(list))
+	for rel := range c {
+		if strings.HasPrefix(rel, "valid/"+kindGGUF+"/") {
+			rels = append(rels, rel)
+		}
+	}
+	for _, dir := range []string{kindGGUF, "valid/" + kindGGUF} {
+		if err := os.RemoveAll(filepath.Join(corpusDir, dir)); err != nil {
+			return err
+		}
+	}
+	for _, rel := range rels {
+		data, ok := c[rel]
+		if !ok {
+			return fmt.Errorf("%s names %s, which the generator no longer makes (go generate ./internal/hostile)", ggufList, rel)
+		}
+		path := filepath.Join(corpusDir, rel)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // generate is the whole corpus, deterministic: the same bytes on every run.
 func generate(t testing.TB) candidates {
 	c := candidates{}
@@ -63,11 +116,13 @@ func TestCorpusIsGenerated(t *testing.T) {
 	c := generate(t)
 	if *update {
 		writeCorpus(t, c)
+	} else {
+		materializeGGUF(t)
 	}
 	var total int64
 	n := 0
 	err := filepath.WalkDir(corpusDir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == "README.md" {
+		if err != nil || d.IsDir() || d.Name() == "README.md" || d.Name() == ggufList {
 			return err
 		}
 		rel, _ := filepath.Rel(corpusDir, path)
@@ -148,7 +203,16 @@ func writeCorpus(t *testing.T, c candidates) {
 		}
 		kept++
 	}
-	t.Logf("kept %d hostile candidates, dropped %d the parsers accept", kept, dropped)
+	var ggufs []string
+	for _, rel := range names {
+		if _, ok := c[rel]; ok && strings.HasPrefix(rel, kindGGUF+"/") {
+			ggufs = append(ggufs, rel)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(corpusDir, ggufList), []byte(strings.Join(ggufs, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kept %d hostile candidates, dropped %d the parsers accept; %s names the %d GGUF ones, which git ignores", kept, dropped, ggufList, len(ggufs))
 }
 
 // --- shared mutation machinery -------------------------------------------
@@ -730,32 +794,9 @@ func genPolicies(c candidates) {
 
 // --- GGUF -----------------------------------------------------------------
 
-// ggufMeta is a plausible llama header; set replaces or adds keys.
+// ggufMeta is a plausible llama header of a file type; set replaces or adds keys.
 func ggufMeta(fileType uint32, set ...preflight.KV) []preflight.KV {
-	const a = "llama"
-	meta := []preflight.KV{
-		{Key: "general.architecture", Type: preflight.ValueString, Value: a},
-		{Key: "general.file_type", Type: preflight.ValueUint32, Value: fileType},
-		{Key: a + ".block_count", Type: preflight.ValueUint32, Value: uint32(4)},
-		{Key: a + ".embedding_length", Type: preflight.ValueUint32, Value: uint32(64)},
-		{Key: a + ".feed_forward_length", Type: preflight.ValueUint32, Value: uint32(128)},
-		{Key: a + ".context_length", Type: preflight.ValueUint32, Value: uint32(4096)},
-		{Key: a + ".attention.head_count", Type: preflight.ValueUint32, Value: uint32(4)},
-		{Key: a + ".attention.head_count_kv", Type: preflight.ValueUint32, Value: uint32(2)},
-		{Key: a + ".vocab_size", Type: preflight.ValueUint32, Value: uint32(1000)},
-	}
-	for _, kv := range set {
-		replaced := false
-		for i := range meta {
-			if meta[i].Key == kv.Key {
-				meta[i], replaced = kv, true
-			}
-		}
-		if !replaced {
-			meta = append(meta, kv)
-		}
-	}
-	return meta
+	return preflight.PlausibleMeta("llama", append([]preflight.KV{{Key: "general.file_type", Type: preflight.ValueUint32, Value: fileType}}, set...)...)
 }
 
 // ggufModel encodes meta with one small tensor per layer and an embedding.
@@ -773,33 +814,13 @@ func ggufModel(t testing.TB, meta []preflight.KV, layers int) []byte {
 }
 
 // manyTensors is the biggest valid header in the corpus
-// (valid/gguf/many-tensors.gguf): many layers, a tensor list to match, a
-// long vocabulary and extra keys, for preflight's BenchmarkPreflightCorpus.
+// (valid/gguf/many-tensors.gguf), the one BenchmarkPreflightCorpus times.
 func manyTensors(t testing.TB) []byte {
-	const layers = 200
-	tokens := make([]string, 4000)
-	for i := range tokens {
-		tokens[i] = fmt.Sprintf("tok%d", i)
-	}
-	meta := ggufMeta(7,
-		preflight.KV{Key: "llama.block_count", Type: preflight.ValueUint32, Value: uint32(layers)},
-		preflight.KV{Key: "llama.vocab_size", Type: preflight.ValueUint32, Value: uint32(len(tokens))},
-		preflight.KV{Key: "tokenizer.ggml.tokens", Type: preflight.ValueArray, Value: tokens})
-	for i := 0; i < 200; i++ {
-		meta = append(meta, preflight.KV{Key: fmt.Sprintf("corpus.extra.%03d", i), Type: preflight.ValueUint32, Value: uint32(i)})
-	}
-	var ts []preflight.Tensor
-	for l := 0; l < layers; l++ {
-		for _, n := range []string{"attn_q", "attn_k", "attn_v"} {
-			ts = append(ts, preflight.Tensor{Info: preflight.TensorInfo{Name: fmt.Sprintf("blk.%d.%s.weight", l, n), Dims: []uint64{32, 1}, Type: preflight.TypeQ8_0}, Data: make([]byte, 34)})
-		}
-	}
-	ts = append(ts, preflight.Tensor{Info: preflight.TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: preflight.TypeF16}, Data: make([]byte, 32*8*2)})
-	var buf bytes.Buffer
-	if err := preflight.Encode(&buf, meta, ts); err != nil {
+	b, err := preflight.LargeHeader()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return b
 }
 
 // rawHeader is a GGUF header written by hand: the counts a real encoder
