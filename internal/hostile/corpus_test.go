@@ -111,9 +111,9 @@ func snapshot(roots ...string) string {
 // relative to testdata/hostile.
 func corpusCases(t *testing.T) (hostile, valid []string) {
 	t.Helper()
-	materializeGGUF(t)
+	materialize(t)
 	err := filepath.WalkDir(corpusDir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == "README.md" || d.Name() == ggufList {
+		if err != nil || d.IsDir() || d.Name() == "README.md" || d.Name() == generatedList {
 			return err
 		}
 		rel, _ := filepath.Rel(corpusDir, p)

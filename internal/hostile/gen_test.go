@@ -42,38 +42,49 @@ func (c candidates) add(kind, name string, data []byte) {
 	c[rel] = data
 }
 
-// ggufList names the hostile GGUF cases. GGUF files are binary, so they are
-// not committed: the list is, and materializeGGUF writes each listed case
-// (and every valid one) from the generator before the tests read the corpus.
-const ggufList = "gguf.list"
+// generatedList names the hostile cases that are binary: GGUF files and the
+// text files given NUL bytes. Binary files are not committed: the list is,
+// and materialize writes each listed case (and every binary valid one) from
+// the generator, into <kind>/generated/ and valid/gguf/ where git ignores
+// them, before the tests read the corpus.
+const generatedList = "generated.list"
+
+// binaryCase reports whether a case is kept out of git.
+func binaryCase(rel string, data []byte) bool {
+	return strings.HasSuffix(rel, ".gguf") || bytes.IndexByte(data, 0) >= 0
+}
 
 var materialized struct {
 	sync.Once
 	err error
 }
 
-// materializeGGUF writes the GGUF cases into testdata/hostile (where git
-// ignores them), once per test process, replacing whatever was there.
-func materializeGGUF(t testing.TB) {
+// materialize writes the binary cases into testdata/hostile, once per test
+// process, replacing whatever was there.
+func materialize(t testing.TB) {
 	t.Helper()
-	materialized.Do(func() { materialized.err = writeGGUF(generate(t)) })
+	materialized.Do(func() { materialized.err = writeGenerated(generate(t)) })
 	if materialized.err != nil {
 		t.Fatal(materialized.err)
 	}
 }
 
-func writeGGUF(c candidates) error {
-	list, err := os.ReadFile(filepath.Join(corpusDir, ggufList))
+func writeGenerated(c candidates) error {
+	list, err := os.ReadFile(filepath.Join(corpusDir, generatedList))
 	if err != nil {
-		return fmt.Errorf("the committed list of GGUF cases: %w (go generate ./internal/hostile)", err)
+		return fmt.Errorf("the committed list of binary cases: %w (go generate ./internal/hostile)", err)
 	}
 	rels := strings.Fields(string(list))
-	for rel := range c {
-		if strings.HasPrefix(rel, "valid/"+kindGGUF+"/") {
+	for rel, data := range c {
+		if strings.HasPrefix(rel, "valid/") && binaryCase(rel, data) {
 			rels = append(rels, rel)
 		}
 	}
-	for _, dir := range []string{kindGGUF, "valid/" + kindGGUF} {
+	dirs := []string{"valid/" + kindGGUF}
+	for _, k := range kinds {
+		dirs = append(dirs, k+"/generated")
+	}
+	for _, dir := range dirs {
 		if err := os.RemoveAll(filepath.Join(corpusDir, dir)); err != nil {
 			return err
 		}
@@ -81,7 +92,7 @@ func writeGGUF(c candidates) error {
 	for _, rel := range rels {
 		data, ok := c[rel]
 		if !ok {
-			return fmt.Errorf("%s names %s, which the generator no longer makes (go generate ./internal/hostile)", ggufList, rel)
+			return fmt.Errorf("%s names %s, which the generator no longer makes (go generate ./internal/hostile)", generatedList, rel)
 		}
 		path := filepath.Join(corpusDir, rel)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -104,6 +115,18 @@ func generate(t testing.TB) candidates {
 	genRecords(t, c)
 	genGovernor(c)
 	genPolicies(c)
+	// Binary hostile cases live in <kind>/generated/, which git ignores.
+	var binary []string
+	for rel, data := range c {
+		if !strings.HasPrefix(rel, "valid/") && binaryCase(rel, data) {
+			binary = append(binary, rel)
+		}
+	}
+	for _, rel := range binary {
+		kind, name, _ := strings.Cut(rel, "/")
+		c[kind+"/generated/"+name] = c[rel]
+		delete(c, rel)
+	}
 	return c
 }
 
@@ -117,12 +140,12 @@ func TestCorpusIsGenerated(t *testing.T) {
 	if *update {
 		writeCorpus(t, c)
 	} else {
-		materializeGGUF(t)
+		materialize(t)
 	}
 	var total int64
 	n := 0
 	err := filepath.WalkDir(corpusDir, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() == "README.md" || d.Name() == ggufList {
+		if err != nil || d.IsDir() || d.Name() == "README.md" || d.Name() == generatedList {
 			return err
 		}
 		rel, _ := filepath.Rel(corpusDir, path)
@@ -203,16 +226,16 @@ func writeCorpus(t *testing.T, c candidates) {
 		}
 		kept++
 	}
-	var ggufs []string
+	var generated []string
 	for _, rel := range names {
-		if _, ok := c[rel]; ok && strings.HasPrefix(rel, kindGGUF+"/") {
-			ggufs = append(ggufs, rel)
+		if _, ok := c[rel]; ok && strings.Contains(rel, "/generated/") {
+			generated = append(generated, rel)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(corpusDir, ggufList), []byte(strings.Join(ggufs, "\n")+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(corpusDir, generatedList), []byte(strings.Join(generated, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("kept %d hostile candidates, dropped %d the parsers accept; %s names the %d GGUF ones, which git ignores", kept, dropped, ggufList, len(ggufs))
+	t.Logf("kept %d hostile candidates, dropped %d the parsers accept; %s names the %d binary ones, which git ignores", kept, dropped, generatedList, len(generated))
 }
 
 // --- shared mutation machinery -------------------------------------------
