@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -38,41 +37,16 @@ func NewPidsGroup(max int, memoryDir string) (*PidsGroup, error) {
 			}
 			return &PidsGroup{dir: memoryDir, max: max}, nil
 		}
-		parent, rel, err := v2Parent()
+		dir, _, err := v2Child("pids-limited", &cgroup2.Resources{Pids: &cgroup2.Pids{Max: int64(max)}})
 		if err != nil {
 			return nil, err
 		}
-		for _, base := range []string{rel, filepath.Dir(rel)} {
-			dir := filepath.Join("/sys/fs/cgroup", base)
-			name, err := nextName(dir)
-			if err != nil {
-				return nil, err
-			}
-			limit := int64(max)
-			if _, err := cgroup2.NewManager("/sys/fs/cgroup", filepath.Join(base, name), &cgroup2.Resources{Pids: &cgroup2.Pids{Max: limit}}); err != nil {
-				_ = os.Remove(filepath.Join(dir, name))
-				continue
-			}
-			return &PidsGroup{dir: filepath.Join(dir, name), max: max, owned: true}, nil
-		}
-		return nil, fmt.Errorf("%w: cannot create a pids-limited child of %s or its parent", ErrNoCgroup, parent)
+		return &PidsGroup{dir: dir, max: max, owned: true}, nil
 	}
-	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, fmt.Errorf("%w: read /proc/self/cgroup: %w", ErrNoCgroup, err)
-	}
-	rel, ok := paths["pids"]
-	if !ok {
-		return nil, fmt.Errorf("%w: /proc/self/cgroup has no pids controller line", ErrNoCgroup)
-	}
-	mount, mroot, err := v1Mount("pids")
+	parent, rel, err := v1Parent("pids")
 	if err != nil {
 		return nil, err
 	}
-	if mroot != "/" {
-		rel = strings.TrimPrefix(rel, mroot)
-	}
-	parent := filepath.Join(mount, rel)
 	name, err := nextName(parent)
 	if err != nil {
 		return nil, err

@@ -60,18 +60,18 @@ func Reserve(ctx context.Context, limit Size) (*Reservation, error) {
 	return reserveV1(limit)
 }
 
-// v1Parent is the directory of rig's own memory cgroup and its path relative
-// to the memory hierarchy's mount.
-func v1Parent() (dir, rel string, err error) {
+// v1Parent is the directory of rig's own cgroup in the v1 hierarchy of
+// controller and its path relative to that hierarchy's mount.
+func v1Parent(controller string) (dir, rel string, err error) {
 	paths, err := cgroup1.ParseCgroupFile("/proc/self/cgroup")
 	if err != nil {
 		return "", "", fmt.Errorf("%w: read /proc/self/cgroup: %w", ErrNoCgroup, err)
 	}
-	rel, ok := paths["memory"]
+	rel, ok := paths[controller]
 	if !ok {
-		return "", "", fmt.Errorf("%w: /proc/self/cgroup has no memory controller line", ErrNoCgroup)
+		return "", "", fmt.Errorf("%w: /proc/self/cgroup has no %s controller line", ErrNoCgroup, controller)
 	}
-	mount, mroot, err := v1Mount("memory")
+	mount, mroot, err := v1Mount(controller)
 	if err != nil {
 		return "", "", err
 	}
@@ -131,7 +131,7 @@ func nextName(parent string) (string, error) {
 }
 
 func reserveV1(limit Size) (*Reservation, error) {
-	parent, rel, err := v1Parent()
+	parent, rel, err := v1Parent("memory")
 	if err != nil {
 		return nil, err
 	}
@@ -157,28 +157,36 @@ func reserveV1(limit Size) (*Reservation, error) {
 }
 
 func reserveV2(limit Size) (*Reservation, error) {
-	parent, rel, err := v2Parent()
+	l, swap := int64(limit), int64(0)
+	dir, m, err := v2Child("memory-limited", &cgroup2.Resources{Memory: &cgroup2.Memory{Max: &l, Swap: &swap}})
 	if err != nil {
 		return nil, err
 	}
-	// A v2 group that holds processes cannot delegate controllers to
-	// children, so the reservation goes beside rig's group when rig's own
-	// group cannot host it.
+	return &Reservation{name: filepath.Base(dir), dir: dir, limit: limit, v2: m}, nil
+}
+
+// v2Child makes a group rig-<pid>-<n> with res under rig's own unified
+// cgroup. A v2 group that holds processes cannot delegate controllers to
+// children, so it goes beside rig's group when rig's own cannot host it.
+func v2Child(what string, res *cgroup2.Resources) (string, *cgroup2.Manager, error) {
+	parent, rel, err := v2Parent()
+	if err != nil {
+		return "", nil, err
+	}
 	for _, base := range []string{rel, filepath.Dir(rel)} {
 		dir := filepath.Join("/sys/fs/cgroup", base)
 		name, err := nextName(dir)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		l, swap := int64(limit), int64(0)
-		m, err := cgroup2.NewManager("/sys/fs/cgroup", filepath.Join(base, name), &cgroup2.Resources{Memory: &cgroup2.Memory{Max: &l, Swap: &swap}})
+		m, err := cgroup2.NewManager("/sys/fs/cgroup", filepath.Join(base, name), res)
 		if err != nil {
 			_ = os.Remove(filepath.Join(dir, name))
 			continue
 		}
-		return &Reservation{name: name, dir: filepath.Join(dir, name), limit: limit, v2: m}, nil
+		return filepath.Join(dir, name), m, nil
 	}
-	return nil, fmt.Errorf("%w: cannot create a memory-limited child of %s or its parent", ErrNoCgroup, parent)
+	return "", nil, fmt.Errorf("%w: cannot create a %s child of %s or its parent", ErrNoCgroup, what, parent)
 }
 
 // Name is rig-<pid>-<n>.
@@ -355,7 +363,7 @@ func List() ([]string, error) {
 	if cgroups.Mode() == cgroups.Unified {
 		parent, _, err = v2Parent()
 	} else {
-		parent, _, err = v1Parent()
+		parent, _, err = v1Parent("memory")
 	}
 	if err != nil {
 		return nil, err
