@@ -260,24 +260,25 @@ func SumFile(path string) (string, error) {
 // a line: LineSums[i] covers lines 1..i+1. A record is append-only and each
 // trial's receipt keeps the sum of the record as that trial left it, so a
 // genuine record has every receipt's sum among these, and the newest as
-// the whole file's.
-func LineSums(path string) ([]string, error) {
+// the whole file's. whole is the sha256 of the whole file, torn last line
+// included, from the same read.
+func LineSums(path string) (prefixes []string, whole string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("sha256 of generation record: %w", err)
+		return nil, "", fmt.Errorf("sha256 of generation record: %w", err)
 	}
 	h := sha256.New()
-	var out []string
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			break // a torn last line is no prefix any receipt vouched for
+			h.Write(data) // a torn last line is no prefix any receipt vouched for
+			break
 		}
 		h.Write(data[:i+1])
-		out = append(out, hex.EncodeToString(h.Sum(nil)))
+		prefixes = append(prefixes, hex.EncodeToString(h.Sum(nil)))
 		data = data[i+1:]
 	}
-	return out, nil
+	return prefixes, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // VerifySum checks a record against the sha256 on its receipt ("sha256:"

@@ -19,7 +19,6 @@ import (
 // and removes after; unlike a per-user rlimit it counts only this tree.
 type PidsGroup struct {
 	dir   string
-	max   int
 	owned bool // false when the cap was written into a v2 group made for memory
 }
 
@@ -35,13 +34,13 @@ func NewPidsGroup(max int, memoryDir string) (*PidsGroup, error) {
 			if err := os.WriteFile(filepath.Join(memoryDir, "pids.max"), []byte(strconv.Itoa(max)), 0); err != nil {
 				return nil, fmt.Errorf("%w: writing pids.max in %s: %w", ErrNoCgroup, memoryDir, err)
 			}
-			return &PidsGroup{dir: memoryDir, max: max}, nil
+			return &PidsGroup{dir: memoryDir}, nil
 		}
 		dir, _, err := v2Child("pids-limited", &cgroup2.Resources{Pids: &cgroup2.Pids{Max: int64(max)}})
 		if err != nil {
 			return nil, err
 		}
-		return &PidsGroup{dir: dir, max: max, owned: true}, nil
+		return &PidsGroup{dir: dir, owned: true}, nil
 	}
 	parent, rel, err := v1Parent("pids")
 	if err != nil {
@@ -58,17 +57,11 @@ func NewPidsGroup(max int, memoryDir string) (*PidsGroup, error) {
 		_ = os.Remove(filepath.Join(parent, name))
 		return nil, fmt.Errorf("%w: create %s: %w", ErrNoCgroup, filepath.Join(parent, name), err)
 	}
-	return &PidsGroup{dir: filepath.Join(parent, name), max: max, owned: true}, nil
+	return &PidsGroup{dir: filepath.Join(parent, name), owned: true}, nil
 }
 
 // Dir is the group's directory.
 func (g *PidsGroup) Dir() string { return g.dir }
-
-// Max is the cap as written.
-func (g *PidsGroup) Max() int { return g.max }
-
-// ProcsFile is where a process writes its pid to join.
-func (g *PidsGroup) ProcsFile() string { return filepath.Join(g.dir, "cgroup.procs") }
 
 // Refused counts the forks and clones the kernel refused at the cap
 // (pids.events "max"): more than zero means the tree hit it.

@@ -108,11 +108,7 @@ func CheckReceipts(path string, sums []ReceiptSum) (sum, matched string, err err
 	if len(sums) == 0 {
 		return "", "", fmt.Errorf("%s: no receipt sha256 to check it against", path)
 	}
-	lineSums, err := genrecord.LineSums(path)
-	if err != nil {
-		return "", "", err
-	}
-	whole, err := genrecord.SumFile(path)
+	lineSums, whole, err := genrecord.LineSums(path)
 	if err != nil {
 		return "", "", err
 	}
