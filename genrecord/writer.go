@@ -208,3 +208,11 @@ func (w *Writer) Close() error {
 	}
 	return err
 }
+
+// Has reports whether a row with that id is already in the record: a merge
+// that is retried after it appended some rows skips those.
+func (w *Writer) Has(rowID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ids[rowID]
+}

@@ -23,9 +23,10 @@ var (
 	bucketGovernor    = []byte("governor")    // seq → GovernorEvent
 	bucketAudit       = []byte("audit")       // seq → Transition
 	bucketIdempotency = []byte("idempotency") // key → idempotencyRecord
+	bucketDivergent   = []byte("divergent")   // execution|trial#attempt|digest → Receipt (never counted)
 
 	allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketCounted, bucketExecutions,
-		bucketPreflight, bucketGovernor, bucketAudit, bucketIdempotency}
+		bucketPreflight, bucketGovernor, bucketAudit, bucketIdempotency, bucketDivergent}
 )
 
 var (

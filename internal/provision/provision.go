@@ -55,7 +55,12 @@ type Installed struct {
 	// does not carry it, so it is derived from the pinned version here, once.
 	OllamaBuildFlag string
 	Aider           string
-	Models          map[string]Model // by registry name
+	// Temporal is the Temporal CLI, whose dev server is the scale-out
+	// engine for tests and single hosts; TemporalSHA256 is its digest as
+	// built.
+	Temporal       string
+	TemporalSHA256 string
+	Models         map[string]Model // by registry name
 	// OtherQuants holds, by the registry name of the model it derives from,
 	// a second quant made here (replay's other-quant control); a model with
 	// none has no entry.
@@ -97,6 +102,8 @@ func LoadFile(path string) (Installed, error) {
 		// first one: changing them would make the same build two pins.
 		OllamaBuildFlag: "go build -trimpath (cgo, CPU), ollama v" + pins["OLLAMA_VERSION"],
 		Aider:           kv["AIDER_BIN"],
+		Temporal:        kv["TEMPORAL_BIN"],
+		TemporalSHA256:  kv["TEMPORAL_SHA256"],
 		Models: map[string]Model{
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
 			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},

@@ -50,7 +50,7 @@ func (x *execution) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string 
 // recordFailedAtCard stores the receipt of a trial whose runtime the kernel
 // killed for memory while it loaded the model inside the card's reservation.
 func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key studies.TrialKey, startErr error) (receipts.Outcome, error) {
-	attempt, parent, err := x.store.NextAttempt(ctx, x.exec.ID, receiptTrial(key))
+	attempt, parent, err := x.nextAttempt(ctx, receiptTrial(key))
 	if err != nil {
 		return "", err
 	}
@@ -64,7 +64,7 @@ func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key
 	}
 	rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
 	rec.GenerationSHA256 = EmptyRecordSum
-	if err := x.store.PutReceipt(ctx, rec); err != nil {
+	if err := x.putReceipt(ctx, rec); err != nil {
 		return "", err
 	}
 	return rec.Outcome, nil

@@ -88,6 +88,10 @@ type execution struct {
 	// walls are the derived walls of the job kinds whose harness_caps.wall
 	// is auto, fixed when the execution starts.
 	walls map[string]studies.WallDerivation
+	// hosted, when set, is the one trial a scale-out worker runs now: its
+	// attempt comes from the engine, and its receipt and generation rows go
+	// to the worker's spool instead of the store and the execution's records.
+	hosted *hostedTrial
 }
 
 // loop runs every planned trial that has no counted receipt yet.
@@ -286,7 +290,7 @@ func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, err
 // returned; a preempted or failed attempt is a receipt.
 func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
 	rk := receiptTrial(key)
-	attempt, parent, err := x.store.NextAttempt(ctx, x.exec.ID, rk)
+	attempt, parent, err := x.nextAttempt(ctx, rk)
 	if err != nil {
 		return "", err
 	}
@@ -420,7 +424,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 		}
 	}
 	if len(out.calls) > 0 {
-		w, err := x.writer(arm.Name, rp)
+		w, err := x.trialWriter(arm.Name, rp)
 		if err != nil {
 			return "", err
 		}
@@ -443,7 +447,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 		rec.GenerationSHA256 = EmptyRecordSum
 		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
 	}
-	if err := x.store.PutReceipt(ctx, rec); err != nil {
+	if err := x.putReceipt(ctx, rec); err != nil {
 		return "", err
 	}
 	return rec.Outcome, nil

@@ -1,0 +1,172 @@
+// Package gates puts a governor in front of the trial runner (studies/run):
+// Ready is the gate before counted runs and Watch guards each trial. Both the
+// daemon and a scale-out worker host a runner, so both start their governor
+// here, the same way. It is not the governor itself (package governor) and it
+// decides nothing about a study.
+package gates
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"rig/governor"
+	"rig/runtimes"
+	"rig/studies/run"
+)
+
+// Gates is a started governor wired as run.Gates.
+type Gates struct {
+	gov       *governor.Governor
+	progress  *governor.Progress
+	stateDir  string
+	heartbeat string
+	interval  time.Duration
+	maxAge    time.Duration
+}
+
+// Options says where the governor keeps its state and where its events go.
+type Options struct {
+	// Home holds an optional governor.json (the policies' limits).
+	Home string
+	// Sink gets every governor event.
+	Sink governor.EventSink
+	Log  *slog.Logger
+	// Heartbeat is the heartbeat file; empty means the state directory's
+	// "heartbeat". Each process that hosts a runner beside others on one
+	// machine (several workers) gives its own, so that one stale governor
+	// holds only its own trials.
+	Heartbeat string
+}
+
+// Start starts a governor on this machine's sensors: the host, the runtime's
+// progress, rig's memory cgroup where one is readable, and the first NVIDIA
+// card where NVML answers. Policies whose sensor is missing are off, and the
+// log says so. The governor runs until ctx ends.
+func Start(ctx context.Context, opts Options) (*Gates, error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	stateDir := governor.DefaultStateDir()
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := governor.DefaultConfig()
+	if path := filepath.Join(opts.Home, "governor.json"); opts.Home != "" && fileExists(path) {
+		c, err := governor.LoadConfig(path)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	progress := governor.NewProgress()
+	sensors := []governor.Sensor{governor.NewHost(opts.Home), progress}
+	// rig's own memory cgroup holds the process and every runtime it starts:
+	// an OOM kill there is the host running out, which preempts the trial.
+	if dir, err := governor.SelfCgroupDir(); err == nil {
+		sensors = append(sensors, governor.NewCgroup("cgroup", dir))
+	} else {
+		log.Info("no memory cgroup readable: the cgroup-oom policy is off", "reason", err)
+		cfg.Disable(governor.PolicyCgroupOOM)
+	}
+	if nv, err := governor.OpenNVML(ctx, 0); err == nil {
+		sensors = append(sensors, nv)
+	} else {
+		// No card: the GPU policies have nothing to read. They stay off rather
+		// than failing closed forever; the suite says so when it runs them on
+		// simulated sensors.
+		log.Info("no NVIDIA GPU/NVML on this machine: the NVML-backed policies are off", "policies", governor.GPUPolicies(), "reason", err)
+		cfg.Disable(governor.GPUPolicies()...)
+	}
+	hb := opts.Heartbeat
+	if hb == "" {
+		hb = filepath.Join(stateDir, "heartbeat")
+	}
+	gov, err := governor.New(governor.Options{Config: cfg, Sensors: sensors, Sink: opts.Sink, Logger: log,
+		Notifier: governor.NotifierFromEnv(), HeartbeatPath: hb})
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := gov.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("governor stopped", "err", err)
+		}
+	}()
+	return &Gates{gov: gov, progress: progress, stateDir: stateDir, heartbeat: hb, interval: cfg.Heartbeat, maxAge: governor.DefaultPassMaxAge}, nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// Stall stops the governor's loop for d (no reads, no heartbeat): the
+// fault-injection hook a worker's --fault-injection exposes, so that the
+// scale-out suite can show a stale worker stops taking trials.
+func (g *Gates) Stall(d time.Duration) { g.gov.Stall(d) }
+
+// Ready refuses counted runs unless the fault suite passed within maxAge, the
+// heartbeat is fresh and the governor holds no policy open.
+func (g *Gates) Ready(ctx context.Context) error {
+	if err := governor.ReadyForCounted(g.stateDir, g.maxAge, g.heartbeat, g.interval, time.Now()); err != nil {
+		return err
+	}
+	if ok, why := g.gov.MayStart(); !ok {
+		return &governor.HeldError{Reason: why}
+	}
+	return nil
+}
+
+type trialGuard struct {
+	w       *governor.Watch
+	done    chan struct{}
+	once    sync.Once
+	stopped chan struct{}
+	g       *Gates
+}
+
+func (t *trialGuard) Preempted() <-chan struct{} { return t.done }
+
+func (t *trialGuard) End() string {
+	t.once.Do(func() { close(t.stopped) })
+	t.g.progress.End()
+	if p := t.w.End(); p != nil {
+		return p.Policy + ": " + p.Reason
+	}
+	return ""
+}
+
+// Watch registers the trial with the governor. Calls are not streamed, so
+// progress is the CPU time the runtime's process tree spends on the call: a
+// runtime that stops computing mid-call is hung, and a stopped one (SIGSTOP)
+// reads as stopped at once.
+func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, cardBytes uint64) (run.TrialGuard, error) {
+	w, err := g.gov.Begin(governor.ProcessTarget{TrialID: trial, Pid: sb.PID(), Done: sb.Done()}, governor.Budget{CardMemBytes: cardBytes})
+	if err != nil {
+		return nil, err
+	}
+	g.progress.Begin()
+	g.progress.Track(sb.RuntimePID)
+	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), g: g}
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		base := runtimes.TreeCPUTicks(sb.RuntimePID)
+		for {
+			select {
+			case <-t.stopped:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			g.progress.Tokens(runtimes.TreeCPUTicks(sb.RuntimePID) - base)
+			if w.Cause() != nil {
+				close(t.done)
+				return
+			}
+		}
+	}()
+	return t, nil
+}

@@ -1,0 +1,117 @@
+package scaleout
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+
+	"rig/internal/atomicfile"
+	"rig/studies"
+	"rig/tasks"
+)
+
+// The spool is a folder every worker and the coordinator reach (a shared
+// filesystem: NFS, CephFS, a cluster's scratch). Per execution it holds the
+// published snapshot and banks the workers run from, and one entry per
+// trial attempt a worker ran:
+//
+//	SPOOL/STUDY/EXECUTION/snapshot.json
+//	SPOOL/STUDY/EXECUTION/banks/JOBKIND.jsonl
+//	SPOOL/STUDY/EXECUTION/trials/KEY#ATTEMPT.WORKER/receipt.json
+//	                                               /generations.jsonl
+//	                                               /repos/...
+//
+// An entry is written under a .partial name and renamed when whole, and the
+// digests of its files travel in the activity's result, so a cut transfer
+// or an edited file is never merged.
+
+const (
+	receiptFile  = "receipt.json"
+	snapshotFile = "snapshot.json"
+	partial      = ".partial"
+)
+
+func execSpool(spool, study, execution string) string {
+	return filepath.Join(spool, study, execution)
+}
+
+// entryName is a trial attempt's folder name: the key escaped into one path
+// element, the attempt and the worker (two workers that both ran an attempt
+// thought lost never share a folder).
+func entryName(key string, attempt int, worker string) string {
+	return fmt.Sprintf("%s#%d.%s", url.PathEscape(strings.ReplaceAll(key, "/", "|")), attempt, url.PathEscape(worker))
+}
+
+func fileSHA256(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), nil
+}
+
+func spoolError(format string, args ...any) error {
+	return temporal.NewApplicationError(fmt.Sprintf(format, args...), ErrSpool)
+}
+
+// publish writes the snapshot the workers run from, with its banks copied
+// beside it: a worker needs no access to the coordinator's home. It is
+// idempotent: an existing publication is checked, not rewritten.
+func publish(spool, study, execution string, snap *studies.Snapshot) error {
+	dir := execSpool(spool, study, execution)
+	if err := os.MkdirAll(filepath.Join(dir, "banks"), 0o755); err != nil {
+		return fmt.Errorf("spool %s: %w", spool, err)
+	}
+	pub := *snap
+	pub.Banks = append([]studies.FrozenBank(nil), snap.Banks...)
+	for i, fb := range pub.Banks {
+		data, err := os.ReadFile(fb.Path)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, "banks", fb.JobKind+".jsonl")
+		if err := atomicfile.WriteBytes(dst, data, 0o644); err != nil {
+			return err
+		}
+		b, err := tasks.LoadBank(dst)
+		if err != nil {
+			return err
+		}
+		if b.Hash != fb.SHA256 {
+			return &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
+		}
+		pub.Banks[i].Path = dst
+	}
+	return atomicfile.WriteJSON(filepath.Join(dir, snapshotFile), &pub, 0o644)
+}
+
+// ErrNoSnapshot names a study whose snapshot the spool does not hold.
+type ErrNoSnapshot struct {
+	Study, Execution, Path string
+	Err                    error
+}
+
+func (e *ErrNoSnapshot) Error() string {
+	return fmt.Sprintf("no snapshot of study %s (execution %s) at %s: %v (the coordinator publishes it when the execution is submitted with --engine temporal; is this worker's --spool the coordinator's?)",
+		e.Study, e.Execution, e.Path, e.Err)
+}
+
+// readPublished reads a published snapshot and checks its design hash.
+func readPublished(spool, study, execution, designHash string) (*studies.Snapshot, error) {
+	path := filepath.Join(execSpool(spool, study, execution), snapshotFile)
+	var snap studies.Snapshot
+	if err := atomicfile.ReadJSON(path, &snap); err != nil {
+		return nil, &ErrNoSnapshot{Study: study, Execution: execution, Path: path, Err: err}
+	}
+	if snap.DesignHash != designHash {
+		return nil, fmt.Errorf("%s: design hash %s, the trial's is %s", path, snap.DesignHash, designHash)
+	}
+	return &snap, nil
+}

@@ -1,0 +1,340 @@
+package scaleout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"rig/internal/atomicfile"
+	"rig/internal/provision"
+	"rig/receipts"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// WorkerOptions configure `rig worker`.
+type WorkerOptions struct {
+	Config Config
+	// ID names the worker in receipts and status; hostname-pid when empty.
+	ID string
+	// WorkDir holds the runtimes' scratch while trials run.
+	WorkDir   string
+	Installed provision.Installed
+	// Gates are the worker's own governor (governor/gates).
+	Gates     run.Gates
+	NoSandbox bool
+	Log       *slog.Logger
+	// Queues, when set, are served instead of the ones this machine's
+	// builds name (a site that routes by hand). Each trial is still checked
+	// against this machine's builds, and refused when they differ.
+	Queues []string
+	// CardClass is this machine's card class ("cpu" without a GPU).
+	CardClass string
+	// Study, when set, must have a published snapshot at start: a worker
+	// started for a study it cannot run refuses at once.
+	Study, Execution string
+}
+
+// Worker hosts the trial runner for the engine: one runtime at a time.
+type Worker struct {
+	opts   WorkerOptions
+	client client.Client
+	log    *slog.Logger
+
+	runMu sync.Mutex // one trial at a time: one runtime per card
+	hosts map[string]*run.Host
+
+	pollMu   sync.Mutex
+	pollers  map[string]worker.Worker // by queue, while taking trials
+	refused  map[string]string        // queue → why this worker stopped serving it
+	paused   string                   // why trials are not taken (governor), empty when taking
+	counts   map[string]int           // outcome → trials this worker ran
+	countsMu sync.Mutex
+}
+
+// NewWorker dials the cluster and checks what the worker can serve.
+func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.ID == "" {
+		h, _ := os.Hostname()
+		opts.ID = fmt.Sprintf("%s-%d", h, os.Getpid())
+	}
+	if opts.CardClass == "" {
+		opts.CardClass = "cpu"
+	}
+	if opts.Study != "" {
+		if _, err := os.Stat(filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile)); opts.Execution == "" || err != nil {
+			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, &ErrNoSnapshot{Study: opts.Study, Execution: opts.Execution,
+				Path: filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile), Err: cmpErr(err, "no --execution given")})
+		}
+	}
+	if len(opts.Queues) == 0 {
+		for _, kind := range []string{"llama-server", "ollama"} {
+			b, err := runtimes.BuildOf(opts.Installed, kind)
+			if err != nil {
+				opts.Log.Info("runtime not provisioned here: its queue is not served", "runtime", kind, "err", err)
+				continue
+			}
+			opts.Queues = append(opts.Queues, Queue(kind, b.BinarySHA256, opts.CardClass))
+		}
+	}
+	if len(opts.Queues) == 0 {
+		return nil, errors.New("this worker can serve no queue: no runtime is provisioned (run make setup)")
+	}
+	cl, err := opts.Config.Dial(ctx, opts.ID, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	return &Worker{opts: opts, client: cl, log: opts.Log, hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
+		refused: map[string]string{}, counts: map[string]int{}}, nil
+}
+
+func cmpErr(err error, why string) error {
+	if err != nil {
+		return err
+	}
+	return errors.New(why)
+}
+
+// Queues are the task queues this worker serves.
+func (w *Worker) Queues() []string { return slices.Clone(w.opts.Queues) }
+
+// ID is the worker's name.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Run takes trials until ctx ends. While the governor is not ready (its
+// heartbeat stale, its fault suite not passed, a policy held) the worker
+// stops polling, so the engine hands its trials to others.
+func (w *Worker) Run(ctx context.Context) error {
+	defer w.client.Close()
+	defer w.stopPolling("shutting down")
+	defer func() {
+		for _, h := range w.hosts {
+			h.Close(context.Background())
+		}
+	}()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		err := w.opts.Gates.Ready(ctx)
+		if err != nil {
+			w.stopPolling("governor not ready: " + err.Error())
+		} else if err := w.startPolling(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+func (w *Worker) startPolling() error {
+	w.pollMu.Lock()
+	defer w.pollMu.Unlock()
+	if w.paused != "" {
+		w.log.Info("taking trials again", "worker", w.opts.ID, "was", w.paused)
+		w.paused = ""
+	}
+	for _, q := range w.opts.Queues {
+		if _, ok := w.pollers[q]; ok {
+			continue
+		}
+		if why, ok := w.refused[q]; ok {
+			_ = why
+			continue
+		}
+		p := worker.New(w.client, q, worker.Options{
+			Identity:                           w.opts.ID,
+			MaxConcurrentActivityExecutionSize: 1,
+			DisableWorkflowWorker:              true,
+			WorkerStopTimeout:                  5 * time.Second,
+		})
+		p.RegisterActivityWithOptions(w.runTrial, activity.RegisterOptions{Name: actRunTrial})
+		p.RegisterActivityWithOptions(w.noModel, activity.RegisterOptions{Name: ActNoModel})
+		if err := p.Start(); err != nil {
+			return fmt.Errorf("polling %s: %w", q, err)
+		}
+		w.pollers[q] = p
+		w.log.Info("taking trials", "worker", w.opts.ID, "queue", q)
+	}
+	return nil
+}
+
+func (w *Worker) stopPolling(why string) {
+	w.pollMu.Lock()
+	ps := w.pollers
+	w.pollers = map[string]worker.Worker{}
+	if len(ps) > 0 {
+		w.paused = why
+		w.log.Warn("stops taking trials", "worker", w.opts.ID, "why", why)
+	}
+	w.pollMu.Unlock()
+	for _, p := range ps {
+		// Stop waits for a trial in flight only up to WorkerStopTimeout; its
+		// heartbeat then stops and the engine reruns it elsewhere.
+		go p.Stop()
+	}
+}
+
+// refuseQueue stops serving one queue for good: this worker's stack is not
+// the one the queue names.
+func (w *Worker) refuseQueue(q, why string) {
+	w.pollMu.Lock()
+	w.refused[q] = why
+	p, ok := w.pollers[q]
+	delete(w.pollers, q)
+	w.pollMu.Unlock()
+	if ok {
+		go p.Stop()
+	}
+	w.log.Error("refuses the queue and stops serving it", "worker", w.opts.ID, "queue", q, "why", why)
+}
+
+// refuse is a trial this worker cannot serve: nothing ran.
+func refuse(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrRefused, nil)
+}
+
+func (w *Worker) count(outcome string) {
+	w.countsMu.Lock()
+	w.counts[outcome]++
+	w.countsMu.Unlock()
+}
+
+// runTrial is the trial activity: the worker's checks, then one attempt on
+// the runner, its evidence left in the spool.
+func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, error) {
+	started := time.Now().UTC()
+	// The runtime's stack must be the queue's: a build that differs is
+	// refused, never run, and the queue is no longer served here.
+	b, err := runtimes.BuildOf(w.opts.Installed, in.Runtime)
+	if err != nil || b.BinarySHA256 != in.BinarySHA256 {
+		got := b.BinarySHA256
+		if err != nil {
+			got = err.Error()
+		}
+		w.refuseQueue(in.Queue, fmt.Sprintf("the trial needs %s with binary sha256 %s; this worker's is %s", in.Runtime, in.BinarySHA256, got))
+		return TrialResult{}, refuse("worker %s: trial %s needs %s built as %s; this worker's build is %s (refused, not run)", w.opts.ID, in.Key, in.Runtime, in.BinarySHA256, got)
+	}
+	if err := w.opts.Gates.Ready(ctx); err != nil {
+		w.stopPolling("governor not ready: " + err.Error())
+		return TrialResult{}, refuse("worker %s: governor not ready: %v (refused, not run)", w.opts.ID, err)
+	}
+	key, err := studies.ParseTrialKey(in.Key)
+	if err != nil {
+		return TrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
+	}
+	w.runMu.Lock()
+	defer w.runMu.Unlock()
+	host, err := w.host(in)
+	if err != nil {
+		var nosnap *ErrNoSnapshot
+		if errors.As(err, &nosnap) {
+			return TrialResult{}, refuse("worker %s: %v", w.opts.ID, err)
+		}
+		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
+	}
+	hb, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, in.Key)
+			select {
+			case <-hb.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	trials := filepath.Join(execSpool(w.opts.Config.Spool, in.Study, in.Execution), "trials")
+	entry := entryName(in.Key, in.Attempt, w.opts.ID)
+	tmp := filepath.Join(trials, entry+partial)
+	os.RemoveAll(tmp)
+	res, err := host.RunTrial(ctx, key, in.Attempt, in.Parent, tmp)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return TrialResult{}, fmt.Errorf("worker %s: %w", w.opts.ID, err)
+	}
+	raw, err := json.Marshal(res.Receipt)
+	if err != nil {
+		return TrialResult{}, err
+	}
+	if err := atomicfile.WriteBytes(filepath.Join(tmp, receiptFile), raw, 0o644); err != nil {
+		return TrialResult{}, err
+	}
+	out := TrialResult{Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Entry: entry, ReceiptSHA256: sha256Hex(raw),
+		Outcome: string(res.Receipt.Outcome), Runtime: in.Runtime + "@" + b.BinarySHA256, Started: started}
+	if _, err := os.Stat(filepath.Join(tmp, run.RecordFile)); err == nil {
+		if out.RecordSHA256, err = fileSHA256(filepath.Join(tmp, run.RecordFile)); err != nil {
+			return TrialResult{}, err
+		}
+	}
+	final := filepath.Join(trials, entry)
+	os.RemoveAll(final)
+	if err := os.Rename(tmp, final); err != nil {
+		return TrialResult{}, err
+	}
+	w.count(out.Outcome)
+	w.log.Info("trial done", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "outcome", out.Outcome)
+	return out, nil
+}
+
+// host is the runner for one execution, made on the first trial of it.
+func (w *Worker) host(in TrialInput) (*run.Host, error) {
+	id := in.Study + "/" + in.Execution
+	if h, ok := w.hosts[id]; ok {
+		return h, nil
+	}
+	snap, err := readPublished(w.opts.Config.Spool, in.Study, in.Execution, in.DesignHash)
+	if err != nil {
+		return nil, err
+	}
+	fa, ok := snap.Arm(mustArm(in.Key))
+	if ok && fa.ModelSHA256 != in.ModelSHA256 {
+		return nil, fmt.Errorf("trial %s: the snapshot's model is %s, the trial's %s", in.Key, fa.ModelSHA256, in.ModelSHA256)
+	}
+	h, err := run.NewHost(run.Env{Gates: w.opts.Gates, Log: w.log, NoSandbox: w.opts.NoSandbox, Installed: w.opts.Installed},
+		run.HostSpec{Study: in.Study, Snapshot: snap, Exec: execOf(in), WorkDir: filepath.Join(w.opts.WorkDir, in.Study, in.Execution)})
+	if err != nil {
+		return nil, err
+	}
+	// One runtime per card: the runner of another execution stops its own.
+	for k, o := range w.hosts {
+		o.Close(context.Background())
+		delete(w.hosts, k)
+	}
+	w.hosts[id] = h
+	return h, nil
+}
+
+func execOf(in TrialInput) receipts.Execution { return receipts.Execution{ID: in.Execution} }
+
+func mustArm(key string) string {
+	k, _ := studies.ParseTrialKey(key)
+	return k.Arm
+}
+
+// noModel is the scheduling path alone (rig bench scale): it runs no model
+// and writes nothing.
+func (w *Worker) noModel(ctx context.Context, in TrialInput) (TrialResult, error) {
+	return TrialResult{Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Outcome: "scored", Started: time.Now().UTC()}, nil
+}
