@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"rig/studies/analysis"
 )
 
 // Guardrail is a metric that may be the reason to say no to a challenger,
@@ -27,17 +29,18 @@ type Guardrail struct {
 	MaxAbsoluteIncrease *float64 `json:"max_absolute_increase,omitempty"`
 }
 
-// Guardrail metrics rig measures itself; all are lower-is-better.
+// Guardrail metrics rig measures itself; all are lower-is-better. The
+// analysis reads them (analysis.Metric*).
 const (
-	MetricCost       = "cost"        // the rule's cost measure: mean wall seconds per trial
-	MetricWallTime   = "wall_time"   // mean wall seconds per scored trial
-	MetricP95Latency = "p95_latency" // 95th percentile of wall time per scored trial, ms
-	MetricPeakMemory = "peak_memory" // the largest peak memory of any trial, MiB
-	MetricEnergy     = "energy"      // mean energy per scored trial, Wh
+	MetricCost       = analysis.MetricCost       // the rule's cost measure: mean wall seconds per trial
+	MetricWallTime   = analysis.MetricWallTime   // mean wall seconds per scored trial
+	MetricP95Latency = analysis.MetricP95Latency // 95th percentile of wall time per scored trial, ms
+	MetricPeakMemory = analysis.MetricPeakMemory // the largest peak memory of any trial, MiB
+	MetricEnergy     = analysis.MetricEnergy     // mean energy per scored trial, Wh
 )
 
 // ReceiptMetricPrefix starts a guardrail on a receipt field, "receipt.FIELD".
-const ReceiptMetricPrefix = "receipt."
+const ReceiptMetricPrefix = analysis.ReceiptPrefix
 
 // GuardrailMetrics are the metrics a guardrail may name besides receipt ones.
 var GuardrailMetrics = []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
