@@ -30,6 +30,9 @@ type DecisionRecord struct {
 	Rationale      string    `json:"rationale"`
 	Actor          string    `json:"actor"`
 	At             time.Time `json:"at"`
+	// Proposal is the publish proposal a switch to the challenger wrote
+	// (pending the Director's approval); empty for any other outcome.
+	Proposal string `json:"proposal,omitempty"`
 }
 
 // DecideRequest is `rig study decide`.
@@ -133,6 +136,17 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
 		return DecisionRecord{}, err
+	}
+	if (d.Verdict == analysis.Accept || d.Verdict == analysis.Ship) && d.Arm != "" {
+		_, design, err := s.frozen(req.Study)
+		if err != nil {
+			return rec, err
+		}
+		p, err := s.propose(rec, snap, design)
+		if err != nil {
+			return rec, fmt.Errorf("decision recorded, but writing its publish proposal failed: %w", err)
+		}
+		rec.Proposal = p.ID
 	}
 	return rec, nil
 }
