@@ -134,19 +134,21 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	if _, err := s.apply(ctx, req.Study, ev); err != nil {
 		return DecisionRecord{}, err
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
-		return DecisionRecord{}, err
-	}
+	// A switch to the challenger proposes it as the next baseline; the
+	// record names the proposal, so the proposal is written first.
 	if (d.Verdict == analysis.Accept || d.Verdict == analysis.Ship) && d.Arm != "" {
 		_, design, err := s.frozen(req.Study)
 		if err != nil {
-			return rec, err
+			return DecisionRecord{}, err
 		}
 		p, err := s.propose(rec, snap, design)
 		if err != nil {
-			return rec, fmt.Errorf("decision recorded, but writing its publish proposal failed: %w", err)
+			return DecisionRecord{}, fmt.Errorf("writing the publish proposal of the decision: %w", err)
 		}
 		rec.Proposal = p.ID
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
+		return DecisionRecord{}, err
 	}
 	return rec, nil
 }
