@@ -3,6 +3,7 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -101,7 +102,51 @@ func analysisDesign(d *studies.Design, designHash string) analysis.Design {
 		}
 	}
 	ad.Rule.Default = d.DecisionRule.Otherwise
+	for _, g := range d.Guardrails {
+		ad.Guardrails = append(ad.Guardrails, analysis.Guardrail{Metric: g.Metric, HigherIsBetter: g.Direction == "higher",
+			MaxRelative: g.MaxRelativeIncrease, MaxAbsolute: g.MaxAbsoluteIncrease})
+	}
+	if w := d.WinnerPolicy; w != nil {
+		ad.Policy = &analysis.WinnerPolicy{MinPassRateDelta: w.MinPassRateDelta, MaxCostIncrease: w.MaxCostIncrease,
+			MaxP95LatencyIncrease: w.MaxP95LatencyIncrease, AllowRegressions: w.AllowRegressions, AllowIncomparableJudges: w.AllowIncomparableJudges}
+	}
 	return ad
+}
+
+// receiptMetrics are the receipt fields the design's guardrails name
+// ("receipt.FIELD").
+func receiptMetrics(d *studies.Design) []string {
+	var out []string
+	for _, g := range d.Guardrails {
+		if f, ok := strings.CutPrefix(g.Metric, studies.ReceiptMetricPrefix); ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// metricsOf reads the named numeric fields of a receipt as it is written
+// (its JSON keys); a field the receipt lacks or that is not a number is
+// left out, and the guardrail on it reads "not measured".
+func metricsOf(r receipts.Receipt, fields []string) map[string]float64 {
+	if len(fields) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, f := range fields {
+		if v, ok := m[f].(float64); ok {
+			out[f] = v
+		}
+	}
+	return out
 }
 
 // reportInputs is everything one analysis or report request reads: the
@@ -188,7 +233,7 @@ func (in *reportInputs) readStore(ctx context.Context, st inputStore) error {
 
 // receiptTrials maps receipts (every attempt, in key order) and the plan, if
 // read, onto the analysis's trials.
-func receiptTrials(recs []receipts.Receipt, plan *studies.Plan, designHash string) []analysis.Trial {
+func receiptTrials(recs []receipts.Receipt, plan *studies.Plan, designHash string, metrics ...string) []analysis.Trial {
 	key := func(arm, kind, task string, repeat int) string {
 		return arm + "|" + kind + "|" + task + "|" + fmt.Sprint(repeat)
 	}
@@ -216,7 +261,8 @@ func receiptTrials(recs []receipts.Receipt, plan *studies.Plan, designHash strin
 			WallSeconds: float64(r.WallMS) / 1000, PeakMemoryBytes: r.PeakMemoryBytes,
 			// No power meter on a CPU-only machine: energy is wall time at the
 			// package's nominal draw, labelled as an estimate.
-			EnergyJoules: float64(r.WallMS) / 1000 * studies.EstimatedWatts, EnergySource: analysis.EnergyEstimate}
+			EnergyJoules: float64(r.WallMS) / 1000 * studies.EstimatedWatts, EnergySource: analysis.EnergyEstimate,
+			Metrics: metricsOf(r, metrics)}
 		switch r.Outcome {
 		case receipts.Preempted, receipts.Error:
 			t.Preempted = true
@@ -270,7 +316,7 @@ func (s *Service) Analyse(ctx context.Context, name, execID string) (*Analysis, 
 // analyse runs the analysis on what readInputs read. A card sub-study's
 // cells the preflight says do not fit are left out: not ranked.
 func analyse(ctx context.Context, in *reportInputs) (*Analysis, error) {
-	trials := judgedTrials(in.design, in.grades, receiptTrials(in.receipts, in.plan, in.snap.DesignHash))
+	trials := judgedTrials(in.design, in.grades, receiptTrials(in.receipts, in.plan, in.snap.DesignHash, receiptMetrics(in.design)...))
 	ai := withoutCells(analysis.Input{Design: analysisDesign(in.design, in.snap.DesignHash), Trials: trials}, doesntFit(in.design, in.verdicts))
 	judgeIDs(&ai.Design, in.design, in.snap)
 	rep, err := analysis.Analyse(ctx, ai)
@@ -465,6 +511,17 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 				jk.Failures = append(jk.Failures, f)
 			}
 		}
+		for _, l := range rep.Latency {
+			if l.JobKind == k.JobKind {
+				jk.Latency = append(jk.Latency, report.Latency{Arm: l.Arm, Trials: l.Trials, P50MS: numPtr(l.P50MS), P95MS: numPtr(l.P95MS),
+					DeltaP50MS: numPtr(l.DeltaP50MS), DeltaP95MS: numPtr(l.DeltaP95MS)})
+			}
+		}
+		for _, sr := range rep.SRM {
+			if sr.JobKind == k.JobKind {
+				jk.SRM = &report.SRM{Arms: sr.Arms, Planned: sr.Planned, Scored: sr.Scored, ChiSq: numPtr(sr.ChiSq), DF: sr.DF, P: numPtr(sr.P), Alpha: sr.Alpha, Mismatch: sr.Mismatch}
+			}
+		}
 		data.Kinds = append(data.Kinds, jk)
 	}
 	data.Cards = cardTable(in, a)
@@ -482,6 +539,10 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 	dec := rep.Decision
 	data.Decision = &report.Decision{Rule: d.DecisionRule.Text, Trace: dec.Trace, Outcome: dec.Action, NextBaseline: dec.NextBaseline,
 		Rationale: "evaluated by rig from the pre-registered rule; not yet recorded with rig study decide"}
+	for _, c := range rep.Constraints {
+		data.Decision.Constraints = append(data.Decision.Constraints, report.Constraint{Clause: c.Clause, Metric: c.Metric, JobKind: c.JobKind,
+			Challenger: c.Candidate, Baseline: c.Baseline, Limit: c.Limit, Reading: c.Reading, Blocks: c.Blocks})
+	}
 	if rec, err := s.decision(name); err == nil {
 		data.Decision.Actor, data.Decision.At, data.Decision.Rationale = rec.Actor, rec.At, rec.Rationale
 	}

@@ -30,6 +30,9 @@ type DecisionRecord struct {
 	Rationale      string    `json:"rationale"`
 	Actor          string    `json:"actor"`
 	At             time.Time `json:"at"`
+	// Proposal is the publish proposal a switch to the challenger wrote
+	// (pending the Director's approval); empty for any other outcome.
+	Proposal string `json:"proposal,omitempty"`
 }
 
 // DecideRequest is `rig study decide`.
@@ -130,6 +133,19 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	}
 	if _, err := s.apply(ctx, req.Study, ev); err != nil {
 		return DecisionRecord{}, err
+	}
+	// A switch to the challenger proposes it as the next baseline; the
+	// record names the proposal, so the proposal is written first.
+	if (d.Verdict == analysis.Accept || d.Verdict == analysis.Ship) && d.Arm != "" {
+		_, design, err := s.frozen(req.Study)
+		if err != nil {
+			return DecisionRecord{}, err
+		}
+		p, err := s.propose(rec, snap, design)
+		if err != nil {
+			return DecisionRecord{}, fmt.Errorf("writing the publish proposal of the decision: %w", err)
+		}
+		rec.Proposal = p.ID
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
 		return DecisionRecord{}, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
@@ -20,31 +21,14 @@ import (
 // (speedsFile) or, without one, from this machine's validation run records;
 // the table says which. A plan over the design's budget is refused.
 func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, error) {
-	snap, d, err := s.frozen(name)
-	if err != nil {
-		return nil, err
+	est, d, speeds, err := s.price(ctx, name, speedsFile, w)
+	if d == nil {
+		return est, err
 	}
-	plan, err := studies.NewPlan(d, snap.Tasks(), studies.PlanOptions{Seed: studies.PlanSeed(snap.Hash, 1)})
-	if err != nil {
-		return nil, err
-	}
-	var speeds studies.SpeedTable
-	if speedsFile != "" {
-		raw, err := os.ReadFile(speedsFile)
-		if err != nil {
-			return nil, err
-		}
-		if speeds, err = studies.ParseSpeedTable(speedsFile, raw); err != nil {
-			return nil, err
-		}
-	} else if speeds, err = s.measuredSpeeds(name, d, w); err != nil {
-		return nil, err
-	}
-	est, err := studies.DryRun(d, plan, speeds, nil)
 	if est != nil {
 		est.WriteTable(w)
 	}
-	if len(d.AutoWallJobKinds()) > 0 {
+	if len(d.AutoWallJobKinds()) > 0 && est != nil {
 		walls, werr := studies.DeriveWalls(d, speeds)
 		if werr != nil {
 			return est, werr
@@ -55,7 +39,53 @@ func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writ
 			}
 		}
 	}
+	// What approval and the operator set: the baseline the next study
+	// starts from and what the month has left.
+	if p, ok, berr := s.Baseline(); berr == nil && ok {
+		fmt.Fprintln(w, BaselineNote(p, d))
+	}
+	if m, merr := s.MonthBudget(ctx, time.Now()); merr == nil {
+		fmt.Fprintln(w, m.String())
+		if est != nil {
+			if cerr := m.checkMonth(est.WallTime.Seconds(), est.EnergyWh, "the estimate above"); cerr != nil {
+				fmt.Fprintln(w, "a run would be refused: "+cerr.Error())
+			}
+		}
+	}
 	return est, err
+}
+
+// price builds the frozen study's plan and prices it: at the speeds of a
+// pilot table (speedsFile) or of this machine's validation runs. The design
+// is returned whenever it was read, the estimate whenever the plan was
+// priced (with an over-budget error beside it), with the speeds it used.
+func (s *Service) price(_ context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, *studies.Design, studies.SpeedTable, error) {
+	snap, d, err := s.frozen(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	plan, err := studies.NewPlan(d, snap.Tasks(), studies.PlanOptions{Seed: studies.PlanSeed(snap.Hash, 1)})
+	if err != nil {
+		return nil, d, nil, err
+	}
+	speeds, err := s.speeds(name, d, speedsFile, w)
+	if err != nil {
+		return nil, d, nil, err
+	}
+	est, err := studies.DryRun(d, plan, speeds, nil)
+	return est, d, speeds, err
+}
+
+// speeds reads the pilot table, or this machine's measured speeds.
+func (s *Service) speeds(name string, d *studies.Design, speedsFile string, w io.Writer) (studies.SpeedTable, error) {
+	if speedsFile == "" {
+		return s.measuredSpeeds(name, d, w)
+	}
+	raw, err := os.ReadFile(speedsFile)
+	if err != nil {
+		return nil, err
+	}
+	return studies.ParseSpeedTable(speedsFile, raw)
 }
 
 // measuredSpeeds reads each arm's generation speed from its validation run on

@@ -63,6 +63,9 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 	if err := studies.CheckStale(ctx, snap, a); err != nil {
 		return run.ExecInfo{}, err
 	}
+	if err := s.checkMonthlyBudget(ctx, req.Study); err != nil {
+		return run.ExecInfo{}, err
+	}
 	execs, err := st.Executions(ctx)
 	if err != nil {
 		return run.ExecInfo{}, err

@@ -42,6 +42,8 @@ var methodRoles = map[string]Role{
 	"dry-run": RoleStaff, "run": RoleStaff, "cancel": RoleStaff, "report": RoleStaff, "grade": RoleStaff,
 	"review":  RoleReviewer,
 	"approve": RoleDirector, "decide": RoleDirector,
+	"proposal-approve": RoleDirector, "proposal-reject": RoleDirector,
+	"budget-set": RoleOperator,
 }
 
 // ErrPolicy means the policy file is unreadable, malformed or not trusted.

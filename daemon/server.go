@@ -108,7 +108,26 @@ func (s *Service) methods() map[string]handler {
 			}
 			return nil, s.Export(ctx, r.Name, format, w)
 		}),
-		"list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.List() }),
+		"list":          method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.List() }),
+		"proposal-list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.Proposals() }),
+		"proposal-show": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) { return s.Proposal(r.ID) }),
+		"proposal-approve": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) {
+			return s.DecideProposal(ctx, r, ProposalApproved)
+		}),
+		"proposal-reject": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) {
+			return s.DecideProposal(ctx, r, ProposalRejected)
+		}),
+		"baseline": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) {
+			p, ok, err := s.Baseline()
+			if !ok || err != nil {
+				return nil, err
+			}
+			return p, nil
+		}),
+		"budget": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.MonthBudget(ctx, time.Now()) }),
+		"budget-set": method(func(ctx context.Context, r BudgetRequest, _ io.Writer) (any, error) {
+			return s.SetMonthlyBudget(ctx, r)
+		}),
 	}
 }
 

@@ -41,6 +41,8 @@ type Service struct {
 	cancelling map[string]string      // study → who asked to cancel its execution
 
 	policy atomic.Pointer[Policy]
+	// propMu orders proposal writes; budgetMu the monthly budget's.
+	propMu, budgetMu sync.Mutex
 }
 
 // NewService prepares the directory layout under home.

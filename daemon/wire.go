@@ -58,6 +58,8 @@ var errorCodes = []struct {
 	{"forbidden", ErrForbidden},
 	{"policy_refused", ErrPolicy},
 	{"internal", ErrInternal},
+	{"no_proposal", ErrNoProposal},
+	{"monthly_budget", ErrMonthlyBudget},
 }
 
 // ErrNoMethod means the daemon does not serve the method asked for: it is

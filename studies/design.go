@@ -32,6 +32,12 @@ type Design struct {
 	PBestBar     float64      `json:"p_best_bar"`
 	Budget       Budget       `json:"budget"`
 	CardProfile  CardProfile  `json:"card_profile"`
+	// Guardrails are metrics watched against the incumbent: each may block
+	// a winner, none can make one (see guardrail.go).
+	Guardrails []Guardrail `json:"guardrails,omitempty"`
+	// WinnerPolicy, when set, is what a challenger must also meet before
+	// "switch to the challenger" stands; left out, the rule alone decides.
+	WinnerPolicy *WinnerPolicy `json:"winner_policy,omitempty"`
 	// Kind is "comparison" (the default when empty) or "card": a card
 	// sub-study, where the card profile is the treatment. Its arms run at
 	// card_profile (the reference) and at each of CardProfiles; see

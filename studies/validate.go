@@ -136,6 +136,8 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.judges()
 	v.rule()
 	v.power()
+	v.guardrails()
+	v.winnerPolicy()
 	v.paths(opts)
 	if opts.Quant != nil {
 		v.quants(ctx, opts)

@@ -450,6 +450,9 @@ request is a conflict.`,
 			for _, t := range rec.Trace {
 				fmt.Fprintln(cmd.OutOrStdout(), "  "+t)
 			}
+			if rec.Proposal != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "proposal   %s pending_approval: a Director approves it with rig proposal approve %s --why TEXT\n", rec.Proposal, rec.Proposal)
+			}
 			return nil
 		},
 	}

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"rig/daemon"
 	"rig/studies"
 )
 
@@ -38,7 +42,26 @@ written.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: edit it, then run: rig licences check %s\n", path, path)
-			return nil
+			// The approved baseline, when a daemon answers and one was approved:
+			// the incumbent the next study should start from.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+			defer cancel()
+			var b daemon.Proposal
+			if err := callDaemon(ctx, socketPath(cmd), "baseline", struct{}{}, &b, nil); err != nil || b.ID == "" {
+				return nil
+			}
+			note := fmt.Sprintf("\n# The approved baseline (proposal %s, approved by %s): make it the incumbent arm.\n#   model.registry_name: %s\n#   model.sha256: %s\n#   runtime: %s\n#   pins: quant %s, context %d, stop_cap %d, runtime_build %q\n",
+				b.ID, b.DecidedBy, b.Model.RegistryName, b.ModelSHA256, b.Runtime, b.Pins.Quant, b.Pins.Context, b.Pins.StopCap, b.Pins.RuntimeBuild)
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				return err
+			}
+			if _, err := f.WriteString(note); err != nil {
+				f.Close()
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "the approved baseline is %s from study %s (proposal %s): noted at the end of %s\n", b.Arm, b.Study, b.ID, path)
+			return f.Close()
 		},
 	}
 }

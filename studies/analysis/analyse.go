@@ -23,8 +23,18 @@ type Report struct {
 	Pairs      []PairResult `json:"pairs"`
 	Costs      []Cost       `json:"costs"`
 	Power      *PowerReport `json:"power,omitempty"`
-	Decision   Decision     `json:"decision"`
-	Warnings   []Warning    `json:"warnings"`
+	// Latency is every ranked arm's p50 and p95 wall time per job kind,
+	// with its difference from the incumbent's.
+	Latency []Latency `json:"latency"`
+	// SRM is each job kind's sample-ratio check: scored trials per arm
+	// against the plan.
+	SRM []SRM `json:"srm"`
+	// Constraints are the design's guardrails and winner-policy clauses
+	// judged on every pair; one that blocks stops its candidate being
+	// switched to.
+	Constraints []Constraint `json:"constraints,omitempty"`
+	Decision    Decision     `json:"decision"`
+	Warnings    []Warning    `json:"warnings"`
 }
 
 // KindResult is the ranking of the arms in one job kind.
@@ -213,6 +223,14 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 				p.Candidate, p.Baseline, p.MissingTasks, listTasks(parts), p.Outcome)})
 		}
 	}
+	r.Latency = latencies(d, in.Trials, r.Kinds)
+	r.SRM = srms(r.Kinds, in.Trials)
+	for _, s := range r.SRM {
+		if s.Mismatch {
+			r.Warnings = append(r.Warnings, Warning{JobKind: s.JobKind, Message: "sample-ratio mismatch: " + s.String() + "; some arm lost more trials than chance explains: read its failures before its numbers"})
+		}
+	}
+	r.Constraints = constraints(d, in.Trials, r)
 	dec, err := d.Rule.evaluate(d, r)
 	if err != nil {
 		return nil, err

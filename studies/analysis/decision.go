@@ -59,6 +59,9 @@ type Condition struct {
 // NoDecision is the default action.
 const NoDecision = "no decision at this sample size"
 
+// OutcomeKeep is the action a blocked winner gives way to.
+const OutcomeKeep = "keep the incumbent"
+
 // Verdict is the kind of action a rule assigns.
 type Verdict string
 
@@ -324,6 +327,15 @@ func (d Decision) take(action string, clause int, rep *Report) Decision {
 	if (v == Accept || v == Ship) && !eligible(rep, arm) {
 		d.Trace = append(d.Trace, fmt.Sprintf("%q refused: %s is not shown better than its baseline in any job kind", action, arm))
 		action, v, arm = "needs_review", NeedsReview, ""
+	}
+	if v == Accept || v == Ship {
+		// Guardrails and the winner policy can say no, never yes.
+		if blocked := rep.blocking(arm); len(blocked) > 0 {
+			for _, c := range blocked {
+				d.Trace = append(d.Trace, fmt.Sprintf("%q blocked by %s", action, c))
+			}
+			action, v, arm = OutcomeKeep, Keep, ""
+		}
 	}
 	d.Action, d.Verdict, d.Arm, d.Clause = action, v, arm, clause
 	if (v == Accept || v == Ship) && arm != "" {

@@ -82,6 +82,10 @@ type Design struct {
 	// Power is the design's stated pre-run sizing, if any.
 	Power *PowerPlan `json:"power,omitempty"`
 	Rule  Rule       `json:"rule"`
+	// Guardrails and Policy may block a winner the rule accepts, never make
+	// one; every pair is checked against them (Report.Checks).
+	Guardrails []Guardrail   `json:"guardrails,omitempty"`
+	Policy     *WinnerPolicy `json:"winnerPolicy,omitempty"`
 }
 
 // PowerPlan is the sizing stated in a design: a pilot's discordance and the
@@ -137,6 +141,9 @@ type Trial struct {
 	PeakMemoryBytes int64        `json:"peakMemoryBytes"`
 	EnergyJoules    float64      `json:"energyJoules"`
 	EnergySource    EnergySource `json:"energySource,omitempty"`
+	// Metrics are the receipt fields a guardrail names ("receipt.FIELD"),
+	// by field.
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // Input is everything one analysis reads.
@@ -277,6 +284,11 @@ func (in Input) Validate() error {
 	}
 	if err := d.Rule.validate(d, names); err != nil {
 		return err
+	}
+	for i, g := range d.Guardrails {
+		if err := g.validate(fmt.Sprintf("design.guardrails[%d]", i)); err != nil {
+			return err
+		}
 	}
 	others := map[string]int{}
 	type key struct {

@@ -86,6 +86,35 @@ type Kind struct {
 	// NoOutput lists, per arm, the tasks with no counted result (every
 	// trial errored, was preempted or never ran): what a reader must rerun.
 	NoOutput []NoOutput `json:"no_output,omitempty"`
+	// Latency is each arm's p50 and p95 wall time per trial with its
+	// difference from the baseline's, in the order of Arms.
+	Latency []Latency `json:"latency,omitempty"`
+	// SRM is the sample-ratio check, shown with the failures: did each arm
+	// end with the share of scored trials the plan gave it?
+	SRM *SRM `json:"srm,omitempty"`
+}
+
+// Latency is one arm's wall time per scored trial; nil is not measured.
+type Latency struct {
+	Arm        string   `json:"arm"`
+	Trials     int      `json:"trials"`
+	P50MS      *float64 `json:"p50_ms,omitempty"`
+	P95MS      *float64 `json:"p95_ms,omitempty"`
+	DeltaP50MS *float64 `json:"delta_p50_ms,omitempty"`
+	DeltaP95MS *float64 `json:"delta_p95_ms,omitempty"`
+}
+
+// SRM is a job kind's chi-square goodness-of-fit test of the scored trials
+// per arm against the planned shares.
+type SRM struct {
+	Arms     []string `json:"arms"`
+	Planned  []int    `json:"planned"`
+	Scored   []int    `json:"scored"`
+	ChiSq    *float64 `json:"chi_sq,omitempty"`
+	DF       int      `json:"df"`
+	P        *float64 `json:"p,omitempty"`
+	Alpha    float64  `json:"alpha"`
+	Mismatch bool     `json:"mismatch"`
 }
 
 // NoOutput is one arm's tasks that never produced a counted result.
@@ -274,6 +303,21 @@ type Decision struct {
 	At        time.Time `json:"at,omitzero"`
 	// NextBaseline is the baseline the next study starts from.
 	NextBaseline string `json:"next_baseline,omitempty"`
+	// Constraints are the design's guardrails and winner-policy clauses on
+	// every pair: each can block a winner, none can make one.
+	Constraints []Constraint `json:"constraints,omitempty"`
+}
+
+// Constraint is one guardrail or winner-policy clause on one pair.
+type Constraint struct {
+	Clause     string `json:"clause"`
+	Metric     string `json:"metric"`
+	JobKind    string `json:"job_kind"`
+	Challenger string `json:"challenger"`
+	Baseline   string `json:"baseline"`
+	Limit      string `json:"limit"`
+	Reading    string `json:"reading"`
+	Blocks     bool   `json:"blocks"`
 }
 
 // ScoreText is the score with its interval when both are known, "—" when

@@ -146,3 +146,52 @@ func MissingText(p Pair) string {
 	}
 	return fmt.Sprintf("%d: %s", p.Missing, strings.Join(p.MissingTasks, ", "))
 }
+
+// msText is a latency in milliseconds, shown in seconds past a second.
+func msText(ms *float64) string {
+	if ms == nil {
+		return Missing
+	}
+	if *ms >= 1000 {
+		return fmt.Sprintf("%.2f s", *ms/1000)
+	}
+	return fmt.Sprintf("%.0f ms", *ms)
+}
+
+// deltaMSText is a signed latency difference; the baseline's own row has none.
+func deltaMSText(ms *float64) string {
+	if ms == nil {
+		return Missing
+	}
+	if math.Abs(*ms) >= 1000 {
+		return fmt.Sprintf("%+.2f s", *ms/1000)
+	}
+	return fmt.Sprintf("%+.0f ms", *ms)
+}
+
+// Verdict is "blocks" or "holds".
+func (c Constraint) Verdict() string {
+	if c.Blocks {
+		return "blocks"
+	}
+	return "holds"
+}
+
+// Text is the check in one sentence: counts, statistic, p-value, threshold.
+func (s SRM) Text() string {
+	var parts []string
+	for i, a := range s.Arms {
+		if i < len(s.Planned) && i < len(s.Scored) {
+			parts = append(parts, fmt.Sprintf("%s %d of %d", a, s.Scored[i], s.Planned[i]))
+		}
+	}
+	stat := Missing
+	if s.ChiSq != nil && s.P != nil {
+		stat = fmt.Sprintf("chi-square %.3g on %d df, p = %.3g", *s.ChiSq, s.DF, *s.P)
+	}
+	verdict := "no sample-ratio mismatch"
+	if s.Mismatch {
+		verdict = "SAMPLE-RATIO MISMATCH: an arm lost more trials than chance explains; read its failures before its numbers"
+	}
+	return fmt.Sprintf("Scored trials of planned: %s; %s (flagged under p = %g): %s.", strings.Join(parts, ", "), stat, s.Alpha, verdict)
+}

@@ -28,6 +28,8 @@ func funcs() template.FuncMap {
 		"interval":     interval,
 		"delta":        deltaText,
 		"secs":         secondsText,
+		"ms":           msText,
+		"dms":          deltaMSText,
 		"bytes":        bytesText,
 		"energy":       energyText,
 		"opt":          optNum,

@@ -66,6 +66,14 @@ func WriteMarkdown(w io.Writer, d Data) error {
 			}
 			p("\n")
 		}
+		if len(dc.Constraints) > 0 {
+			p("Guardrails and winner policy (each can block a winner, none can make one):\n\n")
+			head("clause", "metric", "job kind", "pair", "reading", "limit", "verdict")
+			for _, c := range dc.Constraints {
+				row(c.Clause, c.Metric, c.JobKind, c.Challenger+" vs "+c.Baseline, c.Reading, c.Limit, c.Verdict())
+			}
+			p("\n")
+		}
 	}
 	if len(d.Warnings) > 0 {
 		p("## Warnings\n\n")
@@ -96,6 +104,14 @@ func WriteMarkdown(w io.Writer, d Data) error {
 				secondsText(a.WallSeconds), bytesText(a.PeakMemBytes), energyText(a.EnergyJoules, a.EnergySource))
 		}
 		p("\n")
+		if len(k.Latency) > 0 {
+			p("### Latency per trial\n\n")
+			head("arm", "timed trials", "p50", "p95", "Δ p50 vs baseline", "Δ p95 vs baseline")
+			for _, l := range k.Latency {
+				row(l.Arm, fmt.Sprint(l.Trials), msText(l.P50MS), msText(l.P95MS), deltaMSText(l.DeltaP50MS), deltaMSText(l.DeltaP95MS))
+			}
+			p("\n")
+		}
 		if len(k.Pairs) > 0 {
 			p("### Named pairs\n\n")
 			head("pair", "Δ [interval]", "test", "p", "p (Holm)", "outcome", "reading", "missing pairs")
@@ -142,6 +158,9 @@ func WriteMarkdown(w io.Writer, d Data) error {
 				p("%s (baseline), score %s:\n\n%s\n", line(r.Baseline), num(r.BaselineScore), fenced(r.BaselineOutput))
 				p("%s, score %s:\n\n%s\n", line(r.Challenger), num(r.ChallengerScore), fenced(r.ChallengerOutput))
 			}
+		}
+		if k.SRM != nil {
+			p("### Sample ratio\n\n%s\n\n", k.SRM.Text())
 		}
 		if t := pivotFailures(k); t != nil {
 			p("### Failures by code\n\n")

@@ -89,6 +89,17 @@ func (d Data) Validate() error {
 		for j, fl := range k.Failures {
 			known(fmt.Sprintf("%s.failures[%d].arm", at, j), fl.Arm)
 		}
+		for j, l := range k.Latency {
+			known(fmt.Sprintf("%s.latency[%d].arm", at, j), l.Arm)
+		}
+		if s := k.SRM; s != nil {
+			for j, a := range s.Arms {
+				known(fmt.Sprintf("%s.srm.arms[%d]", at, j), a)
+			}
+			if len(s.Planned) != len(s.Arms) || len(s.Scored) != len(s.Arms) {
+				bad(at+".srm", "%d arms, %d planned and %d scored counts (give one of each per arm)", len(s.Arms), len(s.Planned), len(s.Scored))
+			}
+		}
 		if c := k.Cost; c != nil {
 			for j, p := range c.Points {
 				f := fmt.Sprintf("%s.cost.points[%d]", at, j)

@@ -1,0 +1,194 @@
+package daemon
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"rig/internal/atomicfile"
+	"rig/studies"
+)
+
+// Proposal states. A proposal starts pending_approval and moves once, to
+// approved or rejected; nothing else.
+const (
+	ProposalPending  = "pending_approval"
+	ProposalApproved = "approved"
+	ProposalRejected = "rejected"
+)
+
+// Proposal is what deciding "switch to the challenger" writes: the new
+// incumbent, pinned, as the baseline for the next study, with the report and
+// comparison it rests on. Approving it changes only what the next
+// `rig study init` and `rig study dry-run` read as the baseline (baseline.json
+// in the daemon's home); nothing that runs changes.
+type Proposal struct {
+	ID             string        `json:"id"`
+	State          string        `json:"state"`
+	Study          string        `json:"study"`
+	Execution      string        `json:"execution"`
+	DesignHash     string        `json:"design_hash"`
+	ComparisonHash string        `json:"comparison_hash"`
+	Report         string        `json:"report,omitempty"`
+	ReportSHA256   string        `json:"report_sha256,omitempty"`
+	Arm            string        `json:"arm"`
+	Runtime        string        `json:"runtime"`
+	Model          studies.Model `json:"model"`
+	// ModelSHA256 and Binaries are the digests the arm was frozen with.
+	ModelSHA256 string           `json:"model_sha256"`
+	Binaries    []studies.Binary `json:"binaries,omitempty"`
+	Pins        studies.Pins     `json:"pins"`
+	ProposedBy  string           `json:"proposed_by"`
+	ProposedAt  time.Time        `json:"proposed_at"`
+	DecidedBy   string           `json:"decided_by,omitempty"`
+	DecidedAt   time.Time        `json:"decided_at,omitzero"`
+	Why         string           `json:"why,omitempty"`
+}
+
+// ErrNoProposal means no proposal has that id.
+var ErrNoProposal = errors.New("no such proposal")
+
+func (s *Service) proposalDir() string { return filepath.Join(s.Home, "proposals") }
+
+// baselineFile is the approved baseline the next study reads.
+func (s *Service) baselineFile() string { return filepath.Join(s.Home, "baseline.json") }
+
+// propose writes the proposal of a decision that switches to rec.Arm. The
+// id comes from the study and the comparison, so an idempotent decide that
+// is replayed finds the same proposal rather than writing a second.
+func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies.Design) (Proposal, error) {
+	p := Proposal{ID: rec.Study + "-" + shortHash(rec.ComparisonHash), State: ProposalPending, Study: rec.Study, Execution: rec.Execution,
+		DesignHash: snap.DesignHash, ComparisonHash: rec.ComparisonHash, Arm: rec.Arm, ProposedBy: rec.Actor, ProposedAt: rec.At}
+	if a := d.Arm(rec.Arm); a != nil {
+		p.Runtime, p.Model = a.Runtime, a.Model
+	}
+	for _, fa := range snap.Arms {
+		if fa.Name == rec.Arm {
+			p.ModelSHA256, p.Binaries, p.Pins = fa.ModelSHA256, fa.Binaries, fa.Pins
+		}
+	}
+	report := filepath.Join(s.Dir(rec.Study), "reports", rec.Execution, "report.json")
+	if b, err := os.ReadFile(report); err == nil {
+		sum := sha256.Sum256(b)
+		p.Report, p.ReportSHA256 = report, hex.EncodeToString(sum[:])
+	}
+	s.propMu.Lock()
+	defer s.propMu.Unlock()
+	if old, err := s.readProposal(p.ID); err == nil {
+		return old, nil
+	}
+	if err := os.MkdirAll(s.proposalDir(), 0o700); err != nil {
+		return Proposal{}, err
+	}
+	return p, atomicfile.WriteJSON(filepath.Join(s.proposalDir(), p.ID+".json"), p, 0o600)
+}
+
+func (s *Service) readProposal(id string) (Proposal, error) {
+	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
+		return Proposal{}, fmt.Errorf("%w: %q (rig proposal list shows them)", ErrNoProposal, id)
+	}
+	var p Proposal
+	err := atomicfile.ReadJSON(filepath.Join(s.proposalDir(), id+".json"), &p)
+	if errors.Is(err, os.ErrNotExist) {
+		return Proposal{}, fmt.Errorf("%w: %q (rig proposal list shows them)", ErrNoProposal, id)
+	}
+	return p, err
+}
+
+// Proposals lists every proposal, oldest first.
+func (s *Service) Proposals() ([]Proposal, error) {
+	files, err := filepath.Glob(filepath.Join(s.proposalDir(), "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Proposal
+	for _, f := range files {
+		p, err := s.readProposal(strings.TrimSuffix(filepath.Base(f), ".json"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ProposedAt.Before(out[j].ProposedAt) })
+	return out, nil
+}
+
+// Proposal is one proposal by id.
+func (s *Service) Proposal(id string) (Proposal, error) { return s.readProposal(id) }
+
+// ProposalRequest is `rig proposal approve|reject`.
+type ProposalRequest struct {
+	ID    string `json:"id"`
+	Why   string `json:"why"`
+	Actor string `json:"actor,omitempty"`
+}
+
+// DecideProposal moves a pending proposal to approved or rejected (to). It
+// needs the director role (the daemon's policy, methodRoles) and, under a
+// policy, someone other than who proposed it: the decider of the study may
+// not approve their own switch. Approving writes baseline.json.
+func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to string) (Proposal, error) {
+	if to != ProposalApproved && to != ProposalRejected {
+		return Proposal{}, fmt.Errorf("%w: a proposal moves from %s to %s or %s, not %q", studies.ErrTransition, ProposalPending, ProposalApproved, ProposalRejected, to)
+	}
+	actor, err := s.actor(ctx, req.Actor)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if strings.TrimSpace(req.Why) == "" {
+		return Proposal{}, fmt.Errorf("%w: say why (--why): the record keeps it beside who and when", ErrBadRequest)
+	}
+	s.propMu.Lock()
+	defer s.propMu.Unlock()
+	p, err := s.readProposal(req.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	if p.State != ProposalPending {
+		return Proposal{}, fmt.Errorf("%w: proposal %s is %s (by %s at %s); only a %s proposal can be approved or rejected, and a decided one stays as it is (decide a new study to propose again)",
+			studies.ErrTransition, p.ID, p.State, p.DecidedBy, p.DecidedAt.Format(time.RFC3339), ProposalPending)
+	}
+	if c, ok := CallerFrom(ctx); ok && !s.Policy().Single() && c.String() == p.ProposedBy {
+		return Proposal{}, fmt.Errorf("%w: %s decided study %s and so proposed %s; another Director must approve or reject it (separation of duties)", ErrForbidden, c, p.Study, p.ID)
+	}
+	p.State, p.DecidedBy, p.DecidedAt, p.Why = to, actor, time.Now().UTC(), req.Why
+	if to == ProposalApproved {
+		if err := atomicfile.WriteJSON(s.baselineFile(), p, 0o600); err != nil {
+			return Proposal{}, err
+		}
+	}
+	return p, atomicfile.WriteJSON(filepath.Join(s.proposalDir(), p.ID+".json"), p, 0o600)
+}
+
+// Baseline is the approved proposal the next study starts from; ok is false
+// when none has been approved on this machine.
+func (s *Service) Baseline() (p Proposal, ok bool, err error) {
+	err = atomicfile.ReadJSON(s.baselineFile(), &p)
+	if errors.Is(err, os.ErrNotExist) {
+		return Proposal{}, false, nil
+	}
+	return p, err == nil, err
+}
+
+// BaselineNote says, for a dry run, which baseline is approved and whether
+// the design's incumbent is it.
+func BaselineNote(p Proposal, d *studies.Design) string {
+	note := fmt.Sprintf("baseline: %s (model sha256 %s, %s) from study %s, approved by %s in proposal %s",
+		p.Arm, shortHash(p.ModelSHA256), p.Runtime, p.Study, p.DecidedBy, p.ID)
+	for _, a := range d.Arms {
+		if a.Role != studies.RoleIncumbent {
+			continue
+		}
+		if a.Model.SHA256 != "" && a.Model.SHA256 != p.ModelSHA256 || a.Model.RegistryName != p.Model.RegistryName {
+			note += fmt.Sprintf("; this design's incumbent %s (%s) is not it: compare against the approved baseline, or say why not", a.Name, a.Model.RegistryName)
+		}
+	}
+	return note
+}

@@ -1,0 +1,276 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Guardrail metrics the analysis measures itself; all are lower-is-better.
+// A metric "receipt.FIELD" reads Trial.Metrics[FIELD].
+const (
+	MetricCost       = "cost"        // the design's cost measure (Cost.value)
+	MetricWallTime   = "wall_time"   // mean wall seconds per scored trial
+	MetricP95Latency = "p95_latency" // p95 of wall time per scored trial, ms
+	MetricPeakMemory = "peak_memory" // largest peak memory, MiB
+	MetricEnergy     = "energy"      // mean energy per scored trial, Wh
+	ReceiptPrefix    = "receipt."
+)
+
+// Guardrail is a metric that may block a winner and never makes one.
+// Exactly one of MaxRelative and MaxAbsolute is set.
+type Guardrail struct {
+	Metric         string   `json:"metric"`
+	HigherIsBetter bool     `json:"higherIsBetter,omitempty"`
+	MaxRelative    *float64 `json:"maxRelative,omitempty"`
+	MaxAbsolute    *float64 `json:"maxAbsolute,omitempty"`
+}
+
+// WinnerPolicy is what a winner must also meet; see Design.Policy.
+type WinnerPolicy struct {
+	MinPassRateDelta        *float64 `json:"minPassRateDelta,omitempty"`
+	MaxCostIncrease         *float64 `json:"maxCostIncrease,omitempty"`
+	MaxP95LatencyIncrease   *float64 `json:"maxP95LatencyIncrease,omitempty"`
+	AllowRegressions        bool     `json:"allowRegressions,omitempty"`
+	AllowIncomparableJudges bool     `json:"allowIncomparableJudges,omitempty"`
+}
+
+// Constraint is one guardrail or winner-policy clause judged on one pair in one
+// job kind. Clause names it as the design file does ("guardrails[0]",
+// "winner_policy.max_cost_increase") so a reader can find it there.
+type Constraint struct {
+	Clause         string `json:"clause"`
+	Metric         string `json:"metric"`
+	JobKind        string `json:"jobKind"`
+	Candidate      string `json:"candidate"`
+	Baseline       string `json:"baseline"`
+	CandidateValue Num    `json:"candidateValue"`
+	BaselineValue  Num    `json:"baselineValue"`
+	Limit          string `json:"limit"`
+	// Blocks is true when the clause stops the candidate from being switched
+	// to; Reading says why, or why not, with the figures.
+	Blocks  bool   `json:"blocks"`
+	Reading string `json:"reading"`
+}
+
+func (c Constraint) String() string {
+	verdict := "holds"
+	if c.Blocks {
+		verdict = "blocks"
+	}
+	return fmt.Sprintf("%s (%s) in %s, %s vs %s: %s, limit %s → %s", c.Clause, c.Metric, c.JobKind, c.Candidate, c.Baseline, c.Reading, c.Limit, verdict)
+}
+
+func (g Guardrail) validate(f string) error {
+	known := []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
+	if field, ok := strings.CutPrefix(g.Metric, ReceiptPrefix); !(ok && field != "") && !slices.Contains(known, g.Metric) {
+		return &FieldError{Field: f + ".metric", Problem: fmt.Sprintf("%q is not a metric", g.Metric), Fix: "use " + strings.Join(known, ", ") + " or receipt.FIELD"}
+	}
+	rel, abs := g.MaxRelative, g.MaxAbsolute
+	switch {
+	case (rel == nil) == (abs == nil):
+		return &FieldError{Field: f, Problem: "needs exactly one limit", Fix: "set maxRelative or maxAbsolute"}
+	case rel != nil && !(*rel >= 0):
+		return &FieldError{Field: f + ".maxRelative", Problem: fmt.Sprintf("%v is negative", *rel), Fix: "a degradation of 0 or more"}
+	case abs != nil && !(*abs >= 0):
+		return &FieldError{Field: f + ".maxAbsolute", Problem: fmt.Sprintf("%v is negative", *abs), Fix: "a degradation of 0 or more"}
+	}
+	return nil
+}
+
+// metric is an arm's value of a guardrail metric over the scored trials of
+// one job kind; NaN when nothing measured it.
+func metric(d Design, trials []Trial, arm, kind, name string) float64 {
+	c := costOf(trials, arm, kind)
+	switch name {
+	case MetricCost:
+		return c.value(d.CostMeasure)
+	case MetricWallTime:
+		return float64(c.MeanWallSeconds)
+	case MetricP95Latency:
+		return latencyMS(trials, arm, kind, 0.95)
+	case MetricPeakMemory:
+		if c.PeakMemoryBytes == 0 {
+			return math.NaN()
+		}
+		return float64(c.PeakMemoryBytes) / (1 << 20)
+	case MetricEnergy:
+		return float64(c.MeanEnergyJoules) / 3600
+	}
+	field := strings.TrimPrefix(name, ReceiptPrefix)
+	var sum float64
+	var n int
+	for _, t := range trials {
+		if v, ok := t.Metrics[field]; ok && scoredTrial(t, arm, kind) {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}
+
+func scoredTrial(t Trial, arm, kind string) bool {
+	return t.Arm == arm && t.JobKind == kind && !t.Missing && !t.Preempted
+}
+
+// latencyMS is the type-7 quantile p of the arm's wall time per scored
+// trial in the job kind, in milliseconds; NaN with no timed trial.
+func latencyMS(trials []Trial, arm, kind string, p float64) float64 {
+	var ms []float64
+	for _, t := range trials {
+		if scoredTrial(t, arm, kind) && t.WallSeconds > 0 {
+			ms = append(ms, t.WallSeconds*1000)
+		}
+	}
+	sort.Float64s(ms)
+	return quantile(ms, p)
+}
+
+// constraints judges every guardrail and winner-policy clause on every pair the
+// report tested. It needs the report's pairs (classified) and rankings.
+func constraints(d Design, trials []Trial, rep *Report) []Constraint {
+	var out []Constraint
+	for _, p := range rep.Pairs {
+		base := Constraint{JobKind: p.JobKind, Candidate: p.Candidate, Baseline: p.Baseline}
+		for i, g := range d.Guardrails {
+			c := base
+			c.Clause, c.Metric = fmt.Sprintf("guardrails[%d]", i), g.Metric
+			cv, bv := metric(d, trials, p.Candidate, p.JobKind, g.Metric), metric(d, trials, p.Baseline, p.JobKind, g.Metric)
+			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+			worse := cv - bv
+			if g.HigherIsBetter {
+				worse = bv - cv
+			}
+			if g.MaxRelative != nil {
+				c.Limit = fmt.Sprintf("at most %+.1f%% worse", 100**g.MaxRelative)
+				c.Blocks, c.Reading = relativeCheck(cv, bv, worse, *g.MaxRelative)
+			} else {
+				c.Limit = fmt.Sprintf("at most %+.4g worse", *g.MaxAbsolute)
+				c.Blocks, c.Reading = absoluteCheck(cv, bv, worse, *g.MaxAbsolute)
+			}
+			out = append(out, c)
+		}
+		pol := d.Policy
+		if pol == nil {
+			continue
+		}
+		if pol.MinPassRateDelta != nil {
+			c := base
+			c.Clause, c.Metric, c.Limit = "winner_policy.min_pass_rate_delta", "pass_rate", fmt.Sprintf("lead of at least %+.3f", *pol.MinPassRateDelta)
+			cv, bv := rep.passRate(p.JobKind, p.Candidate), rep.passRate(p.JobKind, p.Baseline)
+			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+			switch delta := cv - bv; {
+			case math.IsNaN(delta):
+				c.Blocks, c.Reading = true, "pass rate not measured for both arms"
+			default:
+				c.Blocks = delta < *pol.MinPassRateDelta
+				c.Reading = fmt.Sprintf("pass rate %.3f vs %.3f, delta %+.3f", cv, bv, delta)
+			}
+			out = append(out, c)
+		}
+		if pol.MaxCostIncrease != nil {
+			c := base
+			c.Clause, c.Metric = "winner_policy.max_cost_increase", MetricCost
+			cv, bv := metric(d, trials, p.Candidate, p.JobKind, MetricCost), metric(d, trials, p.Baseline, p.JobKind, MetricCost)
+			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxCostIncrease)
+			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxCostIncrease)
+			out = append(out, c)
+		}
+		if pol.MaxP95LatencyIncrease != nil {
+			c := base
+			c.Clause, c.Metric = "winner_policy.max_p95_latency_increase", MetricP95Latency
+			cv, bv := latencyMS(trials, p.Candidate, p.JobKind, 0.95), latencyMS(trials, p.Baseline, p.JobKind, 0.95)
+			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxP95LatencyIncrease)
+			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxP95LatencyIncrease)
+			out = append(out, c)
+		}
+		c := base
+		c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_regressions", "newly_failing", Num(len(p.NewlyFailing)), Num(math.NaN())
+		c.Limit = "no newly failing paired task"
+		if pol.AllowRegressions {
+			c.Limit = "allowed"
+		}
+		c.Blocks = len(p.NewlyFailing) > 0 && !pol.AllowRegressions
+		c.Reading = fmt.Sprintf("%d newly failing paired tasks", len(p.NewlyFailing))
+		if len(p.NewlyFailing) > 0 {
+			c.Reading += " (" + listTasks(p.NewlyFailing) + ")"
+		}
+		out = append(out, c)
+		c = base
+		c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_incomparable_judges", "judge_scale", Num(math.NaN()), Num(math.NaN())
+		c.Limit = "judges share a scale"
+		if pol.AllowIncomparableJudges {
+			c.Limit = "allowed"
+		}
+		c.Reading = "the arms' judges and calibrations are the same"
+		if p.notComparable != "" {
+			c.Reading = p.notComparable
+			c.Blocks = !pol.AllowIncomparableJudges
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// relativeCheck blocks when worse, as a fraction of the baseline's value,
+// is above limit; a value not measured for either arm blocks too, since a
+// guardrail that cannot be read cannot clear a winner.
+func relativeCheck(cv, bv, worse, limit float64) (bool, string) {
+	switch {
+	case math.IsNaN(cv) || math.IsNaN(bv):
+		return true, fmt.Sprintf("not measured (candidate %s, baseline %s): a guardrail that cannot be read cannot clear a winner", fmtNum(cv), fmtNum(bv))
+	case bv == 0:
+		if worse <= 0 {
+			return false, fmt.Sprintf("%s vs %s: no worse", fmtNum(cv), fmtNum(bv))
+		}
+		return true, fmt.Sprintf("%s vs %s: worse than a baseline of zero, which no fraction allows", fmtNum(cv), fmtNum(bv))
+	}
+	rel := worse / math.Abs(bv)
+	return rel > limit, fmt.Sprintf("%s vs %s, %+.1f%% worse", fmtNum(cv), fmtNum(bv), 100*rel)
+}
+
+func absoluteCheck(cv, bv, worse, limit float64) (bool, string) {
+	if math.IsNaN(cv) || math.IsNaN(bv) {
+		return true, fmt.Sprintf("not measured (candidate %s, baseline %s): a guardrail that cannot be read cannot clear a winner", fmtNum(cv), fmtNum(bv))
+	}
+	return worse > limit, fmt.Sprintf("%s vs %s, %+.4g worse", fmtNum(cv), fmtNum(bv), worse)
+}
+
+func fmtNum(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+func (r *Report) passRate(kind, arm string) float64 {
+	for _, k := range r.Kinds {
+		if k.JobKind != kind {
+			continue
+		}
+		for _, a := range k.Arms {
+			if a.Arm == arm {
+				return float64(a.PassRate)
+			}
+		}
+	}
+	return math.NaN()
+}
+
+// blocking lists the checks that block arm from being switched to.
+func (r *Report) blocking(arm string) []Constraint {
+	var out []Constraint
+	for _, c := range r.Constraints {
+		if c.Candidate == arm && c.Blocks {
+			out = append(out, c)
+		}
+	}
+	return out
+}
