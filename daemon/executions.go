@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
 	"rig/internal/atomicfile"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/scaleout"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -21,7 +23,23 @@ type RunRequest struct {
 	Key    string `json:"key"`
 	Actor  string `json:"actor"`
 	Parent string `json:"parent,omitempty"` // rerun of this execution
+	// Engine is "temporal" to spread the trials over rig workers through
+	// the daemon's Temporal cluster; empty or "local" runs on this card.
+	Engine string `json:"engine,omitempty"`
 }
+
+// execHandle follows a running execution: run.Handle for one on this card,
+// scaleout.Handle for one spread over workers.
+type execHandle interface {
+	Info() run.ExecInfo
+	Cancel()
+	Done() <-chan struct{}
+}
+
+// engineMarker, in an execution's folder, says it runs through the engine:
+// a daemon restarted mid-run follows the workflow again instead of running
+// the trials here.
+const engineMarker = "engine.json"
 
 // Run starts an execution of a frozen study in the background and returns at
 // once; Status (or the CLI's progress) follows it. The same idempotency key
@@ -50,6 +68,22 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 			return info, nil
 		}
 		return run.ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
+	}
+	switch req.Engine {
+	case "", "local":
+	case "temporal":
+		if s.Engine == nil {
+			return run.ExecInfo{}, fmt.Errorf("--engine temporal: this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR; see docs/scale-out.md)")
+		}
+		d, err := snap.DesignValue()
+		if err != nil {
+			return run.ExecInfo{}, err
+		}
+		if err := scaleout.CheckDesign(d); err != nil {
+			return run.ExecInfo{}, err
+		}
+	default:
+		return run.ExecInfo{}, fmt.Errorf("--engine %q: the engines are local (this card) and temporal (rig workers through Temporal)", req.Engine)
 	}
 	if err := s.checkGates(ctx, req.Study, snap); err != nil {
 		return run.ExecInfo{}, err
@@ -92,6 +126,15 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 	actor, err := s.actor(ctx, req.Actor)
 	if err != nil {
 		return run.ExecInfo{}, err
+	}
+	if req.Engine == "temporal" {
+		dir := filepath.Join(s.Dir(req.Study), "executions", e.ID)
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return run.ExecInfo{}, err
+		}
+		if err := atomicfile.WriteJSON(filepath.Join(dir, engineMarker), map[string]string{"engine": "temporal", "workflow": scaleout.WorkflowID(req.Study, e.ID)}, 0o600); err != nil {
+			return run.ExecInfo{}, err
+		}
 	}
 	if _, err := s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: actor, At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
 		return run.ExecInfo{}, err
@@ -136,6 +179,9 @@ func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
 }
 
 func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
+	if fileExists(filepath.Join(s.Dir(name), "executions", e.ID, engineMarker)) {
+		return s.startEngine(name, snap, e)
+	}
 	d, err := snap.DesignValue()
 	if err != nil {
 		return run.ExecInfo{}, err
@@ -164,19 +210,7 @@ func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Executio
 		}
 	}
 	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
-		Dir: filepath.Join(s.Dir(name), "executions", e.ID),
-		Ended: func(ctx context.Context, kind, why string) {
-			who := "rig daemon"
-			s.mu.Lock()
-			if c, ok := s.cancelling[name]; ok && kind == studies.EventCancel {
-				who = c
-			}
-			delete(s.cancelling, name)
-			s.mu.Unlock()
-			if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: who, At: time.Now().UTC(), Execution: e.ID, Why: why}); err != nil {
-				s.Log.Error("recording lifecycle", "err", err)
-			}
-		}})
+		Dir: filepath.Join(s.Dir(name), "executions", e.ID), Ended: s.ended(name, e.ID)})
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
@@ -184,6 +218,43 @@ func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Executio
 	s.running[name] = h
 	s.mu.Unlock()
 	return h.Info(), nil
+}
+
+// startEngine submits the execution to the engine (the same execution twice
+// is the same workflow) and follows it.
+func (s *Service) startEngine(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
+	if s.Engine == nil {
+		return run.ExecInfo{}, fmt.Errorf("execution %s of %s runs through temporal, and this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR)", e.ID, name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Engine.Submit(ctx, name, snap, e); err != nil {
+		return run.ExecInfo{}, err
+	}
+	h, err := s.Engine.Follow(name, e, s.ended(name, e.ID))
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	s.mu.Lock()
+	s.running[name] = h
+	s.mu.Unlock()
+	return h.Info(), nil
+}
+
+// ended records, in the study's lifecycle, how its execution ended.
+func (s *Service) ended(name, execID string) func(ctx context.Context, kind, why string) {
+	return func(ctx context.Context, kind, why string) {
+		who := "rig daemon"
+		s.mu.Lock()
+		if c, ok := s.cancelling[name]; ok && kind == studies.EventCancel {
+			who = c
+		}
+		delete(s.cancelling, name)
+		s.mu.Unlock()
+		if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: who, At: time.Now().UTC(), Execution: execID, Why: why}); err != nil {
+			s.Log.Error("recording lifecycle", "err", err)
+		}
+	}
 }
 
 // runEnv is what the runner needs from this daemon.
@@ -265,6 +336,14 @@ func (s *Service) executions(ctx context.Context, name string) ([]run.ExecInfo, 
 		if rs, err := st.Receipts(ctx, e.ID); err == nil {
 			info.Failed = failedTrials(rs, counted)
 			info.Done += info.Failed
+			if fileExists(filepath.Join(info.Records, engineMarker)) {
+				info.Engine, info.Workers = "temporal", map[string]int{}
+				for _, r := range rs {
+					if w := r.Pins["worker"]; w != "" {
+						info.Workers[w]++
+					}
+				}
+			}
 		}
 		var plan studies.Plan
 		if atomicfile.ReadJSON(filepath.Join(info.Records, "plan.json"), &plan) == nil {
@@ -334,4 +413,60 @@ func (s *Service) runningExecution() (study string, info run.ExecInfo, ok bool) 
 		}
 	}
 	return "", run.ExecInfo{}, false
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// engineStudies is what the engine's coordinator reads of this daemon.
+type engineStudies struct{ s *Service }
+
+func (e engineStudies) Snapshot(study string) (*studies.Snapshot, error) { return e.s.Snapshot(study) }
+func (e engineStudies) Store(study string) (*receipts.Store, error)      { return e.s.store(study) }
+func (e engineStudies) ExecDir(study, execution string) string {
+	return filepath.Join(e.s.Dir(study), "executions", execution)
+}
+
+// StartEngine connects the daemon to a Temporal cluster as the coordinator
+// of its studies' scale-out runs.
+func (s *Service) StartEngine(ctx context.Context, cfg scaleout.Config) error {
+	c, err := scaleout.NewCoordinator(ctx, cfg, s.Home, engineStudies{s}, s.Log)
+	if err != nil {
+		return err
+	}
+	s.Engine = c
+	s.Log.Info("scale-out engine", "temporal", cfg.Address, "namespace", cfg.Namespace, "spool", cfg.Spool, "queue", c.Queue())
+	return nil
+}
+
+// MergeRequest is `rig study merge`.
+type MergeRequest struct {
+	Study     string `json:"study"`
+	Execution string `json:"execution"`
+}
+
+// Remerge brings an engine execution's spool in again: a no-op for every
+// entry already merged, so it is safe at any time; an entry the engine
+// never merged is merged now.
+func (s *Service) Remerge(ctx context.Context, req MergeRequest) (scaleout.RemergeSummary, error) {
+	if s.Engine == nil {
+		return scaleout.RemergeSummary{}, fmt.Errorf("this daemon has no Temporal cluster configured, so it has no spool to merge (rig daemon --temporal HOST:PORT --spool DIR)")
+	}
+	if _, err := s.store(req.Study); err != nil {
+		return scaleout.RemergeSummary{}, err
+	}
+	if req.Execution == "" {
+		execs, err := s.executions(ctx, req.Study)
+		if err != nil {
+			return scaleout.RemergeSummary{}, err
+		}
+		for _, e := range execs {
+			if e.Engine != "" {
+				req.Execution = e.ID
+			}
+		}
+		if req.Execution == "" {
+			return scaleout.RemergeSummary{}, fmt.Errorf("study %s has no execution that ran through the engine", req.Study)
+		}
+	}
+	return s.Engine.Remerge(ctx, req.Study, req.Execution)
 }

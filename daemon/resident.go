@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"rig/scaleout"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ type Options struct {
 	// means single-user mode (see PolicyPath for the default).
 	Policy string
 	Log    *slog.Logger
+	// Engine, when set, names the Temporal cluster and spool through which
+	// `rig study run --engine temporal` spreads trials over rig workers.
+	Engine *scaleout.Config
 }
 
 // PolicyPath is the default policy file: $RIG_POLICY, else
@@ -136,6 +140,12 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	svc.Gates = gov
+	if opts.Engine != nil {
+		if err := svc.StartEngine(ctx, *opts.Engine); err != nil {
+			return err
+		}
+		defer svc.Engine.Close()
+	}
 	// A daemon killed while a runtime ran in a simulated card left that
 	// card's cgroup behind; remove it before anything resumes.
 	if removed, err := preflight.CleanupStale(ctx); err != nil && !errors.Is(err, preflight.ErrNoCgroup) {

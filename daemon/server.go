@@ -98,6 +98,7 @@ func (s *Service) methods() map[string]handler {
 			return s.Decide(ctx, r)
 		}),
 		"check": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.CheckStore(ctx, r.Name) }),
+		"merge": method(func(ctx context.Context, r MergeRequest, _ io.Writer) (any, error) { return s.Remerge(ctx, r) }),
 		"export": method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) {
 			if r.Audit {
 				return nil, s.ExportAudit(ctx, r.Name, w)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"rig/scaleout"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -34,11 +35,14 @@ type Service struct {
 	Gates run.Gates
 	// NoSandbox runs runtimes without namespaces; every receipt records it.
 	NoSandbox bool
+	// Engine, when set, spreads executions run with --engine temporal over
+	// rig workers (package scaleout); nil means every run is local.
+	Engine *scaleout.Coordinator
 
 	mu         sync.Mutex
 	stores     map[string]*receipts.Store
-	running    map[string]*run.Handle // by study name
-	cancelling map[string]string      // study → who asked to cancel its execution
+	running    map[string]execHandle // by study name
+	cancelling map[string]string     // study → who asked to cancel its execution
 
 	policy atomic.Pointer[Policy]
 	// propMu orders proposal writes; budgetMu the monthly budget's.
@@ -53,7 +57,7 @@ func NewService(home string, log *slog.Logger) (*Service, error) {
 	if err := os.MkdirAll(filepath.Join(home, "studies"), 0o700); err != nil {
 		return nil, err
 	}
-	s := &Service{Home: home, Log: log, stores: map[string]*receipts.Store{}, running: map[string]*run.Handle{}, cancelling: map[string]string{}}
+	s := &Service{Home: home, Log: log, stores: map[string]*receipts.Store{}, running: map[string]execHandle{}, cancelling: map[string]string{}}
 	s.policy.Store(SingleUser(os.Geteuid()))
 	return s, nil
 }

@@ -200,3 +200,13 @@ func (s *NVML) drainEvents() {
 		s.mu.Unlock()
 	}
 }
+
+// DeviceName is the card's model name as the driver reports it (e.g.
+// "NVIDIA H200"), empty when the driver does not say.
+func (s *NVML) DeviceName() string {
+	name, ret := s.dev.GetName()
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	return name
+}

@@ -495,3 +495,61 @@ func copyRepos(from, to string) error {
 	}
 	return nil
 }
+
+// RemergeSummary is what a second pass over an execution's spool did.
+type RemergeSummary struct {
+	Entries   int `json:"entries"`
+	Merged    int `json:"merged"`
+	Already   int `json:"already"`
+	Divergent int `json:"divergent"`
+	// Partial counts entries a worker never finished (a .partial folder):
+	// never merged.
+	Partial int `json:"partial"`
+}
+
+// Remerge brings every finished spool entry of an execution in again. It
+// is idempotent: entries already merged are no-ops, so running it after a
+// finished run changes nothing; an entry the engine never merged (its
+// coordinator was down, say) is merged now.
+func (c *Coordinator) Remerge(ctx context.Context, study, execution string) (RemergeSummary, error) {
+	var sum RemergeSummary
+	dir := filepath.Join(execSpool(c.cfg.Spool, study, execution), "trials")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return sum, fmt.Errorf("spool of %s/%s: %w", study, execution, err)
+	}
+	for _, e := range ents {
+		if !e.IsDir() {
+			continue
+		}
+		sum.Entries++
+		if strings.HasSuffix(e.Name(), partial) {
+			sum.Partial++
+			continue
+		}
+		key, attempt, worker, err := parseEntryName(e.Name())
+		if err != nil {
+			return sum, err
+		}
+		tr := TrialResult{Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name()}
+		if tr.ReceiptSHA256, err = fileSHA256(filepath.Join(dir, e.Name(), receiptFile)); err != nil {
+			return sum, err
+		}
+		if s, err := fileSHA256(filepath.Join(dir, e.Name(), run.RecordFile)); err == nil {
+			tr.RecordSHA256 = s
+		}
+		m, err := c.MergeEntry(ctx, study, execution, key, tr)
+		if err != nil {
+			return sum, err
+		}
+		switch {
+		case m.Already:
+			sum.Already++
+		case m.Divergent:
+			sum.Divergent++
+		default:
+			sum.Merged++
+		}
+	}
+	return sum, nil
+}

@@ -115,3 +115,25 @@ func readPublished(spool, study, execution, designHash string) (*studies.Snapsho
 	}
 	return &snap, nil
 }
+
+// parseEntryName reads entryName's form back.
+func parseEntryName(name string) (key studies.TrialKey, attempt int, worker string, err error) {
+	hash := strings.LastIndex(name, "#")
+	dot := strings.Index(name[hash+1:], ".")
+	if hash < 0 || dot < 0 {
+		return key, 0, "", fmt.Errorf("spool entry %q: not KEY#ATTEMPT.WORKER", name)
+	}
+	esc, rest := name[:hash], name[hash+1:]
+	if _, err := fmt.Sscanf(rest[:dot], "%d", &attempt); err != nil {
+		return key, 0, "", fmt.Errorf("spool entry %q: attempt: %w", name, err)
+	}
+	if worker, err = url.PathUnescape(rest[dot+1:]); err != nil {
+		return key, 0, "", fmt.Errorf("spool entry %q: worker: %w", name, err)
+	}
+	raw, err := url.PathUnescape(esc)
+	if err != nil {
+		return key, 0, "", fmt.Errorf("spool entry %q: key: %w", name, err)
+	}
+	key, err = studies.ParseTrialKey(strings.ReplaceAll(raw, "|", "/"))
+	return key, attempt, worker, err
+}

@@ -265,6 +265,7 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 			}
 		}
 	}()
+	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue)
 	trials := filepath.Join(execSpool(w.opts.Config.Spool, in.Study, in.Execution), "trials")
 	entry := entryName(in.Key, in.Attempt, w.opts.ID)
 	tmp := filepath.Join(trials, entry+partial)

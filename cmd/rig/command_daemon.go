@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
+	"rig/scaleout"
 )
 
 func homeDir(cmd *cobra.Command) string {
@@ -29,6 +30,7 @@ func socketPath(cmd *cobra.Command) string {
 func newDaemonCommand() *cobra.Command {
 	var noSandbox bool
 	var policy string
+	var engine *scaleout.Config
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the resident process that owns the card and runs studies",
@@ -63,13 +65,25 @@ overrides them (poll_ms, heartbeat_ms, grace_ms, read_timeout_ms and policies,
 e.g. {"policies":{"hung-runtime":{"limit":30}}}); a file with an impossible
 value stops the daemon at start, naming the file, the field and the fix.
 
+With --temporal HOST:PORT and --spool DIR it is also the coordinator of
+scale-out runs (rig study run NAME --engine temporal): it submits them to
+that Temporal cluster and merges what the rig workers return.
+
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return daemon.Run(cmd.Context(), daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox, Policy: policy,
-				Log: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+			opts := daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox, Policy: policy,
+				Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+			if engine.Address != "" || engine.Spool != "" {
+				if err := engine.Check(); err != nil {
+					return err
+				}
+				opts.Engine = engine
+			}
+			return daemon.Run(cmd.Context(), opts)
 		},
 	}
+	engine = engineFlags(cmd)
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without network namespaces (recorded on every receipt)")
 	cmd.Flags().StringVar(&policy, "policy", daemon.PolicyPath(), "the policy file (roles of users and groups); empty: single-user mode")
 	cmd.AddCommand(newDaemonWaitCommand())

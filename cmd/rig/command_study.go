@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"rig/daemon"
 	"rig/receipts"
+	"rig/scaleout"
 	"rig/studies"
 	"rig/studies/report"
 	"rig/studies/run"
@@ -46,7 +48,7 @@ approve.
 		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
 		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
 		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
-		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyMergeCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
 
@@ -170,7 +172,7 @@ func studySimpleCommand(method, short string) *cobra.Command {
 }
 
 func studyRunCommand() *cobra.Command {
-	var key, actor string
+	var key, actor, engine string
 	var detach bool
 	cmd := &cobra.Command{
 		Use:   "run NAME",
@@ -179,11 +181,21 @@ func studyRunCommand() *cobra.Command {
 every arm has a recorded "fits" preflight verdict, the governor's fault suite
 passed recently and its heartbeat is fresh, and every harness passed its
 validation run. Progress (trials done/total, current trial, rate, ETA) is
-printed until the execution ends; Ctrl-C stops following, not the run.`,
+printed until the execution ends; Ctrl-C stops following, not the run.
+
+With --engine temporal the trials are spread over rig worker processes on
+other machines through the daemon's Temporal cluster (rig daemon --temporal
+HOST:PORT --spool DIR): each trial goes to a task queue named by its runtime
+build and card class, the workers' receipts and generation records come back
+through the shared spool and are merged exactly once, and progress shows how
+many receipts each worker returned. See docs/scale-out.md.
+
+  rig study run demo                      on this machine's card
+  rig study run demo --engine temporal    on the workers`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var info run.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Actor: actor}, &info, cmd.OutOrStdout()); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Actor: actor, Engine: engine}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d)\n", info.ID, info.Attempt)
@@ -198,6 +210,7 @@ printed until the execution ends; Ctrl-C stops following, not the run.`,
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key returns the same execution")
 	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
+	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
 	cmd.Flags().BoolVar(&detach, "detach", false, "return at once; follow with rig study status")
 	return cmd
 }
@@ -224,6 +237,23 @@ func studyRerunCommand() *cobra.Command {
 	return cmd
 }
 
+// workerCounts is "workers: a 3, b 2" in name order.
+func workerCounts(ws map[string]int) string {
+	if len(ws) == 0 {
+		return "workers: none yet"
+	}
+	names := make([]string, 0, len(ws))
+	for w := range ws {
+		names = append(names, w)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, w := range names {
+		parts[i] = fmt.Sprintf("%s %d", w, ws[w])
+	}
+	return "workers: " + strings.Join(parts, ", ")
+}
+
 // follow prints progress until the execution ends.
 func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 	last := ""
@@ -237,6 +267,9 @@ func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 				continue
 			}
 			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %d failed (not scored), %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.Failed, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
+			if e.Engine != "" {
+				line += ", " + workerCounts(e.Workers)
+			}
 			if line != last {
 				fmt.Fprintf(cmd.OutOrStdout(), "[%s] %s\n", time.Now().Format("15:04:05"), line)
 				last = line
@@ -322,6 +355,9 @@ func printStudy(w io.Writer, info daemon.StudyInfo) {
 		fmt.Fprintf(w, "execution  %s attempt %d: %s, %d/%d trials", e.ID, e.Attempt, e.Status, e.Done, e.Planned)
 		if e.Failed > 0 {
 			fmt.Fprintf(w, ", %d failed and not scored (rig study rerun %s retries them)", e.Failed, info.Name)
+		}
+		if e.Engine != "" {
+			fmt.Fprintf(w, " through %s, %s", e.Engine, workerCounts(e.Workers))
 		}
 		if e.Error != "" {
 			fmt.Fprintf(w, " (%s)", firstLineOf(e.Error))
@@ -462,6 +498,34 @@ request is a conflict.`,
 	cmd.Flags().StringVar(&req.Execution, "execution", "", "execution (default: the latest finished)")
 	cmd.Flags().StringVar(&req.Key, "key", "", "idempotency key: the same key returns the recorded decision")
 	return cmd
+}
+
+func studyMergeCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "merge NAME [EXECUTION]",
+		Short: "Bring a scale-out execution's spool into the store again (idempotent)",
+		Long: `merge reads every finished entry the workers left in the spool for the
+execution (default: the latest that ran through the engine) and merges it the
+way the engine does: put-if-absent by trial key and attempt, digests checked
+against the receipt. An entry already merged is a no-op, a different receipt
+for a key and attempt already merged is kept apart as a divergent duplicate,
+and an entry a worker never finished is left alone. Running it twice changes
+nothing: rig receipts export prints the same bytes.`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := daemon.MergeRequest{Study: args[0]}
+			if len(args) == 2 {
+				req.Execution = args[1]
+			}
+			var sum scaleout.RemergeSummary
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "merge", req, &sum, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "spool entries: %d; merged now %d, already merged %d, divergent duplicates kept apart %d, unfinished (never merged) %d\n",
+				sum.Entries, sum.Merged, sum.Already, sum.Divergent, sum.Partial)
+			return nil
+		},
+	}
 }
 
 func studyCheckCommand() *cobra.Command {

@@ -62,6 +62,11 @@ type ExecInfo struct {
 	Records    string    `json:"records,omitempty"` // directory of the generation records
 	// Walls says how each auto wall cap was derived for this execution.
 	Walls []string `json:"walls,omitempty"`
+	// Engine is "temporal" for an execution spread over workers; empty for
+	// one on the daemon's own card.
+	Engine string `json:"engine,omitempty"`
+	// Workers counts the receipts each worker returned (engine runs).
+	Workers map[string]int `json:"workers,omitempty"`
 }
 
 // execution is one running Execution's working state.

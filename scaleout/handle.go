@@ -1,0 +1,149 @@
+package scaleout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"rig/receipts"
+	"rig/studies"
+	"rig/studies/run"
+)
+
+// Handle follows one execution running through the engine, the way
+// run.Handle follows a local one: progress read from the merged receipts,
+// cancel through the engine, and the execution's status stored when the
+// workflow ends.
+type Handle struct {
+	mu     sync.Mutex
+	info   run.ExecInfo
+	cancel context.CancelFunc
+	done   chan struct{}
+	c      *Coordinator
+	id     string
+}
+
+// Info is the execution's progress now.
+func (h *Handle) Info() run.ExecInfo {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	info := h.info
+	info.Workers = make(map[string]int, len(h.info.Workers))
+	for w, n := range h.info.Workers {
+		info.Workers[w] = n
+	}
+	return info
+}
+
+// Cancel asks the engine to cancel the workflow; the receipts merged stay.
+func (h *Handle) Cancel() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.c.client.CancelWorkflow(ctx, h.id, ""); err != nil {
+		h.c.log.Error("cancelling the workflow", "workflow", h.id, "err", err)
+	}
+}
+
+// Done is closed once the workflow has ended and the status is stored.
+func (h *Handle) Done() <-chan struct{} { return h.done }
+
+// Follow watches a submitted execution until its workflow ends. ended is
+// told how it ended (studies.EventFinish or studies.EventCancel).
+func (c *Coordinator) Follow(study string, e receipts.Execution, ended func(ctx context.Context, kind, why string)) (*Handle, error) {
+	plan, _, _, st, err := c.planOf(study, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Handle{cancel: cancel, done: make(chan struct{}), c: c, id: WorkflowID(study, e.ID),
+		info: run.ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(receipts.Running), Engine: "temporal",
+			StartedAt: time.Now().UTC(), Planned: len(plan.Trials), Records: c.studies.ExecDir(study, e.ID), Workers: map[string]int{}}}
+	resCh := make(chan error, 1)
+	var res StudyResult
+	go func() { resCh <- c.client.GetWorkflow(ctx, h.id, "").Get(ctx, &res) }()
+	go func() {
+		defer close(h.done)
+		defer cancel()
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		doneAtStart := -1
+		for {
+			h.progress(ctx, st, e.ID, &doneAtStart)
+			select {
+			case err := <-resCh:
+				h.progress(ctx, st, e.ID, &doneAtStart)
+				h.finish(st, study, e.ID, res, err, ended)
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return h, nil
+}
+
+func (h *Handle) progress(ctx context.Context, st *receipts.Store, exec string, doneAtStart *int) {
+	rs, err := st.Receipts(ctx, exec)
+	if err != nil {
+		return
+	}
+	done, pre, failed := 0, 0, 0
+	workers := map[string]int{}
+	for _, r := range rs {
+		switch {
+		case r.Outcome.Counted():
+			done++
+		case r.Outcome == receipts.Preempted:
+			pre++
+		case r.Outcome == receipts.Error:
+			failed++
+			done++
+		}
+		if w := r.Pins["worker"]; w != "" {
+			workers[w]++
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if *doneAtStart < 0 {
+		*doneAtStart = done
+	}
+	h.info.Done, h.info.Preempted, h.info.Failed, h.info.Workers = done, pre, failed, workers
+	if n := done - *doneAtStart; n > 0 {
+		el := time.Since(h.info.StartedAt)
+		h.info.RatePerMin = float64(n) / el.Minutes()
+		left := h.info.Planned - done
+		h.info.ETA = time.Duration(float64(el) / float64(n) * float64(left)).Round(time.Second).String()
+	}
+}
+
+func (h *Handle) finish(st *receipts.Store, study, exec string, res StudyResult, err error, ended func(ctx context.Context, kind, why string)) {
+	ctx := context.Background()
+	status, kind, why := receipts.Done, studies.EventFinish, fmt.Sprintf("all planned trials have a counted receipt (through temporal, %d workers)", len(res.Workers))
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &canceled) || temporal.IsCanceledError(err):
+		status, kind, why = receipts.Cancelled, studies.EventCancel, "cancelled"
+	case err != nil:
+		status, kind, why = receipts.Failed, studies.EventCancel, "failed: "+err.Error()
+	case res.Errors > 0:
+		why = fmt.Sprintf("every planned trial ran; %d ended in error and are not scored (the report names them; rig study rerun %s retries them)", res.Errors, study)
+	}
+	h.c.CloseRecords(h.c.studies.ExecDir(study, exec))
+	if e := st.SetExecutionStatus(ctx, exec, receipts.Running, status, "rig daemon", why); e != nil {
+		h.c.log.Error("recording execution status", "err", e)
+	}
+	if ended != nil {
+		ended(ctx, kind, why)
+	}
+	h.mu.Lock()
+	h.info.Status = string(status)
+	if err != nil {
+		h.info.Error = err.Error()
+	}
+	h.mu.Unlock()
+	h.c.log.Info("execution ended", "study", study, "execution", exec, "status", status, "engine", "temporal", "workers", res.Workers, "err", err)
+}
