@@ -7,10 +7,10 @@ import "math"
 // scored 0, preempted and missing trials left out). The report embeds them
 // so a reader can move the gate and see what the sweep would say there.
 type KindTasks struct {
-	JobKind string    `json:"jobKind"`
-	Gate    float64   `json:"gate"`
-	Arms    []string  `json:"arms"`
-	Tasks   []string  `json:"tasks"`
+	JobKind string   `json:"jobKind"`
+	Gate    float64  `json:"gate"`
+	Arms    []string `json:"arms"`
+	Tasks   []string `json:"tasks"`
 	// Values[t][a] is arm a's value on task t; NaN where it has no scored
 	// trial (not encoded as JSON: the report maps NaN to null).
 	Values [][]float64 `json:"-"`
