@@ -84,6 +84,10 @@ func StartGovernor(ctx context.Context, svc *Service, log *slog.Logger) (*govern
 	return &governorGates{gov: gov, progress: progress, stateDir: stateDir, heartbeat: hb, interval: cfg.Heartbeat, maxAge: governor.DefaultPassMaxAge}, nil
 }
 
+// MayStart says whether the governor would let a trial start now, and why
+// not: the workspace shows it as the governor's state.
+func (g *governorGates) MayStart() (bool, string) { return g.gov.MayStart() }
+
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // Ready refuses counted runs unless the fault suite passed within maxAge, the

@@ -109,6 +109,7 @@ func (s *Service) methods() map[string]handler {
 			return nil, s.Export(ctx, r.Name, format, w)
 		}),
 		"list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.List() }),
+		"ui":   method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.UI(ctx) }),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"rig/ui"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Service struct {
 	mu         sync.Mutex
 	stores     map[string]*receipts.Store
 	running    map[string]*run.Handle // by study name
+	ui         *ui.Server             // the workspace, once rig ui started it
 	cancelling map[string]string      // study → who asked to cancel its execution
 
 	policy atomic.Pointer[Policy]
@@ -143,6 +145,10 @@ func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var first error
+	if s.ui != nil {
+		first = s.ui.Close()
+		s.ui = nil
+	}
 	for n, st := range s.stores {
 		if err := st.Close(); err != nil && first == nil {
 			first = err

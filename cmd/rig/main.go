@@ -44,7 +44,7 @@ Start here:
 	}
 	root.PersistentFlags().String("home", "", "where studies live (default $RIG_HOME or ~/.local/share/rig)")
 	root.PersistentFlags().String("socket", "", "the daemon's unix socket (default HOME/rig.sock)")
-	root.AddCommand(newRuntimesCommand(), newDaemonCommand(), newStudyCommand(), newReplayCommand(), newReceiptsCommand(), newBenchCommand(), newGradeCommand())
+	root.AddCommand(newRuntimesCommand(), newDaemonCommand(), newUICommand(), newStudyCommand(), newReplayCommand(), newReceiptsCommand(), newBenchCommand(), newGradeCommand())
 	addLeafCommands(root)
 	return root
 }
