@@ -140,7 +140,7 @@ func (s *Server) page(w http.ResponseWriter, t *template.Template, v any) {
 }
 
 var funcs = template.FuncMap{
-	"q": func(token string) string { return "?token=" + url.QueryEscape(token) },
+	"q":    func(token string) string { return "?token=" + url.QueryEscape(token) },
 	"path": func(name string) string { return url.PathEscape(name) },
 	"pct": func(done, planned int) string {
 		if planned == 0 {

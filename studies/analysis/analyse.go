@@ -311,7 +311,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 	kt := KindTasks{JobKind: tb.kind.Name, Gate: tb.kind.Gate, Arms: tb.arms, Tasks: tb.tasks, Values: tb.val}
 	for g := 0; g <= 20; g++ {
 		at := kt.At(float64(g) / 20)
-		kr.Sweep = append(kr.Sweep, SweepPoint{Gate: at.Gate, PassRate: at.PassRate})
+		kr.Sweep = append(kr.Sweep, SweepPoint(at))
 	}
 	if len(common) == 0 {
 		kr.Verdict = "no common tasks"
