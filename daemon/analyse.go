@@ -428,7 +428,10 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 		data.Machine = in.receipts[0].Machine
 	}
 	outputs := s.outputsByTrial(name, a.Execution)
-	for _, k := range rep.Kinds {
+	data.Replay = s.replaySection(name, a.Execution)
+	src := s.rowSources(context.Background(), in, outputs, data.Replay)
+	perTask := analysis.PerTask(a.Input)
+	for ki, k := range rep.Kinds {
 		jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha,
 			Interval: fmt.Sprintf("%s %.0f%% over tasks, %d resamples, seed %d", rep.IntervalMethod, 100*rep.Level, rep.Resamples, rep.Seed)}
 		if d.Power.SmallestDetectableDifference > 0 {
@@ -522,10 +525,12 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 				jk.SRM = &report.SRM{Arms: sr.Arms, Planned: sr.Planned, Scored: sr.Scored, ChiSq: numPtr(sr.ChiSq), DF: sr.DF, P: numPtr(sr.P), Alpha: sr.Alpha, Mismatch: sr.Mismatch}
 			}
 		}
+		if ki < len(perTask) && perTask[ki].JobKind == k.JobKind {
+			kindRows(&jk, perTask[ki], a.Input.Design, src)
+		}
 		data.Kinds = append(data.Kinds, jk)
 	}
 	data.Cards = cardTable(in, a)
-	data.Replay = s.replaySection(name, a.Execution)
 	var unfit []string
 	for arm, v := range doesntFit(d, in.verdicts) {
 		unfit = append(unfit, fmt.Sprintf("%s doesn't fit at card %s (%s): not ranked.", arm, v.Profile.Name, v.Reason))

@@ -109,6 +109,7 @@ func (s *Service) methods() map[string]handler {
 			}
 			return nil, s.Export(ctx, r.Name, format, w)
 		}),
+		"ui":            method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.UI(ctx) }),
 		"list":          method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.List() }),
 		"proposal-list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.Proposals() }),
 		"proposal-show": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) { return s.Proposal(r.ID) }),

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"rig/scaleout"
+	"rig/ui"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ type Service struct {
 	mu         sync.Mutex
 	stores     map[string]*receipts.Store
 	running    map[string]execHandle // by study name
+	ui         *ui.Server            // the workspace, once rig ui started it
 	cancelling map[string]string     // study → who asked to cancel its execution
 
 	policy atomic.Pointer[Policy]
@@ -149,6 +151,10 @@ func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var first error
+	if s.ui != nil {
+		first = s.ui.Close()
+		s.ui = nil
+	}
 	for n, st := range s.stores {
 		if err := st.Close(); err != nil && first == nil {
 			first = err

@@ -170,3 +170,7 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 	}()
 	return t, nil
 }
+
+// MayStart says whether the governor would let a trial start now, and why
+// not when it would not (the workspace's governor state).
+func (g *Gates) MayStart() (bool, string) { return g.gov.MayStart() }

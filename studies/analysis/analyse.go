@@ -326,19 +326,10 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		ar.Interval = interval(d.Interval, d.Level, xs, ab)
 		kr.Arms = append(kr.Arms, ar)
 	}
+	kt := KindTasks{JobKind: tb.kind.Name, Gate: tb.kind.Gate, Arms: tb.arms, Tasks: tb.tasks, Values: tb.val}
 	for g := 0; g <= 20; g++ {
-		gate := float64(g) / 20
-		sp := SweepPoint{Gate: gate}
-		for a := range tb.arms {
-			var xs []float64
-			for _, row := range tb.val {
-				if !math.IsNaN(row[a]) {
-					xs = append(xs, row[a])
-				}
-			}
-			sp.PassRate = append(sp.PassRate, Num(passRate(xs, gate)))
-		}
-		kr.Sweep = append(kr.Sweep, sp)
+		at := kt.At(float64(g) / 20)
+		kr.Sweep = append(kr.Sweep, SweepPoint(at))
 	}
 	if len(common) == 0 {
 		kr.Verdict = "no common tasks"

@@ -83,6 +83,11 @@ type Kind struct {
 	Paired   []PairedRow `json:"paired,omitempty"`
 	Failures []Failure   `json:"failures,omitempty"`
 	Cost     *CostFigure `json:"cost,omitempty"`
+	// Scores are the per-task values the analysis used; Rows the paired
+	// matrix, one row per named pair and task. Both are read by the page's
+	// gate slider and rows matrix.
+	Scores *Scores `json:"scores,omitempty"`
+	Rows   []Row   `json:"rows,omitempty"`
 	// NoOutput lists, per arm, the tasks with no counted result (every
 	// trial errored, was preempted or never ran): what a reader must rerun.
 	NoOutput []NoOutput `json:"no_output,omitempty"`

@@ -43,6 +43,12 @@ func funcs() template.FuncMap {
 		"outcome":      func(s string) string { return strings.ReplaceAll(s, "_", " ") },
 		"status":       func(s ReplayStatus) string { return strings.ReplaceAll(string(s), "_", " ") },
 		"change":       func(c Change) string { return strings.ReplaceAll(string(c), "_", " ") },
+		"armPass":      armPass,
+		"armTasks":     armTasks,
+		"flips":        flips,
+		"classCounts":  classCounts,
+		"filters":      func() []Filter { return Filters },
+		"filterName":   filterName,
 	}
 }
 
@@ -54,8 +60,9 @@ func when(t time.Time) string {
 }
 
 // WriteHTML writes the report as one self-contained HTML file: inline CSS,
-// inline SVG figures, no script and no reference to anything outside the
-// file. Every string from d is escaped, model outputs included.
+// inline SVG figures, one inline script allowed by its hash, the data it
+// reads as JSON, and no reference to anything outside the file. Every
+// string from d is escaped, model outputs included.
 func WriteHTML(w io.Writer, d Data) error {
 	if err := d.Validate(); err != nil {
 		return err

@@ -2,6 +2,9 @@ package report
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,6 +31,10 @@ func TestWriteHTMLIsSelfContained(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			page := renderPage(t, tc.data)
+			// The page's own two script elements (its data and its hashed
+			// script) are checked by TestScriptIsPinnedByItsHash; nothing
+			// else may be a script.
+			page = ownScripts.ReplaceAllString(page, "")
 			// Anything that could make a browser fetch or run something.
 			for _, bad := range []string{"http://", "https://", "<script", "<link", "<img", "<iframe", "@import", "url(", "xlink:href", "<?xml"} {
 				if strings.Contains(page, bad) {
@@ -38,7 +45,7 @@ func TestWriteHTMLIsSelfContained(t *testing.T) {
 			if m := regexp.MustCompile(`<[a-zA-Z][^>]*\s(src|href|action|srcset)="[^"#]`).FindString(page); m != "" {
 				t.Errorf("report has an element that points outside itself: %q", m)
 			}
-			if !strings.Contains(page, `Content-Security-Policy" content="default-src 'none'`) {
+			if !strings.Contains(page, `Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-`) {
 				t.Error("report lacks the CSP that forbids every load")
 			}
 		})
@@ -89,7 +96,7 @@ func TestWriteHTMLShowsEverything(t *testing.T) {
 func TestWriteHTMLOmitsAbsentSections(t *testing.T) {
 	d := SampleData()
 	d.Cards, d.Replay, d.Decision, d.Warnings = nil, nil, nil, nil
-	d.Kinds[1].Sweep, d.Kinds[1].Cost, d.Kinds[1].Pairs, d.Kinds[1].Paired = nil, nil, nil, nil
+	d.Kinds[1].Sweep, d.Kinds[1].Cost, d.Kinds[1].Pairs, d.Kinds[1].Paired, d.Kinds[1].Rows = nil, nil, nil, nil, nil
 	page := renderPage(t, d)
 	for _, absent := range []string{`id="cards"`, `id="replay"`, `id="decision"`, `id="warnings"`, "fig-sweep-kind-code-edits", "fig-cost-kind-code-edits", "fig-forest-kind-code-edits"} {
 		if strings.Contains(page, absent) {
@@ -142,6 +149,79 @@ func FuzzWriteHTMLOutput(f *testing.F) {
 		}
 		if got := strings.Count(buf.String(), "<"); got != want {
 			t.Fatalf("output %q changed the number of tags: %d '<', want %d", s, got, want)
+		}
+	})
+}
+
+// ownScripts matches the page's data block and its one script.
+var ownScripts = regexp.MustCompile(`(?s)<script type="application/json" id="report-data">.*?</script>\n<script>.*?</script>`)
+
+// TestScriptIsPinnedByItsHash: the page has exactly one script, its hash
+// is the one the CSP allows, and the data block is JSON that decodes to
+// the report's rows with every output intact.
+func TestScriptIsPinnedByItsHash(t *testing.T) {
+	d := SampleData()
+	page := renderPage(t, d)
+	if n := strings.Count(page, "<script"); n != 2 {
+		t.Fatalf("%d <script elements, want 2 (the data block and the page's script)", n)
+	}
+	m := regexp.MustCompile(`(?s)<script>(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no inline script")
+	}
+	sum := sha256.Sum256([]byte(m[1]))
+	want := "script-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	if !strings.Contains(page, want) {
+		t.Errorf("the CSP does not allow the page's script by its hash (%s)", want)
+	}
+	j := regexp.MustCompile(`(?s)<script type="application/json" id="report-data">(.*?)</script>`).FindStringSubmatch(page)
+	if j == nil {
+		t.Fatal("no data block")
+	}
+	var pd pageData
+	if err := json.Unmarshal([]byte(j[1]), &pd); err != nil {
+		t.Fatalf("the data block is not JSON: %v", err)
+	}
+	if len(pd.Kinds) != 2 || len(pd.Kinds[0].Rows) != len(d.Kinds[0].Rows) {
+		t.Fatalf("data block has %d kinds, want 2 with %d rows", len(pd.Kinds), len(d.Kinds[0].Rows))
+	}
+	if got := pd.Kinds[0].Rows[0].Challenger.Output; got != hostileOutput {
+		t.Errorf("the hostile output came back as %q", got)
+	}
+}
+
+// FuzzPageDataStaysInItsBlock: whatever an output holds, the data block
+// ends where the page ends it and decodes back to the same text.
+func FuzzPageDataStaysInItsBlock(f *testing.F) {
+	for _, s := range []string{hostileOutput, "</script><script>alert(1)</script>", "<!--<script>", "\u2028\u2029", "</SCRIPT >"} {
+		f.Add(s)
+	}
+	base := SampleData()
+	base.Kinds = base.Kinds[:1]
+	f.Fuzz(func(t *testing.T, s string) {
+		d := base
+		k := d.Kinds[0]
+		k.Rows = []Row{k.Rows[0]}
+		k.Rows[0].Baseline.Output, k.Rows[0].Category = s, s
+		d.Kinds = []Kind{k}
+		var buf bytes.Buffer
+		if err := WriteHTML(&buf, d); err != nil {
+			t.Fatal(err)
+		}
+		page := buf.String()
+		if n := strings.Count(strings.ToLower(page), "</script"); n != 2 {
+			t.Fatalf("output %q: %d closing script tags, want 2", s, n)
+		}
+		j := regexp.MustCompile(`(?s)<script type="application/json" id="report-data">(.*?)</script>`).FindStringSubmatch(page)
+		var pd pageData
+		if err := json.Unmarshal([]byte(j[1]), &pd); err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		b, _ := json.Marshal(s) // invalid UTF-8 comes back as U+FFFD, as json gives it
+		json.Unmarshal(b, &want)
+		if got := pd.Kinds[0].Rows[0].Baseline.Output; got != want {
+			t.Fatalf("output %q decoded as %q", s, got)
 		}
 	})
 }

@@ -80,6 +80,21 @@ func SampleData() Data {
 			})
 			k.Cost.Points = append(k.Cost.Points, CostPoint{Arm: s.name, Cost: s.wall, Score: mean})
 		}
+		k.Scores = &Scores{}
+		for t := range tasks {
+			k.Scores.Tasks = append(k.Scores.Tasks, fmt.Sprintf("task-%03d", t))
+		}
+		for i, s := range specs {
+			k.Scores.Arms = append(k.Scores.Arms, s.name)
+			vs := make([]*float64, tasks)
+			for t := range vs {
+				if i > 0 && t == tasks-1 {
+					continue // the last task never ran for a challenger: a missing pair
+				}
+				vs[t] = f(scores[i][t])
+			}
+			k.Scores.Values = append(k.Scores.Values, vs)
+		}
 		// P(best) from the skill ordering, normalised to sum to one.
 		total := 0.0
 		for i := range k.Arms {
@@ -131,6 +146,9 @@ func SampleData() Data {
 					row.ChallengerOutput = hostileOutput
 				}
 				k.Paired = append(k.Paired, row)
+			}
+			for t := range tasks {
+				k.Rows = append(k.Rows, sampleRow(rng, len(k.Pairs)-1, fmt.Sprintf("task-%03d", t), specs[base].name, specs[i].name, scores[base][t] >= gate, scores[i][t] >= gate))
 			}
 			k.Failures = append(k.Failures,
 				Failure{Arm: specs[i].name, Code: "timeout", Count: i},
@@ -198,4 +216,55 @@ func SampleData() Data {
 			"phi4-mini-q4: energy is an estimate from board power × wall time, not a measurement.",
 		},
 	}
+}
+
+var sampleCategories = []string{"christmas", "invoices", "recipes", "addresses", "code review"}
+
+// sampleRow is one row of the paired matrix with plausible receipts: every
+// seventh task has a repeat that disagrees, every eleventh a tool error,
+// every thirteenth a governor preemption, and the challenger is slow on
+// every ninth. The first row's challenger output is hostile.
+func sampleRow(rng *rand.Rand, pair int, task, base, chall string, bpass, cpass bool) Row {
+	n := 0
+	fmt.Sscanf(task[len(task)-3:], "%d", &n)
+	side := func(arm string, pass bool, wall float64, attempt int) RowSide {
+		s := RowSide{Output: fmt.Sprintf("def apply(items):  # %s on %s\n    return [normalise(i) for i in items]\n", arm, task), Repeats: 3, Passed: 3 * int(b2i(pass)),
+			Receipt: &RowReceipt{Trial: arm + "/apply items/" + task + "/1", Attempt: attempt, Outcome: "scored",
+				Pins:        map[string]string{"quant": "Q4_K_M", "ctx": "8192", "temperature": "0", "stop_cap": "512"},
+				InputTokens: 400 + rng.IntN(200), OutputTokens: 60 + rng.IntN(120), WallSeconds: wall, PeakMemBytes: 4_300_000_000 + rng.Int64N(500_000_000)}}
+		if n%5 == 0 {
+			s.Replay = Reproduced
+		}
+		return s
+	}
+	r := Row{Pair: pair, Task: task, Category: sampleCategories[n%len(sampleCategories)], Tags: []string{fmt.Sprintf("len-%d", n%3)},
+		Baseline: side(base, bpass, 3+rng.Float64(), 1), Challenger: side(chall, cpass, 3+rng.Float64(), 1)}
+	if n%7 == 0 {
+		r.Challenger.Passed = 1
+	}
+	if n%9 == 0 {
+		r.HighCost = true
+		r.Challenger.Receipt.WallSeconds *= 2
+	}
+	if n%11 == 0 {
+		r.Challenger.ToolError = true
+		r.Challenger.Receipt.Attempt = 2
+		r.Challenger.Receipt.Detail = "attempt 1: llama-server exited (signal: killed)"
+	}
+	if n%13 == 0 {
+		r.Baseline.PolicyBlock = true
+		r.Baseline.Receipt.Attempt = 2
+		r.Baseline.Receipt.GovernorEvents = []string{"preempt: gpu-temp over 85 °C (policy gpu-temp)"}
+	}
+	if n == 0 {
+		r.Challenger.Output = hostileOutput
+	}
+	return r
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -100,6 +100,36 @@ func (d Data) Validate() error {
 				bad(at+".srm", "%d arms, %d planned and %d scored counts (give one of each per arm)", len(s.Arms), len(s.Planned), len(s.Scored))
 			}
 		}
+		if sc := k.Scores; sc != nil {
+			if len(sc.Values) != len(sc.Arms) {
+				bad(at+".scores.values", "%d arms of values for %d arms (one list per arm)", len(sc.Values), len(sc.Arms))
+			}
+			if !slices.IsSorted(sc.Tasks) || len(slices.Compact(slices.Clone(sc.Tasks))) != len(sc.Tasks) {
+				bad(at+".scores.tasks", "not sorted and unique (the analysis lists each task once, in order)")
+			}
+			for j, arm := range sc.Arms {
+				known(fmt.Sprintf("%s.scores.arms[%d]", at, j), arm)
+				if j >= len(sc.Values) {
+					continue
+				}
+				if len(sc.Values[j]) != len(sc.Tasks) {
+					bad(fmt.Sprintf("%s.scores.values[%d]", at, j), "%d values for %d tasks (one per task, null when missing)", len(sc.Values[j]), len(sc.Tasks))
+				}
+				for t, v := range sc.Values[j] {
+					if v != nil && !finite(*v) {
+						bad(fmt.Sprintf("%s.scores.values[%d][%d]", at, j, t), "%v is not a number (leave a missing value null)", *v)
+					}
+				}
+			}
+		}
+		if len(k.Rows) > 0 && k.Scores == nil {
+			bad(at+".rows", "%d rows but no scores (the rows read their values from scores)", len(k.Rows))
+		}
+		for j, r := range k.Rows {
+			if r.Pair < 0 || r.Pair >= len(k.Pairs) {
+				bad(fmt.Sprintf("%s.rows[%d].pair", at, j), "%d is not a pair of job kind %q (it has %d)", r.Pair, k.Name, len(k.Pairs))
+			}
+		}
 		if c := k.Cost; c != nil {
 			for j, p := range c.Points {
 				f := fmt.Sprintf("%s.cost.points[%d]", at, j)

@@ -13,6 +13,11 @@ type view struct {
 	Kinds  []kindView
 	Replay *replayView
 	Caveat string
+	// CSP, Script and PageJSON are the page's policy, its one script and
+	// the data the script reads.
+	CSP      template.HTMLAttr
+	Script   template.JS
+	PageJSON template.JS
 }
 
 type kindView struct {
@@ -49,7 +54,7 @@ type replayCount struct {
 }
 
 func newView(d Data) (view, error) {
-	v := view{Data: d, Caveat: CardCaveat}
+	v := view{Data: d, Caveat: CardCaveat, CSP: template.HTMLAttr(`content="` + csp() + `"`), Script: template.JS(reportJS)}
 	used := map[string]int{}
 	for _, k := range d.Kinds {
 		id := "kind-" + slug(k.Name)
@@ -98,7 +103,9 @@ func newView(d Data) (view, error) {
 		}
 		v.Replay = rv
 	}
-	return v, nil
+	var err error
+	v.PageJSON, err = pageJSON(v.Kinds)
+	return v, err
 }
 
 // keep turns a drawn figure into the pointer the template tests for.

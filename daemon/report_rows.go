@@ -1,0 +1,125 @@
+package daemon
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"rig/receipts"
+	"rig/studies"
+	"rig/studies/analysis"
+	"rig/studies/report"
+)
+
+// rowSources is what the rows matrix reads beyond the analysis: the
+// execution's receipts by arm and task, its governor events, its kept
+// outputs and its replay results by trial.
+type rowSources struct {
+	receipts map[string][]receipts.Receipt // arm|kind|task → every attempt
+	events   []receipts.GovernorEvent
+	outputs  map[string]string              // arm|task → kept text
+	replay   map[string]report.ReplayStatus // trial key → worst replay result
+}
+
+func (s *Service) rowSources(ctx context.Context, in *reportInputs, outputs map[string]string, rp *report.Replay) rowSources {
+	src := rowSources{receipts: map[string][]receipts.Receipt{}, outputs: outputs, replay: map[string]report.ReplayStatus{}}
+	for _, r := range in.receipts {
+		k := r.Arm + "|" + r.JobKind + "|" + r.TaskID
+		src.receipts[k] = append(src.receipts[k], r)
+	}
+	if st, err := s.store(in.name); err == nil {
+		evs, _ := st.GovernorEvents(ctx)
+		for _, e := range evs {
+			if e.ExecutionID == in.execID || e.ExecutionID == "" {
+				src.events = append(src.events, e)
+			}
+		}
+	}
+	if rp != nil {
+		for _, row := range rp.Rows {
+			_, id, ok := strings.Cut(row.Record, " · ")
+			if !ok {
+				continue
+			}
+			key, _, _ := strings.Cut(id, "#")
+			if prev, seen := src.replay[key]; !seen || prev == report.Reproduced {
+				src.replay[key] = row.Status
+			}
+		}
+	}
+	return src
+}
+
+// kindRows fills a job kind's per-task values and its paired rows: one
+// row per named pair and task, each side with its counted receipt.
+func kindRows(jk *report.Kind, kt analysis.KindTasks, d analysis.Design, src rowSources) {
+	sc := &report.Scores{Arms: kt.Arms, Tasks: kt.Tasks, Values: make([][]*float64, len(kt.Arms))}
+	for a := range kt.Arms {
+		sc.Values[a] = make([]*float64, len(kt.Tasks))
+		for t, row := range kt.Values {
+			if v := row[a]; !math.IsNaN(v) {
+				sc.Values[a][t] = &v
+			}
+		}
+	}
+	jk.Scores = sc
+	factor := cmp.Or(d.CostFactor, 1.5)
+	for j, p := range jk.Pairs {
+		if !slices.Contains(kt.Arms, p.Challenger) || !slices.Contains(kt.Arms, p.Baseline) {
+			continue
+		}
+		for _, task := range kt.Tasks {
+			b := src.side(p.Baseline, kt.JobKind, task, kt.Gate, jk.Measure == string(analysis.MeasureScore))
+			c := src.side(p.Challenger, kt.JobKind, task, kt.Gate, jk.Measure == string(analysis.MeasureScore))
+			row := report.Row{Pair: j, Task: task, Baseline: b, Challenger: c}
+			row.HighCost = b.Receipt != nil && c.Receipt != nil && b.Receipt.WallSeconds > 0 && c.Receipt.WallSeconds > factor*b.Receipt.WallSeconds
+			jk.Rows = append(jk.Rows, row)
+		}
+	}
+}
+
+// side is one arm's side of a row: how its repeats went at the gate, the
+// receipt of its first counted repeat (latest attempt), and its flags. A
+// repeat passes as the analysis reads it: its pass, or its score at the
+// gate when the job kind ranks on scores.
+func (src rowSources) side(arm, kind, task string, gate float64, byScore bool) report.RowSide {
+	s := report.RowSide{Output: src.outputs[arm+"|"+task]}
+	recs := src.receipts[arm+"|"+kind+"|"+task]
+	var shown *receipts.Receipt
+	for i := range recs {
+		r := &recs[i]
+		switch r.Outcome {
+		case receipts.Error:
+			s.ToolError = true
+		case receipts.Preempted:
+			s.PolicyBlock = true
+		}
+		if !r.Outcome.Counted() {
+			continue
+		}
+		s.Repeats++
+		if r.Grade != nil && (!byScore && r.Grade.Pass || byScore && r.Grade.Score >= gate) {
+			s.Passed++
+		}
+		if shown == nil || r.Repeat < shown.Repeat || (r.Repeat == shown.Repeat && r.Attempt > shown.Attempt) {
+			shown = r
+		}
+	}
+	if shown == nil {
+		return s
+	}
+	key := studies.TrialKey{Arm: shown.Arm, JobKind: shown.JobKind, Task: shown.TaskID, Repeat: shown.Repeat}.String()
+	rr := &report.RowReceipt{Trial: key, Attempt: shown.Attempt, Outcome: string(shown.Outcome), Pins: shown.Pins,
+		InputTokens: shown.InputTokens, OutputTokens: shown.OutputTokens, WallSeconds: float64(shown.WallMS) / 1000,
+		PeakMemBytes: shown.PeakMemoryBytes, Detail: studies.FirstLine(shown.Detail)}
+	for _, e := range src.events {
+		if e.Trial == key || strings.HasPrefix(e.Trial, key+"#") {
+			rr.GovernorEvents = append(rr.GovernorEvents, e.Kind+" at "+e.At.UTC().Format("15:04:05")+" ("+e.Trial+")")
+		}
+	}
+	s.Receipt = rr
+	s.Replay = src.replay[key]
+	return s
+}

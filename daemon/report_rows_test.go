@@ -1,0 +1,87 @@
+package daemon
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"rig/internal/atomicfile"
+	"rig/receipts"
+	"rig/studies/analysis"
+	"rig/studies/report"
+)
+
+// TestReportRowsFromReceipts: the report's per-task values give the
+// analysis's pass rates at its gate and on its sweep, and each named pair
+// has one row per task with both sides' counted receipts, a preempted
+// attempt flagged as a policy block and its governor event attached.
+func TestReportRowsFromReceipts(t *testing.T) {
+	c := newCardStudy(t, "", nil)
+	ctx := context.Background()
+	// One trial was preempted before its counted attempt; the governor
+	// recorded why.
+	recs, err := c.st.Receipts(ctx, "exec-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a0, err := c.svc.Analyse(ctx, c.name, "")
+	if err != nil || len(a0.Report.Pairs) == 0 {
+		t.Fatalf("the card study has no pair to show rows for (%v)", err)
+	}
+	i := slices.IndexFunc(recs, func(r receipts.Receipt) bool { return r.Arm == a0.Report.Pairs[0].Baseline })
+	first := recs[i]
+	pre := first
+	pre.Attempt, pre.ParentAttempt, pre.Outcome, pre.Grade = 2, 1, receipts.Preempted, nil
+	if err := c.st.PutReceipt(ctx, pre); err != nil {
+		t.Fatal(err)
+	}
+	trial := first.Arm + "/" + first.JobKind + "/" + first.TaskID + "/0"
+	if _, err := c.st.AppendGovernorEvent(ctx, receipts.GovernorEvent{ExecutionID: "exec-1", Trial: trial + "#2", Kind: "preempt"}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := c.svc.Analyse(ctx, c.name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := c.svc.Report(ctx, c.name, ReportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data report.Data
+	if err := atomicfile.ReadJSON(files.JSON, &data); err != nil {
+		t.Fatal(err)
+	}
+	kts := analysis.PerTask(a.Input)
+	for i, k := range data.Kinds {
+		if k.Scores == nil {
+			t.Fatalf("job kind %s has no per-task values", k.Name)
+		}
+		kr := a.Report.Kinds[i]
+		for j, ar := range kr.Arms {
+			if got := kts[i].At(kr.Gate).PassRate[j]; got != ar.PassRate {
+				t.Errorf("%s: pass rate from the per-task values %v, analysis %v", ar.Arm, got, ar.PassRate)
+			}
+		}
+		if want := len(k.Pairs) * len(k.Scores.Tasks); len(k.Rows) != want {
+			t.Errorf("%s: %d rows, want %d (pairs × tasks)", k.Name, len(k.Rows), want)
+		}
+		for _, r := range k.Rows {
+			if r.Baseline.Receipt == nil || r.Challenger.Receipt == nil {
+				t.Errorf("row %s lacks a receipt", r.Task)
+			}
+		}
+	}
+	blocked := false
+	for _, k := range data.Kinds {
+		for _, r := range k.Rows {
+			for _, s := range []report.RowSide{r.Baseline, r.Challenger} {
+				if s.PolicyBlock && s.Receipt != nil && s.Receipt.Trial == trial {
+					blocked = blocked || slices.ContainsFunc(s.Receipt.GovernorEvents, func(e string) bool { return len(e) > 0 })
+				}
+			}
+		}
+	}
+	if !blocked {
+		t.Errorf("no row shows %s as a policy block with its governor event", trial)
+	}
+}

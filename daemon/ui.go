@@ -1,0 +1,86 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+
+	"rig/receipts"
+	"rig/studies/report"
+	"rig/ui"
+)
+
+// UIInfo is `rig ui`'s reply: the workspace's URL, token included.
+type UIInfo struct {
+	URL string `json:"url"`
+	// Started is false when the workspace was already running.
+	Started bool `json:"started"`
+}
+
+// UI starts the read-only workspace on loopback, once per daemon, and
+// returns its URL; later calls return the same one.
+func (s *Service) UI(ctx context.Context) (UIInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ui != nil {
+		return UIInfo{URL: s.ui.URL}, nil
+	}
+	srv, err := ui.Start(context.WithoutCancel(ctx), uiSource{s})
+	if err != nil {
+		return UIInfo{}, err
+	}
+	s.ui = srv
+	s.Log.Info("workspace started", "addr", srv.Addr)
+	return UIInfo{URL: srv.URL, Started: true}, nil
+}
+
+// uiSource is what the workspace reads, through the same methods as the
+// command line's status and report.
+type uiSource struct{ s *Service }
+
+func (u uiSource) Studies() ([]string, error) {
+	names, err := u.s.List()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return names, err
+}
+
+func (u uiSource) Progress(ctx context.Context, name string) (ui.Progress, error) {
+	execs, err := u.s.executions(ctx, name)
+	if err != nil {
+		return ui.Progress{}, err
+	}
+	p := ui.Progress{Study: name, Executions: execs, Capped: map[string]int{}, Governor: "no governor wired in this daemon"}
+	if st, err := u.s.store(name); err == nil {
+		for _, e := range execs {
+			rs, _ := st.Receipts(ctx, e.ID)
+			for _, r := range rs {
+				if r.Outcome == receipts.Capped {
+					p.Capped[e.ID]++
+				}
+			}
+		}
+	}
+	if g, ok := u.s.Gates.(interface{ MayStart() (bool, string) }); ok {
+		if ok, why := g.MayStart(); ok {
+			p.Governor = "ready"
+		} else {
+			p.Governor = "held: " + why
+		}
+	}
+	return p, nil
+}
+
+func (u uiSource) Report(ctx context.Context, name string, w io.Writer) error {
+	in, err := u.s.readInputs(ctx, name, "")
+	if err != nil {
+		return err
+	}
+	a, err := analyse(ctx, in)
+	if err != nil {
+		return err
+	}
+	return report.WriteHTML(w, u.s.reportData(in, a))
+}
