@@ -75,9 +75,9 @@ func (e *rigEnv) rig(want bool, args ...string) string {
 	return string(out)
 }
 
-func (e *rigEnv) startDaemon() {
+func (e *rigEnv) startDaemon(args ...string) {
 	e.t.Helper()
-	cmd := exec.Command(e.bin, "daemon")
+	cmd := exec.Command(e.bin, append([]string{"daemon"}, args...)...)
 	cmd.Env = e.env()
 	logf, err := os.OpenFile(filepath.Join(e.home, "daemon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
