@@ -8,7 +8,7 @@
 # makes a new execution only when the last one did not finish.
 set -Eeuo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rig="$root/bin/rig"
+rig=${RIG_DEMO_BIN:-$root/bin/rig} # the tests run the script with the binary they built
 design=${RIG_DEMO_DESIGN:-$root/examples/quick-study/design.json}
 again=${RIG_DEMO_TARGET:-make demo} # what a user types to resume
 export RIG_HOME=${RIG_DEMO_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rig-demo}

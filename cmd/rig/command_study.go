@@ -338,6 +338,9 @@ func printStudy(w io.Writer, info daemon.StudyInfo) {
 		fmt.Fprintln(w)
 	}
 	info.WriteGates(w)
+	if info.Activity != "" {
+		fmt.Fprintf(w, "now        %s\n", info.Activity)
+	}
 	if n := len(info.Audit); n > 0 {
 		a := info.Audit[n-1]
 		fmt.Fprintf(w, "last step  %s → %s by %s at %s: %s\n", a.From, a.To, a.Actor, a.At.Format(time.RFC3339), a.Why)
