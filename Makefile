@@ -5,7 +5,7 @@ BIN     := bin/rig
 PKGS    := ./...
 TESTTIMEOUT ?= 55m
 
-.PHONY: all build setup demo demo-cards test test-short lint fuzz bench clean
+.PHONY: all build setup demo demo-full demo-cards test test-short lint fuzz bench clean
 
 all: build
 
@@ -15,13 +15,19 @@ build:
 setup:
 	@scripts/setup.sh
 
+# make demo is a quick first look (examples/quick-study: two llama-server
+# arms, 24 tasks, a few minutes) that still shows every stage; demo-full runs
+# the bundled five-arm study (examples/demo-study, Ollama and Aider: ~45 min).
 demo: setup build
 	@scripts/demo.sh
+
+demo-full: setup build
+	@RIG_DEMO_DESIGN=examples/demo-study/design.json RIG_DEMO_TARGET="make demo-full" scripts/demo.sh
 
 # The card sub-study: both models at three simulated card sizes (512, 256 and
 # 128 MiB memory reservations), one of which neither fits.
 demo-cards: setup build
-	@RIG_DEMO_DESIGN=examples/card-study/design.json scripts/demo.sh
+	@RIG_DEMO_DESIGN=examples/card-study/design.json RIG_DEMO_TARGET="make demo-cards" scripts/demo.sh
 
 test: setup lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)

@@ -161,5 +161,6 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]run
 	if err != nil {
 		return nil, err
 	}
-	return run.Validate(ctx, env, name, snap, filepath.Join(s.Dir(name), "validation"), w)
+	defer s.activity.set(name, "")
+	return run.Validate(ctx, env, name, snap, filepath.Join(s.Dir(name), "validation"), &activityWriter{w: w, a: &s.activity, study: name})
 }

@@ -43,8 +43,10 @@ func (s *Service) ReplaySample(ctx context.Context, name, execID string, n int) 
 		return nil, err
 	}
 	var out []genrecord.Summary
-	for _, f := range files {
+	defer s.activity.set(name, "")
+	for i, f := range files {
 		s.Log.Info("replaying a sample", "record", f, "rows", n)
+		s.activity.set(name, fmt.Sprintf("replaying record %d of %d (%d rows): %s", i+1, len(files), n, filepath.Base(f)))
 		// Each record is checked against the sha256 its trials' receipts
 		// kept before any row is replayed: a record edited after its run
 		// must not reach the report as reproduced.

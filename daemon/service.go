@@ -45,6 +45,7 @@ type Service struct {
 	running    map[string]execHandle // by study name
 	ui         *ui.Server            // the workspace, once rig ui started it
 	cancelling map[string]string     // study → who asked to cancel its execution
+	activity   activities            // what a long request of each study does now
 
 	policy atomic.Pointer[Policy]
 	// propMu orders proposal writes; budgetMu the monthly budget's.
@@ -198,6 +199,9 @@ type StudyInfo struct {
 	// once the study is frozen (see WriteGates).
 	Preflight  []FitInfo              `json:"preflight,omitempty"`
 	Validation []run.ValidationRecord `json:"validation,omitempty"`
+	// Activity is what a request on the study still running is doing now
+	// (a validation run, a replayed record); empty when none is.
+	Activity string `json:"activity,omitempty"`
 }
 
 // Register checks licences, fingerprints every pinned asset and records the
@@ -533,6 +537,7 @@ func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
 	}
 	info.Executions = execs
 	info.Preflight, info.Validation = s.gateInfo(ctx, name)
+	info.Activity = s.activity.get(name)
 	return info, nil
 }
 

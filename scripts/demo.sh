@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The bundled example study, end to end on the real runtimes and models:
+# A bundled example study, end to end on the real runtimes and models:
 # register → review → approve → freeze → preflight → validate → run → report.
+# By default the quick one (examples/quick-study: two llama-server arms, a
+# few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards).
 # It starts a private daemon for the demo's own home and stops it at the end.
 # Everything is idempotent: running it again reuses the registered study and
 # makes a new execution only when the last one did not finish.
 set -Eeuo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-rig="$root/bin/rig"
-design=${RIG_DEMO_DESIGN:-$root/examples/demo-study/design.json}
+rig=${RIG_DEMO_BIN:-$root/bin/rig} # the tests run the script with the binary they built
+design=${RIG_DEMO_DESIGN:-$root/examples/quick-study/design.json}
+again=${RIG_DEMO_TARGET:-make demo} # what a user types to resume
 export RIG_HOME=${RIG_DEMO_HOME:-${XDG_DATA_HOME:-$HOME/.local/share}/rig-demo}
 mkdir -p "$RIG_HOME"
 name=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["name"])' "$design")
@@ -26,9 +29,9 @@ on_failure() {
     echo "rig demo: stopped at step \"$current\" (exit $rc); what went wrong is printed above."
     echo "  the daemon's log:  $RIG_HOME/daemon.log"
     echo "  the study's files: $RIG_HOME/studies/$name"
-    echo "  to resume, run:    make demo"
+    echo "  to resume, run:    $again"
     echo "  (it keeps what is done: registration, freeze, preflight verdicts, passed validation runs, finished trials)"
-    echo "  to start over:     rm -rf $RIG_HOME && make demo"
+    echo "  to start over:     rm -rf $RIG_HOME && $again"
   } >&2
 }
 trap on_failure ERR
@@ -43,7 +46,13 @@ step "starting a private daemon for $RIG_HOME"
 "$rig" daemon >"$RIG_HOME/daemon.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
-for _ in $(seq 50); do [ -S "$RIG_HOME/rig.sock" ] && break; sleep 0.1; done
+"$rig" daemon wait --timeout 30s
+
+# ---- workspace (rig ui, issue #17): print its URL here -------------------
+# `rig ui` is being added by another change; once it exists, this is where
+# the demo prints the workspace's URL, so the study can be watched in a
+# browser while the steps below run (the daemon stays up until the end).
+# ---------------------------------------------------------------------------
 
 step "register $design"
 "$rig" study register "$design"
@@ -67,7 +76,7 @@ step "fit preflight per arm at the card profile (recorded before any run)"
 step "one free validation run per harness"
 "$rig" study validate "$name"
 
-step "dry run (prices the plan at the speeds validation measured; derives fix-test's wall cap)"
+step "dry run (prices the plan at the speeds validation measured; derives any \"auto\" wall cap)"
 "$rig" study dry-run "$name"
 
 step "counted run"
@@ -92,3 +101,4 @@ echo "receipts:           $RIG_HOME/studies/$name/store.bolt (rig receipts expor
 echo "generation records: $RIG_HOME/studies/$name/executions/*/generations-*.jsonl"
 echo "report:             $(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.html | head -1)"
 echo "screenshot:         $shot"
+echo "demo took:          $((SECONDS / 60))m$((SECONDS % 60))s"

@@ -158,7 +158,16 @@ func studySimpleCommand(method, short string) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var out any
-			if err := callDaemon(cmd.Context(), socketPath(cmd), method, daemon.NameRequest{Name: args[0], Actor: actor}, &out, cmd.OutOrStdout()); err != nil {
+			call := func(text io.Writer) error {
+				return callDaemon(cmd.Context(), socketPath(cmd), method, daemon.NameRequest{Name: args[0], Actor: actor}, &out, text)
+			}
+			var err error
+			if method == "validate" {
+				err = withHeartbeat(cmd.Context(), cmd.OutOrStdout(), socketPath(cmd), args[0], "validating", call)
+			} else {
+				err = call(cmd.OutOrStdout())
+			}
+			if err != nil {
 				return err
 			}
 			if method == "freeze" {
@@ -365,6 +374,9 @@ func printStudy(w io.Writer, info daemon.StudyInfo) {
 		fmt.Fprintln(w)
 	}
 	info.WriteGates(w)
+	if info.Activity != "" {
+		fmt.Fprintf(w, "now        %s\n", info.Activity)
+	}
 	if n := len(info.Audit); n > 0 {
 		a := info.Audit[n-1]
 		fmt.Fprintf(w, "last step  %s → %s by %s at %s: %s\n", a.From, a.To, a.Actor, a.At.Format(time.RFC3339), a.Why)
@@ -404,11 +416,16 @@ replay is kept with the execution, so later reports show it without
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var files daemon.ReportFiles
+			what := "analysing"
 			if opts.ReplaySample > 0 {
 				// The daemon answers once, at the end; say what the wait is for.
-				fmt.Fprintf(cmd.OutOrStdout(), "replaying %d kept rows of every generation record through its pinned runtime first: about as long as generating them took (the daemon's log names each record as it starts)\n", opts.ReplaySample)
+				fmt.Fprintf(cmd.OutOrStdout(), "replaying %d kept rows of every generation record through its pinned runtime first: about as long as generating them took\n", opts.ReplaySample)
+				what = "replaying and analysing"
 			}
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "report", daemon.ReportRequest{Name: args[0], ReportOptions: opts}, &files, cmd.OutOrStdout()); err != nil {
+			err := withHeartbeat(cmd.Context(), cmd.OutOrStdout(), socketPath(cmd), args[0], what, func(text io.Writer) error {
+				return callDaemon(cmd.Context(), socketPath(cmd), "report", daemon.ReportRequest{Name: args[0], ReportOptions: opts}, &files, text)
+			})
+			if err != nil {
 				return err
 			}
 			fmt.Fprint(cmd.OutOrStdout(), files.Summary)

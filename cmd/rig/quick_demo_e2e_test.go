@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// `make demo` as a newcomer runs it: scripts/demo.sh on the quick study,
+// in a fresh home, goes through every stage in order and prints where the
+// report is. (The full study's stages are TestDemoDesignValidatesWhileACoreIsBusy
+// and the study tests; make demo-full runs it whole.)
+func TestQuickDemoScript(t *testing.T) {
+	e := newRigEnv(t)
+	e.ensureGovernorPass()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "../../scripts/demo.sh")
+	cmd.Env = append(e.env(), "RIG_DEMO_HOME="+e.home, "RIG_DEMO_BIN="+e.bin)
+	start := time.Now()
+	raw, err := cmd.CombinedOutput()
+	out := string(raw)
+	if err != nil {
+		t.Fatalf("scripts/demo.sh: %v\n%s", err, out)
+	}
+	t.Logf("the quick demo took %s", time.Since(start).Round(time.Second))
+	at := 0
+	for _, step := range []string{"runtimes", "governor", "starting a private daemon", "register", "outside review", "freeze",
+		"fit preflight", "one free validation run", "dry run", "counted run", "report"} {
+		i := strings.Index(out[at:], "] "+step)
+		if i < 0 {
+			t.Fatalf("no step %q after the ones before it:\n%s", step, out)
+		}
+		at += i
+	}
+	for _, want := range []string{`(?m)^  candidate: Gemma-3-270M .*restricted`, `(?m)^verdict: fits`, `validation llama-server +arm \S+ +pass=true`,
+		`\] done: 48/48 trials`, `(?m)^decision: `, `(?m)^screenshot: .*every figure present`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("the demo printed nothing matching %s", want)
+		}
+	}
+	m := regexp.MustCompile(`(?m)^report: +(\S+\.html)$`).FindAllStringSubmatch(out, -1)
+	if len(m) == 0 {
+		t.Fatalf("the demo did not print its report's path:\n%s", out)
+	}
+	if _, err := os.Stat(m[len(m)-1][1]); err != nil {
+		t.Errorf("the report it printed: %v", err)
+	}
+}
