@@ -283,7 +283,11 @@ func WorkflowIDOf(ctx context.Context) string {
 // MergeEntry is merge without the engine: what `rig worker merge` and the
 // tests call on a spool entry.
 func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, key studies.TrialKey, tr TrialResult) (MergeResult, error) {
-	snap, _, st, _, err := c.load(study, execution)
+	snap, err := c.studies.Snapshot(study)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	st, err := c.studies.Store(study)
 	if err != nil {
 		return MergeResult{}, err
 	}
@@ -391,6 +395,9 @@ func (c *Coordinator) appendRows(execDir, arm, recordPath string) (string, error
 	}
 	defer rd.Close()
 	pins := rd.Header().Pins
+	if err := os.MkdirAll(execDir, 0o700); err != nil {
+		return "", err
+	}
 	path := filepath.Join(execDir, "generations-"+arm+".jsonl")
 	w, err := c.writer(path, pins)
 	if errors.Is(err, genrecord.ErrPinsDiffer) {

@@ -48,11 +48,12 @@ daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
 "$rig" daemon wait --timeout 30s
 
-# ---- workspace (rig ui, issue #17): print its URL here -------------------
-# `rig ui` is being added by another change; once it exists, this is where
-# the demo prints the workspace's URL, so the study can be watched in a
-# browser while the steps below run (the daemon stays up until the end).
-# ---------------------------------------------------------------------------
+# The workspace: every study's report and the live progress of this run, in
+# a browser, read-only, on loopback behind a per-session token.
+step "workspace (rig ui): watch the run in a browser"
+ui_url=$("$rig" ui)
+echo "workspace: $ui_url"
+echo "  (read-only, 127.0.0.1 only; it lives as long as this demo's daemon)"
 
 step "register $design"
 "$rig" study register "$design"

@@ -29,7 +29,7 @@ func TestQuickDemoScript(t *testing.T) {
 	}
 	t.Logf("the quick demo took %s", time.Since(start).Round(time.Second))
 	at := 0
-	for _, step := range []string{"runtimes", "governor", "starting a private daemon", "register", "outside review", "freeze",
+	for _, step := range []string{"runtimes", "governor", "starting a private daemon", "workspace (rig ui)", "register", "outside review", "freeze",
 		"fit preflight", "one free validation run", "dry run", "counted run", "report"} {
 		i := strings.Index(out[at:], "] "+step)
 		if i < 0 {
@@ -38,7 +38,8 @@ func TestQuickDemoScript(t *testing.T) {
 		at += i
 	}
 	for _, want := range []string{`(?m)^  candidate: Gemma-3-270M .*restricted`, `(?m)^verdict: fits`, `validation llama-server +arm \S+ +pass=true`,
-		`\] done: 48/48 trials`, `(?m)^decision: `, `(?m)^screenshot: .*every figure present`} {
+		`\] done: 48/48 trials`, `(?m)^decision: `, `(?m)^screenshot: .*every figure present`,
+		`(?m)^workspace: http://127\.0\.0\.1:\d+/\?token=\S+$`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("the demo printed nothing matching %s", want)
 		}

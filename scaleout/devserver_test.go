@@ -1,0 +1,103 @@
+package scaleout
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rig/internal/provision"
+)
+
+func startDevServer(t *testing.T) *DevServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the real Temporal dev server (run without -short)")
+	}
+	in, err := provision.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Temporal == "" {
+		t.Fatal("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
+	}
+	dir := t.TempDir()
+	s := &DevServer{Bin: in.Temporal, DB: filepath.Join(dir, "temporal.db"), Log: filepath.Join(dir, "temporal.log")}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// listeners are the local addresses (hex, as /proc/net/tcp* writes them)
+// of the listening sockets the process pid holds.
+func listeners(t *testing.T, pid int) []string {
+	t.Helper()
+	inodes := map[string]bool{}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err == nil && strings.HasPrefix(link, "socket:[") {
+			inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] = true
+		}
+	}
+	var out []string
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		f, err := os.Open(table)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(f)
+		sc.Scan() // header
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			// local_address is field 1, st field 3 (0A = LISTEN), inode field 9.
+			if len(fields) > 9 && fields[3] == "0A" && inodes[fields[9]] {
+				out = append(out, fields[1])
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// TestDevServerListensOnLoopbackOnly reads the dev server's listening
+// sockets from the kernel: each is bound to 127.0.0.1. Nothing is sent
+// anywhere to show it.
+func TestDevServerListensOnLoopbackOnly(t *testing.T) {
+	s := startDevServer(t)
+	ls := listeners(t, s.cmd.Process.Pid)
+	if len(ls) == 0 {
+		t.Fatal("the dev server holds no listening socket")
+	}
+	for _, l := range ls {
+		host := strings.Split(l, ":")[0]
+		// 127.0.0.1 is 0100007F in /proc/net/tcp; v4-mapped in tcp6.
+		if host != "0100007F" && host != "0000000000000000FFFF00000100007F" {
+			t.Errorf("the dev server listens on %s, not on 127.0.0.1", l)
+		}
+	}
+	t.Logf("listening sockets, all on 127.0.0.1: %v", ls)
+}
+
+func TestWrongNamespaceAndMissingSnapshotAreNamed(t *testing.T) {
+	s := startDevServer(t)
+	cfg := Config{Address: s.Address(), Namespace: "no-such-namespace", Spool: t.TempDir()}
+	_, err := cfg.Dial(context.Background(), "test", nil)
+	if err == nil || !strings.Contains(err.Error(), `no namespace "no-such-namespace"`) || !strings.Contains(err.Error(), s.Address()) {
+		t.Errorf("a wrong namespace: %v", err)
+	}
+	cfg.Namespace = ""
+	in, _ := provision.Load()
+	_, err = NewWorker(context.Background(), WorkerOptions{Config: cfg, ID: "w", Installed: in, Study: "absent", Execution: "exec-1"})
+	if err == nil || !strings.Contains(err.Error(), "no snapshot of study absent") {
+		t.Errorf("a worker for a study the spool lacks: %v", err)
+	}
+}

@@ -1,0 +1,266 @@
+package scaleout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"rig/genrecord"
+	"rig/receipts"
+	"rig/studies"
+	"rig/studies/run"
+	"rig/studies/studytest"
+)
+
+// fakeStudies is the daemon's side, faked: one study with its real store.
+type fakeStudies struct {
+	snap *studies.Snapshot
+	st   *receipts.Store
+	dir  string
+}
+
+func (f fakeStudies) Snapshot(string) (*studies.Snapshot, error) { return f.snap, nil }
+func (f fakeStudies) Store(string) (*receipts.Store, error)      { return f.st, nil }
+func (f fakeStudies) ExecDir(_, execution string) string         { return filepath.Join(f.dir, execution) }
+
+var (
+	modelSHA  = strings.Repeat("a", 64)
+	binarySHA = strings.Repeat("b", 64)
+)
+
+func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
+	t.Helper()
+	x := studytest.StoredExecution(t, run.TrialCallID)
+	ctx := context.Background()
+	if err := x.Store.PutExecution(ctx, receipts.Execution{ID: "exec-2", Attempt: 1, Status: receipts.Running, DesignHash: studytest.ExecutionHash}); err != nil {
+		t.Fatal(err)
+	}
+	snap := &studies.Snapshot{DesignHash: studytest.ExecutionHash, Arms: []studies.FrozenArm{
+		{Name: "a", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: "llama-server", SHA256: binarySHA}}}}}
+	f := fakeStudies{snap: snap, st: x.Store, dir: t.TempDir()}
+	spool := t.TempDir()
+	c := &Coordinator{cfg: Config{Spool: spool}, studies: f, log: slog.Default(), writers: map[string]*genrecord.Writer{}}
+	t.Cleanup(func() {
+		for _, w := range c.writers {
+			w.Close()
+		}
+	})
+	return c, f, spool
+}
+
+// writeEntry leaves a worker's spool entry for trial a/qa/capital/1 at
+// attempt 1 whose record holds one row with text, and returns what the
+// worker's activity would return.
+func writeEntry(t *testing.T, spool, worker, text string, edit func(*receipts.Receipt)) TrialResult {
+	t.Helper()
+	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
+	entry := entryName(key.String(), 1, worker)
+	dir := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", entry)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	pins := genrecord.Pins{ModelSHA256: modelSHA, ModelName: "m", Runtime: "llama-server", RuntimeVersion: "b1", BinarySHA256: binarySHA,
+		Libraries: map[string]string{}, BuildFlags: "cpu", MachineLine: "test", DesignHash: studytest.ExecutionHash, StudyID: "s1", ExecutionID: "exec-2"}
+	os.Remove(filepath.Join(dir, run.RecordFile))
+	w, err := genrecord.OpenWriter(filepath.Join(dir, run.RecordFile), pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append(genrecord.Row{RowID: key.String() + "#1", Arm: "a", Prompt: "capital?", Role: genrecord.RoleCandidate, K: 1,
+		Output: []genrecord.Step{}, StopReason: genrecord.StopEOS, Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	sum := w.Sum()
+	w.Close()
+	r := receipts.Receipt{SchemaVersion: receipts.SchemaVersion, StudyID: "s1", ExecutionID: "exec-2", DesignHash: studytest.ExecutionHash,
+		Arm: "a", JobKind: "qa", TaskID: "capital", Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: modelSHA,
+		Runtime: "llama-server", Harness: "llama-server", HarnessVersion: "b1", Pins: map[string]string{"binary_sha256": binarySHA},
+		Machine: "test", GenerationSHA256: sum, Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, Detail: text}
+	if edit != nil {
+		edit(&r)
+	}
+	raw, _ := json.Marshal(r)
+	if err := os.WriteFile(filepath.Join(dir, receiptFile), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return TrialResult{Key: key.String(), Attempt: 1, Worker: worker, Entry: entry, ReceiptSHA256: sha256Hex(raw), RecordSHA256: sum, Outcome: "scored"}
+}
+
+func export(t *testing.T, st *receipts.Store) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := st.Export(context.Background(), &b, receipts.JSONL); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func merge(t *testing.T, c *Coordinator, tr TrialResult) (MergeResult, error) {
+	t.Helper()
+	key, err := studies.ParseTrialKey(tr.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.MergeEntry(context.Background(), "s1", "exec-2", key, tr)
+}
+
+func TestMergeIsPutIfAbsentByKeyAndAttempt(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	ctx := context.Background()
+	tr := writeEntry(t, spool, "w1", "Paris", nil)
+	m, err := merge(t, c, tr)
+	if err != nil || m.Already || m.Divergent || m.Outcome != "scored" {
+		t.Fatalf("first merge: %+v, %v", m, err)
+	}
+	first := export(t, f.st)
+	rec, err := f.st.Receipt(ctx, "exec-2", receipts.TrialKey{Arm: "a", TaskID: "capital", Repeat: 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Pins["worker"] != "w1" || rec.Pins["spool_receipt_sha256"] != tr.ReceiptSHA256 || rec.Pins["spool_record_sha256"] != tr.RecordSHA256 {
+		t.Errorf("merged receipt's pins: %v", rec.Pins)
+	}
+	// The receipt vouches for the arm's record of the execution as merged.
+	armRecord := filepath.Join(f.dir, "exec-2", "generations-a.jsonl")
+	if got, err := fileSHA256(armRecord); err != nil || got != rec.GenerationSHA256 {
+		t.Errorf("arm record sha256 %s, receipt says %s (%v)", got, rec.GenerationSHA256, err)
+	}
+
+	// The same entry again: a no-op, the export byte-identical.
+	if m, err := merge(t, c, tr); err != nil || !m.Already {
+		t.Fatalf("second merge of the same receipt: %+v, %v", m, err)
+	}
+	if export(t, f.st) != first {
+		t.Error("merging the same receipt twice changed the export")
+	}
+	rd, err := genrecord.OpenReader(armRecord)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := 0
+	for {
+		if _, err := rd.Next(); err != nil {
+			break
+		}
+		rows++
+	}
+	rd.Close()
+	if rows != 1 {
+		t.Errorf("the arm record holds %d rows after two merges of one trial, want 1", rows)
+	}
+
+	// Another worker's different receipt for the same key and attempt: kept
+	// apart as a divergent duplicate, never over the first.
+	other := writeEntry(t, spool, "w2", "paris", nil)
+	m, err = merge(t, c, other)
+	if err != nil || !m.Divergent {
+		t.Fatalf("a different receipt for a merged key and attempt: %+v, %v", m, err)
+	}
+	if export(t, f.st) != first {
+		t.Error("a divergent duplicate changed the merged receipts")
+	}
+	ds, err := f.st.Divergents(ctx, "exec-2")
+	if err != nil || len(ds) != 1 || ds[0].Worker != "w2" || ds[0].Digest != other.ReceiptSHA256 {
+		t.Errorf("divergent duplicates: %+v, %v", ds, err)
+	}
+	if m, err := merge(t, c, other); err != nil || !m.Divergent {
+		t.Errorf("the divergent duplicate again: %+v, %v", m, err)
+	}
+	if ds, _ := f.st.Divergents(ctx, "exec-2"); len(ds) != 1 {
+		t.Errorf("the same divergent duplicate twice is kept %d times", len(ds))
+	}
+}
+
+func TestMergeRefusesACutOrForeignEntry(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	ctx := context.Background()
+	rk := receipts.TrialKey{Arm: "a", TaskID: "capital", Repeat: 1}
+
+	// Cut mid-file: the receipt is shorter than the worker sent.
+	tr := writeEntry(t, spool, "w1", "Paris", nil)
+	path := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", tr.Entry, receiptFile)
+	raw, _ := os.ReadFile(path)
+	os.WriteFile(path, raw[:len(raw)/2], 0o644)
+	_, err := merge(t, c, tr)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrSpool || appErr.NonRetryable() {
+		t.Fatalf("a cut receipt: %v, want a retryable %s error", err, ErrSpool)
+	}
+	if _, err := f.st.Receipt(ctx, "exec-2", rk, 1); !errors.Is(err, receipts.ErrNotFound) {
+		t.Errorf("a cut entry was merged: %v", err)
+	}
+	// Cut record: the receipt is whole, its record is not.
+	tr = writeEntry(t, spool, "w1", "Paris", nil)
+	rec := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", tr.Entry, run.RecordFile)
+	data, _ := os.ReadFile(rec)
+	os.WriteFile(rec, data[:len(data)-10], 0o644)
+	if _, err := merge(t, c, tr); !errors.As(err, &appErr) || appErr.Type() != ErrSpool {
+		t.Errorf("a cut record: %v, want %s", err, ErrSpool)
+	}
+	// Whole again: the retried merge goes through.
+	tr = writeEntry(t, spool, "w1", "Paris", nil)
+	if m, err := merge(t, c, tr); err != nil || m.Outcome != "scored" {
+		t.Fatalf("the retried merge of a whole entry: %+v, %v", m, err)
+	}
+
+	// Another design, or another model: never merged, never retried.
+	for name, edit := range map[string]func(*receipts.Receipt){
+		"design hash": func(r *receipts.Receipt) { r.DesignHash = strings.Repeat("9", 64) },
+		"model":       func(r *receipts.Receipt) { r.ModelDigest = strings.Repeat("d", 64) },
+		"binary":      func(r *receipts.Receipt) { r.Pins["binary_sha256"] = strings.Repeat("e", 64) },
+	} {
+		tr := writeEntry(t, spool, "w3", "Paris", edit)
+		_, err := merge(t, c, tr)
+		if !errors.As(err, &appErr) || appErr.Type() != ErrMismatch || !appErr.NonRetryable() {
+			t.Errorf("%s differs: %v, want a non-retryable %s", name, err, ErrMismatch)
+		}
+	}
+}
+
+func TestEntryNamesRoundTrip(t *testing.T) {
+	for _, k := range []studies.TrialKey{{Arm: "a", JobKind: "qa", Task: "t/with/slashes", Repeat: 3}, {Arm: "x-y", JobKind: "code", Task: "t#1.2 %", Repeat: 1}} {
+		name := entryName(k.String(), 7, "gpu07.card0")
+		if strings.ContainsAny(name, "/") {
+			t.Errorf("%q is not one path element", name)
+		}
+		got, attempt, worker, err := parseEntryName(name)
+		if err != nil || got != k || attempt != 7 || worker != "gpu07.card0" {
+			t.Errorf("%q → %v %d %q %v", name, got, attempt, worker, err)
+		}
+	}
+}
+
+func TestQueueNames(t *testing.T) {
+	q := Queue("llama-server", binarySHA, CardClass("NVIDIA H200"))
+	if q != "rig.trials.llama-server.bbbbbbbbbbbbbbbb.nvidia-h200" {
+		t.Errorf("queue %q", q)
+	}
+	if CardClass("") != "cpu" {
+		t.Errorf("no card is %q", CardClass(""))
+	}
+}
+
+func TestUnreachableServerNamesTheAddress(t *testing.T) {
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Address: "127.0.0.1:" + strconv.Itoa(port), Spool: t.TempDir()}
+	_, err = cfg.Dial(context.Background(), "test", nil)
+	if err == nil || !strings.Contains(err.Error(), cfg.Address) || !strings.Contains(err.Error(), "unreachable") {
+		t.Errorf("dialling nothing: %v", err)
+	}
+	if err := (Config{}).Check(); err == nil || !strings.Contains(err.Error(), "address") || !strings.Contains(err.Error(), "spool") {
+		t.Errorf("an empty config: %v", err)
+	}
+}
+
