@@ -470,3 +470,34 @@ func (s *Service) Remerge(ctx context.Context, req MergeRequest) (scaleout.Remer
 	}
 	return s.Engine.Remerge(ctx, req.Study, req.Execution)
 }
+
+// EngineReplayRequest is `rig study replay`.
+type EngineReplayRequest struct {
+	Study     string `json:"study"`
+	Execution string `json:"execution"`
+	PerArm    int    `json:"per_arm"`
+	Seed      uint64 `json:"seed"`
+}
+
+// EngineReplay replays a sample of an engine execution's merged trials on
+// the workers, each on the queue its trial ran on.
+func (s *Service) EngineReplay(ctx context.Context, req EngineReplayRequest) ([]scaleout.ReplayResult, error) {
+	if s.Engine == nil {
+		return nil, fmt.Errorf("this daemon has no Temporal cluster configured (rig daemon --temporal HOST:PORT --spool DIR); replay a local execution with rig study report --replay-sample")
+	}
+	if req.Execution == "" {
+		execs, err := s.executions(ctx, req.Study)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range execs {
+			if e.Engine != "" {
+				req.Execution = e.ID
+			}
+		}
+		if req.Execution == "" {
+			return nil, fmt.Errorf("study %s has no execution that ran through the engine", req.Study)
+		}
+	}
+	return s.Engine.ReplaySample(ctx, req.Study, req.Execution, max(req.PerArm, 1), req.Seed)
+}

@@ -39,7 +39,7 @@ var allRoles = []Role{RoleStaff, RoleReviewer, RoleDirector, RoleOperator}
 // list, check, export: reading what is recorded) needs any role.
 var methodRoles = map[string]Role{
 	"register": RoleStaff, "freeze": RoleStaff, "preflight": RoleStaff, "validate": RoleStaff,
-	"dry-run": RoleStaff, "run": RoleStaff, "cancel": RoleStaff, "report": RoleStaff, "grade": RoleStaff, "merge": RoleStaff,
+	"dry-run": RoleStaff, "run": RoleStaff, "cancel": RoleStaff, "report": RoleStaff, "grade": RoleStaff, "merge": RoleStaff, "engine-replay": RoleStaff,
 	"review":  RoleReviewer,
 	"approve": RoleDirector, "decide": RoleDirector,
 	"proposal-approve": RoleDirector, "proposal-reject": RoleDirector,

@@ -99,6 +99,9 @@ func (s *Service) methods() map[string]handler {
 		}),
 		"check": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.CheckStore(ctx, r.Name) }),
 		"merge": method(func(ctx context.Context, r MergeRequest, _ io.Writer) (any, error) { return s.Remerge(ctx, r) }),
+		"engine-replay": method(func(ctx context.Context, r EngineReplayRequest, _ io.Writer) (any, error) {
+			return s.EngineReplay(ctx, r)
+		}),
 		"export": method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) {
 			if r.Audit {
 				return nil, s.ExportAudit(ctx, r.Name, w)

@@ -87,6 +87,7 @@ func NewCoordinator(ctx context.Context, cfg Config, home string, st Studies, lo
 func RegisterWorkflows(w worker.Worker) {
 	w.RegisterWorkflowWithOptions(StudyWorkflow, workflow.RegisterOptions{Name: StudyWorkflowName})
 	w.RegisterWorkflowWithOptions(ChunkWorkflow, workflow.RegisterOptions{Name: ChunkWorkflowName})
+	w.RegisterWorkflowWithOptions(ReplayWorkflow, workflow.RegisterOptions{Name: ReplayWorkflowName})
 }
 
 // Close stops the coordinator's worker and closes the record writers.
@@ -183,6 +184,10 @@ func (c *Coordinator) planOf(study, execution string) (*studies.Plan, *studies.S
 // plan lays out the execution's plan, records it, and publishes the
 // snapshot and banks to the spool for the workers.
 func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error) {
+	if in.NoModel {
+		size := max(in.Chunk, 1)
+		return PlanInfo{Trials: in.Synthetic, Chunks: (in.Synthetic + size - 1) / size}, nil
+	}
 	plan, snap, _, _, err := c.planOf(in.Study, in.Execution)
 	if err != nil {
 		return PlanInfo{}, err
@@ -193,11 +198,6 @@ func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error)
 	dir := c.studies.ExecDir(in.Study, in.Execution)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return PlanInfo{}, err
-	}
-	if in.NoModel {
-		if n := len(plan.Trials); n > 0 && in.Chunk > 0 {
-			return PlanInfo{Trials: n, Chunks: (n + in.Chunk - 1) / in.Chunk}, nil
-		}
 	}
 	if err := atomicfile.WriteJSON(filepath.Join(dir, "plan.json"), plan, 0o600); err != nil {
 		return PlanInfo{}, err
@@ -211,6 +211,14 @@ func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error)
 
 // chunk is one chunk's trials, each with its queue and next attempt.
 func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial, error) {
+	if in.NoModel {
+		size := max(in.Chunk, 1)
+		var out []PlannedTrial
+		for i := in.Index * size; i < min((in.Index+1)*size, in.Synthetic); i++ {
+			out = append(out, PlannedTrial{Key: fmt.Sprintf("no-model/scheduling/t%07d/1", i), Queue: in.NoModelQueue, Attempt: 1})
+		}
+		return out, nil
+	}
 	plan, snap, d, st, err := c.planOf(in.Study, in.Execution)
 	if err != nil {
 		return nil, err
@@ -449,19 +457,27 @@ func (c *Coordinator) CloseRecords(execDir string) {
 	}
 }
 
-// recordLost writes the receipt of an attempt no worker returned.
-func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) error {
+// recordLost writes the receipt of an attempt no worker returned. When a
+// worker did finish it (its result was lost on the way: the engine was
+// down, say) and left a whole spool entry, that entry is merged instead,
+// so the trial is not run again.
+func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
 	snap, _, st, _, err := c.load(l.Study, l.Execution)
 	if err != nil {
-		return err
+		return MergeResult{}, err
 	}
 	key, err := studies.ParseTrialKey(l.Key)
 	if err != nil {
-		return err
+		return MergeResult{}, err
 	}
 	rk := receipts.TrialKey{Arm: key.Arm, TaskID: key.Task, Repeat: key.Repeat}
-	if _, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
-		return nil // recorded before a retry of this activity
+	if r, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
+		return MergeResult{Outcome: string(r.Outcome), Already: true}, nil // recorded before a retry of this activity
+	}
+	if !l.Final {
+		if m, ok, err := c.mergeFinished(ctx, l.Study, l.Execution, key, l.Attempt); err != nil || ok {
+			return m, err
+		}
 	}
 	outcome, detail := receipts.Preempted, "worker lost mid-trial, rerun as the next attempt: "+l.Why
 	if l.Final {
@@ -469,11 +485,48 @@ func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) error {
 	}
 	rec, err := run.UnrunReceipt(l.Study, snap, l.Execution, key, l.Attempt, l.Parent, outcome, detail)
 	if err != nil {
-		return err
+		return MergeResult{}, err
 	}
 	rec.Pins["engine"] = "temporal"
 	c.log.Info("attempt lost", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "why", l.Why)
-	return st.PutReceipt(ctx, rec)
+	return MergeResult{Outcome: string(rec.Outcome)}, st.PutReceipt(ctx, rec)
+}
+
+// mergeFinished merges a whole spool entry of the attempt, if a worker left
+// one although its result never reached the engine. Its digests did not
+// travel, so the entry is held to its own receipt: the record's sha256 must
+// be the receipt's.
+func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string, key studies.TrialKey, attempt int) (MergeResult, bool, error) {
+	dir := filepath.Join(execSpool(c.cfg.Spool, study, execution), "trials")
+	prefix := strings.TrimSuffix(entryName(key.String(), attempt, "x"), "x")
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return MergeResult{}, false, nil
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || strings.HasSuffix(e.Name(), partial) {
+			continue
+		}
+		_, _, worker, err := parseEntryName(e.Name())
+		if err != nil {
+			continue
+		}
+		tr := TrialResult{Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name()}
+		if tr.ReceiptSHA256, err = fileSHA256(filepath.Join(dir, e.Name(), receiptFile)); err != nil {
+			continue
+		}
+		if s, err := fileSHA256(filepath.Join(dir, e.Name(), run.RecordFile)); err == nil {
+			tr.RecordSHA256 = s
+		}
+		m, err := c.MergeEntry(ctx, study, execution, key, tr)
+		if err != nil {
+			c.log.Warn("a finished spool entry of a lost attempt could not be merged", "entry", e.Name(), "err", err)
+			continue
+		}
+		c.log.Info("a lost attempt had finished: merged from the spool", "study", study, "trial", key.String(), "attempt", attempt, "worker", worker)
+		return m, true, nil
+	}
+	return MergeResult{}, false, nil
 }
 
 // copyRepos copies a spool entry's kept repositories into the execution.

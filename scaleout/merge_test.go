@@ -263,4 +263,3 @@ func TestUnreachableServerNamesTheAddress(t *testing.T) {
 		t.Errorf("an empty config: %v", err)
 	}
 }
-

@@ -48,8 +48,12 @@ type StudyInput struct {
 	Coordinator string `json:"coordinator"` // the coordinator's task queue
 	Chunk       int    `json:"chunk"`
 	InFlight    int    `json:"in_flight"`
-	// NoModel runs ActNoModel instead of the trials (rig bench scale).
-	NoModel bool `json:"no_model,omitempty"`
+	// NoModel runs ActNoModel on NoModelQueue instead of the trials: a
+	// plan of Synthetic trials that exercises only the scheduling path
+	// (rig bench scale). No study is read and nothing is stored.
+	NoModel      bool   `json:"no_model,omitempty"`
+	Synthetic    int    `json:"synthetic,omitempty"`
+	NoModelQueue string `json:"no_model_queue,omitempty"`
 	// ChunksAtOnce is how many chunks run side by side; two overlap the
 	// tail of one chunk with the head of the next.
 	ChunksAtOnce int `json:"chunks_at_once"`

@@ -168,6 +168,7 @@ func (w *Worker) startPolling() error {
 		})
 		p.RegisterActivityWithOptions(w.runTrial, activity.RegisterOptions{Name: actRunTrial})
 		p.RegisterActivityWithOptions(w.noModel, activity.RegisterOptions{Name: ActNoModel})
+		p.RegisterActivityWithOptions(w.replayEntry, activity.RegisterOptions{Name: actReplay})
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("polling %s: %w", q, err)
 		}
@@ -251,20 +252,8 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 		}
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
 	}
-	hb, stop := context.WithCancel(ctx)
+	stop := heartbeat(ctx, in.Key)
 	defer stop()
-	go func() {
-		t := time.NewTicker(2 * time.Second)
-		defer t.Stop()
-		for {
-			activity.RecordHeartbeat(ctx, in.Key)
-			select {
-			case <-hb.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
 	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue)
 	trials := filepath.Join(execSpool(w.opts.Config.Spool, in.Study, in.Execution), "trials")
 	entry := entryName(in.Key, in.Attempt, w.opts.ID)
@@ -297,6 +286,25 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	w.count(out.Outcome)
 	w.log.Info("trial done", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "outcome", out.Outcome)
 	return out, nil
+}
+
+// heartbeat tells the engine every 2 s that the activity is alive, until
+// stop is called: a killed worker stops, and the engine notices.
+func heartbeat(ctx context.Context, detail string) (stop func()) {
+	hb, cancel := context.WithCancel(ctx)
+	go func() {
+		t := time.NewTicker(2 * time.Second)
+		defer t.Stop()
+		for {
+			activity.RecordHeartbeat(ctx, detail)
+			select {
+			case <-hb.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return cancel
 }
 
 // host is the runner for one execution, made on the first trial of it.

@@ -171,15 +171,21 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 			return res, nil
 		case err != nil:
 			// The worker died, was cut off or failed before it recorded
-			// anything: the attempt is lost, and the next one reruns it.
+			// anything: the attempt is lost, and the next one reruns it
+			// (unless it had finished and only its result was lost).
 			lost++
 			final := lost >= maxLostAttempts
+			var m MergeResult
 			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: err.Error(), Final: final}).Get(ctx, nil); err != nil {
+				Attempt: attempt, Parent: parent, Why: err.Error(), Final: final}).Get(ctx, &m); err != nil {
 				return res, err
 			}
-			if final {
+			switch {
+			case m.Outcome == "error":
 				res.Errors++
+				return res, nil
+			case m.Outcome != "preempted" && m.Outcome != "":
+				res.Counted++
 				return res, nil
 			}
 			res.Retried++

@@ -73,6 +73,6 @@ before committing a calibration: a peak moves by a few percent between runs.
 	pre.Flags().StringVar(&calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
 	pre.Flags().IntVar(&repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
 	cmd.AddCommand(stats, pre)
-	cmd.AddCommand(newBenchReplayCommand())
+	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand())
 	return cmd
 }

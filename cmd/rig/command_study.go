@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
+	"rig/genrecord"
 	"rig/receipts"
 	"rig/scaleout"
 	"rig/studies"
@@ -48,7 +49,7 @@ approve.
 		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
 		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
 		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
-		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyMergeCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyMergeCommand(), studyReplayCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
 
@@ -225,14 +226,14 @@ many receipts each worker returned. See docs/scale-out.md.
 }
 
 func studyRerunCommand() *cobra.Command {
-	var key string
+	var key, engine string
 	cmd := &cobra.Command{
 		Use:   "rerun NAME EXECUTION",
 		Short: "Run a frozen study again as a new execution whose parent is EXECUTION",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var info run.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Parent: args[1]}, &info, cmd.OutOrStdout()); err != nil {
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Parent: args[1], Engine: engine}, &info, cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d, parent %s)\n", info.ID, info.Attempt, info.Parent)
@@ -243,6 +244,7 @@ func studyRerunCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
+	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
 	return cmd
 }
 
@@ -543,6 +545,47 @@ nothing: rig receipts export prints the same bytes.`,
 			return nil
 		},
 	}
+}
+
+func studyReplayCommand() *cobra.Command {
+	var req daemon.EngineReplayRequest
+	cmd := &cobra.Command{
+		Use:   "replay NAME",
+		Short: "Replay a sample of a scale-out execution's trials on the workers, each on the queue it ran on",
+		Long: `replay picks --per-arm merged trials of every arm of an execution that ran
+through the engine (default: the latest), seeded by --seed, and has a worker
+replay each trial's own generation record on the task queue the trial ran on:
+the same runtime build and card class. Each record's sha256 is checked against
+the merged receipt before anything starts. It prints, per trial, the worker
+that replayed it and whether every replayed row reproduced.
+
+For an execution on this machine's card, rig study report --replay-sample
+replays through the daemon instead.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.Study = args[0]
+			var out []scaleout.ReplayResult
+			if err := callDaemon(cmd.Context(), socketPath(cmd), "engine-replay", req, &out, nil); err != nil {
+				return err
+			}
+			bad := 0
+			for _, r := range out {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-40s attempt %d on %s via %s: %s (%d/%d rows reproduced, max |Δ| %.3g)\n",
+					r.Key, r.Attempt, r.Worker, r.Queue, r.Status, r.Reproduced, r.Replayed, r.MaxAbsDiff)
+				if r.Status != string(genrecord.StatusReproduced) {
+					bad++
+				}
+			}
+			if bad > 0 {
+				return fmt.Errorf("%d of %d replayed trials did not reproduce", bad, len(out))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&req.Execution, "execution", "", "the execution (default: the latest that ran through the engine)")
+	cmd.Flags().IntVar(&req.PerArm, "per-arm", 2, "trials replayed per arm")
+	cmd.Flags().Uint64Var(&req.Seed, "seed", 1, "the sample's seed")
+	return cmd
 }
 
 func studyCheckCommand() *cobra.Command {

@@ -239,6 +239,19 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	if after := e.rig(true, "receipts", "export", name); after != before {
 		t.Error("a second merge changed the exported receipts")
 	}
+	// A sample of each arm's merged trials replays on the workers, each on
+	// the queue its trial ran on, and reproduces.
+	rep0 := e.rig(true, "study", "replay", name, "--per-arm", "1")
+	lines := regexp.MustCompile(`(?m)^\S+ +attempt \d+ on (w2|w3) via (\S+): reproduced \((\d+)/(\d+) rows`).FindAllStringSubmatch(rep0, -1)
+	if len(lines) != 2 {
+		t.Errorf("replay through the queues: want one reproduced trial per arm on a live worker:\n%s", rep0)
+	}
+	for _, l := range lines {
+		if l[2] != queue || l[3] != l[4] || l[3] == "0" {
+			t.Errorf("replay on %s via %s: %s/%s rows", l[1], l[2], l[3], l[4])
+		}
+	}
+
 	// The merged records replay: a sample of each arm's rows, through the
 	// pinned runtime, reproduces.
 	rep := e.rig(true, "study", "report", name, "--replay-sample", "2")
@@ -263,7 +276,7 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 			t.Errorf("replay of %s (%s): %s %s", r.Record, r.Arm, r.Status, r.Detail)
 		}
 	}
-	t.Logf("status:\n%s\nmerge: %s\nreport:\n%s", status, merged, rep)
+	t.Logf("status:\n%s\nmerge: %s\nreplay on the workers:\n%s\nreport:\n%s", status, merged, rep0, rep)
 }
 
 func atoi(t *testing.T, s string) int {
