@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,12 +145,37 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 		t.Fatalf("a second submit while exec-1 runs did not follow exec-1: %s", again)
 	}
 
+	// The workspace follows the run live, on loopback, behind its token.
+	uiURL := strings.TrimSpace(e.rig(true, "ui"))
+	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}$`).MatchString(uiURL) {
+		t.Fatalf("rig ui printed %q", uiURL)
+	}
+	base, token, _ := strings.Cut(uiURL, "/?token=")
+	if code, _ := httpGet(t, base+"/api/progress/"+name); code != http.StatusForbidden {
+		t.Errorf("the workspace without its token answered %d, want 403", code)
+	}
+	progress := func() (status string, done, planned int) {
+		code, body := httpGet(t, base+"/api/progress/"+name+"?token="+token)
+		var p struct {
+			Executions []struct {
+				Status        string
+				Done, Planned int
+			}
+		}
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &p) != nil || len(p.Executions) == 0 {
+			t.Fatalf("the workspace's progress: %d %s", code, body)
+		}
+		x := p.Executions[len(p.Executions)-1]
+		return x.Status, x.Done, x.Planned
+	}
+
 	bad.waitLog(t, regexp.MustCompile(`refuses the queue`), 1, 3*time.Minute)
 
 	// Kill w1 in the middle of its second trial.
 	started := regexp.MustCompile(`msg="trial started" worker=w1 trial=(\S+) attempt=(\d+)`)
 	m := w1.waitLog(t, started, 2, 5*time.Minute)
 	killedTrial, killedAttempt := m[1][1], m[1][2]
+	midStatus, midDone, planned := progress()
 	w1.cmd.Process.Signal(syscall.SIGKILL)
 	w1.cmd.Wait()
 	t.Logf("killed w1 in trial %s attempt %s", killedTrial, killedAttempt)
@@ -173,6 +200,9 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	if sm == nil || sm[1] != "done" || sm[2] != sm[3] {
 		t.Fatalf("the execution did not finish every planned trial:\n%s\nw2: %s\nw3: %s", status, w2.logText(), w3.logText())
 	}
+	if endStatus, endDone, _ := progress(); midStatus != "running" || endStatus != "done" || endDone != planned || endDone <= midDone {
+		t.Errorf("the workspace's progress did not move: mid-run %s %d/%d, at the end %s %d", midStatus, midDone, planned, endStatus, endDone)
+	}
 	if !strings.Contains(status, "through temporal, workers: ") {
 		t.Errorf("status shows no per-worker counts:\n%s", status)
 	}
@@ -189,7 +219,9 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 			t.Errorf("a receipt came from the worker with the other build: %+v", r)
 		}
 	}
-	planned := atoi(t, sm[3])
+	if atoi(t, sm[3]) != planned {
+		t.Errorf("status plans %s trials, the workspace %d", sm[3], planned)
+	}
 	if len(counted) != planned {
 		t.Errorf("%d trials have a counted receipt, %d were planned", len(counted), planned)
 	}
@@ -277,6 +309,17 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 		}
 	}
 	t.Logf("status:\n%s\nmerge: %s\nreplay on the workers:\n%s\nreport:\n%s", status, merged, rep0, rep)
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func atoi(t *testing.T, s string) int {
