@@ -59,7 +59,11 @@ func (d *DevServer) Start(ctx context.Context) error {
 		return err
 	}
 	args := []string{"server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", strconv.Itoa(d.Port),
-		"--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort), "--log-level", "warn"}
+		"--http-port", strconv.Itoa(httpPort), "--metrics-port", strconv.Itoa(metricsPort), "--log-level", "warn",
+		// One partition per task queue: on a single host, the default four
+		// only add a forwarding hop between a poll and its task.
+		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
+		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"}
 	if d.DB != "" {
 		args = append(args, "--db-filename", d.DB)
 	}
