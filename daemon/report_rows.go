@@ -11,6 +11,7 @@ import (
 	"rig/studies"
 	"rig/studies/analysis"
 	"rig/studies/report"
+	"rig/tasks"
 )
 
 // rowSources is what the rows matrix reads beyond the analysis: the
@@ -21,10 +22,24 @@ type rowSources struct {
 	events   []receipts.GovernorEvent
 	outputs  map[string]string              // arm|task → kept text
 	replay   map[string]report.ReplayStatus // trial key → worst replay result
+	tasks    map[string]tasks.Task          // kind|task → the bank's task (category, tags)
 }
 
 func (s *Service) rowSources(ctx context.Context, in *reportInputs, outputs map[string]string, rp *report.Replay) rowSources {
-	src := rowSources{receipts: map[string][]receipts.Receipt{}, outputs: outputs, replay: map[string]report.ReplayStatus{}}
+	src := rowSources{receipts: map[string][]receipts.Receipt{}, outputs: outputs, replay: map[string]report.ReplayStatus{}, tasks: map[string]tasks.Task{}}
+	if in.snap != nil {
+		// The rows' category (the task's template) and tags, from the frozen
+		// banks; a bank that no longer reads only leaves them empty.
+		for _, fb := range in.snap.Banks {
+			b, err := tasks.LoadBank(fb.Path)
+			if err != nil || b.Hash != fb.SHA256 {
+				continue
+			}
+			for _, t := range b.Tasks {
+				src.tasks[fb.JobKind+"|"+t.ID] = t
+			}
+		}
+	}
 	for _, r := range in.receipts {
 		k := r.Arm + "|" + r.JobKind + "|" + r.TaskID
 		src.receipts[k] = append(src.receipts[k], r)
@@ -74,6 +89,13 @@ func kindRows(jk *report.Kind, kt analysis.KindTasks, d analysis.Design, src row
 			b := src.side(p.Baseline, kt.JobKind, task, kt.Gate, jk.Measure == string(analysis.MeasureScore))
 			c := src.side(p.Challenger, kt.JobKind, task, kt.Gate, jk.Measure == string(analysis.MeasureScore))
 			row := report.Row{Pair: j, Task: task, Baseline: b, Challenger: c}
+			if t, ok := src.tasks[kt.JobKind+"|"+task]; ok {
+				row.Category = t.TemplateID
+				row.Tags = slices.Clone(t.Tags)
+				if t.Difficulty != "" {
+					row.Tags = append(row.Tags, "difficulty:"+t.Difficulty)
+				}
+			}
 			row.HighCost = b.Receipt != nil && c.Receipt != nil && b.Receipt.WallSeconds > 0 && c.Receipt.WallSeconds > factor*b.Receipt.WallSeconds
 			jk.Rows = append(jk.Rows, row)
 		}

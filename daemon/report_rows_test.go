@@ -2,13 +2,19 @@ package daemon
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"rig/internal/atomicfile"
 	"rig/receipts"
+	"rig/studies"
 	"rig/studies/analysis"
 	"rig/studies/report"
+	"rig/tasks"
 )
 
 // TestReportRowsFromReceipts: the report's per-task values give the
@@ -39,6 +45,30 @@ func TestReportRowsFromReceipts(t *testing.T) {
 	if _, err := c.st.AppendGovernorEvent(ctx, receipts.GovernorEvent{ExecutionID: "exec-1", Trial: trial + "#2", Kind: "preempt"}); err != nil {
 		t.Fatal(err)
 	}
+	// The frozen bank of the job kind: its tasks' templates and tags.
+	bank := filepath.Join(t.TempDir(), "extract-json.jsonl")
+	lines := `{"schema_version":1,"job_kind":"extract-json","bank_version":"1","description":"rows test"}` + "\n"
+	for i := 1; i <= 6; i++ {
+		lines += fmt.Sprintf(`{"id":"t%d","job_kind":"extract-json","template_id":"tmpl-%d","difficulty":"easy","tags":["tag-%d"],"input":{"prompt":"p"},"key":{"fields":{"a":"b"}},"grader":{"name":"json-match","version":1},"source":"private"}`+"\n", i, i%2, i)
+	}
+	if err := os.WriteFile(bank, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := tasks.LoadBank(bank)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.snap.Banks = []studies.FrozenBank{{JobKind: "extract-json", Bank: studies.Bank{Path: bank, SHA256: b.Hash}}}
+	c.snap.Hash = ""
+	if c.snap.Hash, err = studies.Hash(c.snap); err != nil {
+		t.Fatal(err)
+	}
+	for file, v := range map[string]any{"snapshot.json": c.snap,
+		"lifecycle.json": studies.Lifecycle{State: studies.Frozen, DesignHash: c.snap.DesignHash, SnapshotHash: c.snap.Hash, Finished: []string{"exec-1"}}} {
+		if err := atomicfile.WriteJSON(filepath.Join(c.svc.Dir(c.name), file), v, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	a, err := c.svc.Analyse(ctx, c.name, "")
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +98,11 @@ func TestReportRowsFromReceipts(t *testing.T) {
 		for _, r := range k.Rows {
 			if r.Baseline.Receipt == nil || r.Challenger.Receipt == nil {
 				t.Errorf("row %s lacks a receipt", r.Task)
+			}
+			// Category and tags come from the frozen bank: the free-text
+			// filter matches them.
+			if !strings.HasPrefix(r.Category, "tmpl-") || !slices.Contains(r.Tags, "tag-"+strings.TrimPrefix(r.Task, "t")) || !slices.Contains(r.Tags, "difficulty:easy") {
+				t.Errorf("row %s: category %q, tags %v (want the bank's template id, tags and difficulty)", r.Task, r.Category, r.Tags)
 			}
 		}
 	}
