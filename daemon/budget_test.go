@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rig/receipts"
 )
 
 func TestMonthlyBudget(t *testing.T) {
@@ -49,5 +51,58 @@ func TestMonthlyBudget(t *testing.T) {
 	}
 	if m, _ = s.MonthBudget(ctx, time.Now()); m.checkMonth(11*3600, 400, "x") != nil {
 		t.Errorf("still refused after the cap was raised: %+v", m)
+	}
+}
+
+// TestMonthlyBudgetCountsEveryStudysReceipts: the month's spending is the
+// wall time and energy of every receipt started in it, in every study on
+// the machine, whatever its outcome; a receipt of another month is not.
+func TestMonthlyBudgetCountsEveryStudysReceipts(t *testing.T) {
+	c := newCardStudy(t, "", nil)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	before, err := c.svc.MonthBudget(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := c.st.Receipts(ctx, "exec-1")
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("no receipts to copy: %v", err)
+	}
+	add := func(attempt int, started time.Time, wallMS int64, joules float64, outcome receipts.Outcome) {
+		r := recs[0]
+		r.Attempt, r.ParentAttempt, r.Outcome, r.Grade = attempt, attempt-1, outcome, nil
+		r.StartedAt, r.FinishedAt, r.WallMS, r.EnergyJoules = started, started.Add(time.Duration(wallMS)*time.Millisecond), wallMS, joules
+		if err := c.st.PutReceipt(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add(2, now, 3_600_000, 36_000, receipts.Preempted)                  // 1 h, 10 Wh: counts though preempted
+	add(3, now.AddDate(0, -1, 0), 7_200_000, 72_000, receipts.Preempted) // last month: does not count
+	after, err := c.svc.MonthBudget(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.UsedSeconds - before.UsedSeconds; d != 3600 {
+		t.Errorf("the month's wall time grew by %v s, want 3600", d)
+	}
+	if d := after.UsedWh - before.UsedWh; d < 9.999 || d > 10.001 {
+		t.Errorf("the month's energy grew by %v Wh, want 10", d)
+	}
+	// A cap of what was spent plus 30 minutes: an hour's run is refused,
+	// naming what is left.
+	capWall := time.Duration(after.UsedSeconds*float64(time.Second)) + 30*time.Minute
+	if _, err := c.svc.SetMonthlyBudget(ctx, BudgetRequest{WallTime: capWall.Round(time.Second).String(), EnergyWh: after.UsedWh + 100}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.svc.MonthBudget(ctx, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.LeftSeconds < 1799 || m.LeftSeconds > 1801 {
+		t.Errorf("left %v s, want 1800", m.LeftSeconds)
+	}
+	if err := m.checkMonth(3600, 1, "the dry run's estimate"); !errors.Is(err, ErrMonthlyBudget) || !strings.Contains(err.Error(), "left 30m0s") {
+		t.Errorf("an hour's run with 30 min left: %v", err)
 	}
 }
