@@ -77,7 +77,7 @@ func TestMonthlyBudgetCountsEveryStudysReceipts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	add(2, now, 3_600_000, 36_000, receipts.Preempted)                  // 1 h, 10 Wh: counts though preempted
+	add(2, now, 3_600_000, 36_000, receipts.Preempted)                   // 1 h, 10 Wh: counts though preempted
 	add(3, now.AddDate(0, -1, 0), 7_200_000, 72_000, receipts.Preempted) // last month: does not count
 	after, err := c.svc.MonthBudget(ctx, now)
 	if err != nil {
