@@ -74,18 +74,29 @@ type Summary struct {
 	Tolerance    Tolerance `json:"tolerance"`
 	// ToleranceSource says where the tolerance came from (a calibration
 	// file); empty when it was given by hand or left at exact.
-	ToleranceSource string      `json:"tolerance_source,omitempty"`
-	Replayed        int         `json:"replayed"`
-	Reproduced      int         `json:"reproduced"`
-	Mismatched      int         `json:"mismatched"`
-	Errors          int         `json:"errors"`
-	Unchecked       int         `json:"unchecked_steps"`
-	MaxAbsDiff      float64     `json:"max_abs_diff"`
-	RowsPerSec      float64     `json:"rows_per_second"`
-	CostRatio       float64     `json:"cost_ratio,omitempty"` // replay time / original wall time, rows with wall_ms
-	Warnings        []string    `json:"warnings,omitempty"`
-	Results         []RowResult `json:"results"`
-	ElapsedSecs     float64     `json:"elapsed_seconds"`
+	ToleranceSource string `json:"tolerance_source,omitempty"`
+	// Mode is how the rows were re-scored: "exact" (decode steps through
+	// the runtime) or "prefill" (one batched pass through its library).
+	Mode string `json:"mode,omitempty"`
+	// Stack is the fingerprint of what re-scored the rows, beyond the pins
+	// (the prefill scorer's digest and the library build it ran on).
+	Stack string `json:"stack,omitempty"`
+	// Fallback counts, in prefill mode, the rows the batched pass disputed
+	// and that were re-checked by decode steps; FallbackHeld those of them
+	// the decode steps reproduced.
+	Fallback     int         `json:"fallback_rows,omitempty"`
+	FallbackHeld int         `json:"fallback_reproduced,omitempty"`
+	Replayed     int         `json:"replayed"`
+	Reproduced   int         `json:"reproduced"`
+	Mismatched   int         `json:"mismatched"`
+	Errors       int         `json:"errors"`
+	Unchecked    int         `json:"unchecked_steps"`
+	MaxAbsDiff   float64     `json:"max_abs_diff"`
+	RowsPerSec   float64     `json:"rows_per_second"`
+	CostRatio    float64     `json:"cost_ratio,omitempty"` // replay time / original wall time, rows with wall_ms
+	Warnings     []string    `json:"warnings,omitempty"`
+	Results      []RowResult `json:"results"`
+	ElapsedSecs  float64     `json:"elapsed_seconds"`
 }
 
 // Replay verifies the record's pins against the rescorer's stack, then
@@ -286,7 +297,14 @@ func (s Summary) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "replay %s (sha256 %s, %s on %s): %s of %d rows, tolerance per-token %.6g nats, per-row mean %.6g nats\n",
 		s.Path, short(s.SHA256), s.Pins.ModelName, s.Pins.Runtime, s.Selection, s.RecordRows, s.Tolerance.Token, s.Tolerance.Row)
 	if s.ToleranceSource != "" {
-		fmt.Fprintf(&b, "tolerance calibrated in %s\n", s.ToleranceSource)
+		fmt.Fprintf(&b, "tolerance from %s\n", s.ToleranceSource)
+	}
+	if s.Mode != "" {
+		fmt.Fprintf(&b, "mode %s", s.Mode)
+		if s.Stack != "" {
+			fmt.Fprintf(&b, " on %s", s.Stack)
+		}
+		b.WriteString("\n")
 	}
 	if s.ReceiptCheck != "" {
 		fmt.Fprintf(&b, "sha256 checked: %s\n", s.ReceiptCheck)

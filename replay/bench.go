@@ -35,7 +35,16 @@ type ReplayBenchRequest struct {
 	Rows      int   // rows per runtime × length
 	WorkDir   string
 	NoSandbox bool
+	// Prefill also replays every llama-server row in prefill mode, side by
+	// side with the exact path, at PrefillTolerance (rig's default when
+	// zero).
+	Prefill          bool
+	PrefillTolerance genrecord.Tolerance
 }
+
+// PrefillCostGoal is the largest prefill replay cost, as a multiple of the
+// original generation, at 256 output tokens and above.
+const PrefillCostGoal = 0.2
 
 // ReplayCost is one runtime × output cap of the cost benchmark.
 type ReplayCost struct {
@@ -50,6 +59,16 @@ type ReplayCost struct {
 	ReplayMSPerToken float64 `json:"replay_ms_per_token"`
 	Goal             float64 `json:"goal"`
 	Pass             bool    `json:"pass"`
+	// The same rows replayed in prefill mode (llama-server, with Prefill).
+	PrefillRows       int     `json:"prefill_rows,omitempty"`
+	PrefillReproduced int     `json:"prefill_reproduced,omitempty"`
+	PrefillMS         float64 `json:"prefill_ms,omitempty"`
+	PrefillRatio      float64 `json:"prefill_ratio,omitempty"`
+	PrefillMaxDiff    float64 `json:"prefill_max_abs_diff_nats,omitempty"`
+	// PrefillFallback counts rows the prefill pass disputed; their exact
+	// replay (the fallback) is counted into PrefillMS, as rig replay
+	// --mode prefill spends it.
+	PrefillFallback int `json:"prefill_fallback_rows,omitempty"`
 }
 
 // ReplayFit is a least-squares line of replay wall time on output tokens,
@@ -142,6 +161,17 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		return nil, fit, err
 	}
 	defer st.stop()
+	prefill := req.Prefill && kind == "llama-server"
+	ptol := req.PrefillTolerance
+	if ptol == (genrecord.Tolerance{}) {
+		ptol = DefaultPrefillTolerance
+	}
+	if prefill {
+		m := in.Models[req.Model]
+		if err := st.withPrefill(ctx, in, m.Path, filepath.Join(work, "prefill"), req.NoSandbox); err != nil {
+			return nil, fit, err
+		}
+	}
 	// One call first, so that loading the model is in neither column.
 	if _, err := st.rt.Generate(ctx, runtimes.Request{CallID: "warm-up", Messages: []runtimes.Message{{Role: "user", Content: "Hello."}}, MaxTokens: 4, TopK: genrecord.DefaultK}); err != nil {
 		return nil, fit, fmt.Errorf("%s warm-up: %w", kind, err)
@@ -154,6 +184,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 	defer w.Close()
 	capOf, tokens := map[string]int{}, map[string]int{}
 	var results []genrecord.RowResult
+	prefills := map[string]genrecord.RowResult{}
 	// Each row is replayed right after the next one is generated: the two
 	// columns see the same machine load, and the replay never finds its own
 	// prompt in the runtime's cache (Ollama keeps the last prompt's).
@@ -166,6 +197,16 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 			return fmt.Errorf("%s, row %s: replay gave %s with %d results", kind, id, sum.Status, len(sum.Results))
 		}
 		results = append(results, sum.Results[0])
+		if prefill {
+			ps, err := genrecord.Replay(ctx, path, st.rs(), genrecord.ReplayOptions{Rows: []string{id}, Tolerance: ptol})
+			if err != nil {
+				return err
+			}
+			if len(ps.Results) != 1 {
+				return fmt.Errorf("%s, row %s: prefill replay gave %s with %d results", kind, id, ps.Status, len(ps.Results))
+			}
+			prefills[id] = ps.Results[0]
+		}
 		return nil
 	}
 	prev := ""
@@ -213,6 +254,17 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		c.MeanTokens += float64(tokens[r.RowID])
 		c.OriginalMS += r.WallMS
 		c.ReplayMS += r.ReplayMS
+		if p, ok := prefills[r.RowID]; ok {
+			c.PrefillRows++
+			c.PrefillMS += p.ReplayMS
+			c.PrefillMaxDiff = max(c.PrefillMaxDiff, p.Comparison.MaxAbsDiff)
+			if p.Status == genrecord.StatusReproduced {
+				c.PrefillReproduced++
+			} else {
+				c.PrefillFallback++
+				c.PrefillMS += r.ReplayMS
+			}
+		}
 		xs, ys = append(xs, float64(tokens[r.RowID])), append(ys, r.ReplayMS)
 	}
 	var costs []ReplayCost
@@ -220,6 +272,10 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		var toks = c.MeanTokens
 		if c.OriginalMS > 0 {
 			c.Ratio = c.ReplayMS / c.OriginalMS
+			c.PrefillRatio = c.PrefillMS / c.OriginalMS
+		}
+		if c.PrefillRows > 0 {
+			c.PrefillMS /= float64(c.PrefillRows)
 		}
 		if toks > 0 {
 			c.ReplayMSPerToken = c.ReplayMS / toks
@@ -293,6 +349,17 @@ func (b ReplayBench) WriteText(w io.Writer) error {
 	}
 	for _, f := range b.Fits {
 		fmt.Fprintf(&s, "%s: replay ms = %.2f + %.2f × output tokens (R² %.3f over %d rows)\n", f.Runtime, f.InterceptMS, f.MSPerToken, f.R2, f.Rows)
+	}
+	for _, c := range b.Costs {
+		if c.PrefillRows == 0 {
+			continue
+		}
+		verdict := ""
+		if float64(c.MaxTokens) >= 256 {
+			verdict = fmt.Sprintf(" (goal ≤ %.1f× at 256 tokens and above: %s)", PrefillCostGoal, map[bool]string{true: "met", false: "NOT MET"}[c.PrefillRatio <= PrefillCostGoal])
+		}
+		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s\n",
+			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, c.OriginalMS, c.PrefillRatio, verdict)
 	}
 	if b.Pass {
 		s.WriteString("goal: replay at most 1.2× the original on llama-server and 1.5× on Ollama, at every length and per extra token (linear): met\n")

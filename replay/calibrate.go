@@ -28,6 +28,8 @@ type ReplayCalibrationRequest struct {
 	MaxTokens   int      // output cap of every generated row
 	WorkDir     string   // records and runtime homes; a temporary directory when empty
 	NoSandbox   bool
+	// Mode is ModeExact (empty) or ModePrefill: how replay re-scores.
+	Mode string
 }
 
 // Sides of a replay group.
@@ -69,6 +71,20 @@ type RuntimeCalibration struct {
 	Pins        genrecord.Pins        `json:"pins"`
 	Groups      []ReplayGroup         `json:"groups"`
 	Calibration genrecord.Calibration `json:"calibration"`
+	// Models, in prefill mode, is a calibration per model: a batched pass
+	// drifts from decoding by an amount that depends on the model and its
+	// quant (its kernels), so one tolerance across models would either
+	// reject one model's genuine rows or accept another's controls. Replay
+	// takes the entry of the record's model.
+	Models []ModelCalibration `json:"models,omitempty"`
+}
+
+// ModelCalibration is one model's tolerance: its genuine rows against the
+// controls made of its rows.
+type ModelCalibration struct {
+	Model       string                `json:"model"`
+	ModelSHA256 string                `json:"model_sha256"`
+	Calibration genrecord.Calibration `json:"calibration"`
 }
 
 // ReplayCalibration is what `rig replay calibrate` measures and writes.
@@ -82,6 +98,10 @@ type ReplayCalibration struct {
 	// OtherQuant names the second quant of Model used as a control, if any.
 	OtherQuant  string   `json:"other_quant,omitempty"`
 	NotMeasured []string `json:"not_measured"`
+	// Mode is how the rows were re-scored ("exact" when empty: files
+	// written before prefill existed); replay uses a calibration only in
+	// the mode it was measured in.
+	Mode string `json:"mode,omitempty"`
 }
 
 // CalibrateReplay measures, on each runtime, the distance between genuine
@@ -92,7 +112,10 @@ type ReplayCalibration struct {
 // recorded pins. It sets the per-token and per-row tolerance between the two
 // with genrecord.Calibrate and reports the error rates observed.
 func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayCalibration, error) {
-	out := ReplayCalibration{Model: req.Model, Control: req.Control, Rows: req.Rows, ControlRows: req.ControlRows, MaxTokens: req.MaxTokens}
+	out := ReplayCalibration{Model: req.Model, Control: req.Control, Rows: req.Rows, ControlRows: req.ControlRows, MaxTokens: req.MaxTokens, Mode: modeOf(req.Mode)}
+	if out.Mode != ModeExact && out.Mode != ModePrefill {
+		return out, fmt.Errorf("replay calibrate: --mode %q: the modes are exact and prefill", req.Mode)
+	}
 	if req.Model == req.Control {
 		return out, fmt.Errorf("replay calibrate: --control %q is the model being calibrated; the swapped-model control needs another model", req.Control)
 	}
@@ -117,6 +140,10 @@ func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayC
 		out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s: no registry package carries one, and set-up makes one only of smollm2-135m-instruct; not measured", req.Model))
 	}
 	for _, kind := range req.Runtimes {
+		if out.Mode == ModePrefill && kind != "llama-server" {
+			out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("%s: %s", kind, noPrefillWhy(kind)))
+			continue
+		}
 		rc, err := calibrateOn(ctx, in, kind, req, filepath.Join(work, kind))
 		if err != nil {
 			return out, err
@@ -141,6 +168,16 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 		return rc, err
 	}
 	defer control.stop()
+	if modeOf(req.Mode) == ModePrefill {
+		// Each stack gets its own scorer on its own model file: the
+		// swapped-model control scores through the other model's scorer.
+		if err := model.withPrefill(ctx, in, in.Models[req.Model].Path, filepath.Join(work, "prefill-model"), req.NoSandbox); err != nil {
+			return rc, err
+		}
+		if err := control.withPrefill(ctx, in, in.Models[req.Control].Path, filepath.Join(work, "prefill-control"), req.NoSandbox); err != nil {
+			return rc, err
+		}
+	}
 	rc.Pins = model.header.Pins
 	var other *replayStack
 	oq, hasOther := in.OtherQuants[req.Model]
@@ -149,6 +186,11 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 			return rc, err
 		}
 		defer other.stop()
+		if modeOf(req.Mode) == ModePrefill {
+			if err := other.withPrefill(ctx, in, oq.Path, filepath.Join(work, "prefill-other"), req.NoSandbox); err != nil {
+				return rc, err
+			}
+		}
 	}
 
 	slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", req.Model, "rows", req.Rows, "control", req.Control, "control_rows", req.ControlRows)
@@ -199,26 +241,27 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	var regenM, regenC []string
 	var errM, errC string
 	plan := []calibrationStep{
-		{fmt.Sprintf("genuine %s rows, re-scored (pass 1)", req.Model), SideGenuine, recM, model.rescorer(), nil},
-		{fmt.Sprintf("genuine %s rows, re-scored (pass 2)", req.Model), SideGenuine, recM, model.rescorer(), nil},
-		{fmt.Sprintf("genuine %s rows, re-scored", req.Control), SideGenuine, recC, control.rescorer(), nil},
-		{fmt.Sprintf("one-token edits of %s rows", req.Model), SideControl, editM, model.rescorer(), skipped(len(liveM) - nm)},
-		{fmt.Sprintf("one-token edits of %s rows", req.Control), SideControl, editC, control.rescorer(), skipped(len(liveC) - nc)},
-		{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", req.Model), SideControl, forgedM, model.rescorer(), skipped(len(liveM) - nf)},
-		{fmt.Sprintf("text-only edits of %s rows (one character, tokens untouched)", req.Model), SideControl, textM, model.rescorer(), fieldNote(kind, "text", len(liveM)-nt)},
-		{fmt.Sprintf("prompt-only edits of %s rows (one letter of the rendered prompt, prompt ids untouched)", req.Model), SideControl, promptM, model.rescorer(), fieldNote(kind, "prompt", len(liveM)-np)},
+		{fmt.Sprintf("genuine %s rows, re-scored (pass 1)", req.Model), SideGenuine, recM, model.rs(), nil, "m"},
+		{fmt.Sprintf("genuine %s rows, re-scored (pass 2)", req.Model), SideGenuine, recM, model.rs(), nil, "m"},
+		{fmt.Sprintf("genuine %s rows, re-scored", req.Control), SideGenuine, recC, control.rs(), nil, "c"},
+		{fmt.Sprintf("one-token edits of %s rows", req.Model), SideControl, editM, model.rs(), skipped(len(liveM) - nm), "m"},
+		{fmt.Sprintf("one-token edits of %s rows", req.Control), SideControl, editC, control.rs(), skipped(len(liveC) - nc), "c"},
+		{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", req.Model), SideControl, forgedM, model.rs(), skipped(len(liveM) - nf), "m"},
+		{fmt.Sprintf("text-only edits of %s rows (one character, tokens untouched)", req.Model), SideControl, textM, model.rs(), fieldNote(kind, "text", len(liveM)-nt), "m"},
+		{fmt.Sprintf("prompt-only edits of %s rows (one letter of the rendered prompt, prompt ids untouched)", req.Model), SideControl, promptM, model.rs(), fieldNote(kind, "prompt", len(liveM)-np), "m"},
 		{fmt.Sprintf("%s rows re-scored by %s", req.Model, req.Control), SideControl, recM,
-			claimedStack{inner: control.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM)},
+			claimedStack{inner: control.rescorer(), scorer: control.scorer, pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM), "m"},
 		{fmt.Sprintf("%s rows re-scored by %s", req.Control, req.Model), SideControl, recC,
-			claimedStack{inner: model.rescorer(), pins: control.header.Pins, messages: messagesOf(liveC), regenerated: &regenC, firstErr: &errC}, regenNote(kind, &regenC, &errC)},
+			claimedStack{inner: model.rescorer(), scorer: model.scorer, pins: control.header.Pins, messages: messagesOf(liveC), regenerated: &regenC, firstErr: &errC}, regenNote(kind, &regenC, &errC), "c"},
 	}
 	var regenQ []string
 	var errQ string
 	if other != nil {
 		plan = append(plan, calibrationStep{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
-			claimedStack{inner: other.rescorer(), pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ)})
+			claimedStack{inner: other.rescorer(), scorer: other.scorer, pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ), "m"})
 	}
 	var noise, controls []genrecord.Distance
+	noiseOf, controlsOf := map[string][]genrecord.Distance{}, map[string][]genrecord.Distance{}
 	for _, p := range plan {
 		g, err := replayGroup(ctx, p.name, p.side, p.path, p.rs, kind)
 		if err != nil {
@@ -230,22 +273,70 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 		rc.Groups = append(rc.Groups, g)
 		if p.side == SideGenuine {
 			noise = append(noise, g.distances...)
+			noiseOf[p.of] = append(noiseOf[p.of], g.distances...)
 		} else {
 			controls = append(controls, g.distances...)
+			controlsOf[p.of] = append(controlsOf[p.of], g.distances...)
 		}
 	}
 	if rc.Calibration, err = genrecord.Calibrate(noise, controls); err != nil {
 		return rc, fmt.Errorf("%s: %w", kind, err)
 	}
+	if modeOf(req.Mode) == ModePrefill {
+		for _, m := range []struct {
+			of   string
+			name string
+			pins genrecord.Pins
+		}{{"m", req.Model, model.header.Pins}, {"c", req.Control, control.header.Pins}} {
+			c, err := genrecord.Calibrate(noiseOf[m.of], controlsOf[m.of])
+			if err != nil {
+				return rc, fmt.Errorf("%s, %s: %w", kind, m.name, err)
+			}
+			rc.Models = append(rc.Models, ModelCalibration{Model: m.name, ModelSHA256: m.pins.ModelSHA256, Calibration: c})
+		}
+	}
 	for i := range rc.Groups {
 		g := &rc.Groups[i]
+		tol := rc.Calibration.Tolerance
+		if mc, ok := rc.modelOf(plan[i].of, req); ok {
+			tol = mc.Calibration.Tolerance // each model's rows at its own tolerance
+		}
 		for _, d := range g.distances {
-			if rc.Calibration.Tolerance.Catches(d) {
+			if tol.Catches(d) {
 				g.Caught++
 			}
 		}
 	}
 	return rc, nil
+}
+
+// modelOf is the per-model calibration of the model or the control ("m",
+// "c"), when the runtime has them (prefill).
+func (rc RuntimeCalibration) modelOf(of string, req ReplayCalibrationRequest) (ModelCalibration, bool) {
+	name := req.Model
+	if of == "c" {
+		name = req.Control
+	}
+	for _, m := range rc.Models {
+		if m.Model == name {
+			return m, true
+		}
+	}
+	return ModelCalibration{}, false
+}
+
+// Separable says whether replay can use the runtime's calibration: its
+// one tolerance, or in prefill mode each model's.
+func (rc RuntimeCalibration) Separable() bool {
+	if len(rc.Models) == 0 {
+		return rc.Calibration.Separable
+	}
+	for _, m := range rc.Models {
+		if !m.Calibration.Separable {
+			return false
+		}
+	}
+	return true
 }
 
 // calibrationStep is one group of rows calibration replays: which record, on
@@ -254,6 +345,8 @@ type calibrationStep struct {
 	name, side, path string
 	rs               genrecord.Rescorer
 	note             func() string
+	// of is whose rows the group holds: "m" (the model) or "c" (the control).
+	of string
 }
 
 func skipped(n int) func() string {
@@ -407,8 +500,8 @@ func (c ReplayCalibration) WriteFile(path string) error {
 // tolerance chosen and the error rates observed.
 func (c ReplayCalibration) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "replay calibration of %s (swapped-model control: %s); %d rows and %d control rows per runtime, at most %d output tokens each, even rows greedy, odd rows sampled (temperature 0.8, seeded)\n",
-		c.Model, c.Control, c.Rows, c.ControlRows, c.MaxTokens)
+	fmt.Fprintf(&b, "replay calibration (%s mode) of %s (swapped-model control: %s); %d rows and %d control rows per runtime, at most %d output tokens each, even rows greedy, odd rows sampled (temperature 0.8, seeded)\n",
+		modeOf(c.Mode), c.Model, c.Control, c.Rows, c.ControlRows, c.MaxTokens)
 	if c.OtherQuant != "" {
 		fmt.Fprintf(&b, "other-quant control: %s, on a stack that claims the record's pins\n", c.OtherQuant)
 	}
@@ -427,8 +520,17 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 			}
 		}
 		var cal strings.Builder
+		if len(rc.Models) > 0 {
+			fmt.Fprintf(&cal, "all models together (not used in %s mode; shown to say why):\n", ModePrefill)
+		}
 		if err := rc.Calibration.WriteText(&cal); err != nil {
 			return err
+		}
+		for _, m := range rc.Models {
+			fmt.Fprintf(&cal, "%s alone (used for its records):\n", m.Model)
+			if err := m.Calibration.WriteText(&cal); err != nil {
+				return err
+			}
 		}
 		for _, line := range strings.Split(strings.TrimRight(cal.String(), "\n"), "\n") {
 			fmt.Fprintf(&b, "  %s\n", line)

@@ -103,6 +103,8 @@ type ReplayRequest struct {
 	// Receipts does the same with receipts already read (the daemon's).
 	Store    string
 	Receipts []ReceiptSum
+	// Mode is ModeExact (empty) or ModePrefill.
+	Mode string
 }
 
 // ReplayRecord verifies the record's pins against the stack this machine would run,
@@ -137,15 +139,27 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	if kind == "" {
 		kind = h.Pins.Runtime
 	}
+	mode := modeOf(req.Mode)
+	switch {
+	case mode != ModeExact && mode != ModePrefill:
+		return genrecord.Summary{}, fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
+	case mode == ModePrefill && kind != "llama-server":
+		return genrecord.Summary{}, fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
+	}
 	var tol ReplayTolerance
 	if req.Calibration != "" {
 		if req.Options.Tolerance != (genrecord.Tolerance{}) {
 			return genrecord.Summary{}, errToleranceTwice
 		}
-		if tol, err = LoadReplayTolerance(req.Calibration, kind, h.Pins); err != nil {
+		if tol, err = LoadReplayTolerance(req.Calibration, kind, h.Pins, mode); err != nil {
 			return genrecord.Summary{}, err
 		}
 		req.Options.Tolerance = tol.Tolerance
+	} else if mode == ModePrefill && req.Options.Tolerance == (genrecord.Tolerance{}) {
+		// A batched pass is never bit-identical to decoding: with no
+		// calibration, rig's default, measured as docs/generations.md says.
+		req.Options.Tolerance = DefaultPrefillTolerance
+		tol.Source = DefaultPrefillToleranceSource
 	}
 	in, err := provision.Load()
 	if err != nil {
@@ -173,10 +187,90 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, err
 	}
 	defer rt.Stop(context.Background())
-	sum, err := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, req.Options)
-	sum.ToleranceSource, sum.ReceiptCheck = tol.Source, receiptCheck
+	var rs genrecord.Rescorer = rescorer{rt: rt, header: h}
+	stack := ""
+	if mode == ModePrefill {
+		p := rt.Pins()
+		sc, err := startPrefillScorer(ctx, in, model.Path, p.Context, max(p.Threads, 1), p.KVCacheType, work, req.NoSandbox)
+		if err != nil {
+			return genrecord.Summary{}, err
+		}
+		defer sc.Stop()
+		rs, stack = prefillRescorer{rescorer: rescorer{rt: rt, header: h}, scorer: sc}, sc.fingerprint()
+	}
+	sum, err := genrecord.Replay(ctx, req.File, rs, req.Options)
+	if err == nil && mode == ModePrefill && sum.Status != genrecord.StatusStackDiffers {
+		// A row the batched pass disputes is checked again by decode steps:
+		// prefill screens, the exact path decides.
+		var disputed []string
+		for _, r := range sum.Results {
+			if r.Status != genrecord.StatusReproduced {
+				disputed = append(disputed, r.RowID)
+			}
+		}
+		if len(disputed) > 0 {
+			exact, eerr := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, genrecord.ReplayOptions{Rows: disputed, WantSum: req.Options.WantSum})
+			if eerr != nil {
+				return sum, eerr
+			}
+			sum = withFallback(sum, exact)
+		}
+	}
+	sum.ToleranceSource, sum.ReceiptCheck, sum.Mode, sum.Stack = tol.Source, receiptCheck, mode, stack
 	if tol.Warning != "" {
 		sum.Warnings = append(sum.Warnings, tol.Warning)
 	}
 	return sum, err
+}
+
+// withFallback puts the exact replays of the rows a prefill pass disputed
+// in place of their prefill results, and counts again.
+func withFallback(prefill, exact genrecord.Summary) genrecord.Summary {
+	byID := map[string]genrecord.RowResult{}
+	for _, r := range exact.Results {
+		byID[r.RowID] = r
+	}
+	out := prefill
+	out.Results = make([]genrecord.RowResult, len(prefill.Results))
+	out.Reproduced, out.Mismatched, out.Errors, out.MaxAbsDiff = 0, 0, 0, 0
+	var replayMS, wallMS float64
+	again, held := 0, 0
+	for i, r := range prefill.Results {
+		if e, ok := byID[r.RowID]; ok {
+			e.ReplayMS += r.ReplayMS
+			r = e
+			again++
+			if r.Status == genrecord.StatusReproduced {
+				held++
+			}
+		}
+		out.Results[i] = r
+		switch r.Status {
+		case genrecord.StatusReproduced:
+			out.Reproduced++
+		case genrecord.StatusMismatch:
+			out.Mismatched++
+		default:
+			out.Errors++
+		}
+		out.MaxAbsDiff = max(out.MaxAbsDiff, r.Comparison.MaxAbsDiff)
+		if r.WallMS > 0 {
+			replayMS, wallMS = replayMS+r.ReplayMS, wallMS+r.WallMS
+		}
+	}
+	switch {
+	case out.Mismatched > 0:
+		out.Status = genrecord.StatusMismatch
+	case out.Errors > 0:
+		out.Status = genrecord.StatusError
+	default:
+		out.Status = genrecord.StatusReproduced
+	}
+	if wallMS > 0 {
+		out.CostRatio = replayMS / wallMS
+	}
+	out.ElapsedSecs += exact.ElapsedSecs
+	out.Fallback, out.FallbackHeld = again, held
+	out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d rows the prefill pass disputed were checked again by decode steps (--mode exact): %d reproduced there", again, len(prefill.Results), held))
+	return out
 }

@@ -20,6 +20,8 @@ type replayStack struct {
 	rt     runtimes.Runtime
 	model  string
 	header genrecord.Header
+	// scorer, when set, re-scores the rows in prefill mode.
+	scorer *prefillScorer
 }
 
 // replayDesignHash marks records made by replay's own studies, which have no
@@ -50,9 +52,35 @@ func startReplayStackOf(ctx context.Context, in provision.Installed, kind string
 	return &replayStack{rt: rt, model: m.Name, header: h}, nil
 }
 
-func (s *replayStack) stop() { s.rt.Stop(context.Background()) }
+func (s *replayStack) stop() {
+	if s.scorer != nil {
+		s.scorer.Stop()
+	}
+	s.rt.Stop(context.Background())
+}
 
 func (s *replayStack) rescorer() rescorer { return rescorer{rt: s.rt, header: s.header} }
+
+// rs is how the stack re-scores rows: by decode steps, or in one batched
+// pass when it has a prefill scorer.
+func (s *replayStack) rs() genrecord.Rescorer {
+	if s.scorer != nil {
+		return prefillRescorer{rescorer: s.rescorer(), scorer: s.scorer}
+	}
+	return s.rescorer()
+}
+
+// withPrefill starts the stack's prefill scorer on the same model file,
+// context and KV cache type as its server.
+func (s *replayStack) withPrefill(ctx context.Context, in provision.Installed, model, work string, noSandbox bool) error {
+	p := s.rt.Pins()
+	sc, err := startPrefillScorer(ctx, in, model, p.Context, max(p.Threads, 1), p.KVCacheType, work, noSandbox)
+	if err != nil {
+		return err
+	}
+	s.scorer = sc
+	return nil
+}
 
 // replayAsks and replayTopics make short, distinct prompts; each prompt is
 // asked once greedy and once sampled.
@@ -269,7 +297,9 @@ func sameTokenAs(s genrecord.Step, a genrecord.Alt) bool {
 // vocabulary, which llama-server refuses) are regenerated from their
 // messages instead, and compared by text.
 type claimedStack struct {
-	inner    rescorer
+	inner rescorer
+	// scorer, when set, re-scores in prefill mode; inner still regenerates.
+	scorer   *prefillScorer
 	pins     genrecord.Pins
 	messages map[string][]runtimes.Message
 	// regenerated collects the ids of rows that took the regeneration path,
@@ -281,7 +311,11 @@ type claimedStack struct {
 func (c claimedStack) Stack(context.Context) (genrecord.Pins, error) { return c.pins, nil }
 
 func (c claimedStack) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.Step, error) {
-	steps, err := c.inner.Rescore(ctx, row)
+	var first genrecord.Rescorer = c.inner
+	if c.scorer != nil {
+		first = prefillRescorer{rescorer: c.inner, scorer: c.scorer}
+	}
+	steps, err := first.Rescore(ctx, row)
 	msgs, known := c.messages[row.RowID]
 	if err == nil || !known || ctx.Err() != nil {
 		return steps, err

@@ -23,7 +23,7 @@ type ReplayTolerance struct {
 // LoadReplayTolerance reads the tolerance calibrated for runtime from a
 // calibration file. A calibration whose genuine rows and controls overlapped
 // has no tolerance that separates them, and is refused.
-func LoadReplayTolerance(path, runtime string, record genrecord.Pins) (ReplayTolerance, error) {
+func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode string) (ReplayTolerance, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: %w", path, err)
@@ -32,8 +32,14 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins) (ReplayTol
 	if err := json.Unmarshal(raw, &cal); err != nil {
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: not a calibration (%v); write one with rig replay calibrate --out %s", path, err, path)
 	}
+	if got := modeOf(cal.Mode); got != modeOf(mode) {
+		return ReplayTolerance{}, fmt.Errorf("--calibration %s: field mode is %q, this replay's mode is %q: a tolerance holds only for the mode it was measured in (rig replay calibrate --mode %s)", path, got, modeOf(mode), modeOf(mode))
+	}
 	if len(cal.Runtimes) == 0 {
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: field runtimes is empty; write one with rig replay calibrate --out %s", path, path)
+	}
+	if cal.Model != "" && record.ModelName != "" && !strings.EqualFold(cal.Model, record.ModelName) && !strings.EqualFold(cal.Control, record.ModelName) && !modelMatches(cal, record) {
+		return ReplayTolerance{}, fmt.Errorf("--calibration %s: fields model and control_model are %q and %q, the record's model is %q (sha256 %.12s): a tolerance holds only for the models it was measured on", path, cal.Model, cal.Control, record.ModelName, record.ModelSHA256)
 	}
 	var have []string
 	for i, rc := range cal.Runtimes {
@@ -43,6 +49,20 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins) (ReplayTol
 		}
 		c := rc.Calibration
 		field := fmt.Sprintf("runtimes[%d].calibration", i)
+		if len(rc.Models) > 0 {
+			// Prefill: the record's own model's tolerance.
+			found := false
+			var names []string
+			for j, m := range rc.Models {
+				names = append(names, m.Model)
+				if m.ModelSHA256 == record.ModelSHA256 || (record.ModelSHA256 == "" && strings.EqualFold(m.Model, record.ModelName)) {
+					c, field, found = m.Calibration, fmt.Sprintf("runtimes[%d].models[%d].calibration", i, j), true
+				}
+			}
+			if !found {
+				return ReplayTolerance{}, fmt.Errorf("--calibration %s: runtimes[%d].models has no entry for the record's model %q (sha256 %.12s); it has %s", path, i, record.ModelName, record.ModelSHA256, strings.Join(names, ", "))
+			}
+		}
 		if !c.Separable {
 			return ReplayTolerance{}, fmt.Errorf("--calibration %s: %s.separable is false: on %s its genuine rows and controls overlapped, so no tolerance separates them; calibrate again (more rows) before replaying with it", path, field, runtime)
 		}
@@ -61,3 +81,14 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins) (ReplayTol
 
 // errToleranceTwice is returned when a tolerance is given both ways.
 var errToleranceTwice = errors.New("give the tolerance either with --calibration or with --tolerance-token/--tolerance-row, not both")
+
+// modelMatches says whether a calibration was measured on the record's
+// model file (its runtimes' pins carry the model's sha256).
+func modelMatches(cal ReplayCalibration, record genrecord.Pins) bool {
+	for _, rc := range cal.Runtimes {
+		if rc.Pins.ModelSHA256 != "" && rc.Pins.ModelSHA256 == record.ModelSHA256 {
+			return true
+		}
+	}
+	return false
+}

@@ -29,14 +29,14 @@ func TestLoadReplayToleranceTakesTheReplayingRuntimesEntry(t *testing.T) {
 	if err := cal.WriteFile(path); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadReplayTolerance(path, "llama-server", genrecord.Pins{BinarySHA256: "aaa"})
+	got, err := LoadReplayTolerance(path, "llama-server", genrecord.Pins{BinarySHA256: "aaa"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.Tolerance != (genrecord.Tolerance{Token: 0.25, Row: 0.05}) || got.Warning != "" || !strings.Contains(got.Source, "40 genuine rows, 60 controls") {
 		t.Errorf("llama-server entry: %+v", got)
 	}
-	got, err = LoadReplayTolerance(path, "ollama", genrecord.Pins{BinarySHA256: "ccc"})
+	got, err = LoadReplayTolerance(path, "ollama", genrecord.Pins{BinarySHA256: "ccc"}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func TestLoadReplayToleranceRefusesBadCalibrations(t *testing.T) {
 		{"overlap", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":false}}]}`, "ollama", "runtimes[0].calibration.separable is false"},
 		{"negative", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":true,"tolerance":{"token_nats":-1}}}]}`, "ollama", "tolerance is negative"},
 	} {
-		_, err := LoadReplayTolerance(writeCalibration(t, c.body), c.runtime, genrecord.Pins{})
+		_, err := LoadReplayTolerance(writeCalibration(t, c.body), c.runtime, genrecord.Pins{}, "")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "calibration.json") {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
 		}
 	}
-	if _, err := LoadReplayTolerance(filepath.Join(t.TempDir(), "missing.json"), "ollama", genrecord.Pins{}); err == nil || !strings.Contains(err.Error(), "missing.json") {
+	if _, err := LoadReplayTolerance(filepath.Join(t.TempDir(), "missing.json"), "ollama", genrecord.Pins{}, ""); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: %v", err)
 	}
 }
@@ -82,7 +82,7 @@ func TestReplayRecordRefusesTwoTolerances(t *testing.T) {
 func TestKeptCalibrationLoads(t *testing.T) {
 	path := "../genrecord/testdata/replay-calibration-2026-11-30.json"
 	for _, kind := range []string{"llama-server", "ollama"} {
-		got, err := LoadReplayTolerance(path, kind, genrecord.Pins{})
+		got, err := LoadReplayTolerance(path, kind, genrecord.Pins{}, "")
 		if err != nil {
 			t.Fatal(err)
 		}

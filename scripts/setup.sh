@@ -124,6 +124,26 @@ if [ ! -x "$lbuild/bin/llama-quantize" ]; then
     { tail -20 "$lbuild.log"; die "llama-quantize build failed; full log: $lbuild.log"; }
 fi
 
+# --- the prefill scorer -----------------------------------------------------------
+# rig-prefill-score: prefill replay scores kept tokens in one batched pass
+# through the pinned build's own libllama (replay/prefill/scorer.cpp). It is
+# compiled against that build's headers and libraries, so it computes with the
+# very files the server does; keyed by the source's sha256, rebuilt when it changes.
+scorer_src="$root/replay/prefill/scorer.cpp"
+scorer_key=$(sha256sum "$scorer_src" | cut -c1-12)
+# Beside the server and its libraries: the sandbox shows a program its own
+# folder, so the scorer sees the same library files the server does.
+scorer_dir="$lbuild/prefill-$scorer_key"
+prefill_scorer="$lbuild/bin/rig-prefill-score-$scorer_key"
+if [ ! -f "$scorer_dir/.rig-ok" ]; then
+  log "building rig-prefill-score against the pinned libllama (seconds)"
+  mkdir -p "$scorer_dir"
+  g++ -O2 -std=c++17 "$scorer_src" -I"$lsrc/include" -I"$lsrc/ggml/include" -L"$lbuild/bin" \
+    -lllama -lggml -lggml-base -Wl,-rpath,"$lbuild/bin" -o "$prefill_scorer" >"$scorer_dir.log" 2>&1 ||
+    { tail -20 "$scorer_dir.log"; die "rig-prefill-score build failed; full log: $scorer_dir.log"; }
+  touch "$scorer_dir/.rig-ok"
+fi
+
 # --- ollama -------------------------------------------------------------------------
 obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
 ollama_bin="$obuild/bin/ollama"
@@ -245,6 +265,7 @@ fi
 [ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
 [ -x "$ollama_bin" ] || die "$ollama_bin missing although stamped; remove $obuild and run make setup"
 [ -x "$aider_bin" ] || die "$aider_bin missing although stamped; remove $avenv and run make setup"
+[ -x "$prefill_scorer" ] || die "$prefill_scorer missing although stamped; remove $scorer_dir and run make setup"
 [ -x "$temporal_bin" ] || die "$temporal_bin missing although stamped; remove $tbuild and run make setup"
 
 cat >"$cache/installed.env.tmp" <<EOF
@@ -256,6 +277,7 @@ LLAMA_SERVER_BUILD_FLAGS="$LLAMA_CPP_CMAKE_FLAGS"
 OLLAMA_BIN=$ollama_bin
 AIDER_BIN=$aider_bin
 TEMPORAL_BIN=$temporal_bin
+PREFILL_SCORER_BIN=$prefill_scorer
 TEMPORAL_SHA256=$(cat "$tbuild/bin/temporal.sha256")
 SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma

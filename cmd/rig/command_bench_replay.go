@@ -62,6 +62,9 @@ Exit status 1 when a goal is missed.`,
 	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the record and runtime logs here (default: a temporary directory, removed after)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.Flags().BoolVar(&req.Prefill, "prefill", true, "also replay each llama-server row in prefill mode, side by side (goal ≤ 0.2× the original at 256 tokens and above)")
+	cmd.Flags().Float64Var(&req.PrefillTolerance.Token, "prefill-tolerance-token", 0, "prefill's per-token tolerance in nats (0: rig's default)")
+	cmd.Flags().Float64Var(&req.PrefillTolerance.Row, "prefill-tolerance-row", 0, "prefill's per-row mean tolerance in nats (0: rig's default)")
 	return cmd
 }
 

@@ -39,6 +39,20 @@ tokenize to its kept prompt ids: a difference is a mismatch naming the field.
   rig replay generations-arm.jsonl --calibration calibration.json
                                   the tolerance measured by rig replay calibrate
                                   (default: exact, the goal on an unchanged stack)
+  rig replay generations-arm.jsonl --mode prefill --calibration prefill.json
+                                  score prompt + kept tokens in one batched pass
+                                  through the pinned libllama (rig-prefill-score,
+                                  built by make setup): a fraction of the cost,
+                                  checked against a tolerance, since a batched
+                                  pass is not bit-identical to decoding
+
+--mode exact (the default) re-scores by decode steps as above; it is what a
+disputed row falls back to. --mode prefill runs on llama-server records
+only: the scorer must map the very library files the pinned server loads, or
+the replay is "stack differs". Ollama's rows replay by regeneration (its API
+cannot score given tokens and its llama.cpp is linked into its binary). A
+calibration is used only in the mode and for the models it was measured on;
+without one, prefill uses rig's default tolerance and says so.
 
 Exit status 1 unless every replayed row reproduced.`,
 		Args: cobra.ExactArgs(1),
@@ -77,6 +91,7 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().StringVar(&req.Store, "store", "", "the study's store.bolt: check the record's sha256 against its trials' receipts first (a record that differs is refused, naming both digests)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact (decode steps through the runtime) or prefill (one batched pass through its library)")
 	cmd.AddCommand(newReplayCalibrateCommand())
 	return cmd
 }

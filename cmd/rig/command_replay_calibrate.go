@@ -76,7 +76,7 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 				fmt.Fprintf(cmd.OutOrStdout(), "calibration written to %s\n", out)
 			}
 			for _, rc := range cal.Runtimes {
-				if !rc.Calibration.Separable {
+				if !rc.Separable() {
 					return fmt.Errorf("replay calibrate: on %s the genuine rows and the controls overlap (see the rates above)", rc.Runtime)
 				}
 			}
@@ -93,5 +93,6 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the records and runtime logs here (default: a temporary directory, removed after)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the calibration as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact or prefill: the replay mode the tolerance is for (prefill: llama-server only)")
 	return cmd
 }

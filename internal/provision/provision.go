@@ -60,7 +60,10 @@ type Installed struct {
 	// built.
 	Temporal       string
 	TemporalSHA256 string
-	Models         map[string]Model // by registry name
+	// PrefillScorer is rig-prefill-score, built by setup against the
+	// pinned llama.cpp's own libraries (prefill replay).
+	PrefillScorer string
+	Models        map[string]Model // by registry name
 	// OtherQuants holds, by the registry name of the model it derives from,
 	// a second quant made here (replay's other-quant control); a model with
 	// none has no entry.
@@ -104,6 +107,7 @@ func LoadFile(path string) (Installed, error) {
 		Aider:           kv["AIDER_BIN"],
 		Temporal:        kv["TEMPORAL_BIN"],
 		TemporalSHA256:  kv["TEMPORAL_SHA256"],
+		PrefillScorer:   kv["PREFILL_SCORER_BIN"],
 		Models: map[string]Model{
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
 			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},

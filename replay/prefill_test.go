@@ -1,0 +1,139 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"rig/genrecord"
+)
+
+// TestPrefillReplayOnTheRealScorer scores SmolLM2 rows recorded on the real
+// llama-server with rig-prefill-score in one batched pass each: genuine rows
+// reproduce within rig's default prefill tolerance, with the mode and the
+// scorer's fingerprint on the result and the kept fields still checked
+// through the pinned server's tokenizer; a one-token edit is caught; a row
+// longer than the scorer's context is refused naming the row; a
+// calibration of the other mode is refused naming both.
+func TestPrefillReplayOnTheRealScorer(t *testing.T) {
+	in := replayProvisioned(t)
+	if in.PrefillScorer == "" {
+		t.Fatal("installed.env names no PREFILL_SCORER_BIN: run make setup (it builds rig-prefill-score)")
+	}
+	ctx := context.Background()
+	work := t.TempDir()
+	stack, err := startReplayStack(ctx, in, "llama-server", goalModel, work, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.stop()
+	if err := stack.withPrefill(ctx, in, in.Models[goalModel].Path, filepath.Join(work, "prefill"), false); err != nil {
+		t.Fatal(err)
+	}
+	live, err := stack.generateRows(ctx, "pf", 6, 32, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := replaySet{work: work}
+	rec, err := set.record("genuine.jsonl", stack.header.Pins, rowsOf(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := genrecord.Replay(ctx, rec, stack.rs(), genrecord.ReplayOptions{Tolerance: DefaultPrefillTolerance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first call a fresh llama-server answered is scored by the batched
+	// pass to within numerical noise (1e-3 nats); later calls drift further
+	// (see docs/generations.md), and every row still runs the field checks.
+	if first := sum.Results[0]; first.Comparison.MaxAbsDiff > 1e-3 || first.Status != genrecord.StatusReproduced {
+		t.Errorf("the server's first row in one batched pass: %s, max |Δ| %g nats", first.Status, first.Comparison.MaxAbsDiff)
+	}
+	for _, r := range sum.Results {
+		if len(r.Comparison.FieldChecks) == 0 || r.Comparison.Checked != r.Comparison.Steps {
+			t.Errorf("row %s: field checks %v, %d of %d steps scored", r.RowID, r.Comparison.FieldChecks, r.Comparison.Checked, r.Comparison.Steps)
+		}
+	}
+	t.Logf("prefill on 6 genuine rows: %d within the default tolerance, max |Δ| %.3g nats", sum.Reproduced, sum.MaxAbsDiff)
+
+	// One token changed for another of its top-K: caught.
+	edited, _, err := set.edits("edited.jsonl", stack.header.Pins, rowsOf(live), editOneToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := genrecord.Replay(ctx, edited, stack.rs(), genrecord.ReplayOptions{Tolerance: DefaultPrefillTolerance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es.Reproduced != 0 || es.Mismatched == 0 {
+		t.Errorf("one-token edits in prefill mode: %d reproduced, %d mismatched, want none reproduced", es.Reproduced, es.Mismatched)
+	}
+
+	// A row past the scorer's context is refused, naming the row.
+	long := make([]int, stack.scorer.nctx)
+	if _, err := stack.scorer.score("too-long", 4, long, []int{1}); err == nil || !strings.Contains(err.Error(), "row too-long") || !strings.Contains(err.Error(), "past the scorer's context") {
+		t.Errorf("a row past the context: %v", err)
+	}
+	// And the scorer still answers after a refusal.
+	row := rowsOf(live)[0]
+	ids, _ := row.TokenIDs()
+	if steps, err := stack.scorer.score(row.RowID, row.K, row.PromptTokenIDs, ids); err != nil || len(steps) != len(ids) {
+		t.Errorf("after a refusal: %d steps, %v", len(steps), err)
+	}
+
+	// Through ReplayRecord: mode, fingerprint and tolerance source on the result.
+	full, err := ReplayRecord(ctx, ReplayRequest{File: rec, Mode: ModePrefill, WorkDir: filepath.Join(work, "record")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rows the pass disputes fall back to decode steps: every genuine row
+	// ends reproduced, and the result says how many fell back.
+	if full.Mode != ModePrefill || !strings.Contains(full.Stack, "rig-prefill-score sha256:") || full.ToleranceSource != DefaultPrefillToleranceSource || full.Status != genrecord.StatusReproduced || full.Reproduced != 6 {
+		t.Errorf("ReplayRecord in prefill mode: mode %q, stack %q, tolerance from %q, %s, %d of 6 reproduced", full.Mode, full.Stack, full.ToleranceSource, full.Status, full.Reproduced)
+	}
+	if full.Fallback != 6-sum.Reproduced || full.FallbackHeld != full.Fallback {
+		t.Errorf("fallback: %d rows re-checked (%d held); the pass disputed %d", full.Fallback, full.FallbackHeld, 6-sum.Reproduced)
+	}
+	// The edits are still caught after the fallback.
+	fe, err := ReplayRecord(ctx, ReplayRequest{File: edited, Mode: ModePrefill, WorkDir: filepath.Join(work, "record-edited")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fe.Reproduced != 0 || fe.Status != genrecord.StatusMismatch {
+		t.Errorf("one-token edits through prefill and its fallback: %s, %d reproduced", fe.Status, fe.Reproduced)
+	}
+
+	// A calibration measured in exact mode is refused in prefill mode.
+	cal := ReplayCalibration{Model: goalModel, Control: "gemma-3-270m", Runtimes: []RuntimeCalibration{{Runtime: "llama-server",
+		Calibration: genrecord.Calibration{Separable: true, Tolerance: genrecord.Tolerance{Token: 0.1, Row: 0.01}}}}}
+	raw, _ := json.Marshal(cal)
+	path := filepath.Join(work, "exact-calibration.json")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReplayRecord(ctx, ReplayRequest{File: rec, Mode: ModePrefill, Calibration: path, WorkDir: filepath.Join(work, "record2")})
+	if err == nil || !strings.Contains(err.Error(), `mode is "exact"`) || !strings.Contains(err.Error(), `"prefill"`) {
+		t.Errorf("an exact-mode calibration in prefill mode: %v", err)
+	}
+}
+
+// TestPrefillRefusesOllamaRecords: Ollama's rows replay by regeneration,
+// and prefill says why before anything starts.
+func TestPrefillRefusesOllamaRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "generations-o.jsonl")
+	pins := genrecord.Pins{ModelSHA256: strings.Repeat("a", 64), ModelName: "m", Runtime: "ollama", RuntimeVersion: "0", BinarySHA256: strings.Repeat("b", 64),
+		Libraries: map[string]string{}, BuildFlags: "x", MachineLine: "m", DesignHash: "d"}
+	w, err := genrecord.OpenWriter(path, pins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	_, err = ReplayRecord(context.Background(), ReplayRequest{File: path, Mode: ModePrefill})
+	if !errors.Is(err, ErrNoPrefill) || !strings.Contains(err.Error(), "regeneration") {
+		t.Errorf("prefill of an Ollama record: %v", err)
+	}
+}
