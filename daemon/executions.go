@@ -214,10 +214,7 @@ func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Executio
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	s.mu.Lock()
-	s.running[name] = h
-	s.mu.Unlock()
-	return h.Info(), nil
+	return s.track(name, h), nil
 }
 
 // startEngine submits the execution to the engine (the same execution twice
@@ -235,10 +232,15 @@ func (s *Service) startEngine(name string, snap *studies.Snapshot, e receipts.Ex
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
+	return s.track(name, h), nil
+}
+
+// track keeps a started execution as the study's running one.
+func (s *Service) track(name string, h execHandle) run.ExecInfo {
 	s.mu.Lock()
 	s.running[name] = h
 	s.mu.Unlock()
-	return h.Info(), nil
+	return h.Info()
 }
 
 // ended records, in the study's lifecycle, how its execution ended.
@@ -454,21 +456,11 @@ func (s *Service) Remerge(ctx context.Context, req MergeRequest) (scaleout.Remer
 	if _, err := s.store(req.Study); err != nil {
 		return scaleout.RemergeSummary{}, err
 	}
-	if req.Execution == "" {
-		execs, err := s.executions(ctx, req.Study)
-		if err != nil {
-			return scaleout.RemergeSummary{}, err
-		}
-		for _, e := range execs {
-			if e.Engine != "" {
-				req.Execution = e.ID
-			}
-		}
-		if req.Execution == "" {
-			return scaleout.RemergeSummary{}, fmt.Errorf("study %s has no execution that ran through the engine", req.Study)
-		}
+	exec, err := s.engineExecution(ctx, req.Study, req.Execution)
+	if err != nil {
+		return scaleout.RemergeSummary{}, err
 	}
-	return s.Engine.Remerge(ctx, req.Study, req.Execution)
+	return s.Engine.Remerge(ctx, req.Study, exec)
 }
 
 // EngineReplayRequest is `rig study replay`.
@@ -485,19 +477,31 @@ func (s *Service) EngineReplay(ctx context.Context, req EngineReplayRequest) ([]
 	if s.Engine == nil {
 		return nil, fmt.Errorf("this daemon has no Temporal cluster configured (rig daemon --temporal HOST:PORT --spool DIR); replay a local execution with rig study report --replay-sample")
 	}
-	if req.Execution == "" {
-		execs, err := s.executions(ctx, req.Study)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range execs {
-			if e.Engine != "" {
-				req.Execution = e.ID
-			}
-		}
-		if req.Execution == "" {
-			return nil, fmt.Errorf("study %s has no execution that ran through the engine", req.Study)
+	exec, err := s.engineExecution(ctx, req.Study, req.Execution)
+	if err != nil {
+		return nil, err
+	}
+	return s.Engine.ReplaySample(ctx, req.Study, exec, max(req.PerArm, 1), req.Seed)
+}
+
+// engineExecution is the execution named, or the study's latest that ran
+// through the engine.
+func (s *Service) engineExecution(ctx context.Context, study, named string) (string, error) {
+	if named != "" {
+		return named, nil
+	}
+	execs, err := s.executions(ctx, study)
+	if err != nil {
+		return "", err
+	}
+	latest := ""
+	for _, e := range execs {
+		if e.Engine != "" {
+			latest = e.ID
 		}
 	}
-	return s.Engine.ReplaySample(ctx, req.Study, req.Execution, max(req.PerArm, 1), req.Seed)
+	if latest == "" {
+		return "", fmt.Errorf("study %s has no execution that ran through the engine", study)
+	}
+	return latest, nil
 }

@@ -36,17 +36,16 @@ var ErrNoPrefill = errors.New("prefill replay is not available")
 // prefillScorer is rig-prefill-score running in its sandbox: one model
 // load, one batched pass per row, over two FIFOs in its scratch folder.
 type prefillScorer struct {
-	sb       *runtimes.Sandbox
-	in       *os.File
-	out      *bufio.Reader
-	outFile  *os.File
-	bin      string
-	binSHA   string
-	sysInfo  string
-	nctx     int
-	nvocab   int
-	timeout  time.Duration
-	lastRows int
+	sb      *runtimes.Sandbox
+	in      *os.File
+	out     *bufio.Reader
+	outFile *os.File
+	bin     string
+	binSHA  string
+	sysInfo string
+	nctx    int
+	nvocab  int
+	timeout time.Duration
 }
 
 // startPrefillScorer starts the scorer on model with the record's context
@@ -216,7 +215,6 @@ func (s *prefillScorer) score(rowID string, k int, prompt, output []int) ([]genr
 		}
 		steps = append(steps, st)
 	}
-	s.lastRows++
 	return steps, nil
 }
 

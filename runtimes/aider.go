@@ -106,7 +106,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 
 	port := aiderInnerPort
 	if cfg.NoSandbox {
-		if port, err = freeLoopbackPort(); err != nil {
+		if port, err = FreeLoopbackPort(); err != nil {
 			return res, err
 		}
 	}

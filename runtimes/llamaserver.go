@@ -47,7 +47,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	}
 	port := llamaServerPort
 	if cfg.NoSandbox {
-		p, err := freeLoopbackPort()
+		p, err := FreeLoopbackPort()
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,8 @@ func processTreeCPUs() []int {
 	return cpus
 }
 
-func freeLoopbackPort() (int, error) {
+// FreeLoopbackPort asks the kernel for a free port on 127.0.0.1.
+func FreeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -53,7 +53,7 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	}
 	port := ollamaPort
 	if cfg.NoSandbox {
-		p, err := freeLoopbackPort()
+		p, err := FreeLoopbackPort()
 		if err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -49,6 +50,34 @@ type Coordinator struct {
 
 	mu      sync.Mutex // one merge at a time: records are appended in order
 	writers map[string]*genrecord.Writer
+
+	followMu sync.Mutex
+	follows  map[string]*Handle // by WorkflowID: the executions followed now
+}
+
+func (c *Coordinator) follow(study, execution string, h *Handle) {
+	c.followMu.Lock()
+	defer c.followMu.Unlock()
+	if c.follows == nil {
+		c.follows = map[string]*Handle{}
+	}
+	c.follows[WorkflowID(study, execution)] = h
+}
+
+func (c *Coordinator) unfollow(study, execution string) {
+	c.followMu.Lock()
+	defer c.followMu.Unlock()
+	delete(c.follows, WorkflowID(study, execution))
+}
+
+// stored tells the execution's handle, if one follows it, of a receipt.
+func (c *Coordinator) stored(rec receipts.Receipt) {
+	c.followMu.Lock()
+	h := c.follows[WorkflowID(rec.StudyID, rec.ExecutionID)]
+	c.followMu.Unlock()
+	if h != nil {
+		h.note(rec)
+	}
 }
 
 // CoordinatorQueue is the coordinator's task queue: one per daemon home, so
@@ -139,7 +168,7 @@ func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Sn
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy: enums.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, StudyWorkflowName, in)
-	var started *serviceErrorAlreadyStarted
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return nil
 	}
@@ -271,21 +300,7 @@ func (c *Coordinator) merge(ctx context.Context, tr TrialResult) (MergeResult, e
 	if err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
 	}
-	parts := strings.SplitN(strings.TrimPrefix(WorkflowIDOf(ctx), "rig/"), "/", 3)
-	if len(parts) < 2 {
-		return MergeResult{}, fmt.Errorf("merge: workflow id %q names no study and execution", WorkflowIDOf(ctx))
-	}
-	study, execution := parts[0], parts[1]
-	return c.MergeEntry(ctx, study, execution, key, tr)
-}
-
-// WorkflowIDOf is the id of the workflow an activity runs for.
-func WorkflowIDOf(ctx context.Context) string {
-	id := activity.GetInfo(ctx).WorkflowExecution.ID
-	if i := strings.Index(id, "/chunk-"); i >= 0 {
-		id = id[:i]
-	}
-	return id
+	return c.MergeEntry(ctx, tr.Study, tr.Execution, key, tr)
 }
 
 // MergeEntry is merge without the engine: what `rig worker merge` and the
@@ -363,6 +378,7 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	if err := st.PutReceipt(ctx, rec); err != nil {
 		return MergeResult{}, err
 	}
+	c.stored(rec)
 	return MergeResult{Outcome: string(rec.Outcome)}, nil
 }
 
@@ -489,7 +505,11 @@ func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResul
 	}
 	rec.Pins["engine"] = "temporal"
 	c.log.Info("attempt lost", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "why", l.Why)
-	return MergeResult{Outcome: string(rec.Outcome)}, st.PutReceipt(ctx, rec)
+	if err := st.PutReceipt(ctx, rec); err != nil {
+		return MergeResult{}, err
+	}
+	c.stored(rec)
+	return MergeResult{Outcome: string(rec.Outcome)}, nil
 }
 
 // mergeFinished merges a whole spool entry of the attempt, if a worker left

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"rig/runtimes"
 )
 
 // DevServer is the Temporal CLI's dev server (temporal server start-dev) on
@@ -27,16 +29,6 @@ type DevServer struct {
 // Address is the frontend's host:port.
 func (d *DevServer) Address() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(d.Port)) }
 
-// FreePort asks the kernel for a free loopback port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // Start starts the server and waits until its frontend answers. Every port
 // it opens is on 127.0.0.1 (frontend, HTTP, metrics; the web UI is off).
 func (d *DevServer) Start(ctx context.Context) error {
@@ -44,17 +36,17 @@ func (d *DevServer) Start(ctx context.Context) error {
 		return errors.New("no temporal binary: run make setup (it builds the Temporal CLI; installed.env names it as TEMPORAL_BIN)")
 	}
 	if d.Port == 0 {
-		p, err := FreePort()
+		p, err := runtimes.FreeLoopbackPort()
 		if err != nil {
 			return err
 		}
 		d.Port = p
 	}
-	httpPort, err := FreePort()
+	httpPort, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		return err
 	}
-	metricsPort, err := FreePort()
+	metricsPort, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		return err
 	}

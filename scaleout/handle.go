@@ -25,6 +25,9 @@ type Handle struct {
 	done   chan struct{}
 	c      *Coordinator
 	id     string
+	// doneAtStart is what was done when following began: the rate is of
+	// the trials since.
+	doneAtStart int
 }
 
 // Info is the execution's progress now.
@@ -62,60 +65,59 @@ func (c *Coordinator) Follow(study string, e receipts.Execution, ended func(ctx 
 	h := &Handle{cancel: cancel, done: make(chan struct{}), c: c, id: WorkflowID(study, e.ID),
 		info: run.ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(receipts.Running), Engine: "temporal",
 			StartedAt: time.Now().UTC(), Planned: len(plan.Trials), Records: c.studies.ExecDir(study, e.ID), Workers: map[string]int{}}}
+	// The store is read once; from then on every receipt the coordinator
+	// merges or records reaches the handle (note), so following costs no
+	// reads however large the execution.
+	rs, err := st.Receipts(ctx, e.ID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	for _, r := range rs {
+		h.count(r)
+	}
+	h.doneAtStart = h.info.Done
+	c.follow(study, e.ID, h)
 	resCh := make(chan error, 1)
 	var res StudyResult
 	go func() { resCh <- c.client.GetWorkflow(ctx, h.id, "").Get(ctx, &res) }()
 	go func() {
 		defer close(h.done)
 		defer cancel()
-		tick := time.NewTicker(2 * time.Second)
-		defer tick.Stop()
-		doneAtStart := -1
-		for {
-			h.progress(ctx, st, e.ID, &doneAtStart)
-			select {
-			case err := <-resCh:
-				h.progress(ctx, st, e.ID, &doneAtStart)
-				h.finish(st, study, e.ID, res, err, ended)
-				return
-			case <-tick.C:
-			}
-		}
+		err := <-resCh
+		c.unfollow(study, e.ID)
+		h.finish(st, study, e.ID, res, err, ended)
 	}()
 	return h, nil
 }
 
-func (h *Handle) progress(ctx context.Context, st *receipts.Store, exec string, doneAtStart *int) {
-	rs, err := st.Receipts(ctx, exec)
-	if err != nil {
-		return
+// count adds one stored receipt to the progress; h.mu is held or h is not
+// shared yet.
+func (h *Handle) count(r receipts.Receipt) {
+	switch {
+	case r.Outcome.Counted():
+		h.info.Done++
+	case r.Outcome == receipts.Preempted:
+		h.info.Preempted++
+	case r.Outcome == receipts.Error:
+		h.info.Failed++
+		h.info.Done++
 	}
-	done, pre, failed := 0, 0, 0
-	workers := map[string]int{}
-	for _, r := range rs {
-		switch {
-		case r.Outcome.Counted():
-			done++
-		case r.Outcome == receipts.Preempted:
-			pre++
-		case r.Outcome == receipts.Error:
-			failed++
-			done++
-		}
-		if w := r.Pins["worker"]; w != "" {
-			workers[w]++
-		}
+	if w := r.Pins["worker"]; w != "" {
+		h.info.Workers[w]++
 	}
+}
+
+// note is a receipt the coordinator just stored for this execution.
+func (h *Handle) note(r receipts.Receipt) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if *doneAtStart < 0 {
-		*doneAtStart = done
-	}
-	h.info.Done, h.info.Preempted, h.info.Failed, h.info.Workers = done, pre, failed, workers
-	if n := done - *doneAtStart; n > 0 {
+	h.count(r)
+	h.info.Current = r.Trial().String()
+	if n := h.info.Done - h.doneAtStart; n > 0 {
 		el := time.Since(h.info.StartedAt)
 		h.info.RatePerMin = float64(n) / el.Minutes()
-		left := h.info.Planned - done
+		left := h.info.Planned - h.info.Done
 		h.info.ETA = time.Duration(float64(el) / float64(n) * float64(left)).Round(time.Second).String()
 	}
 }
@@ -140,7 +142,7 @@ func (h *Handle) finish(st *receipts.Store, study, exec string, res StudyResult,
 		ended(ctx, kind, why)
 	}
 	h.mu.Lock()
-	h.info.Status = string(status)
+	h.info.Status, h.info.Current = string(status), ""
 	if err != nil {
 		h.info.Error = err.Error()
 	}

@@ -6,12 +6,8 @@ import (
 	"regexp"
 	"strings"
 
-	"go.temporal.io/api/serviceerror"
-
 	"rig/studies"
 )
-
-type serviceErrorAlreadyStarted = serviceerror.WorkflowExecutionAlreadyStarted
 
 func sha256Hex(b []byte) string {
 	s := sha256.Sum256(b)

@@ -19,6 +19,8 @@ import (
 	"rig/studies"
 	"rig/studies/run"
 	"rig/studies/studytest"
+
+	"rig/runtimes"
 )
 
 // fakeStudies is the daemon's side, faked: one study with its real store.
@@ -250,7 +252,7 @@ func TestQueueNames(t *testing.T) {
 }
 
 func TestUnreachableServerNamesTheAddress(t *testing.T) {
-	port, err := FreePort()
+	port, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,13 +92,13 @@ func publish(spool, study, execution string, snap *studies.Snapshot) error {
 	return atomicfile.WriteJSON(filepath.Join(dir, snapshotFile), &pub, 0o644)
 }
 
-// ErrNoSnapshot names a study whose snapshot the spool does not hold.
-type ErrNoSnapshot struct {
+// NoSnapshotError names a study whose snapshot the spool does not hold.
+type NoSnapshotError struct {
 	Study, Execution, Path string
 	Err                    error
 }
 
-func (e *ErrNoSnapshot) Error() string {
+func (e *NoSnapshotError) Error() string {
 	return fmt.Sprintf("no snapshot of study %s (execution %s) at %s: %v (the coordinator publishes it when the execution is submitted with --engine temporal; is this worker's --spool the coordinator's?)",
 		e.Study, e.Execution, e.Path, e.Err)
 }
@@ -108,7 +108,7 @@ func readPublished(spool, study, execution, designHash string) (*studies.Snapsho
 	path := filepath.Join(execSpool(spool, study, execution), snapshotFile)
 	var snap studies.Snapshot
 	if err := atomicfile.ReadJSON(path, &snap); err != nil {
-		return nil, &ErrNoSnapshot{Study: study, Execution: execution, Path: path, Err: err}
+		return nil, &NoSnapshotError{Study: study, Execution: execution, Path: path, Err: err}
 	}
 	if snap.DesignHash != designHash {
 		return nil, fmt.Errorf("%s: design hash %s, the trial's is %s", path, snap.DesignHash, designHash)

@@ -100,9 +100,11 @@ type TrialInput struct {
 
 // TrialResult is all a worker returns: small, whatever the trial wrote.
 type TrialResult struct {
-	Key     string `json:"key"`
-	Attempt int    `json:"attempt"`
-	Worker  string `json:"worker"`
+	Study     string `json:"study"`
+	Execution string `json:"execution"`
+	Key       string `json:"key"`
+	Attempt   int    `json:"attempt"`
+	Worker    string `json:"worker"`
 	// Entry is the spool entry's folder, relative to the execution's spool.
 	Entry         string `json:"entry"`
 	ReceiptSHA256 string `json:"receipt_sha256"`

@@ -57,12 +57,10 @@ type Worker struct {
 	runMu sync.Mutex // one trial at a time: one runtime per card
 	hosts map[string]*run.Host
 
-	pollMu   sync.Mutex
-	pollers  map[string]worker.Worker // by queue, while taking trials
-	refused  map[string]string        // queue → why this worker stopped serving it
-	paused   string                   // why trials are not taken (governor), empty when taking
-	counts   map[string]int           // outcome → trials this worker ran
-	countsMu sync.Mutex
+	pollMu  sync.Mutex
+	pollers map[string]worker.Worker // by queue, while taking trials
+	refused map[string]string        // queue → why this worker stopped serving it
+	paused  string                   // why trials are not taken (governor), empty when taking
 }
 
 // NewWorker dials the cluster and checks what the worker can serve.
@@ -79,7 +77,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	}
 	if opts.Study != "" {
 		if _, err := os.Stat(filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile)); opts.Execution == "" || err != nil {
-			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, &ErrNoSnapshot{Study: opts.Study, Execution: opts.Execution,
+			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, &NoSnapshotError{Study: opts.Study, Execution: opts.Execution,
 				Path: filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile), Err: cmpErr(err, "no --execution given")})
 		}
 	}
@@ -101,7 +99,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		return nil, err
 	}
 	return &Worker{opts: opts, client: cl, log: opts.Log, hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
-		refused: map[string]string{}, counts: map[string]int{}}, nil
+		refused: map[string]string{}}, nil
 }
 
 func cmpErr(err error, why string) error {
@@ -156,8 +154,7 @@ func (w *Worker) startPolling() error {
 		if _, ok := w.pollers[q]; ok {
 			continue
 		}
-		if why, ok := w.refused[q]; ok {
-			_ = why
+		if _, ok := w.refused[q]; ok {
 			continue
 		}
 		p := worker.New(w.client, q, worker.Options{
@@ -213,12 +210,6 @@ func refuse(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrRefused, nil)
 }
 
-func (w *Worker) count(outcome string) {
-	w.countsMu.Lock()
-	w.counts[outcome]++
-	w.countsMu.Unlock()
-}
-
 // runTrial is the trial activity: the worker's checks, then one attempt on
 // the runner, its evidence left in the spool.
 func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, error) {
@@ -246,7 +237,7 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	defer w.runMu.Unlock()
 	host, err := w.host(in)
 	if err != nil {
-		var nosnap *ErrNoSnapshot
+		var nosnap *NoSnapshotError
 		if errors.As(err, &nosnap) {
 			return TrialResult{}, refuse("worker %s: %v", w.opts.ID, err)
 		}
@@ -271,7 +262,7 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	if err := atomicfile.WriteBytes(filepath.Join(tmp, receiptFile), raw, 0o644); err != nil {
 		return TrialResult{}, err
 	}
-	out := TrialResult{Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Entry: entry, ReceiptSHA256: sha256Hex(raw),
+	out := TrialResult{Study: in.Study, Execution: in.Execution, Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Entry: entry, ReceiptSHA256: sha256Hex(raw),
 		Outcome: string(res.Receipt.Outcome), Runtime: in.Runtime + "@" + b.BinarySHA256, Started: started}
 	if _, err := os.Stat(filepath.Join(tmp, run.RecordFile)); err == nil {
 		if out.RecordSHA256, err = fileSHA256(filepath.Join(tmp, run.RecordFile)); err != nil {
@@ -283,7 +274,6 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	if err := os.Rename(tmp, final); err != nil {
 		return TrialResult{}, err
 	}
-	w.count(out.Outcome)
 	w.log.Info("trial done", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "outcome", out.Outcome)
 	return out, nil
 }

@@ -91,7 +91,7 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	if in.Temporal == "" {
 		t.Fatalf("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
 	}
-	port, err := scaleout.FreePort()
+	port, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/tasks"
 )
 
 // hostedTrial is the one trial a Host runs now.
@@ -98,7 +97,7 @@ func NewHost(env Env, spec HostSpec) (*Host, error) {
 		return nil, err
 	}
 	x := &execution{env: env, study: spec.Study, design: d, snap: spec.Snapshot, exec: spec.Exec,
-		installed: env.Installed, graders: env.Graders(), banks: map[string]*tasks.Bank{},
+		installed: env.Installed, graders: env.Graders(),
 		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, workDir: spec.WorkDir}
 	if x.topK == 0 {
 		x.topK = studies.DefaultTopK
@@ -106,15 +105,8 @@ func NewHost(env Env, spec HostSpec) (*Host, error) {
 	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
 		return nil, err
 	}
-	for _, fb := range spec.Snapshot.Banks {
-		b, err := tasks.LoadBank(fb.Path)
-		if err != nil {
-			return nil, err
-		}
-		if b.Hash != fb.SHA256 {
-			return nil, &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
-		}
-		x.banks[fb.JobKind] = b
+	if x.banks, err = loadBanks(spec.Snapshot); err != nil {
+		return nil, err
 	}
 	for _, jk := range d.AutoWallJobKinds() {
 		if _, ok := spec.Walls[jk]; !ok {

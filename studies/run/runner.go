@@ -62,6 +62,23 @@ type Spec struct {
 	Ended func(ctx context.Context, kind, why string)
 }
 
+// loadBanks reads the snapshot's banks by job kind, each checked against
+// its digest at freeze: a bank that changed since is a stale asset.
+func loadBanks(snap *studies.Snapshot) (map[string]*tasks.Bank, error) {
+	banks := map[string]*tasks.Bank{}
+	for _, fb := range snap.Banks {
+		b, err := tasks.LoadBank(fb.Path)
+		if err != nil {
+			return nil, err
+		}
+		if b.Hash != fb.SHA256 {
+			return nil, &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
+		}
+		banks[fb.JobKind] = b
+	}
+	return banks, nil
+}
+
 // Handle follows one running execution.
 type Handle struct {
 	mu     sync.Mutex
@@ -94,7 +111,7 @@ func Start(env Env, spec Spec) (*Handle, error) {
 		return nil, err
 	}
 	x := &execution{env: env, study: spec.Study, design: d, snap: spec.Snapshot, store: spec.Store, exec: spec.Exec,
-		installed: env.Installed, graders: env.Graders(), banks: map[string]*tasks.Bank{},
+		installed: env.Installed, graders: env.Graders(),
 		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, ended: spec.Ended}
 	if x.topK == 0 {
 		x.topK = studies.DefaultTopK
@@ -104,15 +121,8 @@ func Start(env Env, spec Spec) (*Handle, error) {
 	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
 		return nil, err
 	}
-	for _, fb := range spec.Snapshot.Banks {
-		b, err := tasks.LoadBank(fb.Path)
-		if err != nil {
-			return nil, err
-		}
-		if b.Hash != fb.SHA256 {
-			return nil, &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
-		}
-		x.banks[fb.JobKind] = b
+	if x.banks, err = loadBanks(spec.Snapshot); err != nil {
+		return nil, err
 	}
 	var walls []string
 	for _, jk := range d.AutoWallJobKinds() {
