@@ -240,9 +240,16 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 		if !spec.NoSandbox {
 			// init reported the runtime's pid as its own namespace numbers it;
 			// signals and memory readings from here need the host's number.
-			if pid, err := hostChildPID(cmd.Process.Pid); err == nil {
+			// A runtime that exits at once (a short command) can be reaped by
+			// init before its number is read; then there is nothing left to
+			// signal or measure, and RuntimePID stays 0.
+			pid, err := hostChildPID(cmd.Process.Pid, sb.done)
+			switch {
+			case err == nil:
 				sb.RuntimePID = pid
-			} else {
+			case errors.Is(err, errRuntimeGone):
+				sb.RuntimePID = 0
+			default:
 				sb.Kill()
 				return nil, fmt.Errorf("sandbox: finding the runtime's host pid: %w", err)
 			}
@@ -313,6 +320,10 @@ func (s *Sandbox) Kill() {
 
 // Signal sends sig to the runtime process alone (fault injection uses SIGSTOP).
 func (s *Sandbox) Signal(sig syscall.Signal) error {
+	if s.RuntimePID <= 0 {
+		// Kill(0, …) would signal rig's own process group.
+		return fmt.Errorf("sandbox: the runtime has already exited")
+	}
 	return syscall.Kill(s.RuntimePID, sig)
 }
 

@@ -338,9 +338,13 @@ func (s *Sandbox) LimitHit() string {
 	return s.limitHit
 }
 
+// errRuntimeGone says the sandbox ended before its runtime's pid was read.
+var errRuntimeGone = errors.New("the sandbox ended before its runtime's pid was read")
+
 // hostChildPID finds init's one child as the host numbers it. A Go process
 // forks from any of its threads, so every thread's children list is read.
-func hostChildPID(initPID int) (int, error) {
+// It returns errRuntimeGone once initDone is closed with no child found.
+func hostChildPID(initPID int, initDone <-chan struct{}) (int, error) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
 		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", initPID))
@@ -352,6 +356,11 @@ func hostChildPID(initPID int) (int, error) {
 			if fields := strings.Fields(string(b)); len(fields) > 0 {
 				return strconv.Atoi(fields[0])
 			}
+		}
+		select {
+		case <-initDone:
+			return 0, errRuntimeGone
+		default:
 		}
 		if time.Now().After(deadline) {
 			return 0, fmt.Errorf("init (pid %d) lists no child", initPID)
