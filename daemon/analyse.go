@@ -263,6 +263,11 @@ func receiptTrials(recs []receipts.Receipt, plan *studies.Plan, designHash strin
 			// package's nominal draw, labelled as an estimate.
 			EnergyJoules: float64(r.WallMS) / 1000 * studies.EstimatedWatts, EnergySource: analysis.EnergyEstimate,
 			Metrics: metricsOf(r, metrics)}
+		if r.EnergySource == receipts.EnergyMeasuredNVML {
+			// The card's counter measured this trial: the estimate stays
+			// only where no counter exists.
+			t.EnergyJoules, t.EnergySource = r.EnergyJoules, analysis.EnergyNVML
+		}
 		switch r.Outcome {
 		case receipts.Preempted, receipts.Error:
 			t.Preempted = true
@@ -540,7 +545,18 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 	for _, w := range rep.Warnings {
 		data.Warnings = append(data.Warnings, w.String())
 	}
-	data.Warnings = append(data.Warnings, "Energy is estimated from wall time at a nominal package draw: this machine exposes no power counter (no NVML, no readable RAPL).")
+	measured := 0
+	for _, r := range in.receipts {
+		if r.EnergySource == receipts.EnergyMeasuredNVML {
+			measured++
+		}
+	}
+	switch {
+	case measured == 0:
+		data.Warnings = append(data.Warnings, "Energy is estimated from wall time at a nominal package draw: this machine exposes no power counter (no NVML, no readable RAPL).")
+	case measured < len(in.receipts):
+		data.Warnings = append(data.Warnings, fmt.Sprintf("Energy is measured by the card's NVML counter on %d of %d receipts; the rest are estimated from wall time, and each arm's figure is labelled by its weakest source.", measured, len(in.receipts)))
+	}
 	dec := rep.Decision
 	data.Decision = &report.Decision{Rule: d.DecisionRule.Text, Trace: dec.Trace, Outcome: dec.Action, NextBaseline: dec.NextBaseline,
 		Rationale: "evaluated by rig from the pre-registered rule; not yet recorded with rig study decide"}

@@ -50,6 +50,11 @@ func (l *eventLog) find(kind EventKind, trialID string) (Event, bool) {
 	return Event{}, false
 }
 
+// SimulatedGPU is a simulated card sensor reading as a healthy 24 GiB card
+// (its energy counter included): what a worker's fault injection and the
+// energy path's tests put where NVML would be.
+func SimulatedGPU() *Simulated { return NewSimulated("gpu", normalGPU()) }
+
 // Normal readings of a healthy 24 GiB card and host, used as the baseline
 // the simulated classes depart from.
 func normalGPU() map[string]float64 {

@@ -210,3 +210,21 @@ func (s *NVML) DeviceName() string {
 	}
 	return name
 }
+
+// EnergyCounter is a card's cumulative energy counter. A trial's energy is
+// the difference of two readings taken after the model loaded, so it leaves
+// the load out and is a measurement, not an estimate.
+type EnergyCounter interface {
+	// EnergyJoules is the counter now; ok is false on a card without one.
+	EnergyJoules() (joules float64, ok bool)
+}
+
+// EnergyJoules implements EnergyCounter from the driver's total energy
+// counter (millijoules since the driver loaded; Volta and later).
+func (s *NVML) EnergyJoules() (float64, bool) {
+	e, ret := s.dev.GetTotalEnergyConsumption()
+	if ret != nvml.SUCCESS {
+		return 0, false
+	}
+	return float64(e) / 1000, true
+}

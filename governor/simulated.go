@@ -136,3 +136,13 @@ func (s *Simulated) Read(ctx context.Context) (Reading, error) {
 	}
 	return Reading{Sensor: s.name, At: s.last, Values: maps.Clone(s.values)}, nil
 }
+
+// EnergyJoules implements EnergyCounter when the simulated values carry
+// KeyEnergyJ, so fault injection and tests drive the same energy path a
+// card's counter does.
+func (s *Simulated) EnergyJoules() (float64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.values[KeyEnergyJ]
+	return v, ok
+}

@@ -3,8 +3,11 @@ package preflight
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"sort"
+	"strings"
 )
 
 // RuntimeCalibration holds the constants of one runtime's memory model that
@@ -23,6 +26,25 @@ type RuntimeCalibration struct {
 	RelError     float64 `json:"relative_error"`
 	RepeatSpread float64 `json:"repeat_spread,omitempty"` // widest (max-min)/mean over repeats of one configuration; 0 = not repeated
 	Runs         int     `json:"runs"`                    // measurements behind the constants
+	// CardContextBytes is what a card holds for the process before any
+	// model buffer: the CUDA context, cuBLAS's workspace and the pool's
+	// first reservations (per-process card memory through NVML, less the
+	// buffers the runtime logged). Zero on the CPU backend.
+	CardContextBytes float64 `json:"card_context_bytes,omitempty"`
+}
+
+// ErrUncalibrated marks a runtime and backend with no measured constants:
+// the preflight cannot decide, and never says "fits", until
+// rig bench preflight has measured them on that backend.
+var ErrUncalibrated = errors.New("uncalibrated")
+
+// CalibrationKey is the table's key for a runtime on a backend: the runtime
+// alone for the CPU, "llama-server+cuda" for its CUDA build.
+func CalibrationKey(runtime, backend string) string {
+	if backend == "" || backend == "cpu" {
+		return runtime
+	}
+	return runtime + "+" + backend
 }
 
 // Calibration is the table of constants, dated and tied to a machine line.
@@ -53,11 +75,14 @@ func parseCalibration(b []byte, name string) (*Calibration, error) {
 		if rc.ComputeScale <= 0 || rc.UBatch <= 0 || rc.CtxPad <= 0 || rc.RelError <= 0 {
 			return nil, fmt.Errorf("%s: runtimes.%s: compute_scale, ubatch, ctx_pad and relative_error must be positive", name, rt)
 		}
+		if strings.Contains(rt, "+") && rc.CardContextBytes <= 0 {
+			return nil, fmt.Errorf("%s: runtimes.%s.card_context_bytes: missing (a card backend's calibration must measure what the card holds before any model buffer)", name, rt)
+		}
 	}
 	return &c, nil
 }
 
-// For returns the constants of a runtime.
+// For returns the constants of a runtime (a CalibrationKey).
 func (c *Calibration) For(runtime string) (RuntimeCalibration, error) {
 	rc, ok := c.Runtimes[runtime]
 	if !ok {
@@ -65,7 +90,12 @@ func (c *Calibration) For(runtime string) (RuntimeCalibration, error) {
 		for n := range c.Runtimes {
 			names = append(names, n)
 		}
-		return rc, fmt.Errorf("preflight: runtime %q has no calibration (calibrated: %v; run rig bench preflight)", runtime, names)
+		sort.Strings(names)
+		if rt, backend, found := strings.Cut(runtime, "+"); found {
+			return rc, fmt.Errorf("preflight: %w: %s on the %s backend has no calibration in %s (calibrated: %v); measure it on a card with rig bench preflight --device %s (docs/gpu.md). rig does not size a backend it has not measured",
+				ErrUncalibrated, rt, backend, c.Date, names, backend)
+		}
+		return rc, fmt.Errorf("preflight: %w: runtime %q has no calibration (calibrated: %v; run rig bench preflight)", ErrUncalibrated, runtime, names)
 	}
 	return rc, nil
 }

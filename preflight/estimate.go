@@ -68,9 +68,9 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 	if err := p.Validate(); err != nil {
 		return Estimate{}, err
 	}
-	rc, err := cal.For(rt)
+	rc, err := cal.For(CalibrationKey(rt, p.Backend))
 	if err != nil {
-		return Estimate{}, err
+		return Estimate{}, fmt.Errorf("%w: %w", ErrNotModelled, err)
 	}
 	h, err := ReadHParams(f)
 	if err != nil {
@@ -232,7 +232,7 @@ func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Est
 	} else {
 		// A real card holds its layers, their cache and a compute buffer;
 		// the host keeps the rest and the runtime itself.
-		card = c.add(wCard, kvCard, rec, compute)
+		card = c.add(wCard, kvCard, rec, compute, c.float(rc.CardContextBytes))
 		host = c.add(wHost, kvHost, output, overhead)
 		if cardLayers < h.Layers {
 			host = c.add(host, compute) // the CPU layers need their own buffer

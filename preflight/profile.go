@@ -27,6 +27,10 @@ type Profile struct {
 	Parallel      int    `json:"parallel,omitempty"`
 	Simulated     bool   `json:"simulated"`
 	CardIndex     int    `json:"card_index,omitempty"` // NVML index when not simulated
+	// Backend is the runtime build's compute backend: "cpu" (empty) or
+	// "cuda". Each backend has its own calibration; one with none is
+	// refused as uncalibrated, never called "fits".
+	Backend string `json:"backend,omitempty"`
 }
 
 // ErrBadProfile marks a profile that cannot be used.
@@ -90,6 +94,11 @@ func (p Profile) Validate() error {
 	if p.OffloadLayers < OffloadAll {
 		return bad("offload_layers", "%d is negative (use -1 for all layers, 0 for none)", p.OffloadLayers)
 	}
+	switch p.Backend {
+	case "", "cpu", "cuda":
+	default:
+		return bad("backend", "%q is not one of cpu, cuda", p.Backend)
+	}
 	if p.Parallel < 0 || p.Parallel > 256 {
 		return bad("parallel", "%d slots is outside 1..256", p.Parallel)
 	}
@@ -98,7 +107,8 @@ func (p Profile) Validate() error {
 
 // ParseProfile reads the command-line form
 // "card=8GiB,ctx=8192,kv=q8_0,offload=all,host=32GiB,np=1,quant=Q4_K_M,name=sim-8g".
-// A simulated card is assumed unless "nvml=N" names a real one.
+// A simulated card is assumed unless "nvml=N" names a real one, which also
+// sets the CUDA backend ("backend=cpu|cuda" says it outright).
 func ParseProfile(spec string) (Profile, error) {
 	p := Profile{Simulated: true, OffloadLayers: OffloadAll, Parallel: 1}
 	for _, part := range strings.Split(spec, ",") {
@@ -108,7 +118,7 @@ func ParseProfile(spec string) (Profile, error) {
 		}
 		k, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return p, fmt.Errorf("%w: --profile %q: %q is not key=value (keys: card, ctx, kv, offload, host, np, quant, name, nvml)", ErrBadProfile, spec, part)
+			return p, fmt.Errorf("%w: --profile %q: %q is not key=value (keys: card, ctx, kv, offload, host, np, quant, name, nvml, backend)", ErrBadProfile, spec, part)
 		}
 		var err error
 		switch strings.ToLower(k) {
@@ -135,8 +145,13 @@ func ParseProfile(spec string) (Profile, error) {
 		case "nvml":
 			p.Simulated = false
 			p.CardIndex, err = strconv.Atoi(v)
+			if p.Backend == "" {
+				p.Backend = "cuda"
+			}
+		case "backend":
+			p.Backend = strings.ToLower(v)
 		default:
-			return p, fmt.Errorf("%w: --profile %q: unknown key %q (keys: card, ctx, kv, offload, host, np, quant, name, nvml)", ErrBadProfile, spec, k)
+			return p, fmt.Errorf("%w: --profile %q: unknown key %q (keys: card, ctx, kv, offload, host, np, quant, name, nvml, backend)", ErrBadProfile, spec, k)
 		}
 		if err != nil {
 			return p, fmt.Errorf("%w: --profile %q: %s: %w", ErrBadProfile, spec, k, err)

@@ -117,6 +117,10 @@ type Receipt struct {
 	PeakMemoryBytes    int64   `json:"peak_memory_bytes"`
 	PeakGPUMemoryBytes int64   `json:"peak_gpu_memory_bytes"`
 	EnergyJoules       float64 `json:"energy_joules"`
+	// EnergySource says how EnergyJoules was had: EnergyMeasuredNVML for
+	// the card's energy counter over the trial (model load left out);
+	// empty when nothing measured it (the report then estimates it).
+	EnergySource string `json:"energy_source,omitempty"`
 
 	Grade   *Grade `json:"grade"`
 	Machine string `json:"machine"`
@@ -130,6 +134,10 @@ type Receipt struct {
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at"`
 }
+
+// EnergyMeasuredNVML is Receipt.EnergySource for energy read off the card's
+// NVML energy counter.
+const EnergyMeasuredNVML = "nvml"
 
 // Trial returns the receipt's trial key.
 func (r Receipt) Trial() TrialKey {

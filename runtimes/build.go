@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"rig/internal/provision"
 )
@@ -17,7 +18,17 @@ type Build struct {
 	Binary       string `json:"binary"`
 	BinarySHA256 string `json:"binary_sha256"`
 	BuildFlags   string `json:"build_flags"`
+	// Backend is the build's compute backend: "cpu" or "cuda".
+	Backend string `json:"backend"`
+	// LibDirs are folders outside the binary's own that it loads libraries
+	// from (the CUDA build's toolkit: cudart, cuBLAS); the sandbox shows
+	// them read-only.
+	LibDirs []string `json:"lib_dirs,omitempty"`
 }
+
+// ComponentCUDA is the component name of llama-server's CUDA build, as a
+// snapshot pins it beside the CPU build's "llama-server".
+const ComponentCUDA = "llama-server+cuda"
 
 // BuildOf reads the provisioned build of kind ("llama-server", "ollama", or
 // "aider", the harness) and hashes its binary. With an error, the Build still
@@ -26,9 +37,18 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 	b := Build{Runtime: kind}
 	switch kind {
 	case "llama-server":
-		b.Binary, b.BuildFlags = in.LlamaServer, in.LlamaBuildFlag
+		b.Binary, b.BuildFlags, b.Backend = in.LlamaServer, in.LlamaBuildFlag, BackendCPU
+	case ComponentCUDA:
+		b.Runtime, b.Backend = "llama-server", BackendCUDA
+		b.Binary, b.BuildFlags = in.LlamaServerCUDA, in.LlamaCUDABuildFlags
+		if in.CUDAToolkit != "" {
+			b.LibDirs = []string{filepath.Join(in.CUDAToolkit, "lib")}
+		}
+		if b.Binary == "" {
+			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA llama-server on this machine (it does where nvidia-smi lists a card, or with RIG_CUDA_ARCHS=90 make setup; docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
+		}
 	case "ollama":
-		b.Binary, b.BuildFlags = in.Ollama, in.OllamaBuildFlag
+		b.Binary, b.BuildFlags, b.Backend = in.Ollama, in.OllamaBuildFlag, BackendCPU
 	case "aider":
 		b.Binary = in.Aider
 	default:
@@ -46,6 +66,15 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 	}
 	b.BinarySHA256 = sum
 	return b, nil
+}
+
+// ComponentFor is the provisioned component that runs runtime kind on backend:
+// "llama-server+cuda" for llama-server's CUDA build, else kind itself.
+func ComponentFor(kind, backend string) string {
+	if kind == "llama-server" && backend == BackendCUDA {
+		return ComponentCUDA
+	}
+	return kind
 }
 
 func orProvisioned(file string) string {
@@ -75,6 +104,10 @@ func (b Build) Start(ctx context.Context, cfg Config) (Runtime, error) {
 		return nil, fmt.Errorf("starting %s: the config names binary %q with flags %q, the build is %q with %q (leave Binary and BuildFlags empty: the build decides them)",
 			b.Runtime, cfg.Binary, cfg.BuildFlags, b.Binary, b.BuildFlags)
 	}
-	cfg.Binary, cfg.BuildFlags, cfg.binarySHA256 = b.Binary, b.BuildFlags, b.BinarySHA256
+	if want := cmpOr(cfg.Offload.Backend, BackendCPU); want != cmpOr(b.Backend, BackendCPU) {
+		return nil, fmt.Errorf("starting %s: the offload pin names backend %s, this build is %s (start the %s build: component %q)",
+			b.Runtime, want, cmpOr(b.Backend, BackendCPU), want, ComponentFor(b.Runtime, want))
+	}
+	cfg.Binary, cfg.BuildFlags, cfg.binarySHA256, cfg.libDirs = b.Binary, b.BuildFlags, b.BinarySHA256, b.LibDirs
 	return start(ctx, b.Runtime, cfg)
 }

@@ -12,12 +12,18 @@ import (
 // Component is one line of `rig runtimes check`.
 type Component struct {
 	Name    string `json:"name"`
-	Status  string `json:"status"` // ok, missing, differs
+	Status  string `json:"status"` // ok, missing, differs, or "not built" (an optional build this machine has none of)
 	Path    string `json:"path"`
 	Version string `json:"version"`
 	SHA256  string `json:"sha256"`
 	Fix     string `json:"fix,omitempty"`
+	// Backend is a runtime build's compute backend (cpu, cuda); Devices is
+	// what the build itself lists as the devices it can compute on.
+	Backend string   `json:"backend,omitempty"`
+	Devices []string `json:"devices,omitempty"`
 }
+
+const statusNotBuilt = "not built"
 
 const fixSetup = "run `make setup` (scripts/setup.sh provisions it into the cache)"
 
@@ -32,12 +38,20 @@ func Check() ([]Component, bool) {
 	var out []Component
 	ok := true
 	add := func(c Component) {
-		if c.Status != "ok" {
+		if c.Status != "ok" && c.Status != statusNotBuilt {
 			ok = false
 		}
 		out = append(out, c)
 	}
 	add(binary(in, "llama-server", "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12]))
+	if in.LlamaServerCUDA != "" {
+		c := binary(in, ComponentCUDA, "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12])
+		c.Version += ", CUDA " + pins["CUDA_TOOLKIT_VERSION"] + " for capability " + in.CUDAArchs
+		add(c)
+	} else {
+		add(Component{Name: ComponentCUDA, Status: statusNotBuilt, Backend: BackendCUDA,
+			Fix: "no card found at setup; RIG_CUDA_ARCHS=90 make setup builds it anyway (docs/gpu.md)"})
+	}
 	add(binary(in, "ollama", "v"+pins["OLLAMA_VERSION"]))
 	add(binary(in, "aider", pins["AIDER_VERSION"]))
 	for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
@@ -66,7 +80,11 @@ func binary(in provision.Installed, kind, pinned string) Component {
 		return c
 	}
 	c.SHA256 = b.BinarySHA256
+	c.Backend = b.Backend
 	c.Version = versionLine(b.Binary, "--version")
+	if b.Runtime == "llama-server" {
+		c.Devices = ListDevices(b.Binary)
+	}
 	c.Status = "ok"
 	if !strings.Contains(c.Version, strings.TrimPrefix(pinned, "v")) && !strings.HasPrefix(pinned, "llama.cpp") {
 		c.Status = "differs"
@@ -100,4 +118,35 @@ func versionLine(path string, args ...string) string {
 		return line
 	}
 	return "unknown"
+}
+
+// ListDevices is what a llama-server build lists as its devices
+// (--list-devices): "CUDA0: NVIDIA H200 (143167 MiB, 142000 MiB free)", or,
+// on a CUDA build with no card, why the backend found none. A CPU build
+// lists no device: it computes on the host.
+func ListDevices(binary string) []string {
+	cmd := exec.Command(binary, "--list-devices")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + os.TempDir()}
+	b, _ := cmd.CombinedOutput()
+	return parseDeviceList(string(b))
+}
+
+func parseDeviceList(out string) []string {
+	var devs, notes []string
+	listing := false
+	for _, line := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "Available devices"):
+			listing = true
+		case listing && t != "" && strings.Contains(t, ":"):
+			devs = append(devs, t)
+		case strings.Contains(t, "ggml_cuda_init:") || strings.Contains(t, "no CUDA-capable device") || strings.Contains(t, "CUDA driver"):
+			notes = append(notes, t)
+		}
+	}
+	if len(devs) == 0 && len(notes) > 0 {
+		return []string{"no card: " + strings.Join(notes, "; ")}
+	}
+	return devs
 }

@@ -136,7 +136,7 @@ func TestRuntimeSeesLoopbackOnlyAndNoCredentials(t *testing.T) {
 			if !rt.Pins().Containment.LoopbackOnly {
 				t.Errorf("containment: %+v", rt.Pins().Containment)
 			}
-			for _, p := range processTree(pid) {
+			for _, p := range ProcessTree(pid) {
 				env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
 				if err != nil {
 					continue
@@ -166,7 +166,7 @@ func TestRuntimeCrashMidCallIsATypedError(t *testing.T) {
 				for TreeCPUTicks(pid) < base+3 {
 					time.Sleep(5 * time.Millisecond)
 				}
-				for _, p := range processTree(pid) {
+				for _, p := range ProcessTree(pid) {
 					syscall.Kill(p, syscall.SIGKILL)
 				}
 			}()

@@ -69,7 +69,10 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// sharing its cores with anything else slows down many times over.
 		"--poll", "0",
 	}
-	if cfg.VerboseLog {
+	args = append(args, cfg.Offload.llamaServerArgs()...)
+	if cfg.VerboseLog || cfg.Offload.Backend == BackendCUDA {
+		// The load report (layers offloaded, buffers per device) is logged
+		// at this level only, and a card's pin is checked against it.
 		args = append(args, "--log-verbosity", "4")
 	}
 	if cfg.CgroupDir != "" {
@@ -104,7 +107,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	}
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
-		ReadOnly: []string{cfg.Model}, Limits: RuntimeLimits(),
+		ReadOnly: append([]string{cfg.Model}, cfg.libDirs...), Limits: RuntimeLimits(),
 		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
 	}, LogPath(cfg.WorkDir, "llama-server"))
 	if err != nil {
@@ -121,7 +124,29 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		sb.Kill()
 		return nil, err
 	}
+	if err := s.holdOffload(); err != nil {
+		sb.Kill()
+		return nil, err
+	}
 	return s, nil
+}
+
+// holdOffload reads where the server put the model and refuses a placement
+// other than the pin's; the report goes on the pins either way.
+func (s *LlamaServer) holdOffload() error {
+	s.pins.Offload = s.cfg.Offload
+	if s.cfg.Offload.Backend != BackendCUDA {
+		return nil // the CPU build has no card to misplace anything on
+	}
+	rep, err := ReadLoadReport(s.sb.logPath)
+	if err != nil {
+		return fmt.Errorf("llama-server: reading its load report: %w", err)
+	}
+	s.pins.Load = &rep
+	if err := CheckOffload(s.cfg.Offload, rep); err != nil {
+		return fmt.Errorf("llama-server with %s: %w", s.cfg.Model, err)
+	}
+	return nil
 }
 
 func prepareWorkDir(cfg *Config) error {
@@ -247,6 +272,11 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, ChatTemplate: s.template,
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(),
+	}
+	if s.cfg.Offload.Backend == BackendCUDA {
+		// Only a card's run says its backend: the CPU path's machine line
+		// stays what every receipt before offload pins carried.
+		s.pins.Machine.Backend = BackendCUDA
 	}
 	return nil
 }

@@ -19,8 +19,11 @@ type Machine struct {
 	MemoryMiB int64    `json:"memory_mib"`
 	Kernel    string   `json:"kernel"`
 	OS        string   `json:"os"`
-	GPUs      []string `json:"gpus"`     // "NVIDIA H200 (143771 MiB), driver 570.x"
+	GPUs      []string `json:"gpus"`     // "NVIDIA H200 (143771 MiB), driver 580.95.05, CUDA 13.0"
 	GPUNote   string   `json:"gpu_note"` // why there is none, said plainly
+	// Backend is the compute backend of the runtime build the line was
+	// read for ("cpu", "cuda"); empty for a line read outside a runtime.
+	Backend string `json:"backend,omitempty"`
 }
 
 // String is the one-line form printed on reports and receipts.
@@ -29,7 +32,11 @@ func (m Machine) String() string {
 	if len(m.GPUs) > 0 {
 		gpu = strings.Join(m.GPUs, "; ")
 	}
-	return fmt.Sprintf("%s ×%d, %d MiB RAM, %s, kernel %s, GPU: %s", m.CPU, m.Cores, m.MemoryMiB, m.OS, m.Kernel, gpu)
+	line := fmt.Sprintf("%s ×%d, %d MiB RAM, %s, kernel %s, GPU: %s", m.CPU, m.Cores, m.MemoryMiB, m.OS, m.Kernel, gpu)
+	if m.Backend != "" {
+		line += ", runtime backend " + m.Backend
+	}
+	return line
 }
 
 // ReadMachine reads the machine line from /proc, uname and NVML.
@@ -70,6 +77,10 @@ func readGPUs() ([]string, string) {
 	}
 	defer nvml.Shutdown()
 	driver, _ := nvml.SystemGetDriverVersion()
+	if v, ret := nvml.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		// The newest CUDA the driver runs, as NVML encodes it (13000 = 13.0).
+		driver += fmt.Sprintf(", CUDA %d.%d", v/1000, v%1000/10)
+	}
 	n, ret := nvml.DeviceGetCount()
 	if ret != nvml.SUCCESS || n == 0 {
 		return nil, "none (NVML found no device); simulated cards only"

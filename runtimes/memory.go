@@ -30,7 +30,7 @@ func (p peakMeter) reset() {
 		_ = os.WriteFile(filepath.Join(p.cgroup, "memory.max_usage_in_bytes"), []byte("0"), 0)
 		return
 	}
-	for _, pid := range processTree(p.root) {
+	for _, pid := range ProcessTree(p.root) {
 		_ = os.WriteFile(filepath.Join("/proc", strconv.Itoa(pid), "clear_refs"), []byte("5"), 0)
 	}
 }
@@ -46,7 +46,7 @@ func (p peakMeter) read() int64 {
 		}
 	}
 	var sum int64
-	for _, pid := range processTree(p.root) {
+	for _, pid := range ProcessTree(p.root) {
 		sum += vmHWM(pid)
 	}
 	return sum

@@ -30,6 +30,10 @@ type Pins struct {
 	NoSandbox    bool        `json:"no_sandbox"`
 	Containment  Containment `json:"containment"`
 	Machine      Machine     `json:"machine"`
+	// Offload is the arm's offload pin and Load what the runtime reported
+	// about where it put the model (nil on the CPU path).
+	Offload Offload     `json:"offload,omitzero"`
+	Load    *LoadReport `json:"load_report,omitempty"`
 }
 
 // Stack is the part of the pins that the runtime's build decides: its
@@ -56,7 +60,7 @@ func readStack(kind string, cfg Config, version string, pid int) (Stack, error) 
 	if cfg.binarySHA256 != "" && bin != cfg.binarySHA256 {
 		return Stack{}, fmt.Errorf("%s: %w: %s now, %s when its build was read (the binary changed while it started; run make setup)", cfg.Binary, ErrChecksum, bin, cfg.binarySHA256)
 	}
-	libs, err := LoadedLibraries(processTree(pid)...)
+	libs, err := LoadedLibraries(ProcessTree(pid)...)
 	if err != nil {
 		return Stack{}, err
 	}
@@ -147,8 +151,8 @@ func LoadedLibraries(pids ...int) (map[string]string, error) {
 	return out, nil
 }
 
-// processTree returns pid and all its descendants.
-func processTree(pid int) []int {
+// ProcessTree returns pid and all its descendants.
+func ProcessTree(pid int) []int {
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -183,7 +187,7 @@ func processTree(pid int) []int {
 // the progress of a runtime whose calls are not streamed.
 func TreeCPUTicks(pid int) int {
 	total := 0
-	for _, p := range processTree(pid) {
+	for _, p := range ProcessTree(pid) {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
 		if err != nil {
 			continue

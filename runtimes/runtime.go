@@ -136,6 +136,9 @@ type Config struct {
 	// which the preflight bench reads from the log; it changes nothing the
 	// pins hold. Ollama logs them anyway.
 	VerboseLog bool
+	// Offload is the arm's offload pin (the zero value is the CPU path).
+	// The runtime is held to it after loading: see CheckOffload.
+	Offload Offload
 	// ModelStore is, for Ollama, a models directory to import into and run
 	// from instead of a private one under WorkDir: the preflight bench
 	// imports each model once, outside the memory reservations it measures
@@ -144,6 +147,8 @@ type Config struct {
 	// binarySHA256 is the build's digest of Binary, set by Build.Start: the
 	// pins refuse a binary that changed while it started.
 	binarySHA256 string
+	// libDirs are the build's library folders outside its own (Build.LibDirs).
+	libDirs []string
 }
 
 // start starts a private server of the named kind ("llama-server" or

@@ -24,6 +24,7 @@ import (
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/receipts"
+	"rig/runtimes"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -278,7 +279,7 @@ func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 		if arm == nil || !ok {
 			return nil, fmt.Errorf("trial %s: arm %s is not in the snapshot", t.Key, t.Key.Arm)
 		}
-		pt.Runtime = studies.BaseRuntime(arm.Runtime)
+		pt.Runtime = runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
 		for _, b := range fa.Binaries {
 			if b.Component == pt.Runtime {
 				pt.BinarySHA256 = b.SHA256

@@ -82,7 +82,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		}
 	}
 	if len(opts.Queues) == 0 {
-		for _, kind := range []string{"llama-server", "ollama"} {
+		for _, kind := range []string{"llama-server", runtimes.ComponentCUDA, "ollama"} {
 			b, err := runtimes.BuildOf(opts.Installed, kind)
 			if err != nil {
 				opts.Log.Info("runtime not provisioned here: its queue is not served", "runtime", kind, "err", err)

@@ -2,6 +2,8 @@
 # Provisions every real component rig drives, from package registries only, into a
 # cache outside the clone keyed by the pins in internal/provision/pins.env:
 #   llama-server (cmake, CPU) from the llama.cpp git bundle in the npm package node-llama-cpp
+#   llama-server (cmake, CUDA) beside it, where a card is found or RIG_CUDA_ARCHS is set
+#                             (scripts/setup-cuda.sh; the toolkit from PyPI wheels)
 #   ollama       (go build)   from the Go module github.com/ollama/ollama
 #   aider        (venv)       from the PyPI package aider-chat
 #   temporal     (go build)   the Temporal CLI (its dev server) from github.com/temporalio/cli
@@ -144,6 +146,10 @@ if [ ! -f "$scorer_dir/.rig-ok" ]; then
   touch "$scorer_dir/.rig-ok"
 fi
 
+# --- the CUDA variant ---------------------------------------------------------------
+# shellcheck source=setup-cuda.sh
+source "$root/scripts/setup-cuda.sh"
+
 # --- ollama -------------------------------------------------------------------------
 obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
 ollama_bin="$obuild/bin/ollama"
@@ -282,6 +288,10 @@ TEMPORAL_SHA256=$(cat "$tbuild/bin/temporal.sha256")
 SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma
 SMOLLM2_REQUANT_Q8_0_GGUF=$requant
+LLAMA_SERVER_CUDA_BIN=$cuda_server
+LLAMA_SERVER_CUDA_BUILD_FLAGS="${cuda_flags:-}"
+CUDA_TOOLKIT=$cuda_toolkit
+CUDA_ARCHS="$cuda_archs"
 EOF
 mv "$cache/installed.env.tmp" "$cache/installed.env"
 log "provisioned into $cache (see $cache/installed.env)"

@@ -3,6 +3,7 @@ package studies
 import (
 	"fmt"
 	"rig/preflight"
+	"rig/runtimes"
 	"strings"
 )
 
@@ -207,6 +208,14 @@ func PreflightProfile(d *Design, a Arm) preflight.Profile {
 	}
 	if card.OffloadLayers != nil {
 		p.OffloadLayers = *card.OffloadLayers
+	}
+	if o := a.Pins.Offload; o.Backend == runtimes.BackendCUDA {
+		// The arm's offload pin is what the runtime will be held to; the
+		// CUDA backend has its own calibration (or is refused without one).
+		p.Backend = runtimes.BackendCUDA
+		if o.GPULayers != runtimes.AllLayers {
+			p.OffloadLayers = o.GPULayers
+		}
 	}
 	return p
 }

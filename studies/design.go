@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"rig/internal/textcheck"
+	"rig/runtimes"
 )
 
 // Design is a study's design file: everything written down before any run.
@@ -153,6 +154,11 @@ type Pins struct {
 	StopCap      int      `json:"stop_cap"`
 	Effort       Effort   `json:"effort"`
 	RuntimeBuild string   `json:"runtime_build"`
+	// Offload is where the runtime puts the model: the build's backend,
+	// the layers on the card, flash attention and the KV cache's place. The
+	// zero value (omitted) is the CPU path. It is held like the other pins:
+	// on every receipt, and checked against the runtime's load report.
+	Offload runtimes.Offload `json:"offload,omitzero"`
 }
 
 // Sampling is the sampler configuration sent with every call.

@@ -194,6 +194,15 @@ func TestValidateRejects(t *testing.T) {
 		wantMsg  string
 	}{
 		{"unknown runtime", func(m map[string]any) { arm(m, 1)["runtime"] = "vllm" }, KindUnknownRT, "arms[1].runtime", `"vllm" is not a runtime`},
+		{"offload on a cpu build", func(m map[string]any) {
+			pins(m, 0)["offload"] = map[string]any{"backend": "cpu", "gpu_layers": 12}
+		}, KindInvalid, "arms[0].pins.offload", "a CPU build has no card"},
+		{"offload backend unknown", func(m map[string]any) {
+			pins(m, 0)["offload"] = map[string]any{"backend": "rocm"}
+		}, KindInvalid, "arms[0].pins.offload", "not one of cpu, cuda"},
+		{"cuda on ollama", func(m map[string]any) {
+			pins(m, 1)["offload"] = map[string]any{"backend": "cuda", "gpu_layers": -1}
+		}, KindInvalid, "arms[1].pins.offload.backend", "CUDA variant of llama-server only"},
 		{"missing sentence", func(m map[string]any) {
 			m["sentences"].(map[string]any)["why_the_measure"] = ""
 		}, KindMissing, "sentences.why_the_measure", "the measure is wrong"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"rig/runtimes"
 	"strings"
 )
 
@@ -94,6 +95,17 @@ func Components(runtime string) []string {
 	default:
 		return []string{runtime}
 	}
+}
+
+// ArmComponents are the provisioned components an arm runs on: its
+// runtime's, with llama-server's CUDA build in place of the CPU one when the
+// arm's offload pin names backend "cuda".
+func ArmComponents(a Arm) []string {
+	cs := Components(a.Runtime)
+	for i, c := range cs {
+		cs[i] = runtimes.ComponentFor(c, a.Pins.Offload.Backend)
+	}
+	return cs
 }
 
 // AssetSet maps an asset key ("model:PATH", "runtime:COMPONENT",
@@ -184,7 +196,7 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 			return nil, nil, nil, fmt.Errorf("arms[%d].model.sha256: %w", i, &StaleAssetError{Asset: key, Want: a.Model.SHA256, Got: sum})
 		}
 		fa := FrozenArm{Name: a.Name, ModelPath: path, ModelSHA256: sum, Pins: a.Pins}
-		for _, c := range Components(a.Runtime) {
+		for _, c := range ArmComponents(a) {
 			b, ok := bins[c]
 			if !ok {
 				if b, err = assets.Binary(ctx, c); err != nil {

@@ -1,6 +1,8 @@
 package studies
 
 import (
+	"rig/runtimes"
+
 	"context"
 	"errors"
 	"fmt"
@@ -307,6 +309,9 @@ func (v *validator) arms() {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
+		if a.Pins.Offload.Backend == runtimes.BackendCUDA && BaseRuntime(a.Runtime) != "llama-server" {
+			v.add(KindInvalid, p+".pins.offload.backend", "\"cuda\" with runtime %q: make setup builds the CUDA variant of llama-server only (Ollama's CUDA runner is not provisioned; docs/gpu.md); use runtime \"llama-server\" or backend \"cpu\"", a.Runtime)
+		}
 		if a.PinsSource != PinsShared && a.PinsSource != PinsProduction {
 			v.add(KindInvalid, p+".pins_source", "%q: write \"shared\" (same context, sampling and stop cap across the job kind) or \"production-values\" (the model's documented values)", a.PinsSource)
 		}
@@ -343,6 +348,9 @@ func (v *validator) pins(p string, pins Pins) {
 	}
 	if pins.StopCap > 0 && pins.Context > 0 && pins.StopCap >= pins.Context {
 		v.add(KindInvalid, p+".stop_cap", "%d is not below the context %d (leave room for the prompt)", pins.StopCap, pins.Context)
+	}
+	if err := pins.Offload.Validate(); err != nil {
+		v.add(KindInvalid, p+".offload", "%v", err)
 	}
 	s := pins.Sampling
 	if s.Temperature < 0 || s.Temperature > 5 {

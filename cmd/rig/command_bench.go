@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,6 +43,9 @@ calculation's predicted detection rate against the simulated one (goal: within
 	var benchRuntimes []string
 	var fit bool
 	var repeats int
+	var device string
+	var cardIndex int
+	var cardModels []string
 	pre := &cobra.Command{
 		Use:   "preflight",
 		Short: "Measure true peaks of the real models and compare rig's, the runtimes' own and gguf-parser-go's predictions",
@@ -55,11 +60,37 @@ the fit claims (relative_error) is the worst fit error plus the widest spread
 between repeats of one configuration, so measure with --repeats 2 or more
 before committing a calibration: a peak moves by a few percent between runs.
 
-  rig bench preflight --runtime ollama --fit --repeats 3 --calibration-out /tmp/cal.json --table /tmp/ollama.md`,
+  rig bench preflight --runtime ollama --fit --repeats 3 --calibration-out /tmp/cal.json --table /tmp/ollama.md
+
+With --device cuda it measures on a real NVIDIA card instead: the CUDA
+llama-server with every layer offloaded, each model at three contexts and two
+KV types, the runtime's per-process card memory read through NVML beside the
+CUDA buffers it logged and rig's prediction. The committed calibration has no
+CUDA entry yet, so rig's column is the CPU constants' arithmetic, marked
+uncalibrated; a run study's preflight refuses the CUDA backend as uncalibrated
+until one is committed (docs/gpu.md). Without a card it says so and stops.
+
+  rig bench preflight --device cuda --card 0`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := provision.Load()
 			if err != nil {
 				return err
+			}
+			switch device {
+			case "cpu":
+			case "cuda":
+				var models []provision.Model
+				for _, f := range cardModels {
+					sum, err := runtimes.FileSHA256(f)
+					if err != nil {
+						return fmt.Errorf("--model: %w", err)
+					}
+					models = append(models, provision.Model{Name: strings.TrimSuffix(filepath.Base(f), ".gguf"), Path: f, SHA256: sum})
+				}
+				_, err := bench.RunCard(cmd.Context(), cmd.OutOrStdout(), bench.CardOptions{Installed: in, Card: cardIndex, Models: models})
+				return err
+			default:
+				return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", device)
 			}
 			return bench.Run(cmd.Context(), cmd.OutOrStdout(), bench.Options{
 				Installed: in, Runtimes: benchRuntimes,
@@ -67,6 +98,9 @@ before committing a calibration: a peak moves by a few percent between runs.
 			})
 		},
 	}
+	pre.Flags().StringVar(&device, "device", "cpu", "cpu (memory cgroups) or cuda (a real card through NVML)")
+	pre.Flags().IntVar(&cardIndex, "card", 0, "with --device cuda, the card's NVML index")
+	pre.Flags().StringSliceVar(&cardModels, "model", nil, "with --device cuda, GGUF files to measure instead of the provisioned models")
 	pre.Flags().StringVar(&table, "table", "", "also write the measured table (Markdown) here")
 	pre.Flags().StringSliceVar(&benchRuntimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
 	pre.Flags().BoolVar(&fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")

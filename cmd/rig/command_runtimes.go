@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,7 +20,7 @@ func newRuntimesCommand() *cobra.Command {
 		Use:   "runtimes",
 		Short: "Check and exercise the provisioned runtimes and models",
 	}
-	cmd.AddCommand(newRuntimesCheckCommand(), newRuntimesSmokeCommand())
+	cmd.AddCommand(newRuntimesCheckCommand(), newRuntimesSmokeCommand(), newRuntimesSynthModelCommand())
 	return cmd
 }
 
@@ -29,20 +31,33 @@ func newRuntimesCheckCommand() *cobra.Command {
 		Long: `check reads the pin file compiled into rig (internal/provision/pins.env) and the
 cache that make setup fills ($RIG_CACHE, default ~/.cache/rig), and prints each
 runtime and model: its path, version and sha256, and whether it matches its pin.
+Each runtime build says its backend (cpu, cuda) and the devices it sees itself
+(llama-server --list-devices): a CUDA build on a machine with no card says why
+it found none. llama-server+cuda is "not built" where setup found no card; that
+is the CPU path, not a failure (RIG_CUDA_ARCHS=90 make setup builds it anyway).
 Anything missing is listed with the command that fixes it. Exit status 1 when
 something is missing or differs from its pin.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			report, ok := runtimes.Check()
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "COMPONENT\tSTATUS\tVERSION\tSHA256\tPATH")
+			fmt.Fprintln(w, "COMPONENT\tSTATUS\tBACKEND\tVERSION\tSHA256\tPATH")
 			for _, c := range report {
 				sum := c.SHA256
 				if len(sum) > 16 {
 					sum = sum[:16] + "…"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Status, c.Version, sum, c.Path)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Status, cmp.Or(c.Backend, "-"), c.Version, sum, c.Path)
 			}
 			w.Flush()
+			for _, c := range report {
+				if c.Status == "ok" && strings.HasPrefix(c.Name, "llama-server") {
+					devs := "none listed (computes on the host)"
+					if len(c.Devices) > 0 {
+						devs = strings.Join(c.Devices, "; ")
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s devices: %s\n", c.Name, devs)
+				}
+			}
 			for _, c := range report {
 				if c.Fix != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", c.Name, c.Fix)
@@ -58,9 +73,9 @@ something is missing or differs from its pin.`,
 }
 
 func newRuntimesSmokeCommand() *cobra.Command {
-	var noSandbox bool
+	var noSandbox, compare bool
 	var maxTokens int
-	var prompt string
+	var prompt, backend, modelFile string
 	cmd := &cobra.Command{
 		Use:   "smoke",
 		Short: "Run one short generation on each runtime x model inside the sandbox",
@@ -68,11 +83,25 @@ func newRuntimesSmokeCommand() *cobra.Command {
 model, each in its own loopback-only network namespace, sends one short seeded
 greedy generation, and prints the tokens, the top-5 log-probabilities of the
 first steps, the runtime's timings, the peak memory of its process tree and what
-the containment check read. Everything it starts is stopped before it returns.`,
+the containment check read. Everything it starts is stopped before it returns.
+
+--backend cuda runs llama-server's CUDA build with every layer on the card
+(held to that pin: a partial offload fails) instead; --model FILE smokes that
+GGUF instead of the bundled models; --compare-backends runs the same seeded
+greedy generation on the CPU and the CUDA build and prints how far their
+log-probabilities are apart, step by step.
+
+  rig runtimes smoke --backend cuda --model /tmp/synth-1b.gguf --compare-backends`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in, err := provision.Load()
 			if err != nil {
 				return err
+			}
+			switch {
+			case compare || backend == runtimes.BackendCUDA || modelFile != "":
+				return smokeBackends(cmd, in, backend, modelFile, prompt, maxTokens, noSandbox, compare)
+			case backend != runtimes.BackendCPU:
+				return fmt.Errorf("--backend %q: use cpu or cuda", backend)
 			}
 			work, err := os.MkdirTemp("", "rig-smoke-")
 			if err != nil {
@@ -110,5 +139,8 @@ the containment check read. Everything it starts is stopped before it returns.`,
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run without network namespaces (recorded on every receipt)")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", 12, "stop cap for the smoke generation")
 	cmd.Flags().StringVar(&prompt, "prompt", "Name three colours.", "the user message sent to every model")
+	cmd.Flags().StringVar(&backend, "backend", runtimes.BackendCPU, "cpu, or cuda for llama-server's CUDA build with every layer on the card")
+	cmd.Flags().StringVar(&modelFile, "model", "", "smoke this GGUF on llama-server instead of the bundled models")
+	cmd.Flags().BoolVar(&compare, "compare-backends", false, "run the generation on the CPU and the CUDA build and compare their log-probabilities")
 	return cmd
 }

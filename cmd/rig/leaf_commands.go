@@ -37,7 +37,7 @@ func addLeafCommands(root *cobra.Command) {
 		Use:   "governor",
 		Short: "Run the governor's fault-injection suite and read its last pass",
 	}
-	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand(), newGovernorSoakCommand())
+	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand(), newGovernorSoakCommand(), newGovernorCardCommand())
 
 	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov)
 }

@@ -21,6 +21,8 @@ import (
 // Gates is a started governor wired as run.Gates.
 type Gates struct {
 	gov       *governor.Governor
+	energy    governor.EnergyCounter // the card's energy counter; nil without one
+	gpu       governor.Sensor        // the card's sensor; nil without one
 	progress  *governor.Progress
 	stateDir  string
 	heartbeat string
@@ -40,6 +42,9 @@ type Options struct {
 	// machine (several workers) gives its own, so that one stale governor
 	// holds only its own trials.
 	Heartbeat string
+	// GPU stands in for the card's NVML sensor: a simulated one for fault
+	// injection and for the energy path's tests. Nil opens NVML.
+	GPU governor.Sensor
 }
 
 // Start starts a governor on this machine's sensors: the host, the runtime's
@@ -73,13 +78,27 @@ func Start(ctx context.Context, opts Options) (*Gates, error) {
 		log.Info("no memory cgroup readable: the cgroup-oom policy is off", "reason", err)
 		cfg.Disable(governor.PolicyCgroupOOM)
 	}
-	if nv, err := governor.OpenNVML(ctx, 0); err == nil {
-		sensors = append(sensors, nv)
+	var energy governor.EnergyCounter
+	gpu := opts.GPU
+	var gpuErr error
+	if gpu == nil {
+		var nv *governor.NVML
+		if nv, gpuErr = governor.OpenNVML(ctx, 0); gpuErr == nil {
+			gpu = nv
+		}
+	}
+	if gpu != nil {
+		sensors = append(sensors, gpu)
+		if ec, ok := gpu.(governor.EnergyCounter); ok {
+			if _, ok := ec.EnergyJoules(); ok {
+				energy = ec
+			}
+		}
 	} else {
 		// No card: the GPU policies have nothing to read. They stay off rather
 		// than failing closed forever; the suite says so when it runs them on
 		// simulated sensors.
-		log.Info("no NVIDIA GPU/NVML on this machine: the NVML-backed policies are off", "policies", governor.GPUPolicies(), "reason", err)
+		log.Info("no NVIDIA GPU/NVML on this machine: the NVML-backed policies are off", "policies", governor.GPUPolicies(), "reason", gpuErr)
 		cfg.Disable(governor.GPUPolicies()...)
 	}
 	hb := opts.Heartbeat
@@ -96,7 +115,7 @@ func Start(ctx context.Context, opts Options) (*Gates, error) {
 			log.Error("governor stopped", "err", err)
 		}
 	}()
-	return &Gates{gov: gov, progress: progress, stateDir: stateDir, heartbeat: hb, interval: cfg.Heartbeat, maxAge: governor.DefaultPassMaxAge}, nil
+	return &Gates{gov: gov, energy: energy, gpu: gpu, progress: progress, stateDir: stateDir, heartbeat: hb, interval: cfg.Heartbeat, maxAge: governor.DefaultPassMaxAge}, nil
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
@@ -124,12 +143,25 @@ type trialGuard struct {
 	once    sync.Once
 	stopped chan struct{}
 	g       *Gates
+	// energyAt is the card's energy counter when the trial began; energy
+	// is what it had counted when the trial ended (valid once ended).
+	energyAt, energy float64
+	measured         bool
 }
 
 func (t *trialGuard) Preempted() <-chan struct{} { return t.done }
 
 func (t *trialGuard) End() string {
-	t.once.Do(func() { close(t.stopped) })
+	t.once.Do(func() {
+		close(t.stopped)
+		if tr, ok := t.g.gpu.(interface{ Track(pids ...int) }); ok {
+			tr.Track() // between trials the whole card's memory is read
+		}
+		if t.measured {
+			now, ok := t.g.energy.EnergyJoules()
+			t.energy, t.measured = now-t.energyAt, ok && now >= t.energyAt
+		}
+	})
 	t.g.progress.End()
 	if p := t.w.End(); p != nil {
 		return p.Policy + ": " + p.Reason
@@ -148,7 +180,17 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 	}
 	g.progress.Begin()
 	g.progress.Track(sb.RuntimePID)
+	if tr, ok := g.gpu.(interface{ Track(pids ...int) }); ok && sb.RuntimePID > 0 {
+		// The card's memory that counts against the trial's budget is its
+		// runtime's own, per process, not the whole card's.
+		tr.Track(runtimes.ProcessTree(sb.RuntimePID)...)
+	}
 	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), g: g}
+	if g.energy != nil {
+		// The runtime has loaded its model by now: the counter from here
+		// on is the trial's own work.
+		t.energyAt, t.measured = g.energy.EnergyJoules()
+	}
 	go func() {
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
@@ -170,6 +212,11 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 	}()
 	return t, nil
 }
+
+// TrialEnergy is the energy the card's counter measured over the trial,
+// once End has been called; ok is false where no counter exists (the
+// receipt then carries no measured energy and the report estimates it).
+func (t *trialGuard) TrialEnergy() (joules float64, ok bool) { return t.energy, t.measured }
 
 // MayStart says whether the governor would let a trial start now, and why
 // not when it would not (the workspace's governor state).

@@ -63,7 +63,15 @@ type Installed struct {
 	// PrefillScorer is rig-prefill-score, built by setup against the
 	// pinned llama.cpp's own libraries (prefill replay).
 	PrefillScorer string
-	Models        map[string]Model // by registry name
+	// LlamaServerCUDA is llama-server built with the CUDA backend, beside
+	// the CPU one; empty where setup built none (no card found and no
+	// RIG_CUDA_ARCHS). CUDAArchs are the compute capabilities it was
+	// compiled for ("90"), CUDAToolkit the toolkit it was compiled with.
+	LlamaServerCUDA     string
+	LlamaCUDABuildFlags string
+	CUDAToolkit         string
+	CUDAArchs           string
+	Models              map[string]Model // by registry name
 	// OtherQuants holds, by the registry name of the model it derives from,
 	// a second quant made here (replay's other-quant control); a model with
 	// none has no entry.
@@ -103,11 +111,15 @@ func LoadFile(path string) (Installed, error) {
 		Ollama:         kv["OLLAMA_BIN"],
 		// The words every receipt has carried for this build since the
 		// first one: changing them would make the same build two pins.
-		OllamaBuildFlag: "go build -trimpath (cgo, CPU), ollama v" + pins["OLLAMA_VERSION"],
-		Aider:           kv["AIDER_BIN"],
-		Temporal:        kv["TEMPORAL_BIN"],
-		TemporalSHA256:  kv["TEMPORAL_SHA256"],
-		PrefillScorer:   kv["PREFILL_SCORER_BIN"],
+		OllamaBuildFlag:     "go build -trimpath (cgo, CPU), ollama v" + pins["OLLAMA_VERSION"],
+		Aider:               kv["AIDER_BIN"],
+		Temporal:            kv["TEMPORAL_BIN"],
+		TemporalSHA256:      kv["TEMPORAL_SHA256"],
+		PrefillScorer:       kv["PREFILL_SCORER_BIN"],
+		LlamaServerCUDA:     kv["LLAMA_SERVER_CUDA_BIN"],
+		CUDAToolkit:         kv["CUDA_TOOLKIT"],
+		CUDAArchs:           kv["CUDA_ARCHS"],
+		LlamaCUDABuildFlags: kv["LLAMA_SERVER_CUDA_BUILD_FLAGS"],
 		Models: map[string]Model{
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
 			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},

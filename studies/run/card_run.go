@@ -3,6 +3,7 @@ package run
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -47,8 +48,19 @@ func (x *execution) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string 
 	return m
 }
 
-// recordFailedAtCard stores the receipt of a trial whose runtime the kernel
-// killed for memory while it loaded the model inside the card's reservation.
+// failedAtCard says whether a runtime that failed to start failed at the
+// card: the kernel killed it for memory while it loaded the model inside
+// the card's reservation, or it placed the model otherwise than its offload
+// pin says (partly on the host). Either is recorded, never retried smaller.
+func (x *execution) failedAtCard(startErr error) bool {
+	if startErr == nil {
+		return false
+	}
+	return x.res != nil && x.oomKilled() || errors.Is(startErr, runtimes.ErrOffloadNotHeld)
+}
+
+// recordFailedAtCard stores the receipt of a trial whose runtime failed at
+// the card (failedAtCard).
 func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key studies.TrialKey, startErr error) (receipts.Outcome, error) {
 	attempt, parent, err := x.nextAttempt(ctx, receiptTrial(key))
 	if err != nil {
@@ -57,10 +69,16 @@ func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key
 	rec := x.newReceipt(arm, key, attempt, parent, runtimes.Pins{})
 	rec.FinishedAt = time.Now().UTC()
 	rec.Outcome = receipts.FailedAtCard
-	rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget while loading the model (killed by the kernel's OOM killer; never retried at a smaller context): %s",
-		studies.CardOf(x.design, arm).MemoryMiB, studies.FirstLine(startErr.Error()))
-	if p, err := x.res.Peak(); err == nil {
-		rec.PeakMemoryBytes = int64(p)
+	if errors.Is(startErr, runtimes.ErrOffloadNotHeld) {
+		rec.Detail = fmt.Sprintf("doesn't fit at this card: the runtime did not hold the offload pin (never run as a partial offload): %s", studies.FirstLine(startErr.Error()))
+	} else {
+		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget while loading the model (killed by the kernel's OOM killer; never retried at a smaller context): %s",
+			studies.CardOf(x.design, arm).MemoryMiB, studies.FirstLine(startErr.Error()))
+	}
+	if x.res != nil {
+		if p, err := x.res.Peak(); err == nil {
+			rec.PeakMemoryBytes = int64(p)
+		}
 	}
 	rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
 	rec.GenerationSHA256 = EmptyRecordSum

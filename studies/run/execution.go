@@ -41,6 +41,13 @@ type TrialGuard interface {
 	End() string
 }
 
+// EnergyMeter is a TrialGuard that measured the trial's energy on the
+// card's own counter (NVML); a guard without one leaves the energy to the
+// report's estimate.
+type EnergyMeter interface {
+	TrialEnergy() (joules float64, ok bool)
+}
+
 // ErrGate means a gate before counted runs refused.
 var ErrGate = errors.New("gate refused")
 
@@ -152,7 +159,7 @@ func (x *execution) loop(ctx context.Context) error {
 				x.stopArm(ctx, cur)
 				cur = nil
 				rt, err := x.startArm(ctx, arm)
-				if err != nil && x.res != nil && x.oomKilled() {
+				if x.failedAtCard(err) {
 					// The card is too small even to load the model: a
 					// failure at this card, recorded, never retried smaller.
 					outcome, rerr := x.recordFailedAtCard(ctx, arm, t.Key, err)
@@ -235,7 +242,7 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 	if !ok {
 		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
 	}
-	kind := studies.BaseRuntime(arm.Runtime)
+	kind := runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
 	build, err := runtimes.BuildOf(x.installed, kind)
 	if err != nil {
 		return nil, err
@@ -246,7 +253,8 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 		}
 	}
 	cfg := runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
-		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox}
+		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
+		Offload: arm.Pins.Offload}
 	if card := studies.CardOf(x.design, arm); card.Simulated && card.MemoryMiB > 0 {
 		// Each start gets a fresh reservation, made before the runtime
 		// starts so its whole process tree is inside the card; its peak and
@@ -354,6 +362,11 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	rec.WallMS = time.Since(start).Milliseconds()
 	rec.FinishedAt = time.Now().UTC()
 	preempted := guard.End()
+	if em, ok := guard.(EnergyMeter); ok {
+		if j, ok := em.TrialEnergy(); ok {
+			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
+		}
+	}
 	if out.version != "" {
 		rec.HarnessVersion = out.version
 	}

@@ -163,7 +163,7 @@ func (h *Host) RunTrial(ctx context.Context, key studies.TrialKey, attempt, pare
 		x.stopArm(ctx, h.cur)
 		h.cur = nil
 		rt, err := x.startArm(ctx, arm)
-		if err != nil && x.res != nil && x.oomKilled() {
+		if x.failedAtCard(err) {
 			_, rerr := x.recordFailedAtCard(ctx, arm, key, err)
 			x.stopArm(ctx, nil)
 			if rerr != nil {

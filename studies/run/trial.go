@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -172,6 +173,12 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	}
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
+	}
+	// The offload pin as the design holds it, and, on a card, where the
+	// runtime said it put the model (it was checked against the pin).
+	maps.Copy(m, a.Pins.Offload.PinFields())
+	if rp.Load != nil {
+		m["load_report"] = rp.Load.String()
 	}
 	if c := rp.Containment; c.Sandboxed {
 		// The containment as read back inside the runtime's sandbox: the

@@ -1,0 +1,72 @@
+package gates_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"rig/governor"
+	"rig/governor/gates"
+	"rig/runtimes"
+	"rig/studies/run"
+)
+
+// The card's paths on the simulated card sensor (the same one fault
+// injection uses): a trial's energy is the counter's difference over the
+// trial, and card memory above the trial's budget preempts it.
+func TestSimulatedCardEnergyAndBudget(t *testing.T) {
+	t.Setenv("HOME", t.TempDir()) // the governor's state directory
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gpu := governor.SimulatedGPU()
+	g, err := gates.Start(ctx, gates.Options{Home: t.TempDir(), Sink: governor.SlogSink{Logger: log}, Log: log, GPU: gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env, err := runtimes.BuildEnv(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{Argv: []string{"sleep", "60"}, Env: env, Dir: dir, NoSandbox: true}, filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Kill()
+
+	start, _ := gpu.EnergyJoules()
+	guard, err := g.Watch(ctx, "trial-1", sb, 4<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu.Set(governor.KeyEnergyJ, start+250)
+	if why := guard.End(); why != "" {
+		t.Fatalf("trial-1 preempted: %s", why)
+	}
+	em, ok := guard.(run.EnergyMeter)
+	if !ok {
+		t.Fatal("the guard measures no energy although the card has a counter")
+	}
+	if j, ok := em.TrialEnergy(); !ok || j != 250 {
+		t.Errorf("trial energy %v (measured %v), want 250 J: the counter's difference over the trial", j, ok)
+	}
+
+	guard, err = g.Watch(ctx, "trial-2", sb, 4<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu.Set(governor.KeyCardMemBytes, 5<<30)
+	select {
+	case <-guard.Preempted():
+	case <-time.After(15 * time.Second):
+		t.Fatal("card memory 5 GiB against a 4 GiB budget did not preempt the trial")
+	}
+	if why := guard.End(); !strings.Contains(why, "card") {
+		t.Errorf("preemption reason %q does not name the card's memory", why)
+	}
+}

@@ -1,0 +1,161 @@
+package runtimes
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func loadFixture(t *testing.T, name string) LoadReport {
+	t.Helper()
+	rep, err := ReadLoadReport(filepath.Join("testdata", "loadreport", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func TestLoadReportOfTheCPUBuild(t *testing.T) {
+	rep := loadFixture(t, "llama-server-cpu-smollm2.log")
+	if rep.Offloadable {
+		t.Errorf("the CPU build printed no offload line, parsed %+v", rep)
+	}
+	if got := rep.Buffers["CPU_Mapped model"]; got < 90<<20 || got > 95<<20 {
+		t.Errorf("CPU_Mapped model buffer = %d bytes; the log says 92.10 MiB", got)
+	}
+	for _, k := range []string{"CPU KV", "CPU compute", "CPU output"} {
+		if rep.Buffers[k] == 0 {
+			t.Errorf("no %q buffer parsed from %v", k, rep.Buffers)
+		}
+	}
+	if card, _ := rep.CardBytes(); card != 0 {
+		t.Errorf("a CPU load put %d bytes on a card", card)
+	}
+	if err := CheckOffload(Offload{}, rep); err != nil {
+		t.Errorf("the CPU path is held by a CPU load: %v", err)
+	}
+	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+		t.Errorf("a full-offload pin on a CPU load: got %v, want ErrOffloadNotHeld", err)
+	}
+}
+
+func TestFullOffloadIsHeld(t *testing.T) {
+	rep := loadFixture(t, "llama-server-cuda-full.log")
+	if !rep.Offloadable || rep.LayersOffloaded != 31 || rep.LayersTotal != 31 {
+		t.Fatalf("parsed %+v", rep)
+	}
+	card, kinds := rep.CardBytes()
+	if kinds["model"] == 0 || kinds["KV"] == 0 || kinds["compute"] == 0 {
+		t.Errorf("card buffers by kind %v", kinds)
+	}
+	if _, ok := kinds["output"]; ok {
+		t.Errorf("the CUDA_Host output buffer is host memory, counted on the card: %v", kinds)
+	}
+	if card < 200<<20 {
+		t.Errorf("card bytes %d; the log puts about 203 MiB on CUDA0", card)
+	}
+	if !slices.ContainsFunc(rep.DeviceNotes, func(s string) bool { return strings.Contains(s, "NVIDIA H200") }) {
+		t.Errorf("device notes %v do not name the card", rep.DeviceNotes)
+	}
+	for _, pin := range []Offload{{Backend: BackendCUDA, GPULayers: AllLayers}, {Backend: BackendCUDA, GPULayers: 20}, {Backend: BackendCUDA, GPULayers: 99}} {
+		if err := CheckOffload(pin, rep); err != nil {
+			t.Errorf("pin %+v: %v", pin, err)
+		}
+	}
+	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers, KVOnHost: true}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+		t.Errorf("a KV-on-host pin with the cache on the card: got %v", err)
+	}
+	if err := CheckOffload(Offload{}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+		t.Errorf("a CPU pin with the model on a card: got %v", err)
+	}
+}
+
+func TestPartialOffloadIsDoesntFitAtThisCard(t *testing.T) {
+	rep := loadFixture(t, "llama-server-cuda-partial.log")
+	err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+	if !errors.Is(err, ErrOffloadNotHeld) {
+		t.Fatalf("got %v, want ErrOffloadNotHeld", err)
+	}
+	for _, want := range []string{"doesn't fit at this card", "20 of 31", "never runs a silent partial offload"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	// A pin that asked for 20 layers got them.
+	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: 20}, rep); err != nil {
+		t.Errorf("pin of 20 layers, 20 placed: %v", err)
+	}
+}
+
+func TestLoadReportReadsTheLastLoad(t *testing.T) {
+	full, err := os.ReadFile(filepath.Join("testdata", "loadreport", "llama-server-cuda-full.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partial, err := os.ReadFile(filepath.Join("testdata", "loadreport", "llama-server-cuda-partial.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ParseLoadReport(strings.NewReader(string(full) + string(partial)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.LayersOffloaded != 20 || rep.Buffers["CUDA0 model"] > 62<<20 {
+		t.Errorf("a restart's second load should be the one read: %s", rep)
+	}
+}
+
+func TestOffloadPinValidation(t *testing.T) {
+	bad := []struct {
+		pin  Offload
+		want string
+	}{
+		{Offload{Backend: "rocm"}, "not one of cpu, cuda"},
+		{Offload{GPULayers: 10}, "a CPU build has no card"},
+		{Offload{FlashAttention: "on"}, "cuda backend only"},
+		{Offload{Backend: BackendCUDA, GPULayers: -2}, "gpu_layers -2"},
+		{Offload{Backend: BackendCUDA, FlashAttention: "auto"}, "flash_attention \"auto\""},
+	}
+	for _, c := range bad {
+		err := c.pin.Validate()
+		if !errors.Is(err, ErrBadOffload) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: got %v, want an error saying %q", c.pin, err, c.want)
+		}
+	}
+	for _, ok := range []Offload{{}, {Backend: BackendCPU}, {Backend: BackendCUDA, GPULayers: AllLayers, FlashAttention: "on", KVOnHost: true}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("%+v: %v", ok, err)
+		}
+	}
+	args := Offload{Backend: BackendCUDA, GPULayers: AllLayers, FlashAttention: "off", KVOnHost: true}.llamaServerArgs()
+	if got := strings.Join(args, " "); got != "--n-gpu-layers all --flash-attn off --no-kv-offload" {
+		t.Errorf("llama-server args %q", got)
+	}
+	if args := (Offload{}).llamaServerArgs(); len(args) != 0 {
+		t.Errorf("the CPU path adds flags %v; its command line must stay as it was", args)
+	}
+}
+
+func FuzzParseLoadReport(f *testing.F) {
+	for _, name := range []string{"llama-server-cpu-smollm2.log", "llama-server-cuda-full.log", "llama-server-cuda-partial.log"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "loadreport", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, log string) {
+		rep, err := ParseLoadReport(strings.NewReader(log))
+		if err != nil {
+			return
+		}
+		if rep.LayersOffloaded < 0 || rep.LayersTotal < 0 {
+			t.Fatalf("negative layers %+v", rep)
+		}
+		_ = CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+		_ = rep.String()
+	})
+}
