@@ -105,7 +105,7 @@ func versionLine(path string, args ...string) string {
 	b, _ := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "load_backend") {
+		if line == "" || strings.HasPrefix(line, "load_backend") || strings.Contains(line, "ggml_cuda_init") {
 			continue
 		}
 		// Ollama's client, with no server to ask, reports its own version in a warning.
@@ -142,6 +142,9 @@ func parseDeviceList(out string) []string {
 		case listing && t != "" && strings.Contains(t, ":"):
 			devs = append(devs, t)
 		case strings.Contains(t, "ggml_cuda_init:") || strings.Contains(t, "no CUDA-capable device") || strings.Contains(t, "CUDA driver"):
+			if i := strings.Index(t, "ggml_cuda_init:"); i > 0 {
+				t = t[i:] // past the log's time stamp and level
+			}
 			notes = append(notes, t)
 		}
 	}

@@ -159,3 +159,34 @@ func FuzzParseLoadReport(f *testing.F) {
 		_ = rep.String()
 	})
 }
+
+// The CUDA build on a machine with no card, pinned to every layer: it loads
+// on the host without a word of complaint past its first line. rig refuses
+// it with that line.
+func TestCUDABuildWithNoDeviceIsRefused(t *testing.T) {
+	rep := loadFixture(t, "llama-server-cuda-nodevice-smollm2.log")
+	if rep.Offloadable {
+		t.Fatalf("no device, yet an offload line was parsed: %+v", rep)
+	}
+	if rep.Buffers["CPU_Mapped model"] == 0 {
+		t.Errorf("the host load's buffers were not read: %v", rep.Buffers)
+	}
+	err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+	if !errors.Is(err, ErrOffloadNotHeld) || !strings.Contains(err.Error(), "failed to initialize CUDA") {
+		t.Errorf("got %v; want doesn't fit at this card, quoting the backend's failure", err)
+	}
+}
+
+func TestDeviceListing(t *testing.T) {
+	noCard := "0.00.002.694 E ggml_cuda_init: failed to initialize CUDA: CUDA driver version is insufficient for CUDA runtime version\nAvailable devices:\n  (none)\n"
+	if got := parseDeviceList(noCard); len(got) != 1 || !strings.HasPrefix(got[0], "no card: ggml_cuda_init: failed") {
+		t.Errorf("no card: %q", got)
+	}
+	card := "ggml_cuda_init: found 1 CUDA devices (Total VRAM: 143167 MiB):\nAvailable devices:\n  CUDA0: NVIDIA H200 (143167 MiB, 142519 MiB free)\n"
+	if got := parseDeviceList(card); len(got) != 1 || got[0] != "CUDA0: NVIDIA H200 (143167 MiB, 142519 MiB free)" {
+		t.Errorf("a card: %q", got)
+	}
+	if got := parseDeviceList("Available devices:\n"); len(got) != 0 {
+		t.Errorf("the CPU build: %q", got)
+	}
+}

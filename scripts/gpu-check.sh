@@ -33,7 +33,7 @@ pack() {
     die "no CUDA llama-server in installed.env: run RIG_CUDA_ARCHS=90 make setup first (over an hour on 2 cores)"
   rm -rf "$bundle" && mkdir -p "$bundle"
   say "building a stripped rig"
-  (cd "$root" && CGO_ENABLED=1 go build -trimpath -ldflags "-s -w" -o "$bundle/rig" ./cmd/rig) || die "go build failed"
+  (cd "$root" && CGO_ENABLED=1 go build -trimpath -ldflags "-s -w" -o "$bundle/rig" ./cmd/rig) 2>"$bundle.go-build.log" || die "go build failed: see $bundle.go-build.log"
   local bindir name
   for name in cpu cuda; do
     if [ "$name" = cpu ]; then bindir=$(dirname "$LLAMA_SERVER_BIN"); else bindir=$(dirname "$LLAMA_SERVER_CUDA_BIN"); fi
