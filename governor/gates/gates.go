@@ -146,7 +146,7 @@ type trialGuard struct {
 	// energyAt is the card's energy counter when the trial began; energy
 	// is what it had counted when the trial ended (valid once ended).
 	energyAt, energy float64
-	measured         bool
+	measured, ended  bool
 }
 
 func (t *trialGuard) Preempted() <-chan struct{} { return t.done }
@@ -161,6 +161,7 @@ func (t *trialGuard) End() string {
 			now, ok := t.g.energy.EnergyJoules()
 			t.energy, t.measured = now-t.energyAt, ok && now >= t.energyAt
 		}
+		t.ended = true
 	})
 	t.g.progress.End()
 	if p := t.w.End(); p != nil {
@@ -180,10 +181,12 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 	}
 	g.progress.Begin()
 	g.progress.Track(sb.RuntimePID)
-	if tr, ok := g.gpu.(interface{ Track(pids ...int) }); ok && sb.RuntimePID > 0 {
+	tracker, tracks := g.gpu.(interface{ Track(pids ...int) })
+	tracks = tracks && sb.RuntimePID > 0
+	if tracks {
 		// The card's memory that counts against the trial's budget is its
 		// runtime's own, per process, not the whole card's.
-		tr.Track(runtimes.ProcessTree(sb.RuntimePID)...)
+		tracker.Track(runtimes.ProcessTree(sb.RuntimePID)...)
 	}
 	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), g: g}
 	if g.energy != nil {
@@ -195,7 +198,7 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		base := runtimes.TreeCPUTicks(sb.RuntimePID)
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-t.stopped:
 				return
@@ -204,6 +207,11 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 			case <-tick.C:
 			}
 			g.progress.Tokens(runtimes.TreeCPUTicks(sb.RuntimePID) - base)
+			if tracks && n%10 == 0 {
+				// A runtime may start a child mid-trial (Ollama's runner):
+				// its card memory counts too.
+				tracker.Track(runtimes.ProcessTree(sb.RuntimePID)...)
+			}
 			if w.Cause() != nil {
 				close(t.done)
 				return
@@ -216,7 +224,9 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 // TrialEnergy is the energy the card's counter measured over the trial,
 // once End has been called; ok is false where no counter exists (the
 // receipt then carries no measured energy and the report estimates it).
-func (t *trialGuard) TrialEnergy() (joules float64, ok bool) { return t.energy, t.measured }
+func (t *trialGuard) TrialEnergy() (joules float64, ok bool) {
+	return t.energy, t.measured && t.ended
+}
 
 // MayStart says whether the governor would let a trial start now, and why
 // not when it would not (the workspace's governor state).
