@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"rig/preflight"
 	"rig/receipts"
@@ -146,6 +147,9 @@ func confirmationText(rs []receipts.Receipt) string {
 	for _, r := range rs {
 		switch r.Outcome {
 		case receipts.FailedAtCard:
+			if strings.HasPrefix(r.Detail, "doesn't fit at this card") {
+				return "; confirmed: " + r.Detail
+			}
 			return fmt.Sprintf("; confirmed: the run in the %s MiB reservation was killed by the kernel for memory (peak %s), not retried smaller", r.Pins["card_memory_mib"], preflight.Size(r.PeakMemoryBytes))
 		case receipts.Scored, receipts.Capped:
 			return fmt.Sprintf("; the confirmation run completed inside the reservation (peak %s): the preflight was conservative here, and the verdict stands by rule", preflight.Size(r.PeakMemoryBytes))

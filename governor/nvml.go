@@ -3,6 +3,7 @@ package governor
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -145,15 +146,23 @@ func (s *NVML) Read(ctx context.Context) (Reading, error) {
 	pids := s.pids
 	s.mu.Unlock()
 	if tracked {
-		procs, ret := s.dev.GetComputeRunningProcesses()
-		if err := must("processes", ret); err != nil {
-			return Reading{}, err
-		}
+		// A board that cannot list its processes reads as the whole card.
+		procs, _ := s.dev.GetComputeRunningProcesses()
 		var sum uint64
+		found := false
 		for _, pr := range procs {
-			if pids[pr.Pid] {
+			// All ones is NVML's "not available" (a board or mode that
+			// does not account per process): it is no reading.
+			if pids[pr.Pid] && pr.UsedGpuMemory != math.MaxUint64 {
 				sum += pr.UsedGpuMemory
+				found = true
 			}
+		}
+		if !found {
+			// None of the tracked processes is on NVML's list (another pid
+			// namespace, an unaccounted board): the whole card's use is the
+			// safe reading, never a zero the budget cannot see past.
+			sum = mem.Used
 		}
 		v[KeyCardMemBytes] = float64(sum)
 	} else {

@@ -105,7 +105,8 @@ func versionLine(path string, args ...string) string {
 	b, _ := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "load_backend") || strings.Contains(line, "ggml_cuda_init") {
+		// The CUDA backend speaks first: its device lines are not a version.
+		if line == "" || strings.HasPrefix(line, "load_backend") || strings.Contains(line, "ggml_cuda_init") || strings.Contains(line, "compute capability") {
 			continue
 		}
 		// Ollama's client, with no server to ask, reports its own version in a warning.

@@ -114,10 +114,16 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		return nil, err
 	}
 	s.sb = sb
+	sb.OnCard = cfg.Offload.OnCard()
 	s.http = socketClient(s.sock)
 	s.meter = peakMeter{cgroup: cfg.CgroupDir, root: sb.RuntimePID}
 	if err := s.waitReady(ctx); err != nil {
 		sb.Kill()
+		if line := cardAllocationFailure(sb.logPath); line != "" && cfg.Offload.OnCard() {
+			// The model, its cache or its buffers would not fit the card
+			// with the pinned offload: a failure at this card, not an error.
+			return nil, fmt.Errorf("llama-server with %s: %w: the card could not hold what the pin puts there (%s)", cfg.Model, ErrOffloadNotHeld, line)
+		}
 		return nil, err
 	}
 	if err := s.readPins(ctx); err != nil {

@@ -21,6 +21,9 @@ type Machine struct {
 	OS        string   `json:"os"`
 	GPUs      []string `json:"gpus"`     // "NVIDIA H200 (143771 MiB), driver 580.95.05, CUDA 13.0"
 	GPUNote   string   `json:"gpu_note"` // why there is none, said plainly
+	// CUDADriver is the newest CUDA the driver runs ("13.0"), "" without
+	// NVML; the line names it only for a card's run (Backend "cuda").
+	CUDADriver string `json:"cuda_driver,omitempty"`
 	// Backend is the compute backend of the runtime build the line was
 	// read for ("cpu", "cuda"); empty for a line read outside a runtime.
 	Backend string `json:"backend,omitempty"`
@@ -34,6 +37,9 @@ func (m Machine) String() string {
 	}
 	line := fmt.Sprintf("%s ×%d, %d MiB RAM, %s, kernel %s, GPU: %s", m.CPU, m.Cores, m.MemoryMiB, m.OS, m.Kernel, gpu)
 	if m.Backend != "" {
+		if m.CUDADriver != "" {
+			line += ", driver's CUDA " + m.CUDADriver
+		}
 		line += ", runtime backend " + m.Backend
 	}
 	return line
@@ -68,6 +74,7 @@ func ReadMachine() Machine {
 		}
 	}
 	m.GPUs, m.GPUNote = readGPUs()
+	m.CUDADriver = cudaDriverVersion()
 	return m
 }
 
@@ -77,10 +84,6 @@ func readGPUs() ([]string, string) {
 	}
 	defer nvml.Shutdown()
 	driver, _ := nvml.SystemGetDriverVersion()
-	if v, ret := nvml.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
-		// The newest CUDA the driver runs, as NVML encodes it (13000 = 13.0).
-		driver += fmt.Sprintf(", CUDA %d.%d", v/1000, v%1000/10)
-	}
 	n, ret := nvml.DeviceGetCount()
 	if ret != nvml.SUCCESS || n == 0 {
 		return nil, "none (NVML found no device); simulated cards only"
@@ -96,4 +99,18 @@ func readGPUs() ([]string, string) {
 		out = append(out, fmt.Sprintf("%s (%d MiB), driver %s", name, mem.Total>>20, driver))
 	}
 	return out, ""
+}
+
+// cudaDriverVersion is the newest CUDA the driver runs, as NVML encodes it
+// (13000 = "13.0"), or "" without NVML.
+func cudaDriverVersion() string {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return ""
+	}
+	defer nvml.Shutdown()
+	v, ret := nvml.SystemGetCudaDriverVersion()
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
 }

@@ -243,9 +243,11 @@ var ErrOffloadNotHeld = errors.New("doesn't fit at this card")
 // CheckOffload holds a loaded runtime to its pin. The CPU path is held to
 // having put nothing on a card.
 func CheckOffload(pin Offload, rep LoadReport) error {
-	cardBytes, kinds := rep.CardBytes()
+	_, kinds := rep.CardBytes()
 	if !pin.OnCard() {
-		if rep.Offloadable && rep.LayersOffloaded > 0 || cardBytes > 0 {
+		// The CUDA build reserves a compute buffer on the card even with
+		// no layers there; only weights or cache on the card break the pin.
+		if rep.Offloadable && rep.LayersOffloaded > 0 || kinds["model"]+kinds["KV"] > 0 {
 			return fmt.Errorf("%w: the pin keeps the model off the card (backend %s, gpu_layers %d) but the runtime reported %s",
 				ErrOffloadNotHeld, cmpOr(pin.Backend, BackendCPU), pin.GPULayers, rep)
 		}
@@ -284,4 +286,24 @@ func layersWord(n int) string {
 		return "every layer"
 	}
 	return fmt.Sprintf("%d layers", n)
+}
+
+var cardAllocRE = regexp.MustCompile(`unable to allocate CUDA\S* buffer|cudaMalloc failed: out of memory|CUDA error: out of memory|failed to allocate CUDA\S* buffer`)
+
+// cardAllocationFailure is the log line where a CUDA build failed to
+// allocate on the card while loading, or "".
+func cardAllocationFailure(logPath string) string {
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if cardAllocRE.MatchString(line) {
+			if i := strings.Index(line, " "); i > 0 && i < 20 {
+				line = strings.TrimSpace(line[i:]) // past the time stamp
+			}
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

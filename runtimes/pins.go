@@ -151,8 +151,12 @@ func LoadedLibraries(pids ...int) (map[string]string, error) {
 	return out, nil
 }
 
-// ProcessTree returns pid and all its descendants.
+// ProcessTree returns pid and all its descendants; nothing for a pid that
+// is not one (0 would otherwise be every process on the host).
 func ProcessTree(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
 	children := map[int][]int{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {

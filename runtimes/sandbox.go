@@ -96,12 +96,16 @@ type SandboxSpec struct {
 type Sandbox struct {
 	Containment Containment
 	RuntimePID  int
-	cmd         *exec.Cmd
-	done        chan struct{}
-	waitErr     error
-	logPath     string
-	limits      *treeLimits
-	limitHit    string
+	// OnCard is set by a launcher whose runtime holds the model on a card
+	// (an offload pin that puts layers there): the governor then holds the
+	// trial to its runtime's own card memory and measures its energy.
+	OnCard   bool
+	cmd      *exec.Cmd
+	done     chan struct{}
+	waitErr  error
+	logPath  string
+	limits   *treeLimits
+	limitHit string
 }
 
 type initStatus struct {

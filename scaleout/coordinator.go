@@ -400,7 +400,7 @@ func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, study, execution
 	}
 	if got := rec.Pins["binary_sha256"]; got != "" {
 		for _, b := range fa.Binaries {
-			if b.Component == rec.Runtime && b.SHA256 != got {
+			if b.Component == runtimes.ComponentFor(rec.Runtime, fa.Pins.Offload.Backend) && b.SHA256 != got {
 				return fmt.Errorf("pins.binary_sha256 %s is not the frozen %s binary's %s", got, b.Component, b.SHA256)
 			}
 		}

@@ -144,7 +144,12 @@ func (c *Coordinator) ReplaySample(ctx context.Context, study, execution string,
 		if arm == nil || !ok {
 			continue
 		}
-		kind := studies.BaseRuntime(arm.Runtime)
+		kind := runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+		if kind == runtimes.ComponentCUDA {
+			// Replay relaunches the CPU build (replay/record.go); a card's
+			// records are not replayed on workers until it relaunches theirs.
+			return nil, fmt.Errorf("arm %s runs on the CUDA build: replay on workers relaunches the CPU build only, so its records are not replayed here (docs/gpu.md)", a)
+		}
 		var bin string
 		for _, b := range fa.Binaries {
 			if b.Component == kind {

@@ -12,13 +12,15 @@ cuda_server="" cuda_toolkit="" cuda_archs="" cuda_note="" cuda_flags=""
 
 cuda_detect_archs() {
   if [ -n "${RIG_CUDA_ARCHS:-}" ]; then
-    printf '%s' "$RIG_CUDA_ARCHS" | tr -c '0-9;\n' ';' | tr -s ';'
-    return
+    # "90", "80,90", "sm_90", "9.0" -> CMake's "80;90".
+    printf '%s' "$RIG_CUDA_ARCHS" | sed 's/sm_//g; s/\.//g' | tr -c '0-9\n' ';' | tr -s ';' | sed 's/^;//; s/;$//'
+    return 0
   fi
   command -v nvidia-smi >/dev/null 2>&1 || return 0
   # "9.0" per card -> "90", duplicates folded, joined by ';' as CMake wants.
-  nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
-    tr -d ' .' | grep -E '^[0-9]+$' | sort -u | paste -sd';'
+  # A driver that lists no card (or fails) gives nothing, never a failed set-up.
+  { nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null || true; } |
+    tr -d ' .' | { grep -E '^[0-9]+$' || true; } | sort -u | paste -sd';'
 }
 
 cuda_archs=$(cuda_detect_archs)

@@ -213,6 +213,7 @@ func PreflightProfile(d *Design, a Arm) preflight.Profile {
 		// The arm's offload pin is what the runtime will be held to; the
 		// CUDA backend has its own calibration (or is refused without one).
 		p.Backend = runtimes.BackendCUDA
+		p.OffloadLayers = preflight.OffloadAll
 		if o.GPULayers != runtimes.AllLayers {
 			p.OffloadLayers = o.GPULayers
 		}

@@ -142,6 +142,8 @@ type trialGuard struct {
 	done    chan struct{}
 	once    sync.Once
 	stopped chan struct{}
+	exited  chan struct{} // closed when the watch goroutine has returned
+	tracked bool          // the card's per-process memory was tracked
 	g       *Gates
 	// energyAt is the card's energy counter when the trial began; energy
 	// is what it had counted when the trial ended (valid once ended).
@@ -154,7 +156,8 @@ func (t *trialGuard) Preempted() <-chan struct{} { return t.done }
 func (t *trialGuard) End() string {
 	t.once.Do(func() {
 		close(t.stopped)
-		if tr, ok := t.g.gpu.(interface{ Track(pids ...int) }); ok {
+		<-t.exited // no re-tracking after the reset below
+		if tr, ok := t.g.gpu.(interface{ Track(pids ...int) }); ok && t.tracked {
 			tr.Track() // between trials the whole card's memory is read
 		}
 		if t.measured {
@@ -181,20 +184,24 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 	}
 	g.progress.Begin()
 	g.progress.Track(sb.RuntimePID)
+	// Only a runtime that holds its model on the card is held to its own
+	// card memory and has its energy measured; a CPU arm's trial reads the
+	// whole card, as before offload was a pin.
 	tracker, tracks := g.gpu.(interface{ Track(pids ...int) })
-	tracks = tracks && sb.RuntimePID > 0
+	tracks = tracks && sb.OnCard && sb.RuntimePID > 0
 	if tracks {
 		// The card's memory that counts against the trial's budget is its
 		// runtime's own, per process, not the whole card's.
 		tracker.Track(runtimes.ProcessTree(sb.RuntimePID)...)
 	}
-	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), g: g}
-	if g.energy != nil {
+	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), exited: make(chan struct{}), g: g, tracked: tracks}
+	if g.energy != nil && sb.OnCard {
 		// The runtime has loaded its model by now: the counter from here
 		// on is the trial's own work.
 		t.energyAt, t.measured = g.energy.EnergyJoules()
 	}
 	go func() {
+		defer close(t.exited)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
 		base := runtimes.TreeCPUTicks(sb.RuntimePID)

@@ -38,6 +38,8 @@ func TestSimulatedCardEnergyAndBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sb.Kill()
+	// As a launcher marks a runtime that holds its model on the card.
+	sb.OnCard = true
 
 	start, _ := gpu.EnergyJoules()
 	guard, err := g.Watch(ctx, "trial-1", sb, 4<<30)
@@ -68,5 +70,39 @@ func TestSimulatedCardEnergyAndBudget(t *testing.T) {
 	}
 	if why := guard.End(); !strings.Contains(why, "card") {
 		t.Errorf("preemption reason %q does not name the card's memory", why)
+	}
+}
+
+// A CPU arm's trial on a machine with a card: no energy is claimed for it
+// (the counter measures the card, which the trial did not use).
+func TestNoCardEnergyForACPUTrial(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	gpu := governor.SimulatedGPU()
+	g, err := gates.Start(ctx, gates.Options{Home: t.TempDir(), Sink: governor.SlogSink{Logger: log}, Log: log, GPU: gpu})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env, err := runtimes.BuildEnv(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{Argv: []string{"sleep", "60"}, Env: env, Dir: dir, NoSandbox: true}, filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Kill()
+	start, _ := gpu.EnergyJoules()
+	guard, err := g.Watch(ctx, "cpu-trial", sb, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu.Set(governor.KeyEnergyJ, start+90)
+	guard.End()
+	if j, ok := guard.(run.EnergyMeter).TrialEnergy(); ok {
+		t.Errorf("a CPU trial was given the card's %v J", j)
 	}
 }

@@ -104,6 +104,15 @@ func RunCard(ctx context.Context, w io.Writer, o CardOptions) ([]CardRow, error)
 		}
 	}
 	printCardTable(w, rows)
+	measured := 0
+	for _, r := range rows {
+		if r.Err == "" {
+			measured++
+		}
+	}
+	if measured == 0 {
+		return rows, fmt.Errorf("bench preflight --device cuda: no configuration was measured (%d failed; the table says why)", len(rows))
+	}
 	return rows, nil
 }
 

@@ -362,7 +362,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	rec.WallMS = time.Since(start).Milliseconds()
 	rec.FinishedAt = time.Now().UTC()
 	preempted := guard.End()
-	if em, ok := guard.(EnergyMeter); ok {
+	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() {
 		if j, ok := em.TrialEnergy(); ok {
 			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
 		}
