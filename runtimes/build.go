@@ -30,6 +30,11 @@ type Build struct {
 // snapshot pins it beside the CPU build's "llama-server".
 const ComponentCUDA = "llama-server+cuda"
 
+// ComponentOllamaCUDA is Ollama with its CUDA runner. Setup builds it beside
+// the CUDA llama-server, but no arm runs on it yet: rig has not seen Ollama's
+// load report on a card, so it cannot hold Ollama's offload pin (docs/gpu.md).
+const ComponentOllamaCUDA = "ollama+cuda"
+
 // BuildOf reads the provisioned build of kind ("llama-server", "ollama", or
 // "aider", the harness) and hashes its binary. With an error, the Build still
 // names the binary it looked for.
@@ -43,6 +48,12 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 		b.Binary, b.BuildFlags = in.LlamaServerCUDA, in.LlamaCUDABuildFlags
 		if in.CUDAToolkit != "" {
 			b.LibDirs = []string{filepath.Join(in.CUDAToolkit, "lib")}
+		}
+	case ComponentOllamaCUDA:
+		b.Runtime, b.Backend = "ollama", BackendCUDA
+		b.Binary, b.BuildFlags = in.OllamaCUDA, in.OllamaBuildFlag+", with its CUDA runner for capability "+in.CUDAArchs
+		if b.Binary == "" {
+			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA variant on this machine (docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
 		}
 		if b.Binary == "" {
 			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA llama-server on this machine (it does where nvidia-smi lists a card, or with RIG_CUDA_ARCHS=90 make setup; docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)

@@ -53,6 +53,11 @@ func Check() ([]Component, bool) {
 			Fix: "no card found at setup; RIG_CUDA_ARCHS=90 make setup builds it anyway (docs/gpu.md)"})
 	}
 	add(binary(in, "ollama", "v"+pins["OLLAMA_VERSION"]))
+	if in.OllamaCUDA != "" {
+		c := binary(in, ComponentOllamaCUDA, "v"+pins["OLLAMA_VERSION"])
+		c.Version += ", CUDA runner for capability " + in.CUDAArchs + " (no arm runs on it yet)"
+		add(c)
+	}
 	add(binary(in, "aider", pins["AIDER_VERSION"]))
 	for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
 		m := in.Models[name]

@@ -171,6 +171,35 @@ if [ ! -f "$obuild/.rig-ok" ]; then
   touch "$obuild/.rig-ok"
 fi
 
+# --- ollama's CUDA runner -----------------------------------------------------------
+# Only beside a CUDA llama-server (a card found, or RIG_CUDA_ARCHS): Ollama's
+# own vendored ggml built with CMake for the same capabilities and toolkit,
+# installed with a copy of the Ollama binary in a prefix of its own, so the
+# CPU Ollama never finds a CUDA backend next to it.
+ollama_cuda=""
+if [ -n "$cuda_archs" ]; then
+  ocbuild="$obuild-cuda${cuda_archs//;/-}-$cuda_key"
+  ollama_cuda="$ocbuild/bin/ollama"
+  if [ ! -f "$ocbuild/.rig-ok" ]; then
+    log "building Ollama's CUDA runner for capability $cuda_archs ($jobs jobs; about half an hour on 2 cores, log: $ocbuild.log)"
+    rm -rf "$ocbuild" && mkdir -p "$ocbuild/bin"
+    modjson=$(cd "$ocbuild" && GOFLAGS=-mod=mod go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION")
+    moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    PATH="$cuda_toolkit/bin:$PATH" cmake -S "$moddir" -B "$ocbuild/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES="$cuda_archs" -DOLLAMA_RUNNER_DIR=cuda_v13 -DGGML_CUDA_NO_VMM=ON \
+      -DCUDAToolkit_ROOT="$cuda_toolkit" -DCMAKE_CUDA_COMPILER="$cuda_toolkit/bin/nvcc" >"$ocbuild.log" 2>&1 ||
+      { tail -20 "$ocbuild.log"; die "cmake configure (Ollama CUDA) failed; full log: $ocbuild.log"; }
+    PATH="$cuda_toolkit/bin:$PATH" cmake --build "$ocbuild/build" --target ggml-cuda -j "$jobs" >>"$ocbuild.log" 2>&1 ||
+      { tail -20 "$ocbuild.log"; die "Ollama's CUDA runner build failed; full log: $ocbuild.log"; }
+    cmake --install "$ocbuild/build" --component CUDA --prefix "$ocbuild" >>"$ocbuild.log" 2>&1 ||
+      { tail -20 "$ocbuild.log"; die "installing Ollama's CUDA runner failed; full log: $ocbuild.log"; }
+    cmake --install "$ocbuild/build" --component CPU --prefix "$ocbuild" >>"$ocbuild.log" 2>&1 || true
+    cp "$ollama_bin" "$ollama_cuda"
+    rm -rf "$ocbuild/build"
+    touch "$ocbuild/.rig-ok"
+  fi
+fi
+
 # --- aider --------------------------------------------------------------------------
 avenv="$cache/aider/$AIDER_VERSION/venv"
 aider_bin="$avenv/bin/aider"
@@ -289,6 +318,7 @@ SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma
 SMOLLM2_REQUANT_Q8_0_GGUF=$requant
 LLAMA_SERVER_CUDA_BIN=$cuda_server
+OLLAMA_CUDA_BIN=$ollama_cuda
 LLAMA_SERVER_CUDA_BUILD_FLAGS="${cuda_flags:-}"
 CUDA_TOOLKIT=$cuda_toolkit
 CUDA_ARCHS="$cuda_archs"

@@ -310,7 +310,7 @@ func (v *validator) arms() {
 		}
 		v.pins(p+".pins", a.Pins)
 		if a.Pins.Offload.Backend == runtimes.BackendCUDA && BaseRuntime(a.Runtime) != "llama-server" {
-			v.add(KindInvalid, p+".pins.offload.backend", "\"cuda\" with runtime %q: make setup builds the CUDA variant of llama-server only (Ollama's CUDA runner is not provisioned; docs/gpu.md); use runtime \"llama-server\" or backend \"cpu\"", a.Runtime)
+			v.add(KindInvalid, p+".pins.offload.backend", "\"cuda\" with runtime %q: rig holds the CUDA variant of llama-server only (Ollama's CUDA runner is built beside it, but its offload pin is not held yet; docs/gpu.md); use runtime \"llama-server\" or backend \"cpu\"", a.Runtime)
 		}
 		if a.PinsSource != PinsShared && a.PinsSource != PinsProduction {
 			v.add(KindInvalid, p+".pins_source", "%q: write \"shared\" (same context, sampling and stop cap across the job kind) or \"production-values\" (the model's documented values)", a.PinsSource)

@@ -71,7 +71,11 @@ type Installed struct {
 	LlamaCUDABuildFlags string
 	CUDAToolkit         string
 	CUDAArchs           string
-	Models              map[string]Model // by registry name
+	// OllamaCUDA is a copy of the Ollama binary beside Ollama's own CUDA
+	// runner (lib/ollama/cuda_v13), built with the same toolkit; empty
+	// where setup built no CUDA variant.
+	OllamaCUDA string
+	Models     map[string]Model // by registry name
 	// OtherQuants holds, by the registry name of the model it derives from,
 	// a second quant made here (replay's other-quant control); a model with
 	// none has no entry.
@@ -119,6 +123,7 @@ func LoadFile(path string) (Installed, error) {
 		LlamaServerCUDA:     kv["LLAMA_SERVER_CUDA_BIN"],
 		CUDAToolkit:         kv["CUDA_TOOLKIT"],
 		CUDAArchs:           kv["CUDA_ARCHS"],
+		OllamaCUDA:          kv["OLLAMA_CUDA_BIN"],
 		LlamaCUDABuildFlags: kv["LLAMA_SERVER_CUDA_BUILD_FLAGS"],
 		Models: map[string]Model{
 			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
