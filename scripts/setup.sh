@@ -185,15 +185,17 @@ if [ -n "$cuda_archs" ]; then
     rm -rf "$ocbuild" && mkdir -p "$ocbuild/bin"
     modjson=$(cd "$ocbuild" && GOFLAGS=-mod=mod go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION")
     moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
-    PATH="$cuda_toolkit/bin:$PATH" cmake -S "$moddir" -B "$ocbuild/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    # The install folder is fixed at configure time (Ollama's CMakeLists
+    # derives it from the prefix), so the prefix is given here.
+    PATH="$cuda_toolkit/bin:$PATH" cmake -S "$moddir" -B "$ocbuild/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$ocbuild" \
       -DCMAKE_CUDA_ARCHITECTURES="$cuda_archs" -DOLLAMA_RUNNER_DIR=cuda_v13 -DGGML_CUDA_NO_VMM=ON \
       -DCUDAToolkit_ROOT="$cuda_toolkit" -DCMAKE_CUDA_COMPILER="$cuda_toolkit/bin/nvcc" >"$ocbuild.log" 2>&1 ||
       { tail -20 "$ocbuild.log"; die "cmake configure (Ollama CUDA) failed; full log: $ocbuild.log"; }
     PATH="$cuda_toolkit/bin:$PATH" cmake --build "$ocbuild/build" --target ggml-cuda -j "$jobs" >>"$ocbuild.log" 2>&1 ||
       { tail -20 "$ocbuild.log"; die "Ollama's CUDA runner build failed; full log: $ocbuild.log"; }
-    cmake --install "$ocbuild/build" --component CUDA --prefix "$ocbuild" >>"$ocbuild.log" 2>&1 ||
+    cmake --install "$ocbuild/build" --component CUDA >>"$ocbuild.log" 2>&1 ||
       { tail -20 "$ocbuild.log"; die "installing Ollama's CUDA runner failed; full log: $ocbuild.log"; }
-    cmake --install "$ocbuild/build" --component CPU --prefix "$ocbuild" >>"$ocbuild.log" 2>&1 || true
+    [ -f "$ocbuild/lib/ollama/cuda_v13/libggml-cuda.so" ] || die "Ollama's CUDA runner was not installed under $ocbuild; full log: $ocbuild.log"
     cp "$ollama_bin" "$ollama_cuda"
     rm -rf "$ocbuild/build"
     touch "$ocbuild/.rig-ok"
