@@ -1,11 +1,13 @@
 package runtimes
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"rig/internal/offload"
 	"rig/internal/provision"
 )
 
@@ -26,15 +28,6 @@ type Build struct {
 	LibDirs []string `json:"lib_dirs,omitempty"`
 }
 
-// ComponentCUDA is the component name of llama-server's CUDA build, as a
-// snapshot pins it beside the CPU build's "llama-server".
-const ComponentCUDA = "llama-server+cuda"
-
-// ComponentOllamaCUDA is Ollama with its CUDA runner. Setup builds it beside
-// the CUDA llama-server, but no arm runs on it yet: rig has not seen Ollama's
-// load report on a card, so it cannot hold Ollama's offload pin (docs/gpu.md).
-const ComponentOllamaCUDA = "ollama+cuda"
-
 // BuildOf reads the provisioned build of kind ("llama-server", "ollama", or
 // "aider", the harness) and hashes its binary. With an error, the Build still
 // names the binary it looked for.
@@ -42,15 +35,15 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 	b := Build{Runtime: kind}
 	switch kind {
 	case "llama-server":
-		b.Binary, b.BuildFlags, b.Backend = in.LlamaServer, in.LlamaBuildFlag, BackendCPU
-	case ComponentCUDA:
-		b.Runtime, b.Backend = "llama-server", BackendCUDA
+		b.Binary, b.BuildFlags, b.Backend = in.LlamaServer, in.LlamaBuildFlag, offload.BackendCPU
+	case offload.ComponentLlamaServerCUDA:
+		b.Runtime, b.Backend = "llama-server", offload.BackendCUDA
 		b.Binary, b.BuildFlags = in.LlamaServerCUDA, in.LlamaCUDABuildFlags
 		if in.CUDAToolkit != "" {
 			b.LibDirs = []string{filepath.Join(in.CUDAToolkit, "lib")}
 		}
-	case ComponentOllamaCUDA:
-		b.Runtime, b.Backend = "ollama", BackendCUDA
+	case offload.ComponentOllamaCUDA:
+		b.Runtime, b.Backend = "ollama", offload.BackendCUDA
 		b.Binary, b.BuildFlags = in.OllamaCUDA, in.OllamaBuildFlag+", with its CUDA runner for capability "+in.CUDAArchs
 		if b.Binary == "" {
 			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA variant on this machine (docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
@@ -59,7 +52,7 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA llama-server on this machine (it does where nvidia-smi lists a card, or with RIG_CUDA_ARCHS=90 make setup; docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
 		}
 	case "ollama":
-		b.Binary, b.BuildFlags, b.Backend = in.Ollama, in.OllamaBuildFlag, BackendCPU
+		b.Binary, b.BuildFlags, b.Backend = in.Ollama, in.OllamaBuildFlag, offload.BackendCPU
 	case "aider":
 		b.Binary = in.Aider
 	default:
@@ -77,15 +70,6 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 	}
 	b.BinarySHA256 = sum
 	return b, nil
-}
-
-// ComponentFor is the provisioned component that runs runtime kind on backend:
-// "llama-server+cuda" for llama-server's CUDA build, else kind itself.
-func ComponentFor(kind, backend string) string {
-	if kind == "llama-server" && backend == BackendCUDA {
-		return ComponentCUDA
-	}
-	return kind
 }
 
 func orProvisioned(file string) string {
@@ -115,9 +99,9 @@ func (b Build) Start(ctx context.Context, cfg Config) (Runtime, error) {
 		return nil, fmt.Errorf("starting %s: the config names binary %q with flags %q, the build is %q with %q (leave Binary and BuildFlags empty: the build decides them)",
 			b.Runtime, cfg.Binary, cfg.BuildFlags, b.Binary, b.BuildFlags)
 	}
-	if want := cmpOr(cfg.Offload.Backend, BackendCPU); want != cmpOr(b.Backend, BackendCPU) {
+	if want, have := cfg.Offload.BackendName(), cmp.Or(b.Backend, offload.BackendCPU); want != have {
 		return nil, fmt.Errorf("starting %s: the offload pin names backend %s, this build is %s (start the %s build: component %q)",
-			b.Runtime, want, cmpOr(b.Backend, BackendCPU), want, ComponentFor(b.Runtime, want))
+			b.Runtime, want, have, want, offload.Component(b.Runtime, want))
 	}
 	cfg.Binary, cfg.BuildFlags, cfg.binarySHA256, cfg.libDirs = b.Binary, b.BuildFlags, b.BinarySHA256, b.LibDirs
 	return start(ctx, b.Runtime, cfg)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 
+	"rig/internal/offload"
 	"rig/internal/provision"
 )
 
@@ -45,16 +46,16 @@ func Check() ([]Component, bool) {
 	}
 	add(binary(in, "llama-server", "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12]))
 	if in.LlamaServerCUDA != "" {
-		c := binary(in, ComponentCUDA, "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12])
+		c := binary(in, offload.ComponentLlamaServerCUDA, "llama.cpp "+pins["LLAMA_CPP_COMMIT"][:12])
 		c.Version += ", CUDA " + pins["CUDA_TOOLKIT_VERSION"] + " for capability " + in.CUDAArchs
 		add(c)
 	} else {
-		add(Component{Name: ComponentCUDA, Status: statusNotBuilt, Backend: BackendCUDA,
+		add(Component{Name: offload.ComponentLlamaServerCUDA, Status: statusNotBuilt, Backend: offload.BackendCUDA,
 			Fix: "no card found at setup; RIG_CUDA_ARCHS=90 make setup builds it anyway (docs/gpu.md)"})
 	}
 	add(binary(in, "ollama", "v"+pins["OLLAMA_VERSION"]))
 	if in.OllamaCUDA != "" {
-		c := binary(in, ComponentOllamaCUDA, "v"+pins["OLLAMA_VERSION"])
+		c := binary(in, offload.ComponentOllamaCUDA, "v"+pins["OLLAMA_VERSION"])
 		c.Version += ", CUDA runner for capability " + in.CUDAArchs + " (no arm runs on it yet)"
 		add(c)
 	}

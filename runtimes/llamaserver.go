@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"rig/internal/offload"
 	"strconv"
 	"strings"
 	"time"
@@ -69,8 +70,8 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// sharing its cores with anything else slows down many times over.
 		"--poll", "0",
 	}
-	args = append(args, cfg.Offload.llamaServerArgs()...)
-	if cfg.VerboseLog || cfg.Offload.Backend == BackendCUDA {
+	args = append(args, llamaServerOffloadArgs(cfg.Offload)...)
+	if cfg.VerboseLog || cfg.Offload.Backend == offload.BackendCUDA {
 		// The load report (layers offloaded, buffers per device) is logged
 		// at this level only, and a card's pin is checked against it.
 		args = append(args, "--log-verbosity", "4")
@@ -141,7 +142,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 // other than the pin's; the report goes on the pins either way.
 func (s *LlamaServer) holdOffload() error {
 	s.pins.Offload = s.cfg.Offload
-	if s.cfg.Offload.Backend != BackendCUDA {
+	if s.cfg.Offload.Backend != offload.BackendCUDA {
 		return nil // the CPU build has no card to misplace anything on
 	}
 	rep, err := ReadLoadReport(s.sb.logPath)
@@ -279,10 +280,10 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(),
 	}
-	if s.cfg.Offload.Backend == BackendCUDA {
+	if s.cfg.Offload.Backend == offload.BackendCUDA {
 		// Only a card's run says its backend: the CPU path's machine line
 		// stays what every receipt before offload pins carried.
-		s.pins.Machine.Backend = BackendCUDA
+		s.pins.Machine.Backend = offload.BackendCUDA
 	}
 	return nil
 }

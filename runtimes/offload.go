@@ -7,119 +7,28 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"rig/internal/offload"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// Backends a runtime build computes on.
-const (
-	BackendCPU  = "cpu"
-	BackendCUDA = "cuda"
-)
-
-// AllLayers is Offload.GPULayers for "every layer on the card".
-const AllLayers = -1
-
-// Offload is an arm's offload pin: where the runtime puts the model. It is
-// held like any other pin: recorded on every receipt and checked against the
-// runtime's own report once the model has loaded. The zero value is the CPU
-// path, which asks nothing of a card.
-type Offload struct {
-	// Backend is the build's compute backend: "cpu" (or empty) or "cuda".
-	Backend string `json:"backend,omitempty"`
-	// GPULayers is how many layers go on the card: AllLayers (-1) for every
-	// layer and the output head, 0 for none. llama-server's --n-gpu-layers,
-	// Ollama's num_gpu.
-	GPULayers int `json:"gpu_layers"`
-	// FlashAttention is "on" or "off"; empty leaves the runtime's default,
-	// which is then recorded as "default" (a pin nobody chose is still a pin).
-	FlashAttention string `json:"flash_attention,omitempty"`
-	// KVOnHost keeps the KV cache in host memory while the layers sit on the
-	// card (llama-server's --no-kv-offload). The default places each layer's
-	// cache beside it.
-	KVOnHost bool `json:"kv_on_host,omitempty"`
-}
-
-// ErrBadOffload marks an offload pin that cannot be used.
-var ErrBadOffload = errors.New("bad offload pin")
-
-// OnCard reports whether the pin asks for a card at all.
-func (o Offload) OnCard() bool { return o.Backend == BackendCUDA && o.GPULayers != 0 }
-
-// Validate checks the pin's values; field names are the design's JSON names.
-func (o Offload) Validate() error {
-	switch o.Backend {
-	case "", BackendCPU:
-		switch {
-		case o.GPULayers != 0:
-			return fmt.Errorf("%w: gpu_layers %d with backend cpu: a CPU build has no card to put layers on (set backend \"cuda\", or gpu_layers 0)", ErrBadOffload, o.GPULayers)
-		case o.FlashAttention != "" || o.KVOnHost:
-			return fmt.Errorf("%w: flash_attention and kv_on_host are held on the cuda backend only; the CPU path runs the runtime's defaults (remove them, or set backend \"cuda\")", ErrBadOffload)
-		}
-	case BackendCUDA:
-	default:
-		return fmt.Errorf("%w: backend %q is not one of cpu, cuda", ErrBadOffload, o.Backend)
-	}
-	if o.GPULayers < AllLayers {
-		return fmt.Errorf("%w: gpu_layers %d: use -1 for every layer, 0 for none, or a count", ErrBadOffload, o.GPULayers)
-	}
-	switch o.FlashAttention {
-	case "", "on", "off":
-	default:
-		return fmt.Errorf("%w: flash_attention %q is not one of on, off", ErrBadOffload, o.FlashAttention)
-	}
-	return nil
-}
-
-// llamaServerArgs are the flags that hold the pin on llama-server. The CPU
-// path adds none, so its command line (and every record made with it) stays
-// what it was before offload was a pin.
-func (o Offload) llamaServerArgs() []string {
-	if o.Backend != BackendCUDA {
+// llamaServerOffloadArgs are the flags that hold the pin on llama-server.
+// The CPU path adds none, so its command line (and every record made with
+// it) stays what it was before offload was a pin.
+func llamaServerOffloadArgs(p offload.Pin) []string {
+	if p.Backend != offload.BackendCUDA {
 		return nil
 	}
-	ngl := strconv.Itoa(o.GPULayers)
-	if o.GPULayers == AllLayers {
-		ngl = "all"
+	args := []string{"--n-gpu-layers", p.Layers()}
+	if p.FlashAttention != "" {
+		args = append(args, "--flash-attn", p.FlashAttention)
 	}
-	args := []string{"--n-gpu-layers", ngl}
-	if o.FlashAttention != "" {
-		args = append(args, "--flash-attn", o.FlashAttention)
-	}
-	if o.KVOnHost {
+	if p.KVOnHost {
 		args = append(args, "--no-kv-offload")
 	}
 	return args
-}
-
-// PinFields is the pin as receipt pin entries.
-func (o Offload) PinFields() map[string]string {
-	backend := o.Backend
-	if backend == "" {
-		backend = BackendCPU
-	}
-	layers := strconv.Itoa(o.GPULayers)
-	if o.GPULayers == AllLayers {
-		layers = "all"
-	}
-	if backend == BackendCPU {
-		layers = "0"
-	}
-	return map[string]string{
-		"offload_backend":  backend,
-		"gpu_layers":       layers,
-		"flash_attention":  cmpOr(o.FlashAttention, "default"),
-		"kv_cache_on_host": strconv.FormatBool(o.KVOnHost || backend == BackendCPU),
-	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // LoadReport is what a llama.cpp-based runtime said about where it put the
@@ -242,14 +151,14 @@ var ErrOffloadNotHeld = errors.New("doesn't fit at this card")
 
 // CheckOffload holds a loaded runtime to its pin. The CPU path is held to
 // having put nothing on a card.
-func CheckOffload(pin Offload, rep LoadReport) error {
+func CheckOffload(pin offload.Pin, rep LoadReport) error {
 	_, kinds := rep.CardBytes()
 	if !pin.OnCard() {
 		// The CUDA build reserves a compute buffer on the card even with
 		// no layers there; only weights or cache on the card break the pin.
 		if rep.Offloadable && rep.LayersOffloaded > 0 || kinds["model"]+kinds["KV"] > 0 {
 			return fmt.Errorf("%w: the pin keeps the model off the card (backend %s, gpu_layers %d) but the runtime reported %s",
-				ErrOffloadNotHeld, cmpOr(pin.Backend, BackendCPU), pin.GPULayers, rep)
+				ErrOffloadNotHeld, pin.BackendName(), pin.GPULayers, rep)
 		}
 		return nil
 	}
@@ -261,7 +170,7 @@ func CheckOffload(pin Offload, rep LoadReport) error {
 		return fmt.Errorf("%w: pinned to %s on the card, but %s: is this the CUDA build, and does the machine have its card?", ErrOffloadNotHeld, layersWord(pin.GPULayers), why)
 	}
 	want := pin.GPULayers
-	if want == AllLayers || want > rep.LayersTotal {
+	if want == offload.AllLayers || want > rep.LayersTotal {
 		want = rep.LayersTotal
 	}
 	if rep.LayersOffloaded < want {
@@ -282,7 +191,7 @@ func CheckOffload(pin Offload, rep LoadReport) error {
 }
 
 func layersWord(n int) string {
-	if n == AllLayers {
+	if n == offload.AllLayers {
 		return "every layer"
 	}
 	return fmt.Sprintf("%d layers", n)

@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"errors"
+	"rig/internal/offload"
 	"strings"
 	"testing"
 
@@ -19,8 +20,8 @@ func TestCPUBuildRefusesACUDAPin(t *testing.T) {
 	}
 	m := in.Models["smollm2-135m-instruct"]
 	_, err = b.Start(context.Background(), Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir(),
-		Offload: Offload{Backend: BackendCUDA, GPULayers: AllLayers}})
-	if err == nil || !strings.Contains(err.Error(), "backend cuda") || !strings.Contains(err.Error(), ComponentCUDA) {
+		Offload: offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}})
+	if err == nil || !strings.Contains(err.Error(), "backend cuda") || !strings.Contains(err.Error(), offload.ComponentLlamaServerCUDA) {
 		t.Fatalf("got %v; want a refusal naming the backend and the CUDA build's component", err)
 	}
 }
@@ -34,16 +35,16 @@ func TestCUDABuildHoldsOrRefusesFullOffload(t *testing.T) {
 	if in.LlamaServerCUDA == "" {
 		t.Skip("no CUDA llama-server provisioned on this machine: it is built where nvidia-smi lists a card, or by RIG_CUDA_ARCHS=90 make setup (over an hour on 2 cores; docs/gpu.md)")
 	}
-	b, err := BuildOf(in, ComponentCUDA)
+	b, err := BuildOf(in, offload.ComponentLlamaServerCUDA)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Backend != BackendCUDA || b.Runtime != "llama-server" {
+	if b.Backend != offload.BackendCUDA || b.Runtime != "llama-server" {
 		t.Fatalf("build %+v", b)
 	}
 	m := in.Models["smollm2-135m-instruct"]
 	rt, err := b.Start(context.Background(), Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir(),
-		Offload: Offload{Backend: BackendCUDA, GPULayers: AllLayers}})
+		Offload: offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}})
 	if !haveCard() {
 		if !errors.Is(err, ErrOffloadNotHeld) {
 			t.Fatalf("no card here: got %v, want ErrOffloadNotHeld", err)
@@ -58,7 +59,7 @@ func TestCUDABuildHoldsOrRefusesFullOffload(t *testing.T) {
 	}
 	defer rt.Stop(context.Background())
 	p := rt.Pins()
-	if p.Load == nil || p.Load.LayersOffloaded != p.Load.LayersTotal || p.Machine.Backend != BackendCUDA {
+	if p.Load == nil || p.Load.LayersOffloaded != p.Load.LayersTotal || p.Machine.Backend != offload.BackendCUDA {
 		t.Errorf("pins %+v, load %+v", p.Offload, p.Load)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"rig/internal/offload"
 	"slices"
 	"strings"
 	"testing"
@@ -34,10 +35,10 @@ func TestLoadReportOfTheCPUBuild(t *testing.T) {
 	if card, _ := rep.CardBytes(); card != 0 {
 		t.Errorf("a CPU load put %d bytes on a card", card)
 	}
-	if err := CheckOffload(Offload{}, rep); err != nil {
+	if err := CheckOffload(offload.Pin{}, rep); err != nil {
 		t.Errorf("the CPU path is held by a CPU load: %v", err)
 	}
-	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+	if err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}, rep); !errors.Is(err, ErrOffloadNotHeld) {
 		t.Errorf("a full-offload pin on a CPU load: got %v, want ErrOffloadNotHeld", err)
 	}
 }
@@ -60,22 +61,22 @@ func TestFullOffloadIsHeld(t *testing.T) {
 	if !slices.ContainsFunc(rep.DeviceNotes, func(s string) bool { return strings.Contains(s, "NVIDIA H200") }) {
 		t.Errorf("device notes %v do not name the card", rep.DeviceNotes)
 	}
-	for _, pin := range []Offload{{Backend: BackendCUDA, GPULayers: AllLayers}, {Backend: BackendCUDA, GPULayers: 20}, {Backend: BackendCUDA, GPULayers: 99}} {
+	for _, pin := range []offload.Pin{{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}, {Backend: offload.BackendCUDA, GPULayers: 20}, {Backend: offload.BackendCUDA, GPULayers: 99}} {
 		if err := CheckOffload(pin, rep); err != nil {
 			t.Errorf("pin %+v: %v", pin, err)
 		}
 	}
-	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers, KVOnHost: true}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+	if err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers, KVOnHost: true}, rep); !errors.Is(err, ErrOffloadNotHeld) {
 		t.Errorf("a KV-on-host pin with the cache on the card: got %v", err)
 	}
-	if err := CheckOffload(Offload{}, rep); !errors.Is(err, ErrOffloadNotHeld) {
+	if err := CheckOffload(offload.Pin{}, rep); !errors.Is(err, ErrOffloadNotHeld) {
 		t.Errorf("a CPU pin with the model on a card: got %v", err)
 	}
 }
 
 func TestPartialOffloadIsDoesntFitAtThisCard(t *testing.T) {
 	rep := loadFixture(t, "llama-server-cuda-partial.log")
-	err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+	err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}, rep)
 	if !errors.Is(err, ErrOffloadNotHeld) {
 		t.Fatalf("got %v, want ErrOffloadNotHeld", err)
 	}
@@ -85,7 +86,7 @@ func TestPartialOffloadIsDoesntFitAtThisCard(t *testing.T) {
 		}
 	}
 	// A pin that asked for 20 layers got them.
-	if err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: 20}, rep); err != nil {
+	if err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: 20}, rep); err != nil {
 		t.Errorf("pin of 20 layers, 20 placed: %v", err)
 	}
 }
@@ -108,33 +109,12 @@ func TestLoadReportReadsTheLastLoad(t *testing.T) {
 	}
 }
 
-func TestOffloadPinValidation(t *testing.T) {
-	bad := []struct {
-		pin  Offload
-		want string
-	}{
-		{Offload{Backend: "rocm"}, "not one of cpu, cuda"},
-		{Offload{GPULayers: 10}, "a CPU build has no card"},
-		{Offload{FlashAttention: "on"}, "cuda backend only"},
-		{Offload{Backend: BackendCUDA, GPULayers: -2}, "gpu_layers -2"},
-		{Offload{Backend: BackendCUDA, FlashAttention: "auto"}, "flash_attention \"auto\""},
-	}
-	for _, c := range bad {
-		err := c.pin.Validate()
-		if !errors.Is(err, ErrBadOffload) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%+v: got %v, want an error saying %q", c.pin, err, c.want)
-		}
-	}
-	for _, ok := range []Offload{{}, {Backend: BackendCPU}, {Backend: BackendCUDA, GPULayers: AllLayers, FlashAttention: "on", KVOnHost: true}} {
-		if err := ok.Validate(); err != nil {
-			t.Errorf("%+v: %v", ok, err)
-		}
-	}
-	args := Offload{Backend: BackendCUDA, GPULayers: AllLayers, FlashAttention: "off", KVOnHost: true}.llamaServerArgs()
+func TestLlamaServerOffloadArgs(t *testing.T) {
+	args := llamaServerOffloadArgs(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers, FlashAttention: "off", KVOnHost: true})
 	if got := strings.Join(args, " "); got != "--n-gpu-layers all --flash-attn off --no-kv-offload" {
 		t.Errorf("llama-server args %q", got)
 	}
-	if args := (Offload{}).llamaServerArgs(); len(args) != 0 {
+	if args := llamaServerOffloadArgs(offload.Pin{}); len(args) != 0 {
 		t.Errorf("the CPU path adds flags %v; its command line must stay as it was", args)
 	}
 }
@@ -155,7 +135,7 @@ func FuzzParseLoadReport(f *testing.F) {
 		if rep.LayersOffloaded < 0 || rep.LayersTotal < 0 {
 			t.Fatalf("negative layers %+v", rep)
 		}
-		_ = CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+		_ = CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}, rep)
 		_ = rep.String()
 	})
 }
@@ -171,7 +151,7 @@ func TestCUDABuildWithNoDeviceIsRefused(t *testing.T) {
 	if rep.Buffers["CPU_Mapped model"] == 0 {
 		t.Errorf("the host load's buffers were not read: %v", rep.Buffers)
 	}
-	err := CheckOffload(Offload{Backend: BackendCUDA, GPULayers: AllLayers}, rep)
+	err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}, rep)
 	if !errors.Is(err, ErrOffloadNotHeld) || !strings.Contains(err.Error(), "failed to initialize CUDA") {
 		t.Errorf("got %v; want doesn't fit at this card, quoting the backend's failure", err)
 	}

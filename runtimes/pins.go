@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"rig/internal/offload"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ type Pins struct {
 	Machine      Machine     `json:"machine"`
 	// Offload is the arm's offload pin and Load what the runtime reported
 	// about where it put the model (nil on the CPU path).
-	Offload Offload     `json:"offload,omitzero"`
+	Offload offload.Pin `json:"offload,omitzero"`
 	Load    *LoadReport `json:"load_report,omitempty"`
 }
 

@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"fmt"
+	"rig/internal/offload"
 	"time"
 )
 
@@ -138,7 +139,7 @@ type Config struct {
 	VerboseLog bool
 	// Offload is the arm's offload pin (the zero value is the CPU path).
 	// The runtime is held to it after loading: see CheckOffload.
-	Offload Offload
+	Offload offload.Pin
 	// ModelStore is, for Ollama, a models directory to import into and run
 	// from instead of a private one under WorkDir: the preflight bench
 	// imports each model once, outside the memory reservations it measures

@@ -23,8 +23,8 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/offload"
 	"rig/receipts"
-	"rig/runtimes"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -279,7 +279,7 @@ func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 		if arm == nil || !ok {
 			return nil, fmt.Errorf("trial %s: arm %s is not in the snapshot", t.Key, t.Key.Arm)
 		}
-		pt.Runtime = runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+		pt.Runtime = offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
 		for _, b := range fa.Binaries {
 			if b.Component == pt.Runtime {
 				pt.BinarySHA256 = b.SHA256
@@ -400,7 +400,7 @@ func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, study, execution
 	}
 	if got := rec.Pins["binary_sha256"]; got != "" {
 		for _, b := range fa.Binaries {
-			if b.Component == runtimes.ComponentFor(rec.Runtime, fa.Pins.Offload.Backend) && b.SHA256 != got {
+			if b.Component == offload.Component(rec.Runtime, fa.Pins.Offload.Backend) && b.SHA256 != got {
 				return fmt.Errorf("pins.binary_sha256 %s is not the frozen %s binary's %s", got, b.Component, b.SHA256)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"rig/genrecord"
+	"rig/internal/offload"
 	"rig/receipts"
 	"rig/replay"
 	"rig/runtimes"
@@ -144,8 +145,8 @@ func (c *Coordinator) ReplaySample(ctx context.Context, study, execution string,
 		if arm == nil || !ok {
 			continue
 		}
-		kind := runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
-		if kind == runtimes.ComponentCUDA {
+		kind := offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+		if kind == offload.ComponentLlamaServerCUDA {
 			// Replay relaunches the CPU build (replay/record.go); a card's
 			// records are not replayed on workers until it relaunches theirs.
 			return nil, fmt.Errorf("arm %s runs on the CUDA build: replay on workers relaunches the CPU build only, so its records are not replayed here (docs/gpu.md)", a)

@@ -2,8 +2,8 @@ package studies
 
 import (
 	"fmt"
+	"rig/internal/offload"
 	"rig/preflight"
-	"rig/runtimes"
 	"strings"
 )
 
@@ -209,12 +209,12 @@ func PreflightProfile(d *Design, a Arm) preflight.Profile {
 	if card.OffloadLayers != nil {
 		p.OffloadLayers = *card.OffloadLayers
 	}
-	if o := a.Pins.Offload; o.Backend == runtimes.BackendCUDA {
+	if o := a.Pins.Offload; o.Backend == offload.BackendCUDA {
 		// The arm's offload pin is what the runtime will be held to; the
 		// CUDA backend has its own calibration (or is refused without one).
-		p.Backend = runtimes.BackendCUDA
+		p.Backend = offload.BackendCUDA
 		p.OffloadLayers = preflight.OffloadAll
-		if o.GPULayers != runtimes.AllLayers {
+		if o.GPULayers != offload.AllLayers {
 			p.OffloadLayers = o.GPULayers
 		}
 	}

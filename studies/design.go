@@ -13,8 +13,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"rig/internal/offload"
 	"rig/internal/textcheck"
-	"rig/runtimes"
 )
 
 // Design is a study's design file: everything written down before any run.
@@ -158,7 +158,7 @@ type Pins struct {
 	// the layers on the card, flash attention and the KV cache's place. The
 	// zero value (omitted) is the CPU path. It is held like the other pins:
 	// on every receipt, and checked against the runtime's load report.
-	Offload runtimes.Offload `json:"offload,omitzero"`
+	Offload offload.Pin `json:"offload,omitzero"`
 }
 
 // Sampling is the sampler configuration sent with every call.

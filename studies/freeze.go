@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"rig/runtimes"
+	"rig/internal/offload"
 	"strings"
 )
 
@@ -103,7 +103,7 @@ func Components(runtime string) []string {
 func ArmComponents(a Arm) []string {
 	cs := Components(a.Runtime)
 	for i, c := range cs {
-		cs[i] = runtimes.ComponentFor(c, a.Pins.Offload.Backend)
+		cs[i] = offload.Component(c, a.Pins.Offload.Backend)
 	}
 	return cs
 }

@@ -1,14 +1,13 @@
 package studies
 
 import (
-	"rig/runtimes"
-
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"rig/internal/offload"
 	"slices"
 	"strings"
 	"time"
@@ -309,7 +308,7 @@ func (v *validator) arms() {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
-		if a.Pins.Offload.Backend == runtimes.BackendCUDA && BaseRuntime(a.Runtime) != "llama-server" {
+		if a.Pins.Offload.Backend == offload.BackendCUDA && BaseRuntime(a.Runtime) != "llama-server" {
 			v.add(KindInvalid, p+".pins.offload.backend", "\"cuda\" with runtime %q: rig holds the CUDA variant of llama-server only (Ollama's CUDA runner is built beside it, but its offload pin is not held yet; docs/gpu.md); use runtime \"llama-server\" or backend \"cpu\"", a.Runtime)
 		}
 		if a.PinsSource != PinsShared && a.PinsSource != PinsProduction {

@@ -14,6 +14,7 @@ import (
 
 	"rig/governor"
 	"rig/governor/gates"
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/runtimes"
@@ -56,7 +57,7 @@ fails when the governor did not preempt. Without a card it says so and stops.
 				return fmt.Errorf("governor card-check: no card: %w", err)
 			}
 			nv.Close() // only to refuse early; the governor opens its own
-			build, err := runtimes.BuildOf(in, runtimes.ComponentCUDA)
+			build, err := runtimes.BuildOf(in, offload.ComponentLlamaServerCUDA)
 			if err != nil {
 				return err
 			}
@@ -76,7 +77,7 @@ fails when the governor did not preempt. Without a card it says so and stops.
 			}
 			rt, err := build.Start(ctx, runtimes.Config{Model: modelFile, ModelName: filepath.Base(modelFile), ModelSHA256: sum,
 				Context: 4096, WorkDir: filepath.Join(home, "rt"), NoSandbox: noSandbox,
-				Offload: runtimes.Offload{Backend: runtimes.BackendCUDA, GPULayers: runtimes.AllLayers}})
+				Offload: offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}})
 			if err != nil {
 				return err
 			}

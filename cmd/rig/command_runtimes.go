@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/runtimes"
 )
@@ -98,9 +99,9 @@ log-probabilities are apart, step by step.
 				return err
 			}
 			switch {
-			case compare || backend == runtimes.BackendCUDA || modelFile != "":
+			case compare || backend == offload.BackendCUDA || modelFile != "":
 				return smokeBackends(cmd, in, backend, modelFile, prompt, maxTokens, noSandbox, compare)
-			case backend != runtimes.BackendCPU:
+			case backend != offload.BackendCPU:
 				return fmt.Errorf("--backend %q: use cpu or cuda", backend)
 			}
 			work, err := os.MkdirTemp("", "rig-smoke-")
@@ -139,7 +140,7 @@ log-probabilities are apart, step by step.
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run without network namespaces (recorded on every receipt)")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", 12, "stop cap for the smoke generation")
 	cmd.Flags().StringVar(&prompt, "prompt", "Name three colours.", "the user message sent to every model")
-	cmd.Flags().StringVar(&backend, "backend", runtimes.BackendCPU, "cpu, or cuda for llama-server's CUDA build with every layer on the card")
+	cmd.Flags().StringVar(&backend, "backend", offload.BackendCPU, "cpu, or cuda for llama-server's CUDA build with every layer on the card")
 	cmd.Flags().StringVar(&modelFile, "model", "", "smoke this GGUF on llama-server instead of the bundled models")
 	cmd.Flags().BoolVar(&compare, "compare-backends", false, "run the generation on the CPU and the CUDA build and compare their log-probabilities")
 	return cmd

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/runtimes"
@@ -93,7 +94,7 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 	}
 	backends := []string{backend}
 	if compare {
-		backends = []string{runtimes.BackendCPU, runtimes.BackendCUDA}
+		backends = []string{offload.BackendCPU, offload.BackendCUDA}
 	}
 	work, err := os.MkdirTemp("", "rig-smoke-")
 	if err != nil {
@@ -104,14 +105,14 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 	for _, m := range models {
 		results := map[string]runtimes.Result{}
 		for _, be := range backends {
-			build, err := runtimes.BuildOf(in, runtimes.ComponentFor("llama-server", be))
+			build, err := runtimes.BuildOf(in, offload.Component("llama-server", be))
 			if err != nil {
 				return err
 			}
 			cfg := runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 2048,
 				WorkDir: filepath.Join(work, be+"-"+m.Name), NoSandbox: noSandbox}
-			if be == runtimes.BackendCUDA {
-				cfg.Offload = runtimes.Offload{Backend: runtimes.BackendCUDA, GPULayers: runtimes.AllLayers}
+			if be == offload.BackendCUDA {
+				cfg.Offload = offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}
 			}
 			fmt.Fprintf(out, "== llama-server (%s) × %s\n", be, m.Name)
 			started := time.Now()
@@ -122,7 +123,7 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 			var nv *governor.NVML
 			var e0 float64
 			var counted bool
-			if be == runtimes.BackendCUDA {
+			if be == offload.BackendCUDA {
 				if nv, err = governor.OpenNVML(cmd.Context(), 0); err == nil {
 					e0, counted = nv.EnergyJoules()
 				}
@@ -156,7 +157,7 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 			results[be] = res
 		}
 		if compare {
-			printBackendDiff(out, m.Name, results[runtimes.BackendCPU], results[runtimes.BackendCUDA])
+			printBackendDiff(out, m.Name, results[offload.BackendCPU], results[offload.BackendCUDA])
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rig/governor"
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/runtimes"
@@ -62,7 +63,7 @@ func RunCard(ctx context.Context, w io.Writer, o CardOptions) ([]CardRow, error)
 		return nil, fmt.Errorf("bench preflight --device cuda: %w: %v (this measures per-process card memory through NVML, so it runs on a machine with its card; scripts/gpu-check.sh runs it there)", ErrNoCard, err)
 	}
 	defer nv.Close()
-	build, err := runtimes.BuildOf(o.Installed, runtimes.ComponentCUDA)
+	build, err := runtimes.BuildOf(o.Installed, offload.ComponentLlamaServerCUDA)
 	if err != nil {
 		return nil, fmt.Errorf("bench preflight --device cuda: %w", err)
 	}
@@ -128,7 +129,7 @@ func measureCard(ctx context.Context, nv *governor.NVML, build runtimes.Build, c
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := preflight.Profile{Name: fmt.Sprintf("card-%d-%s", contextLen, kv), CardMemory: 1 << 40, Context: contextLen, KVType: kv,
-		OffloadLayers: preflight.OffloadAll, Parallel: 1, Backend: runtimes.BackendCUDA}
+		OffloadLayers: preflight.OffloadAll, Parallel: 1, Backend: offload.BackendCUDA}
 	if f, err := preflight.Open(m.Path); err == nil {
 		e, err := preflight.Predict(f, p, preflight.RuntimeLlamaServer, cal)
 		if errors.Is(err, preflight.ErrUncalibrated) {
@@ -152,7 +153,7 @@ func measureCard(ctx context.Context, nv *governor.NVML, build runtimes.Build, c
 	defer os.RemoveAll(work)
 	rt, err := build.Start(ctx, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: contextLen,
 		KVCacheType: kv, WorkDir: work, NoSandbox: noSandbox,
-		Offload: runtimes.Offload{Backend: runtimes.BackendCUDA, GPULayers: runtimes.AllLayers}})
+		Offload: offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}})
 	if err != nil {
 		r.Err = err.Error()
 		return r

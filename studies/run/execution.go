@@ -11,6 +11,7 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/receipts"
@@ -242,7 +243,7 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 	if !ok {
 		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
 	}
-	kind := runtimes.ComponentFor(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+	kind := offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
 	build, err := runtimes.BuildOf(x.installed, kind)
 	if err != nil {
 		return nil, err
