@@ -102,16 +102,9 @@ func (s *Service) Regrade(ctx context.Context, req RegradeRequest) (*RegradeRepo
 	if _, err := st.Execution(ctx, exec); err != nil {
 		return nil, fmt.Errorf("study %s: execution %s: %w", req.Study, exec, err)
 	}
-	banks := map[string]*tasks.Bank{}
-	for _, fb := range snap.Banks {
-		b, err := tasks.LoadBank(fb.Path)
-		if err != nil {
-			return nil, err
-		}
-		if b.Hash != fb.SHA256 {
-			return nil, &studies.StaleAssetError{Asset: "bank " + fb.Path, Want: fb.SHA256, Got: b.Hash}
-		}
-		banks[fb.JobKind] = b
+	banks, err := run.LoadBanks(snap)
+	if err != nil {
+		return nil, err
 	}
 	rep, err := regrade(ctx, regradeInput{Store: st, Exec: exec, RecDir: filepath.Join(s.Dir(req.Study), "executions", exec),
 		Banks: banks, Registry: run.Env{NoSandbox: s.NoSandbox}.Graders(), Grader: req.Grader, Version: req.Version})

@@ -73,22 +73,25 @@ func ReadMachine() Machine {
 			}
 		}
 	}
-	m.GPUs, m.GPUNote = readGPUs()
-	m.CUDADriver = cudaDriverVersion()
+	m.GPUs, m.GPUNote, m.CUDADriver = readGPUs()
 	return m
 }
 
-func readGPUs() ([]string, string) {
+// readGPUs lists the cards, says why there are none, and gives the newest
+// CUDA the driver runs (NVML's 13000 is "13.0"; "" without NVML).
+func readGPUs() (gpus []string, note, cuda string) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		return nil, "none (NVML unavailable: " + nvml.ErrorString(ret) + "); simulated cards only"
+		return nil, "none (NVML unavailable: " + nvml.ErrorString(ret) + "); simulated cards only", ""
 	}
 	defer nvml.Shutdown()
+	if v, ret := nvml.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		cuda = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+	}
 	driver, _ := nvml.SystemGetDriverVersion()
 	n, ret := nvml.DeviceGetCount()
 	if ret != nvml.SUCCESS || n == 0 {
-		return nil, "none (NVML found no device); simulated cards only"
+		return nil, "none (NVML found no device); simulated cards only", cuda
 	}
-	var out []string
 	for i := 0; i < n; i++ {
 		d, ret := nvml.DeviceGetHandleByIndex(i)
 		if ret != nvml.SUCCESS {
@@ -96,21 +99,7 @@ func readGPUs() ([]string, string) {
 		}
 		name, _ := d.GetName()
 		mem, _ := d.GetMemoryInfo()
-		out = append(out, fmt.Sprintf("%s (%d MiB), driver %s", name, mem.Total>>20, driver))
+		gpus = append(gpus, fmt.Sprintf("%s (%d MiB), driver %s", name, mem.Total>>20, driver))
 	}
-	return out, ""
-}
-
-// cudaDriverVersion is the newest CUDA the driver runs, as NVML encodes it
-// (13000 = "13.0"), or "" without NVML.
-func cudaDriverVersion() string {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		return ""
-	}
-	defer nvml.Shutdown()
-	v, ret := nvml.SystemGetCudaDriverVersion()
-	if ret != nvml.SUCCESS {
-		return ""
-	}
-	return fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+	return gpus, "", cuda
 }

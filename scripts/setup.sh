@@ -36,6 +36,17 @@ verify() {
   fi
 }
 
+# module_dir MODULE VERSION PINNED_SUM FOLDER: downloads a Go module (into
+# the module cache, from FOLDER so no go.mod around it interferes), checks
+# its sum against the pin and prints the folder it was unpacked into.
+module_dir() {
+  local json sum
+  json=$(cd "$4" && GOFLAGS=-mod=mod go mod download -json "$1@v$2") || die "go mod download $1@v$2 failed"
+  sum=$(printf '%s' "$json" | sed -n 's/.*"Sum": "\(.*\)".*/\1/p')
+  [ "$sum" = "$3" ] || die "$1 module sum $sum, pinned $3 (internal/provision/pins.env)"
+  printf '%s' "$json" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'
+}
+
 need() {
   command -v "$1" >/dev/null 2>&1 && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -156,10 +167,7 @@ ollama_bin="$obuild/bin/ollama"
 if [ ! -f "$obuild/.rig-ok" ]; then
   log "building ollama $OLLAMA_VERSION from its Go module (about 4 minutes on 2 cores)"
   rm -rf "$obuild" && mkdir -p "$obuild"
-  modjson=$(cd "$obuild" && GOFLAGS=-mod=mod go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION")
-  sum=$(printf '%s' "$modjson" | sed -n 's/.*"Sum": "\(.*\)".*/\1/p')
-  [ "$sum" = "$OLLAMA_GO_MODULE_SUM" ] || die "ollama module sum $sum, pinned $OLLAMA_GO_MODULE_SUM"
-  moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  moddir=$(module_dir github.com/ollama/ollama "$OLLAMA_VERSION" "$OLLAMA_GO_MODULE_SUM" "$obuild")
   cp -r "$moddir" "$obuild/src" && chmod -R u+w "$obuild/src"
   # Module zips leave out vendor/; llama.cpp's vendored headers come from the pinned bundle.
   (cd "$obuild/src" &&
@@ -183,8 +191,7 @@ if [ -n "$cuda_archs" ]; then
   if [ ! -f "$ocbuild/.rig-ok" ]; then
     log "building Ollama's CUDA runner for capability $cuda_archs ($jobs jobs; about half an hour on 2 cores, log: $ocbuild.log)"
     rm -rf "$ocbuild" && mkdir -p "$ocbuild/bin"
-    modjson=$(cd "$ocbuild" && GOFLAGS=-mod=mod go mod download -json "github.com/ollama/ollama@v$OLLAMA_VERSION")
-    moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    moddir=$(module_dir github.com/ollama/ollama "$OLLAMA_VERSION" "$OLLAMA_GO_MODULE_SUM" "$ocbuild")
     # The install folder is fixed at configure time (Ollama's CMakeLists
     # derives it from the prefix), so the prefix is given here.
     PATH="$cuda_toolkit/bin:$PATH" cmake -S "$moddir" -B "$ocbuild/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$ocbuild" \
@@ -226,10 +233,7 @@ temporal_bin="$tbuild/bin/temporal"
 if [ ! -f "$tbuild/.rig-ok" ]; then
   log "building the Temporal CLI $TEMPORAL_CLI_VERSION from its Go module (about 3 minutes on 2 cores)"
   rm -rf "$tbuild" && mkdir -p "$tbuild"
-  modjson=$(cd "$tbuild" && GOFLAGS=-mod=mod go mod download -json "github.com/temporalio/cli@v$TEMPORAL_CLI_VERSION")
-  sum=$(printf '%s' "$modjson" | sed -n 's/.*"Sum": "\(.*\)".*/\1/p')
-  [ "$sum" = "$TEMPORAL_CLI_GO_MODULE_SUM" ] || die "temporal CLI module sum $sum, pinned $TEMPORAL_CLI_GO_MODULE_SUM"
-  moddir=$(printf '%s' "$modjson" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  moddir=$(module_dir github.com/temporalio/cli "$TEMPORAL_CLI_VERSION" "$TEMPORAL_CLI_GO_MODULE_SUM" "$tbuild")
   (cd "$moddir" && CGO_ENABLED=0 go build -trimpath -o "$temporal_bin" -ldflags "-s -w" ./cmd/temporal) >"$tbuild.log" 2>&1 ||
     { tail -20 "$tbuild.log"; die "temporal CLI build failed; full log: $tbuild.log"; }
   sha256sum "$temporal_bin" | cut -d' ' -f1 >"$tbuild/bin/temporal.sha256"

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -109,29 +108,18 @@ log-probabilities are apart, step by step.
 				return err
 			}
 			defer os.RemoveAll(work)
-			out := cmd.OutOrStdout()
 			for _, kind := range []string{"llama-server", "ollama"} {
+				build, err := runtimes.BuildOf(in, kind)
+				if err != nil {
+					return err
+				}
 				for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
 					m := in.Models[name]
 					cfg := runtimes.Config{Model: m.Path, ModelName: name, ModelSHA256: m.SHA256,
 						Context: 2048, WorkDir: filepath.Join(work, kind+"-"+name), NoSandbox: noSandbox}
-					fmt.Fprintf(out, "== %s × %s\n", kind, name)
-					started := time.Now()
-					rt, err := runtimes.Launch(cmd.Context(), in, kind, cfg)
-					if err != nil {
+					if _, err := smokeOne(cmd, build, cfg, kind+" × "+name, "smoke-"+kind+"-"+name, prompt, maxTokens); err != nil {
 						return err
 					}
-					res, err := rt.Generate(cmd.Context(), runtimes.Request{
-						CallID:   "smoke-" + kind + "-" + name,
-						Messages: []runtimes.Message{{Role: "user", Content: prompt}},
-						Sampling: runtimes.Sampling{Temperature: 0, Seed: 42}, MaxTokens: maxTokens, TopK: 5,
-					})
-					pins := rt.Pins()
-					_ = rt.Stop(cmd.Context())
-					if err != nil {
-						return err
-					}
-					printSmoke(out, pins, res, time.Since(started))
 				}
 			}
 			return nil

@@ -114,45 +114,9 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 			if be == offload.BackendCUDA {
 				cfg.Offload = offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}
 			}
-			fmt.Fprintf(out, "== llama-server (%s) × %s\n", be, m.Name)
-			started := time.Now()
-			rt, err := build.Start(cmd.Context(), cfg)
+			res, err := smokeOne(cmd, build, cfg, fmt.Sprintf("llama-server (%s) × %s", be, m.Name), "smoke-"+be+"-"+m.Name, prompt, maxTokens)
 			if err != nil {
 				return err
-			}
-			var nv *governor.NVML
-			var e0 float64
-			var counted bool
-			if be == offload.BackendCUDA {
-				if nv, err = governor.OpenNVML(cmd.Context(), 0); err == nil {
-					e0, counted = nv.EnergyJoules()
-				}
-			}
-			res, err := rt.Generate(cmd.Context(), runtimes.Request{
-				CallID: "smoke-" + be + "-" + m.Name, Messages: []runtimes.Message{{Role: "user", Content: prompt}},
-				Sampling: runtimes.Sampling{Temperature: 0, Seed: 42}, MaxTokens: maxTokens, TopK: 5,
-			})
-			var energy string
-			if nv != nil {
-				if e1, ok := nv.EnergyJoules(); ok && counted && res.OutputTokens > 0 {
-					// The model was loaded before e0: this is the generation's own.
-					energy = fmt.Sprintf("%.3f J over %d output tokens = %.4f J/token (the card's NVML energy counter, load excluded)", e1-e0, res.OutputTokens, (e1-e0)/float64(res.OutputTokens))
-				} else {
-					energy = "the card has no energy counter (NVML): not measured"
-				}
-				nv.Close()
-			}
-			pins := rt.Pins()
-			_ = rt.Stop(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printSmoke(out, pins, res, time.Since(started))
-			if energy != "" {
-				fmt.Fprintf(out, "   energy    %s\n", energy)
-			}
-			if pins.Load != nil {
-				fmt.Fprintf(out, "   load report: %s\n", pins.Load)
 			}
 			results[be] = res
 		}
@@ -161,6 +125,53 @@ func smokeBackends(cmd *cobra.Command, in provision.Installed, backend, modelFil
 		}
 	}
 	return nil
+}
+
+// smokeOne is one smoke generation: start the build, one seeded greedy
+// call, stop, print. On the card it also reads the energy counter around
+// the call (the model is loaded by then) and prints the load report.
+func smokeOne(cmd *cobra.Command, build runtimes.Build, cfg runtimes.Config, title, callID, prompt string, maxTokens int) (runtimes.Result, error) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "== %s\n", title)
+	started := time.Now()
+	rt, err := build.Start(cmd.Context(), cfg)
+	if err != nil {
+		return runtimes.Result{}, err
+	}
+	var nv *governor.NVML
+	var e0 float64
+	var counted bool
+	if cfg.Offload.OnCard() {
+		if nv, err = governor.OpenNVML(cmd.Context(), 0); err == nil {
+			e0, counted = nv.EnergyJoules()
+			defer nv.Close()
+		}
+	}
+	res, err := rt.Generate(cmd.Context(), runtimes.Request{
+		CallID: callID, Messages: []runtimes.Message{{Role: "user", Content: prompt}},
+		Sampling: runtimes.Sampling{Temperature: 0, Seed: 42}, MaxTokens: maxTokens, TopK: 5,
+	})
+	energy := ""
+	if nv != nil {
+		if e1, ok := nv.EnergyJoules(); ok && counted && res.OutputTokens > 0 {
+			energy = fmt.Sprintf("%.3f J over %d output tokens = %.4f J/token (the card's NVML energy counter, load excluded)", e1-e0, res.OutputTokens, (e1-e0)/float64(res.OutputTokens))
+		} else {
+			energy = "the card has no energy counter (NVML): not measured"
+		}
+	}
+	pins := rt.Pins()
+	_ = rt.Stop(cmd.Context())
+	if err != nil {
+		return res, err
+	}
+	printSmoke(out, pins, res, time.Since(started))
+	if energy != "" {
+		fmt.Fprintf(out, "   energy    %s\n", energy)
+	}
+	if pins.Load != nil {
+		fmt.Fprintf(out, "   load report: %s\n", pins.Load)
+	}
+	return res, nil
 }
 
 // printBackendDiff compares two backends' seeded greedy generations step by

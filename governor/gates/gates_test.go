@@ -15,13 +15,13 @@ import (
 	"rig/studies/run"
 )
 
-// The card's paths on the simulated card sensor (the same one fault
-// injection uses): a trial's energy is the counter's difference over the
-// trial, and card memory above the trial's budget preempts it.
-func TestSimulatedCardEnergyAndBudget(t *testing.T) {
+// simulatedCard starts gates on the simulated card sensor and a plain
+// (uncontained) process for them to watch.
+func simulatedCard(t *testing.T) (context.Context, *gates.Gates, *governor.Simulated, *runtimes.Sandbox) {
+	t.Helper()
 	t.Setenv("HOME", t.TempDir()) // the governor's state directory
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	gpu := governor.SimulatedGPU()
 	g, err := gates.Start(ctx, gates.Options{Home: t.TempDir(), Sink: governor.SlogSink{Logger: log}, Log: log, GPU: gpu})
@@ -37,7 +37,15 @@ func TestSimulatedCardEnergyAndBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sb.Kill()
+	t.Cleanup(sb.Kill)
+	return ctx, g, gpu, sb
+}
+
+// The card's paths on the simulated card sensor (the same one fault
+// injection uses): a trial's energy is the counter's difference over the
+// trial, and card memory above the trial's budget preempts it.
+func TestSimulatedCardEnergyAndBudget(t *testing.T) {
+	ctx, g, gpu, sb := simulatedCard(t)
 	// As a launcher marks a runtime that holds its model on the card.
 	sb.OnCard = true
 
@@ -76,25 +84,7 @@ func TestSimulatedCardEnergyAndBudget(t *testing.T) {
 // A CPU arm's trial on a machine with a card: no energy is claimed for it
 // (the counter measures the card, which the trial did not use).
 func TestNoCardEnergyForACPUTrial(t *testing.T) {
-	t.Setenv("HOME", t.TempDir())
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	gpu := governor.SimulatedGPU()
-	g, err := gates.Start(ctx, gates.Options{Home: t.TempDir(), Sink: governor.SlogSink{Logger: log}, Log: log, GPU: gpu})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	env, err := runtimes.BuildEnv(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{Argv: []string{"sleep", "60"}, Env: env, Dir: dir, NoSandbox: true}, filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sb.Kill()
+	ctx, g, gpu, sb := simulatedCard(t)
 	start, _ := gpu.EnergyJoules()
 	guard, err := g.Watch(ctx, "cpu-trial", sb, 0)
 	if err != nil {

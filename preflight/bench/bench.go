@@ -105,21 +105,9 @@ func (o Options) withDefaults() (Options, error) {
 			}
 		}
 	}
-	if len(o.Models) == 0 {
-		for _, name := range slices.Sorted(maps.Keys(o.Installed.Models)) {
-			if m := o.Installed.Models[name]; m.Path != "" {
-				o.Models = append(o.Models, m)
-			}
-		}
-	}
+	o.Models, o.Contexts, o.KVTypes = grid(o.Installed, o.Models, o.Contexts, o.KVTypes)
 	if len(o.Runtimes) == 0 || len(o.Models) == 0 {
 		return o, fmt.Errorf("bench: %s names no runtime or no model: %w", orFile(o.Installed.File), provision.ErrNotProvisioned)
-	}
-	if len(o.Contexts) == 0 {
-		o.Contexts = []int{2048, 8192, 32768}
-	}
-	if len(o.KVTypes) == 0 {
-		o.KVTypes = []string{"f16", "q8_0"}
 	}
 	if o.Limit == 0 {
 		o.Limit = 8 * preflight.GiB
@@ -408,4 +396,23 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// grid fills what a measurement left unset: every provisioned model,
+// contexts 2048, 8192 and 32768, KV types f16 and q8_0.
+func grid(in provision.Installed, models []provision.Model, contexts []int, kvs []string) ([]provision.Model, []int, []string) {
+	if len(models) == 0 {
+		for _, name := range slices.Sorted(maps.Keys(in.Models)) {
+			if m := in.Models[name]; m.Path != "" {
+				models = append(models, m)
+			}
+		}
+	}
+	if len(contexts) == 0 {
+		contexts = []int{2048, 8192, 32768}
+	}
+	if len(kvs) == 0 {
+		kvs = []string{"f16", "q8_0"}
+	}
+	return models, contexts, kvs
 }

@@ -73,21 +73,9 @@ func RunCard(ctx context.Context, w io.Writer, o CardOptions) ([]CardRow, error)
 			return nil, err
 		}
 	}
-	models := o.Models
+	models, contexts, kvs := grid(o.Installed, o.Models, o.Contexts, o.KVTypes)
 	if len(models) == 0 {
-		for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
-			if m, ok := o.Installed.Models[name]; ok && m.Path != "" {
-				models = append(models, m)
-			}
-		}
-	}
-	contexts := o.Contexts
-	if len(contexts) == 0 {
-		contexts = []int{2048, 8192, 32768}
-	}
-	kvs := o.KVTypes
-	if len(kvs) == 0 {
-		kvs = []string{"f16", "q8_0"}
+		return nil, fmt.Errorf("bench preflight --device cuda: no model to measure (give --model FILE, or run make setup)")
 	}
 	timeout := o.RunTimeout
 	if timeout == 0 {

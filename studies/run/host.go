@@ -105,7 +105,7 @@ func NewHost(env Env, spec HostSpec) (*Host, error) {
 	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
 		return nil, err
 	}
-	if x.banks, err = loadBanks(spec.Snapshot); err != nil {
+	if x.banks, err = LoadBanks(spec.Snapshot); err != nil {
 		return nil, err
 	}
 	for _, jk := range d.AutoWallJobKinds() {

@@ -62,9 +62,9 @@ type Spec struct {
 	Ended func(ctx context.Context, kind, why string)
 }
 
-// loadBanks reads the snapshot's banks by job kind, each checked against
+// LoadBanks reads the snapshot's banks by job kind, each checked against
 // its digest at freeze: a bank that changed since is a stale asset.
-func loadBanks(snap *studies.Snapshot) (map[string]*tasks.Bank, error) {
+func LoadBanks(snap *studies.Snapshot) (map[string]*tasks.Bank, error) {
 	banks := map[string]*tasks.Bank{}
 	for _, fb := range snap.Banks {
 		b, err := tasks.LoadBank(fb.Path)
@@ -121,7 +121,7 @@ func Start(env Env, spec Spec) (*Handle, error) {
 	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
 		return nil, err
 	}
-	if x.banks, err = loadBanks(spec.Snapshot); err != nil {
+	if x.banks, err = LoadBanks(spec.Snapshot); err != nil {
 		return nil, err
 	}
 	var walls []string
