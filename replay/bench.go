@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"rig/genrecord"
 	"rig/internal/provision"
@@ -69,6 +70,11 @@ type ReplayCost struct {
 	// replay (the fallback) is counted into PrefillMS, as rig replay
 	// --mode prefill spends it.
 	PrefillFallback int `json:"prefill_fallback_rows,omitempty"`
+	// PrefillFloor is what one pass over prompt and output would cost at
+	// the runtime's own prompt rate (its timings of the original calls),
+	// against the original: no prefill replay on this stack and machine
+	// gets below it, whatever the scorer does.
+	PrefillFloor float64 `json:"prefill_floor_ratio,omitempty"`
 }
 
 // ReplayFit is a least-squares line of replay wall time on output tokens,
@@ -183,6 +189,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 	}
 	defer w.Close()
 	capOf, tokens := map[string]int{}, map[string]int{}
+	floorMS := map[string]float64{}
 	var results []genrecord.RowResult
 	prefills := map[string]genrecord.RowResult{}
 	// Each row is replayed right after the next one is generated: the two
@@ -226,6 +233,10 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 				return nil, fit, err
 			}
 			capOf[id], tokens[id] = n, len(row.Output)
+			if t := res.Timings; t.PromptTokens > 0 && t.PromptDuration > 0 {
+				perToken := float64(t.PromptDuration) / float64(time.Millisecond) / float64(t.PromptTokens)
+				floorMS[id] = perToken * float64(res.PromptTokens+len(row.Output))
+			}
 			if prev != "" {
 				if err := replay(prev); err != nil {
 					return nil, fit, err
@@ -256,6 +267,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		c.ReplayMS += r.ReplayMS
 		if p, ok := prefills[r.RowID]; ok {
 			c.PrefillRows++
+			c.PrefillFloor += floorMS[r.RowID]
 			c.PrefillMS += p.ReplayMS
 			c.PrefillMaxDiff = max(c.PrefillMaxDiff, p.Comparison.MaxAbsDiff)
 			if p.Status == genrecord.StatusReproduced {
@@ -273,6 +285,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		if c.OriginalMS > 0 {
 			c.Ratio = c.ReplayMS / c.OriginalMS
 			c.PrefillRatio = c.PrefillMS / c.OriginalMS
+			c.PrefillFloor /= c.OriginalMS
 		}
 		if c.PrefillRows > 0 {
 			c.PrefillMS /= float64(c.PrefillRows)
@@ -358,8 +371,8 @@ func (b ReplayBench) WriteText(w io.Writer) error {
 		if float64(c.MaxTokens) >= 256 {
 			verdict = fmt.Sprintf(" (goal ≤ %.1f× at 256 tokens and above: %s)", PrefillCostGoal, map[bool]string{true: "met", false: "NOT MET"}[c.PrefillRatio <= PrefillCostGoal])
 		}
-		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s\n",
-			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, c.OriginalMS, c.PrefillRatio, verdict)
+		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s; floor at the runtime's own prompt rate %.3f×\n",
+			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, c.OriginalMS, c.PrefillRatio, verdict, c.PrefillFloor)
 	}
 	if b.Pass {
 		s.WriteString("goal: replay at most 1.2× the original on llama-server and 1.5× on Ollama, at every length and per extra token (linear): met\n")

@@ -45,6 +45,7 @@ type prefillScorer struct {
 	sysInfo string
 	nctx    int
 	nvocab  int
+	ubatch  int // physical batch: below the CPU flash-attention tile, as decode steps run
 	timeout time.Duration
 }
 
@@ -100,13 +101,14 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 		return nil, fmt.Errorf("prefill scorer did not load %s: %w (its log: %s)", model, err, sb.LogTail(5))
 	}
 	f := strings.Fields(line)
-	if len(f) < 3 || f[0] != "ready" {
+	if len(f) < 4 || f[0] != "ready" {
 		s.Stop()
 		return nil, fmt.Errorf("prefill scorer: unexpected first line %q", line)
 	}
 	s.nctx, _ = strconv.Atoi(f[1])
 	s.nvocab, _ = strconv.Atoi(f[2])
-	s.sysInfo = strings.Join(f[3:], " ")
+	s.ubatch, _ = strconv.Atoi(f[3])
+	s.sysInfo = strings.Join(f[4:], " ")
 	return s, nil
 }
 
@@ -284,7 +286,7 @@ func (p prefillRescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genr
 
 // Fingerprint is the stack a prefill replay ran on, for its result.
 func (s *prefillScorer) fingerprint() string {
-	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d; %s)", s.binSHA, s.nctx, s.nvocab, s.sysInfo)
+	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, physical batch %d; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.sysInfo)
 }
 
 // modeOf is the mode a request names, exact when it names none.
@@ -304,11 +306,15 @@ func noPrefillWhy(kind string) string {
 }
 
 // DefaultPrefillTolerance is the prefill tolerance used when no calibration
-// is given. The numbers come from `rig replay calibrate --mode prefill` on
-// this project's stacks (docs/generations.md has the run): a few times the
-// genuine rows' noise floor, below every control's distance. A studio's own
-// calibration (--calibration) replaces it.
-var DefaultPrefillTolerance = genrecord.Tolerance{Token: 0.35, Row: 0.08}
+// is given: SmolLM2's calibrated tolerance rounded up
+// (genrecord/testdata/replay-calibration-prefill-2026-12-02.json: noise at
+// most 2.5e-4 nats per token, every control at least 0.32). It is tight on
+// purpose: a row it disputes only costs its decode-step replay, which then
+// decides, while a loose one could pass an edit a model's noise hides (Gemma
+// 3's batched pass drifts up to 1.1 nats, so its rows mostly go the exact
+// way without a calibration of their own). A studio's own calibration
+// (--calibration) replaces it.
+var DefaultPrefillTolerance = genrecord.Tolerance{Token: 0.01, Row: 0.003}
 
 // DefaultPrefillToleranceSource names DefaultPrefillTolerance in results.
 const DefaultPrefillToleranceSource = "rig's default prefill tolerance (no --calibration given; rig replay calibrate --mode prefill measures one for this machine)"

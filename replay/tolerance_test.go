@@ -91,3 +91,24 @@ func TestKeptCalibrationLoads(t *testing.T) {
 		}
 	}
 }
+
+// The kept prefill calibration: SmolLM2's rows and controls separate by three
+// orders of magnitude, Gemma 3's do not, and its entry is refused by name.
+func TestKeptPrefillCalibration(t *testing.T) {
+	path := "../genrecord/testdata/replay-calibration-prefill-2026-12-02.json"
+	smol := genrecord.Pins{ModelName: "smollm2-135m-instruct", ModelSHA256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"}
+	got, err := LoadReplayTolerance(path, "llama-server", smol, ModePrefill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Tolerance.Token <= 0 || got.Tolerance.Token > DefaultPrefillTolerance.Token || got.Tolerance.Row > DefaultPrefillTolerance.Row || !strings.Contains(got.Source, "false accepts 0, false rejects 0") {
+		t.Errorf("SmolLM2's prefill tolerance %+v (%s); want it positive, within rig's default %+v, with no false accepts or rejects", got.Tolerance, got.Source, DefaultPrefillTolerance)
+	}
+	gemma := genrecord.Pins{ModelName: "gemma-3-270m", ModelSHA256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"}
+	if _, err := LoadReplayTolerance(path, "llama-server", gemma, ModePrefill); err == nil || !strings.Contains(err.Error(), "runtimes[0].models[1].calibration.separable is false") {
+		t.Errorf("Gemma 3's entry: got %v, want it refused by its field", err)
+	}
+	if _, err := LoadReplayTolerance(path, "llama-server", smol, ModeExact); err == nil || !strings.Contains(err.Error(), "field mode is \"prefill\"") {
+		t.Errorf("the prefill calibration for an exact replay: got %v, want it refused naming both modes", err)
+	}
+}

@@ -151,7 +151,11 @@ prefill_scorer="$lbuild/bin/rig-prefill-score-$scorer_key"
 if [ ! -f "$scorer_dir/.rig-ok" ]; then
   log "building rig-prefill-score against the pinned libllama (seconds)"
   mkdir -p "$scorer_dir"
-  g++ -O2 -std=c++17 "$scorer_src" -I"$lsrc/include" -I"$lsrc/ggml/include" -L"$lbuild/bin" \
+  # The scorer keeps its physical batch below the CPU flash-attention query
+  # tile, so its pass takes the decode steps' kernel (see scorer.cpp).
+  fa_tile_q=$(sed -n 's/^#define GGML_FA_TILE_Q *\([0-9][0-9]*\).*/\1/p' "$lsrc/ggml/src/ggml-cpu/common.h")
+  [ -n "$fa_tile_q" ] || die "GGML_FA_TILE_Q not found in $lsrc/ggml/src/ggml-cpu/common.h: the pinned llama.cpp moved it; update the scorer's build"
+  g++ -O2 -std=c++17 -DRIG_FA_TILE_Q="$fa_tile_q" "$scorer_src" -I"$lsrc/include" -I"$lsrc/ggml/include" -L"$lbuild/bin" \
     -lllama -lggml -lggml-base -Wl,-rpath,"$lbuild/bin" -o "$prefill_scorer" >"$scorer_dir.log" 2>&1 ||
     { tail -20 "$scorer_dir.log"; die "rig-prefill-score build failed; full log: $scorer_dir.log"; }
   touch "$scorer_dir/.rig-ok"

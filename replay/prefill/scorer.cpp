@@ -5,9 +5,13 @@
 //
 // Usage: rig-prefill-score MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [UBATCH]
 //
-// UBATCH (default 512) is the largest physical batch: the CPU kernels take
-// another path for larger matrices, and a smaller one keeps the batched
-// pass numerically closer to the decode steps that made the record.
+// UBATCH is the largest physical batch. Its default is one below the CPU
+// flash-attention kernel's query tile (GGML_FA_TILE_Q in the pinned ggml,
+// passed in by setup as RIG_FA_TILE_Q): a batch of that many queries or more
+// takes the tiled kernel, which accumulates in F32, while the decode steps
+// that made the record take the one-query kernel, which accumulates V in
+// F16. Measured on SmolLM2 Q4_1: below the tile a row scores within about
+// 3e-4 nats of its decode steps; at the tile and above, 0.2 nats and more.
 //
 // Protocol, one request per line on IN_FIFO:
 //   score ROW_ID K N_PROMPT N_OUTPUT id id ... (prompt ids, then output ids)
@@ -18,7 +22,8 @@
 //   highest first), the log-softmax of the raw logits over the whole
 //   vocabulary, as llama-server's n_probs reports them;
 //   or: error ROW_ID MESSAGE
-// A first line "ready N_CTX N_VOCAB SYSTEM_INFO" says the model is loaded.
+// A first line "ready N_CTX N_VOCAB UBATCH SYSTEM_INFO" says the model is
+// loaded.
 #include "llama.h"
 
 #include <algorithm>
@@ -31,6 +36,10 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#ifndef RIG_FA_TILE_Q
+#error "build with -DRIG_FA_TILE_Q=<GGML_FA_TILE_Q of the pinned ggml-cpu> (scripts/setup.sh does)"
+#endif
 
 static ggml_type kv_type(const std::string & s) {
     if (s == "q8_0") return GGML_TYPE_Q8_0;
@@ -63,7 +72,11 @@ int main(int argc, char ** argv) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx;
-    cp.n_ubatch = std::min(n_ctx, argc == 8 ? atoi(argv[7]) : 512);
+    cp.n_ubatch = std::min(n_ctx, argc == 8 ? atoi(argv[7]) : RIG_FA_TILE_Q - 1);
+    if (cp.n_ubatch < 1) {
+        fprintf(stderr, "UBATCH must be at least 1\n");
+        return 2;
+    }
     cp.n_threads = n_threads;
     cp.n_threads_batch = n_threads;
     cp.type_k = kv_type(argv[4]);
@@ -79,7 +92,7 @@ int main(int argc, char ** argv) {
     std::ofstream out(argv[6]);
     std::string info = llama_print_system_info();
     std::replace(info.begin(), info.end(), '\n', ' ');
-    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << info << std::endl;
+    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << llama_n_ubatch(ctx) << " " << info << std::endl;
     std::string line;
     std::vector<float> lp(n_vocab);
     std::vector<int> order(n_vocab);
