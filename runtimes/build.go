@@ -42,14 +42,15 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 		if in.CUDAToolkit != "" {
 			b.LibDirs = []string{filepath.Join(in.CUDAToolkit, "lib")}
 		}
-	case offload.ComponentOllamaCUDA:
-		b.Runtime, b.Backend = "ollama", offload.BackendCUDA
-		b.Binary, b.BuildFlags = in.OllamaCUDA, in.OllamaBuildFlag+", with its CUDA runner for capability "+in.CUDAArchs
-		if b.Binary == "" {
-			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA variant on this machine (docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
-		}
 		if b.Binary == "" {
 			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA llama-server on this machine (it does where nvidia-smi lists a card, or with RIG_CUDA_ARCHS=90 make setup; docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
+		}
+	case offload.ComponentOllamaCUDA:
+		b.Runtime, b.Backend = "ollama", offload.BackendCUDA
+		// Its runner folder carries its own copies of cudart and cuBLAS.
+		b.Binary, b.BuildFlags = in.OllamaCUDA, in.OllamaBuildFlag+", with its CUDA runner for capability "+in.CUDAArchs
+		if b.Binary == "" {
+			return b, fmt.Errorf("%s: %s: %w: setup built no CUDA Ollama on this machine (it does beside a CUDA llama-server: where nvidia-smi lists a card, or with RIG_CUDA_ARCHS=90 make setup; docs/gpu.md)", orProvisioned(in.File), kind, ErrBinaryMissing)
 		}
 	case "ollama":
 		b.Binary, b.BuildFlags, b.Backend = in.Ollama, in.OllamaBuildFlag, offload.BackendCPU

@@ -103,3 +103,21 @@ func readGPUs() (gpus []string, note, cuda string) {
 	}
 	return gpus, "", cuda
 }
+
+// CardTotalBytes is the memory of card 0 as NVML reports it: what a
+// simulated smaller card on it is carved from.
+func CardTotalBytes() (uint64, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("NVML unavailable: %s", nvml.ErrorString(ret))
+	}
+	defer nvml.Shutdown()
+	d, ret := nvml.DeviceGetHandleByIndex(0)
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("NVML lists no card 0: %s", nvml.ErrorString(ret))
+	}
+	mem, ret := d.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("NVML: card 0's memory: %s", nvml.ErrorString(ret))
+	}
+	return mem.Total, nil
+}

@@ -51,16 +51,24 @@ type LoadReport struct {
 var (
 	offloadedRE = regexp.MustCompile(`offloaded (\d+)/(\d+) layers to GPU`)
 	bufferRE    = regexp.MustCompile(`\w+:\s+(\S+)\s+(model|KV|compute|output|RS)\s+buffer size =\s+([0-9.]+) MiB`)
-	deviceRE    = regexp.MustCompile(`ggml_cuda_init: (.*)|Device \d+: (.*), compute capability|no usable GPU found|failed to initialize CUDA: (.*)`)
+	// Ollama's own engine says it in its log's key=value form:
+	// msg="model weights" device=CUDA0 size="405.2 MiB".
+	ollamaBufferRE = regexp.MustCompile(`msg="(model weights|kv cache|compute graph)" device=(\S+) size="([0-9.]+) (B|KiB|MiB|GiB|TiB)"`)
+	deviceRE       = regexp.MustCompile(`ggml_cuda_init: (.*)|Device \d+: (.*), compute capability|no usable GPU found|failed to initialize CUDA: (.*)|failure during GPU discovery|no compatible GPUs were discovered|inference compute" id=\S+ library=\S+`)
 )
 
 // ParseLoadReport reads a llama.cpp-based runtime's log. Only the last load
 // counts: a log that holds several loads (a restart) is read to its end.
 func ParseLoadReport(r io.Reader) (LoadReport, error) {
 	rep := LoadReport{Buffers: map[string]int64{}}
+	// A load is its offload line and its buffer lines, in either order:
+	// llama.cpp prints the offload line first, Ollama's server often logs its
+	// runner's buffers before the runner's offload line reaches the log.
 	lastKind := ""
+	offloadAfterBuffers := false
 	newLoad := func() {
-		rep.Buffers = map[string]int64{}
+		rep = LoadReport{Buffers: map[string]int64{}, DeviceNotes: rep.DeviceNotes}
+		offloadAfterBuffers = false
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -70,28 +78,25 @@ func ParseLoadReport(r io.Reader) (LoadReport, error) {
 		// prefix), so the patterns are matched anywhere in the line.
 		line := sc.Text()
 		if m := offloadedRE.FindStringSubmatch(line); m != nil {
-			// The offload line comes first in a load: what came before was
-			// an earlier load (a restart in the same log).
-			newLoad()
+			ollamaOrder := strings.Contains(line, `msg="offloaded`)
+			if rep.Offloadable || !ollamaOrder && len(rep.Buffers) > 0 {
+				newLoad() // this load has its offload line already: the next load
+			}
+			offloadAfterBuffers = ollamaOrder && len(rep.Buffers) > 0
 			rep.LayersOffloaded, _ = strconv.Atoi(m[1])
 			rep.LayersTotal, _ = strconv.Atoi(m[2])
 			rep.Offloadable = true
 			lastKind = "offloaded"
 			continue
 		}
-		if m := bufferRE.FindStringSubmatch(line); m != nil {
-			mib, err := strconv.ParseFloat(m[3], 64)
-			if err != nil {
-				continue
-			}
-			if m[2] == "model" && lastKind != "model" && lastKind != "offloaded" {
-				// Model buffers after KV or compute ones: a new load on a
-				// build that prints no offload line.
+		if dev, kind, bytes, ok := bufferLine(line); ok {
+			if kind == "model" && (lastKind != "" && lastKind != "model" && lastKind != "offloaded" || lastKind == "offloaded" && offloadAfterBuffers) {
+				// Model buffers after a whole load's other lines: the next
+				// load (a restart, or a build that prints no offload line).
 				newLoad()
-				rep.Offloadable, rep.LayersOffloaded, rep.LayersTotal = false, 0, 0
 			}
-			rep.Buffers[m[1]+" "+m[2]] += int64(mib * (1 << 20))
-			lastKind = m[2]
+			rep.Buffers[dev+" "+kind] += bytes
+			lastKind = kind
 			continue
 		}
 		if m := deviceRE.FindString(line); m != "" && !slices.Contains(rep.DeviceNotes, strings.TrimSpace(m)) {
@@ -99,6 +104,27 @@ func ParseLoadReport(r io.Reader) (LoadReport, error) {
 		}
 	}
 	return rep, sc.Err()
+}
+
+// bufferLine reads one allocation line, llama.cpp's ("CUDA0 model buffer
+// size = 92.10 MiB") or Ollama's engine's (msg="kv cache" device=CPU
+// size="21.0 MiB"), as a device, a LoadReport kind and bytes.
+func bufferLine(line string) (dev, kind string, bytes int64, ok bool) {
+	if m := bufferRE.FindStringSubmatch(line); m != nil {
+		mib, err := strconv.ParseFloat(m[3], 64)
+		return m[1], m[2], int64(mib * (1 << 20)), err == nil
+	}
+	m := ollamaBufferRE.FindStringSubmatch(line)
+	if m == nil {
+		return "", "", 0, false
+	}
+	n, err := strconv.ParseFloat(m[3], 64)
+	if err != nil {
+		return "", "", 0, false
+	}
+	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[4]]
+	kind = map[string]string{"model weights": "model", "kv cache": "KV", "compute graph": "compute"}[m[1]]
+	return m[2], kind, int64(n * unit), true
 }
 
 // ReadLoadReport parses the load report in a runtime's log file.

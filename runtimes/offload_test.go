@@ -170,3 +170,87 @@ func TestDeviceListing(t *testing.T) {
 		t.Errorf("the CPU build: %q", got)
 	}
 }
+
+// Ollama's engine logs the runner's buffers before or after its offload
+// line; either way they are one load, and a second load replaces the first.
+func TestOllamaLoadReports(t *testing.T) {
+	all := offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}
+	cpu := loadFixture(t, "ollama-cpu-gemma3.log")
+	if !cpu.Offloadable || cpu.LayersOffloaded != 0 || cpu.LayersTotal != 19 {
+		t.Errorf("CPU capture: %+v", cpu)
+	}
+	if got := cpu.Buffers["CPU model"]; got < 405<<20 || got > 406<<20 {
+		t.Errorf("CPU model weights %d bytes; the log says 405.2 MiB (%v)", got, cpu.Buffers)
+	}
+	if cpu.Buffers["CPU KV"] == 0 || cpu.Buffers["CPU compute"] == 0 {
+		t.Errorf("kv cache and compute graph not read: %v", cpu.Buffers)
+	}
+	if err := CheckOffload(offload.Pin{}, cpu); err != nil {
+		t.Errorf("the CPU path is held by a CPU load: %v", err)
+	}
+
+	nodev := loadFixture(t, "ollama-cuda-nodevice-gemma3.log")
+	err := CheckOffload(all, nodev)
+	if !errors.Is(err, ErrOffloadNotHeld) || !strings.Contains(err.Error(), "placed 0 of 19") {
+		t.Errorf("the CUDA build with no card: got %v, want doesn't fit at this card, 0 of 19 placed", err)
+	}
+	if !slices.ContainsFunc(nodev.DeviceNotes, func(n string) bool { return strings.Contains(n, "library=cpu") }) {
+		t.Errorf("the discovery's own words are not kept: %q", nodev.DeviceNotes)
+	}
+
+	full := loadFixture(t, "ollama-cuda-full.log")
+	if err := CheckOffload(all, full); err != nil {
+		t.Errorf("every layer on CUDA0: %v", err)
+	}
+	if card, kinds := full.CardBytes(); card == 0 || kinds["KV"] == 0 {
+		t.Errorf("card bytes %d by kind %v", card, kinds)
+	}
+	partial := loadFixture(t, "ollama-cuda-partial.log")
+	if err := CheckOffload(all, partial); !errors.Is(err, ErrOffloadNotHeld) || !strings.Contains(err.Error(), "12 of 19") {
+		t.Errorf("12 of 19 layers for a full pin: got %v", err)
+	}
+	if err := CheckOffload(offload.Pin{Backend: offload.BackendCUDA, GPULayers: 12}, partial); err != nil {
+		t.Errorf("12 layers pinned, 12 placed: %v", err)
+	}
+
+	// Two loads in one log, each in Ollama's order: only the last counts.
+	two, err := ParseLoadReport(strings.NewReader(readFixture(t, "ollama-cuda-partial.log") + readFixture(t, "ollama-cuda-full.log")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if two.LayersOffloaded != 19 || two.Buffers["CUDA0 model"] != full.Buffers["CUDA0 model"] || two.Buffers["CPU KV"] != 0 {
+		t.Errorf("two loads read as %+v, want the last one alone (%+v)", two, full)
+	}
+}
+
+func readFixture(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "loadreport", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A simulated smaller card on the real one is told to Ollama as the rest of
+// the card left free; the CPU path and the whole card tell it nothing.
+func TestOllamaIsToldASimulatedCard(t *testing.T) {
+	onCard := offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}
+	for _, cfg := range []Config{{CardBudget: 512 << 20}, {Offload: onCard}} {
+		if got, err := ollamaGPUOverhead(cfg); got != 0 || err != nil {
+			t.Errorf("%+v: overhead %d, %v; want none", cfg, got, err)
+		}
+	}
+	got, err := ollamaGPUOverhead(Config{Offload: onCard, CardBudget: 512 << 20})
+	total, terr := CardTotalBytes()
+	if terr != nil {
+		// These machines: no card to carve the simulated one from.
+		if err == nil || !strings.Contains(err.Error(), "simulated card of 512 MiB") {
+			t.Errorf("no card: got %d, %v; want a refusal naming the simulated card", got, err)
+		}
+		return
+	}
+	if err != nil || got != total-512<<20 {
+		t.Errorf("card of %d bytes: overhead %d, %v; want %d", total, got, err, total-512<<20)
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"rig/internal/offload"
 	"rig/preflight"
 )
 
@@ -35,6 +36,7 @@ type Ollama struct {
 	think  bool // the model reports the "thinking" capability
 	// template says which chat format the pins hold: the GGUF's own, or the family's.
 	template string
+	load     *LoadReport // where the runner put the model, read for an offload pin
 }
 
 const ollamaPort = 11434
@@ -51,6 +53,16 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	if err := ollamaHoldsContext(cfg.Model, cfg.Context); err != nil {
 		return nil, err
 	}
+	flashAttention := "1"
+	if cfg.Offload.FlashAttention == "off" {
+		if cfg.KVCacheType != "f16" {
+			return nil, fmt.Errorf("ollama: the offload pin turns flash attention off with KV cache type %s: Ollama runs a quantized cache only with flash attention (it would silently run f16); pin flash_attention \"on\" or the f16 cache", cfg.KVCacheType)
+		}
+		flashAttention = "0"
+	}
+	if cfg.Offload.KVOnHost {
+		return nil, errors.New("ollama: the offload pin keeps the KV cache on the host, which Ollama has no setting for (run the arm on llama-server)")
+	}
 	port := ollamaPort
 	if cfg.NoSandbox {
 		p, err := FreeLoopbackPort()
@@ -66,7 +78,11 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	if err := os.MkdirAll(models, 0o700); err != nil {
 		return nil, err
 	}
-	env, err := BuildEnv(cfg.WorkDir, map[string]string{
+	overhead, err := ollamaGPUOverhead(cfg)
+	if err != nil {
+		return nil, err
+	}
+	settings := map[string]string{
 		"OLLAMA_HOST":              "127.0.0.1:" + strconv.Itoa(port),
 		"OLLAMA_MODELS":            models,
 		"OLLAMA_NUM_PARALLEL":      "1",
@@ -77,9 +93,14 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		"OLLAMA_NO_CLOUD":          "1",
 		"OLLAMA_NOPRUNE":           "1",
 		// Without flash attention Ollama's llama.cpp runner silently ignores a
-		// quantized KV-cache type and runs f16, unlike the pins say.
-		"OLLAMA_FLASH_ATTENTION": "1",
-	})
+		// quantized KV-cache type and runs f16, unlike the pins say; so it is
+		// on unless an f16 arm's offload pin turns it off.
+		"OLLAMA_FLASH_ATTENTION": flashAttention,
+	}
+	if overhead > 0 {
+		settings["OLLAMA_GPU_OVERHEAD"] = strconv.FormatUint(overhead, 10)
+	}
+	env, err := BuildEnv(cfg.WorkDir, settings)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +120,7 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		return nil, err
 	}
 	o.sb = sb
+	sb.OnCard = cfg.Offload.OnCard()
 	// Ollama refuses requests whose Host is not a loopback name; the socket
 	// leads to its loopback port, so the URL says so.
 	base, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(port))
@@ -113,6 +135,24 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// ollamaGPUOverhead is what Ollama must leave free on the card for an arm
+// held to a simulated smaller one: the rest of the real card. Ollama's
+// scheduler then places layers as the smaller card allows, and the load
+// report shows whether the pin was held.
+func ollamaGPUOverhead(cfg Config) (uint64, error) {
+	if cfg.CardBudget == 0 || !cfg.Offload.OnCard() {
+		return 0, nil
+	}
+	total, err := CardTotalBytes()
+	if err != nil {
+		return 0, fmt.Errorf("ollama: a simulated card of %d MiB is carved from the real one, whose size is unknown: %w", cfg.CardBudget>>20, err)
+	}
+	if cfg.CardBudget >= total {
+		return 0, nil
+	}
+	return total - cfg.CardBudget, nil
 }
 
 func (o *Ollama) crashed(what string) error {
@@ -216,6 +256,9 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		}
 		return fmt.Errorf("ollama: loading %s: %w: %v", o.cfg.Model, ErrModelFile, err)
 	}
+	if err := o.holdOffload(); err != nil {
+		return err
+	}
 	version, err := o.client.Version(gctx)
 	if err != nil {
 		if o.exited() {
@@ -231,6 +274,28 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		Stack: stack, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
 		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
+		Offload: o.cfg.Offload, Load: o.load,
+	}
+	if o.cfg.Offload.Backend == offload.BackendCUDA {
+		o.pins.Machine.Backend = offload.BackendCUDA // as llama-server's: only a card's run says it
+	}
+	return nil
+}
+
+// holdOffload reads where Ollama's runner put the model (its log, written
+// by the load above) and refuses a placement other than the pin's. The CPU
+// build is held to nothing: it has no card to misplace anything on.
+func (o *Ollama) holdOffload() error {
+	if o.cfg.Offload.Backend != offload.BackendCUDA {
+		return nil
+	}
+	rep, err := ReadLoadReport(o.sb.logPath)
+	if err != nil {
+		return fmt.Errorf("ollama: reading its load report: %w", err)
+	}
+	o.load = &rep
+	if err := CheckOffload(o.cfg.Offload, rep); err != nil {
+		return fmt.Errorf("ollama with %s: %w", o.cfg.Model, err)
 	}
 	return nil
 }
@@ -273,8 +338,21 @@ func (o *Ollama) effortFor(e Effort) (EffortRecord, *api.ThinkValue) {
 // whose runner options differ from the loaded runner's makes Ollama load the
 // model again, so the start-up load and every call send the same ones.
 func (o *Ollama) runnerOptions() map[string]any {
-	return map[string]any{"num_ctx": o.cfg.Context, "num_thread": o.cfg.Threads}
+	opts := map[string]any{"num_ctx": o.cfg.Context, "num_thread": o.cfg.Threads}
+	if p := o.cfg.Offload; p.Backend == offload.BackendCUDA {
+		// num_gpu is layers on the card; Ollama caps a count above the
+		// model's at all of them, so "every layer" is a count no model has.
+		layers := p.GPULayers
+		if layers == offload.AllLayers {
+			layers = ollamaAllLayers
+		}
+		opts["num_gpu"] = layers
+	}
+	return opts
 }
+
+// ollamaAllLayers is num_gpu for every layer and the output head.
+const ollamaAllLayers = 9999
 
 func (o *Ollama) options(req Request) map[string]any {
 	opts := o.runnerOptions()

@@ -140,6 +140,13 @@ type Config struct {
 	// Offload is the arm's offload pin (the zero value is the CPU path).
 	// The runtime is held to it after loading: see CheckOffload.
 	Offload offload.Pin
+	// CardBudget is a simulated smaller card on the real one, in bytes (0:
+	// the whole card). Ollama is told it (its GPU overhead is the rest of
+	// the card), so its scheduler places layers as on that card and a pin
+	// it cannot hold there is refused like a real card's. llama-server has
+	// no such setting for a pinned layer count (its --fit adjusts only
+	// unset arguments); the preflight and the governor hold it instead.
+	CardBudget uint64
 	// ModelStore is, for Ollama, a models directory to import into and run
 	// from instead of a private one under WorkDir: the preflight bench
 	// imports each model once, outside the memory reservations it measures

@@ -83,7 +83,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		}
 	}
 	if len(opts.Queues) == 0 {
-		for _, kind := range []string{"llama-server", offload.ComponentLlamaServerCUDA, "ollama"} {
+		for _, kind := range []string{"llama-server", offload.ComponentLlamaServerCUDA, "ollama", offload.ComponentOllamaCUDA} {
 			b, err := runtimes.BuildOf(opts.Installed, kind)
 			if err != nil {
 				opts.Log.Info("runtime not provisioned here: its queue is not served", "runtime", kind, "err", err)

@@ -200,9 +200,9 @@ func TestValidateRejects(t *testing.T) {
 		{"offload backend unknown", func(m map[string]any) {
 			pins(m, 0)["offload"] = map[string]any{"backend": "rocm"}
 		}, KindInvalid, "arms[0].pins.offload", "not one of cpu, cuda"},
-		{"cuda on ollama", func(m map[string]any) {
-			pins(m, 1)["offload"] = map[string]any{"backend": "cuda", "gpu_layers": -1}
-		}, KindInvalid, "arms[1].pins.offload.backend", "CUDA variant of llama-server only"},
+		{"kv on host on ollama", func(m map[string]any) {
+			pins(m, 1)["offload"] = map[string]any{"backend": "cuda", "gpu_layers": -1, "kv_on_host": true}
+		}, KindInvalid, "arms[1].pins.offload.kv_on_host", "Ollama has no setting"},
 		{"missing sentence", func(m map[string]any) {
 			m["sentences"].(map[string]any)["why_the_measure"] = ""
 		}, KindMissing, "sentences.why_the_measure", "the measure is wrong"},

@@ -98,8 +98,8 @@ func Components(runtime string) []string {
 }
 
 // ArmComponents are the provisioned components an arm runs on: its
-// runtime's, with llama-server's CUDA build in place of the CPU one when the
-// arm's offload pin names backend "cuda".
+// runtime's, with the CUDA build (llama-server's or Ollama's) in place of
+// the CPU one when the arm's offload pin names backend "cuda".
 func ArmComponents(a Arm) []string {
 	cs := Components(a.Runtime)
 	for i, c := range cs {

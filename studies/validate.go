@@ -308,8 +308,11 @@ func (v *validator) arms() {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
-		if a.Pins.Offload.Backend == offload.BackendCUDA && BaseRuntime(a.Runtime) != "llama-server" {
-			v.add(KindInvalid, p+".pins.offload.backend", "\"cuda\" with runtime %q: rig holds the CUDA variant of llama-server only (Ollama's CUDA runner is built beside it, but its offload pin is not held yet; docs/gpu.md); use runtime \"llama-server\" or backend \"cpu\"", a.Runtime)
+		if o := a.Pins.Offload; o.Backend == offload.BackendCUDA && BaseRuntime(a.Runtime) == "ollama" {
+			// Ollama's settings reach less far than llama-server's flags.
+			if o.KVOnHost {
+				v.add(KindInvalid, p+".pins.offload.kv_on_host", "Ollama has no setting that keeps the KV cache on the host while its layers sit on the card; remove kv_on_host, or run the arm on llama-server")
+			}
 		}
 		if a.PinsSource != PinsShared && a.PinsSource != PinsProduction {
 			v.add(KindInvalid, p+".pins_source", "%q: write \"shared\" (same context, sampling and stop cap across the job kind) or \"production-values\" (the model's documented values)", a.PinsSource)

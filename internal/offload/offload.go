@@ -24,9 +24,7 @@ const (
 const AllLayers = -1
 
 // Components of the CUDA builds, as a snapshot pins them beside the CPU
-// builds' "llama-server" and "ollama". No arm runs on ComponentOllamaCUDA
-// yet: rig has not seen Ollama's load report on a card, so it cannot hold
-// Ollama's pin (docs/gpu.md).
+// builds' "llama-server" and "ollama".
 const (
 	ComponentLlamaServerCUDA = "llama-server+cuda"
 	ComponentOllamaCUDA      = "ollama+cuda"
@@ -109,10 +107,17 @@ func (p Pin) PinFields() map[string]string {
 }
 
 // Component is the provisioned component that runs runtime kind on
-// backend: "llama-server+cuda" for llama-server's CUDA build, else kind.
+// backend: "llama-server+cuda" and "ollama+cuda" for the CUDA builds, else
+// kind.
 func Component(kind, backend string) string {
-	if kind == "llama-server" && backend == BackendCUDA {
+	if backend != BackendCUDA {
+		return kind
+	}
+	switch kind {
+	case "llama-server":
 		return ComponentLlamaServerCUDA
+	case "ollama":
+		return ComponentOllamaCUDA
 	}
 	return kind
 }

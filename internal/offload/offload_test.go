@@ -39,7 +39,7 @@ func TestPinFieldsAndComponent(t *testing.T) {
 	if card["offload_backend"] != "cuda" || card["gpu_layers"] != "all" || card["kv_cache_on_host"] != "false" || card["flash_attention"] != "on" {
 		t.Errorf("a card's pins %v", card)
 	}
-	if Component("llama-server", BackendCUDA) != ComponentLlamaServerCUDA || Component("llama-server", "") != "llama-server" || Component("ollama", BackendCUDA) != "ollama" {
+	if Component("llama-server", BackendCUDA) != ComponentLlamaServerCUDA || Component("llama-server", "") != "llama-server" || Component("ollama", BackendCUDA) != ComponentOllamaCUDA || Component("ollama", BackendCPU) != "ollama" || Component("aider", BackendCUDA) != "aider" {
 		t.Error("component names")
 	}
 }
