@@ -29,8 +29,11 @@ demo-full: setup build
 demo-cards: setup build
 	@RIG_DEMO_DESIGN=examples/card-study/design.json RIG_DEMO_TARGET="make demo-cards" scripts/demo.sh
 
+# Two packages at a time: cmd/rig's end-to-end tests take about 29 minutes
+# alone and everything else about 20, each mostly on one core (a runtime runs
+# with one thread on a 2-core machine), so the rest runs beside cmd/rig.
 test: setup lint
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 1 $(PKGS)
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 2 $(PKGS)
 
 # Unit tests only: no real runtime is started.
 test-short:
