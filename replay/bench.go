@@ -71,9 +71,10 @@ type ReplayCost struct {
 	// --mode prefill spends it.
 	PrefillFallback int `json:"prefill_fallback_rows,omitempty"`
 	// PrefillFloor is what one pass over prompt and output would cost at
-	// the runtime's own prompt rate (its timings of the original calls),
-	// against the original: no prefill replay on this stack and machine
-	// gets below it, whatever the scorer does.
+	// the runtime's own prompt rate on its pinned threads (its timings of
+	// the original calls), against the original: the most a prefill pass
+	// on those threads could save on this machine. The scorer, which runs on
+	// every core, can go below it only by that.
 	PrefillFloor float64 `json:"prefill_floor_ratio,omitempty"`
 }
 
@@ -371,7 +372,7 @@ func (b ReplayBench) WriteText(w io.Writer) error {
 		if float64(c.MaxTokens) >= 256 {
 			verdict = fmt.Sprintf(" (goal ≤ %.1f× at 256 tokens and above: %s)", PrefillCostGoal, map[bool]string{true: "met", false: "NOT MET"}[c.PrefillRatio <= PrefillCostGoal])
 		}
-		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s; floor at the runtime's own prompt rate %.3f×\n",
+		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s; at the runtime's own prompt rate on its pinned threads a pass would cost %.3f×\n",
 			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, c.OriginalMS, c.PrefillRatio, verdict, c.PrefillFloor)
 	}
 	if b.Pass {

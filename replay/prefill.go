@@ -46,6 +46,7 @@ type prefillScorer struct {
 	nctx    int
 	nvocab  int
 	ubatch  int // physical batch: below the CPU flash-attention tile, as decode steps run
+	threads int
 	timeout time.Duration
 }
 
@@ -84,7 +85,7 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 	if err != nil {
 		return nil, err
 	}
-	s := &prefillScorer{sb: sb, bin: in.PrefillScorer, binSHA: sha, timeout: 10 * time.Minute}
+	s := &prefillScorer{sb: sb, bin: in.PrefillScorer, binSHA: sha, threads: threads, timeout: 10 * time.Minute}
 	// O_RDWR opens a FIFO without waiting for the other end.
 	if s.in, err = os.OpenFile(fifoIn, os.O_RDWR, 0); err != nil {
 		sb.Kill()
@@ -286,7 +287,7 @@ func (p prefillRescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genr
 
 // Fingerprint is the stack a prefill replay ran on, for its result.
 func (s *prefillScorer) fingerprint() string {
-	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, physical batch %d; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.sysInfo)
+	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, physical batch %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.threads, s.sysInfo)
 }
 
 // modeOf is the mode a request names, exact when it names none.
