@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,10 +46,16 @@ type prefillScorer struct {
 	sysInfo string
 	nctx    int
 	nvocab  int
-	ubatch  int // physical batch: below the CPU flash-attention tile, as decode steps run
+	ubatch  int // output tokens per call: below the CPU flash-attention tile, as decode steps run
 	threads int
 	timeout time.Duration
 }
+
+// scorerThreads is how many threads the scorer runs on: every core rig may
+// use, not only the record's threads pin. Its batched pass gives the same
+// log-probs at any thread count (docs/generations.md), so the count is its
+// speed alone; the exact path keeps the pin.
+func scorerThreads(pinned int) int { return max(pinned, goruntime.NumCPU()) }
 
 // startPrefillScorer starts the scorer on model with the record's context
 // and KV cache type, contained as the runtimes are.
@@ -287,7 +294,7 @@ func (p prefillRescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genr
 
 // Fingerprint is the stack a prefill replay ran on, for its result.
 func (s *prefillScorer) fingerprint() string {
-	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, physical batch %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.threads, s.sysInfo)
+	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, prompt in physical batches of 512, output in calls of %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.threads, s.sysInfo)
 }
 
 // modeOf is the mode a request names, exact when it names none.

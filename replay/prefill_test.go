@@ -41,6 +41,18 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// And prompts of 64 tokens or more, which llama-server ran through the
+	// tiled kernel: the scorer must run them the same way.
+	longRows, err := stack.generateRows(ctx, "pf-long", 2, 24, longAsk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range longRows {
+		if len(r.row.PromptTokenIDs) < 64 {
+			t.Fatalf("row %s has a prompt of %d tokens; the test needs 64 or more", r.row.RowID, len(r.row.PromptTokenIDs))
+		}
+	}
+	live = append(live, longRows...)
 	set := replaySet{work: work}
 	rec, err := set.record("genuine.jsonl", stack.header.Pins, rowsOf(live))
 	if err != nil {
@@ -53,8 +65,8 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 	// Every genuine row is scored by the batched pass to within numerical
 	// noise (1e-3 nats), as its decode steps take the same attention kernel
 	// (docs/generations.md), and every row still runs the field checks.
-	if !strings.Contains(stack.scorer.fingerprint(), fmt.Sprintf("physical batch %d", stack.scorer.ubatch)) || stack.scorer.ubatch < 1 || stack.scorer.ubatch >= 64 {
-		t.Errorf("the scorer's physical batch %d (stack %q): want one below the CPU flash-attention tile of 64", stack.scorer.ubatch, stack.scorer.fingerprint())
+	if !strings.Contains(stack.scorer.fingerprint(), fmt.Sprintf("output in calls of %d", stack.scorer.ubatch)) || stack.scorer.ubatch < 1 || stack.scorer.ubatch >= 64 {
+		t.Errorf("the scorer's output calls of %d (stack %q): want one below the CPU flash-attention tile of 64", stack.scorer.ubatch, stack.scorer.fingerprint())
 	}
 	for _, r := range sum.Results {
 		if r.Comparison.MaxAbsDiff > 1e-3 || r.Status != genrecord.StatusReproduced {
@@ -64,7 +76,7 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 			t.Errorf("row %s: field checks %v, %d of %d steps scored", r.RowID, r.Comparison.FieldChecks, r.Comparison.Checked, r.Comparison.Steps)
 		}
 	}
-	t.Logf("prefill on 6 genuine rows: %d within the default tolerance, max |Δ| %.3g nats", sum.Reproduced, sum.MaxAbsDiff)
+	t.Logf("prefill on %d genuine rows: %d within the default tolerance, max |Δ| %.3g nats", len(live), sum.Reproduced, sum.MaxAbsDiff)
 
 	// One token changed for another of its top-K: caught.
 	edited, _, err := set.edits("edited.jsonl", stack.header.Pins, rowsOf(live), editOneToken)
@@ -98,11 +110,11 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 	}
 	// Rows the pass disputes fall back to decode steps: every genuine row
 	// ends reproduced, and the result says how many fell back.
-	if full.Mode != ModePrefill || !strings.Contains(full.Stack, "rig-prefill-score sha256:") || full.ToleranceSource != DefaultPrefillToleranceSource || full.Status != genrecord.StatusReproduced || full.Reproduced != 6 {
-		t.Errorf("ReplayRecord in prefill mode: mode %q, stack %q, tolerance from %q, %s, %d of 6 reproduced", full.Mode, full.Stack, full.ToleranceSource, full.Status, full.Reproduced)
+	if full.Mode != ModePrefill || !strings.Contains(full.Stack, "rig-prefill-score sha256:") || full.ToleranceSource != DefaultPrefillToleranceSource || full.Status != genrecord.StatusReproduced || full.Reproduced != len(live) {
+		t.Errorf("ReplayRecord in prefill mode: mode %q, stack %q, tolerance from %q, %s, %d of %d reproduced", full.Mode, full.Stack, full.ToleranceSource, full.Status, full.Reproduced, len(live))
 	}
-	if full.Fallback != 6-sum.Reproduced || full.FallbackHeld != full.Fallback {
-		t.Errorf("fallback: %d rows re-checked (%d held); the pass disputed %d", full.Fallback, full.FallbackHeld, 6-sum.Reproduced)
+	if full.Fallback != len(live)-sum.Reproduced || full.FallbackHeld != full.Fallback {
+		t.Errorf("fallback: %d rows re-checked (%d held); the pass disputed %d", full.Fallback, full.FallbackHeld, len(live)-sum.Reproduced)
 	}
 	// The edits are still caught after the fallback.
 	fe, err := ReplayRecord(ctx, ReplayRequest{File: edited, Mode: ModePrefill, WorkDir: filepath.Join(work, "record-edited")})
@@ -143,3 +155,6 @@ func TestPrefillRefusesOllamaRecords(t *testing.T) {
 		t.Errorf("prefill of an Ollama record: %v", err)
 	}
 }
+
+// longAsk makes a prompt of well over 64 tokens around one topic.
+const longAsk = "Here is a note from a customer, quoted in full. \"I ordered a blue kettle, a set of four mugs, a tea towel and a tin of loose-leaf tea on the third of March. The kettle arrived with a dented lid, the mugs were the wrong colour and the tea never came at all. I have written twice and called once.\" Answer the customer in two sentences, and mention %s."

@@ -191,7 +191,7 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	stack := ""
 	if mode == ModePrefill {
 		p := rt.Pins()
-		sc, err := startPrefillScorer(ctx, in, model.Path, p.Context, max(p.Threads, 1), p.KVCacheType, work, req.NoSandbox)
+		sc, err := startPrefillScorer(ctx, in, model.Path, p.Context, scorerThreads(p.Threads), p.KVCacheType, work, req.NoSandbox)
 		if err != nil {
 			return genrecord.Summary{}, err
 		}

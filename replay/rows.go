@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strings"
 
 	"rig/genrecord"
@@ -72,13 +71,10 @@ func (s *replayStack) rs() genrecord.Rescorer {
 }
 
 // withPrefill starts the stack's prefill scorer on the same model file,
-// context and KV cache type as its server. It runs on every core rig may
-// use, not on the record's threads pin: its batched pass gives the same
-// log-probs at any thread count (docs/generations.md), so the count is
-// its speed alone, while the exact path keeps the pin.
+// context and KV cache type as its server, on scorerThreads.
 func (s *replayStack) withPrefill(ctx context.Context, in provision.Installed, model, work string, noSandbox bool) error {
 	p := s.rt.Pins()
-	sc, err := startPrefillScorer(ctx, in, model, p.Context, max(p.Threads, goruntime.NumCPU()), p.KVCacheType, work, noSandbox)
+	sc, err := startPrefillScorer(ctx, in, model, p.Context, scorerThreads(p.Threads), p.KVCacheType, work, noSandbox)
 	if err != nil {
 		return err
 	}

@@ -3,15 +3,20 @@
 // tree and flags; scripts/setup.sh builds it beside the server). rig's
 // prefill replay drives it; it is not a general tool.
 //
-// Usage: rig-prefill-score MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [UBATCH]
+// Usage: rig-prefill-score MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [OUTPUT_BATCH]
 //
-// UBATCH is the largest physical batch. Its default is one below the CPU
-// flash-attention kernel's query tile (GGML_FA_TILE_Q in the pinned ggml,
-// passed in by setup as RIG_FA_TILE_Q): a batch of that many queries or more
-// takes the tiled kernel, which accumulates in F32, while the decode steps
-// that made the record take the one-query kernel, which accumulates V in
-// F16. Measured on SmolLM2 Q4_1: below the tile a row scores within about
-// 3e-4 nats of its decode steps; at the tile and above, 0.2 nats and more.
+// A row is scored in the physical batches the kept steps were computed in,
+// as far as kernels tell them apart. The prompt goes in as llama-server ran
+// it: one call, physical batches of 512, so a prompt of 64 tokens or more
+// takes the CPU flash-attention kernel's tiled path there as it did in the
+// server. The output tokens, which the server decoded one at a time, go in
+// calls of OUTPUT_BATCH, by default one below that kernel's query tile
+// (GGML_FA_TILE_Q in the pinned ggml, passed in by setup as RIG_FA_TILE_Q):
+// a batch of that many queries or more takes the tiled kernel, which
+// accumulates in F32, while a decode step takes the one-query kernel, which
+// accumulates V in F16. Measured on SmolLM2 Q4_1: below the tile a row
+// scores within about 3e-4 nats of its decode steps; at the tile and above,
+// 0.2 nats and more.
 //
 // Protocol, one request per line on IN_FIFO:
 //   score ROW_ID K N_PROMPT N_OUTPUT id id ... (prompt ids, then output ids)
@@ -22,8 +27,8 @@
 //   highest first), the log-softmax of the raw logits over the whole
 //   vocabulary, as llama-server's n_probs reports them;
 //   or: error ROW_ID MESSAGE
-// A first line "ready N_CTX N_VOCAB UBATCH SYSTEM_INFO" says the model is
-// loaded.
+// A first line "ready N_CTX N_VOCAB OUTPUT_BATCH SYSTEM_INFO" says the model
+// is loaded.
 #include "llama.h"
 
 #include <algorithm>
@@ -72,9 +77,12 @@ int main(int argc, char ** argv) {
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = n_ctx;
     cp.n_batch = n_ctx;
-    cp.n_ubatch = std::min(n_ctx, argc == 8 ? atoi(argv[7]) : RIG_FA_TILE_Q - 1);
-    if (cp.n_ubatch < 1) {
-        fprintf(stderr, "UBATCH must be at least 1\n");
+    // The prompt's physical batch is llama-server's (rig leaves its -ub at
+    // the default, 512); the output tokens go in calls of OUTPUT_BATCH.
+    cp.n_ubatch = std::min(n_ctx, 512);
+    const int output_batch = argc == 8 ? atoi(argv[7]) : RIG_FA_TILE_Q - 1;
+    if (output_batch < 1 || output_batch >= RIG_FA_TILE_Q) {
+        fprintf(stderr, "OUTPUT_BATCH must be 1..%d (below the flash-attention tile)\n", RIG_FA_TILE_Q - 1);
         return 2;
     }
     cp.n_threads = n_threads;
@@ -92,7 +100,7 @@ int main(int argc, char ** argv) {
     std::ofstream out(argv[6]);
     std::string info = llama_print_system_info();
     std::replace(info.begin(), info.end(), '\n', ' ');
-    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << llama_n_ubatch(ctx) << " " << info << std::endl;
+    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << output_batch << " " << info << std::endl;
     std::string line;
     std::vector<float> lp(n_vocab);
     std::vector<int> order(n_vocab);
@@ -124,26 +132,15 @@ int main(int argc, char ** argv) {
             continue;
         }
         llama_memory_clear(llama_get_memory(ctx), true);
-        llama_batch b = llama_batch_init(np + no, 0, 1);
-        b.n_tokens = np + no;
-        for (int i = 0; i < np + no; i++) {
-            b.token[i] = toks[i];
-            b.pos[i] = i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            // The logits that predict each output token: the positions from
-            // the prompt's last token to the output's last but one.
-            b.logits[i] = i >= np - 1 && i < np + no - 1;
-        }
-        if (llama_decode(ctx, b) != 0) {
-            llama_batch_free(b);
-            out << "error " << row << " decode failed" << std::endl;
-            continue;
-        }
-        out << "row " << row << " " << no << "\n";
+        // The prompt goes in as llama-server sent it, one call split into
+        // its physical batches, with only its last position's logits; the
+        // output tokens follow in calls below the attention tile, each
+        // position's logits kept. Answers are formatted first and sent
+        // whole, so a failed call sends nothing but its error.
+        std::string answer = "row " + row + " " + std::to_string(no) + "\n";
         char buf[64];
-        for (int s = 0; s < no; s++) {
-            const float * logits = llama_get_logits_ith(ctx, np - 1 + s);
+        int step = 0;
+        auto emit = [&](const float * logits) {
             float mx = -INFINITY;
             for (int v = 0; v < n_vocab; v++) mx = std::max(mx, logits[v]);
             double sum = 0;
@@ -153,16 +150,47 @@ int main(int argc, char ** argv) {
             const int kk = std::min(k, n_vocab);
             for (int v = 0; v < n_vocab; v++) order[v] = v;
             std::partial_sort(order.begin(), order.begin() + kk, order.end(), [&](int a, int c) { return logits[a] > logits[c]; });
-            snprintf(buf, sizeof buf, "%.9g", lp[toks[np + s]]);
-            out << s << " " << buf;
+            snprintf(buf, sizeof buf, "%.9g", lp[toks[np + step]]);
+            answer += std::to_string(step) + " " + buf;
             for (int i = 0; i < kk; i++) {
                 snprintf(buf, sizeof buf, " %d:%.9g", order[i], lp[order[i]]);
-                out << buf;
+                answer += buf;
             }
-            out << "\n";
+            answer += "\n";
+            step++;
+        };
+        // decode runs positions [from, from+n) and emits the logits of those
+        // marked; the first call is the prompt, the rest the output chunks.
+        auto decode = [&](int from, int n, bool all_logits) {
+            llama_batch b = llama_batch_init(n, 0, 1);
+            b.n_tokens = n;
+            for (int j = 0; j < n; j++) {
+                b.token[j] = toks[from + j];
+                b.pos[j] = from + j;
+                b.n_seq_id[j] = 1;
+                b.seq_id[j][0] = 0;
+                b.logits[j] = all_logits || j == n - 1;
+            }
+            const bool ok = llama_decode(ctx, b) == 0;
+            if (ok) {
+                for (int j = 0; j < n; j++) {
+                    if (all_logits || j == n - 1) emit(llama_get_logits_ith(ctx, j));
+                }
+            }
+            llama_batch_free(b);
+            return ok;
+        };
+        bool ok = decode(0, np, false);
+        // The output tokens but the last predict the steps after the first.
+        for (int from = np; ok && from < np + no - 1; from += output_batch) {
+            ok = decode(from, std::min(output_batch, np + no - 1 - from), true);
         }
+        if (!ok) {
+            out << "error " << row << " decode failed" << std::endl;
+            continue;
+        }
+        out << answer;
         out.flush();
-        llama_batch_free(b);
     }
     llama_free(ctx);
     llama_model_free(model);
