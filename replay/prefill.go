@@ -46,9 +46,12 @@ type prefillScorer struct {
 	sysInfo string
 	nctx    int
 	nvocab  int
-	ubatch  int // output tokens per call: below the CPU flash-attention tile, as decode steps run
-	threads int
-	timeout time.Duration
+	// promptBatch is the prompt's physical batch (llama-server's), and
+	// outputBatch the output tokens per call, below the CPU flash-attention
+	// tile as decode steps run.
+	promptBatch, outputBatch int
+	threads                  int
+	timeout                  time.Duration
 }
 
 // scorerThreads is how many threads the scorer runs on: every core rig may
@@ -109,14 +112,15 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 		return nil, fmt.Errorf("prefill scorer did not load %s: %w (its log: %s)", model, err, sb.LogTail(5))
 	}
 	f := strings.Fields(line)
-	if len(f) < 4 || f[0] != "ready" {
+	if len(f) < 5 || f[0] != "ready" {
 		s.Stop()
 		return nil, fmt.Errorf("prefill scorer: unexpected first line %q", line)
 	}
 	s.nctx, _ = strconv.Atoi(f[1])
 	s.nvocab, _ = strconv.Atoi(f[2])
-	s.ubatch, _ = strconv.Atoi(f[3])
-	s.sysInfo = strings.Join(f[4:], " ")
+	s.promptBatch, _ = strconv.Atoi(f[3])
+	s.outputBatch, _ = strconv.Atoi(f[4])
+	s.sysInfo = strings.Join(f[5:], " ")
 	return s, nil
 }
 
@@ -294,7 +298,7 @@ func (p prefillRescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genr
 
 // Fingerprint is the stack a prefill replay ran on, for its result.
 func (s *prefillScorer) fingerprint() string {
-	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, prompt in physical batches of 512, output in calls of %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.ubatch, s.threads, s.sysInfo)
+	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, prompt in physical batches of %d, output in calls of %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.promptBatch, s.outputBatch, s.threads, s.sysInfo)
 }
 
 // modeOf is the mode a request names, exact when it names none.

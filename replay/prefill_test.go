@@ -65,8 +65,8 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 	// Every genuine row is scored by the batched pass to within numerical
 	// noise (1e-3 nats), as its decode steps take the same attention kernel
 	// (docs/generations.md), and every row still runs the field checks.
-	if !strings.Contains(stack.scorer.fingerprint(), fmt.Sprintf("output in calls of %d", stack.scorer.ubatch)) || stack.scorer.ubatch < 1 || stack.scorer.ubatch >= 64 {
-		t.Errorf("the scorer's output calls of %d (stack %q): want one below the CPU flash-attention tile of 64", stack.scorer.ubatch, stack.scorer.fingerprint())
+	if sc := stack.scorer; !strings.Contains(sc.fingerprint(), fmt.Sprintf("output in calls of %d", sc.outputBatch)) || sc.outputBatch < 1 || sc.outputBatch >= 64 || sc.promptBatch != 512 {
+		t.Errorf("the scorer's prompt batch %d and output calls of %d (stack %q): want llama-server's 512, and one below the CPU flash-attention tile of 64", sc.promptBatch, sc.outputBatch, sc.fingerprint())
 	}
 	for _, r := range sum.Results {
 		if r.Comparison.MaxAbsDiff > 1e-3 || r.Status != genrecord.StatusReproduced {

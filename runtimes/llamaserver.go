@@ -142,18 +142,9 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 // other than the pin's; the report goes on the pins either way.
 func (s *LlamaServer) holdOffload() error {
 	s.pins.Offload = s.cfg.Offload
-	if s.cfg.Offload.Backend != offload.BackendCUDA {
-		return nil // the CPU build has no card to misplace anything on
-	}
-	rep, err := ReadLoadReport(s.sb.logPath)
-	if err != nil {
-		return fmt.Errorf("llama-server: reading its load report: %w", err)
-	}
-	s.pins.Load = &rep
-	if err := CheckOffload(s.cfg.Offload, rep); err != nil {
-		return fmt.Errorf("llama-server with %s: %w", s.cfg.Model, err)
-	}
-	return nil
+	rep, err := holdOffload("llama-server", s.cfg.Model, s.cfg.Offload, s.sb.logPath)
+	s.pins.Load = rep
+	return err
 }
 
 func prepareWorkDir(cfg *Config) error {

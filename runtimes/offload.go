@@ -90,9 +90,12 @@ func ParseLoadReport(r io.Reader) (LoadReport, error) {
 			continue
 		}
 		if dev, kind, bytes, ok := bufferLine(line); ok {
-			if kind == "model" && (lastKind != "" && lastKind != "model" && lastKind != "offloaded" || lastKind == "offloaded" && offloadAfterBuffers) {
-				// Model buffers after a whole load's other lines: the next
-				// load (a restart, or a build that prints no offload line).
+			// Model buffers after a whole load's other lines start the next
+			// load (a restart, or a build that prints no offload line): after
+			// KV or compute buffers, or after an offload line that itself
+			// closed a load in Ollama's order.
+			wholeLoadBefore := lastKind != "" && lastKind != "model" && (lastKind != "offloaded" || offloadAfterBuffers)
+			if kind == "model" && wholeLoadBefore {
 				newLoad()
 			}
 			rep.Buffers[dev+" "+kind] += bytes
@@ -122,9 +125,29 @@ func bufferLine(line string) (dev, kind string, bytes int64, ok bool) {
 	if err != nil {
 		return "", "", 0, false
 	}
-	unit := map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}[m[4]]
-	kind = map[string]string{"model weights": "model", "kv cache": "KV", "compute graph": "compute"}[m[1]]
-	return m[2], kind, int64(n * unit), true
+	return m[2], ollamaBufferKinds[m[1]], int64(n * byteUnits[m[4]]), true
+}
+
+var (
+	byteUnits         = map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+	ollamaBufferKinds = map[string]string{"model weights": "model", "kv cache": "KV", "compute graph": "compute"}
+)
+
+// holdOffload reads the load report in a started runtime's log and holds it
+// to pin. The CPU path reads nothing (nil, nil): a CPU build has no card to
+// misplace anything on, and its log level need not print the report.
+func holdOffload(kind, model string, pin offload.Pin, logPath string) (*LoadReport, error) {
+	if pin.Backend != offload.BackendCUDA {
+		return nil, nil
+	}
+	rep, err := ReadLoadReport(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading its load report: %w", kind, err)
+	}
+	if err := CheckOffload(pin, rep); err != nil {
+		return &rep, fmt.Errorf("%s with %s: %w", kind, model, err)
+	}
+	return &rep, nil
 }
 
 // ReadLoadReport parses the load report in a runtime's log file.

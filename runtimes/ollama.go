@@ -256,7 +256,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		}
 		return fmt.Errorf("ollama: loading %s: %w: %v", o.cfg.Model, ErrModelFile, err)
 	}
-	if err := o.holdOffload(); err != nil {
+	if o.load, err = holdOffload("ollama", o.cfg.Model, o.cfg.Offload, o.sb.logPath); err != nil {
 		return err
 	}
 	version, err := o.client.Version(gctx)
@@ -278,24 +278,6 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	}
 	if o.cfg.Offload.Backend == offload.BackendCUDA {
 		o.pins.Machine.Backend = offload.BackendCUDA // as llama-server's: only a card's run says it
-	}
-	return nil
-}
-
-// holdOffload reads where Ollama's runner put the model (its log, written
-// by the load above) and refuses a placement other than the pin's. The CPU
-// build is held to nothing: it has no card to misplace anything on.
-func (o *Ollama) holdOffload() error {
-	if o.cfg.Offload.Backend != offload.BackendCUDA {
-		return nil
-	}
-	rep, err := ReadLoadReport(o.sb.logPath)
-	if err != nil {
-		return fmt.Errorf("ollama: reading its load report: %w", err)
-	}
-	o.load = &rep
-	if err := CheckOffload(o.cfg.Offload, rep); err != nil {
-		return fmt.Errorf("ollama with %s: %w", o.cfg.Model, err)
 	}
 	return nil
 }

@@ -27,8 +27,8 @@
 //   highest first), the log-softmax of the raw logits over the whole
 //   vocabulary, as llama-server's n_probs reports them;
 //   or: error ROW_ID MESSAGE
-// A first line "ready N_CTX N_VOCAB OUTPUT_BATCH SYSTEM_INFO" says the model
-// is loaded.
+// A first line "ready N_CTX N_VOCAB PROMPT_BATCH OUTPUT_BATCH SYSTEM_INFO"
+// says the model is loaded.
 #include "llama.h"
 
 #include <algorithm>
@@ -59,7 +59,7 @@ static void quiet(ggml_log_level level, const char * text, void *) {
 
 int main(int argc, char ** argv) {
     if (argc != 7 && argc != 8) {
-        fprintf(stderr, "usage: %s MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [UBATCH]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [OUTPUT_BATCH]\n", argv[0]);
         return 2;
     }
     const std::string model_path = argv[1];
@@ -100,7 +100,7 @@ int main(int argc, char ** argv) {
     std::ofstream out(argv[6]);
     std::string info = llama_print_system_info();
     std::replace(info.begin(), info.end(), '\n', ' ');
-    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << output_batch << " " << info << std::endl;
+    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << llama_n_ubatch(ctx) << " " << output_batch << " " << info << std::endl;
     std::string line;
     std::vector<float> lp(n_vocab);
     std::vector<int> order(n_vocab);

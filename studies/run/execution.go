@@ -257,11 +257,13 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
 		Offload: arm.Pins.Offload}
 	card := studies.CardOf(x.design, arm)
-	if card.Simulated && card.MemoryMiB > 0 && arm.Pins.Offload.OnCard() {
+	switch {
+	case !card.Simulated || card.MemoryMiB <= 0:
+	case arm.Pins.Offload.OnCard():
 		// A smaller card simulated on the real one: the runtime is told its
 		// size where it can be, and the governor holds the trial to it.
-		cfg.CardBudget = uint64(card.MemoryMiB) << 20
-	} else if card.Simulated && card.MemoryMiB > 0 {
+		cfg.CardBudget = studies.CardBytes(x.design, arm)
+	default:
 		// Each start gets a fresh reservation, made before the runtime
 		// starts so its whole process tree is inside the card; its peak and
 		// OOM counters then belong to this arm alone.
