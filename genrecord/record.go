@@ -67,13 +67,34 @@ type Pins struct {
 	BinarySHA256   string `json:"binary_sha256"`
 	// Libraries maps each shared library the server loaded to its sha256.
 	// An empty map means "loaded none"; a missing one is an error.
-	Libraries   map[string]string `json:"libraries"`
-	BuildFlags  string            `json:"build_flags"`
-	MachineLine string            `json:"machine_line"`
-	DesignHash  string            `json:"design_hash"`
-	StudyID     string            `json:"study_id,omitempty"`
-	ExecutionID string            `json:"execution_id,omitempty"`
+	Libraries  map[string]string `json:"libraries"`
+	BuildFlags string            `json:"build_flags"`
+	// WeightRepack is "off" when llama-server ran with its CPU backend's
+	// weight repacking off (rig's default, so that a batched pass scores
+	// what the decode steps computed) and "on" when it repacked. Records
+	// written before rig pinned it have none; their server repacked.
+	// Replay starts the server the record's way: the two give other
+	// log-probs for the same tokens.
+	WeightRepack string `json:"weight_repack,omitempty"`
+	// PromptCheckpoints is "off" when llama-server ran with no context
+	// checkpoints (rig's default), so that it took each prompt in one batch,
+	// and "on" when it could cut a prompt to save them (its default, for
+	// models with sliding-window attention). Records written before rig
+	// pinned it have none; their server could cut prompts.
+	PromptCheckpoints string `json:"prompt_checkpoints,omitempty"`
+	MachineLine       string `json:"machine_line"`
+	DesignHash        string `json:"design_hash"`
+	StudyID           string `json:"study_id,omitempty"`
+	ExecutionID       string `json:"execution_id,omitempty"`
 }
+
+// Repacked reports whether the record's llama-server repacked its weights:
+// every record that does not say "off".
+func (p Pins) Repacked() bool { return p.WeightRepack != "off" }
+
+// Checkpointed reports whether the record's llama-server could cut prompts
+// for context checkpoints: every record that does not say "off".
+func (p Pins) Checkpointed() bool { return p.PromptCheckpoints != "off" }
 
 // Header is the first line of a record.
 type Header struct {

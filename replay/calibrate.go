@@ -95,7 +95,8 @@ type ReplayCalibration struct {
 	ControlRows int                  `json:"control_rows"`
 	MaxTokens   int                  `json:"max_tokens"`
 	Runtimes    []RuntimeCalibration `json:"runtimes"`
-	// OtherQuant names the second quant of Model used as a control, if any.
+	// OtherQuant names the second quants of Model and Control used as
+	// controls, if any ("; " between them).
 	OtherQuant  string   `json:"other_quant,omitempty"`
 	NotMeasured []string `json:"not_measured"`
 	// Mode is how the rows were re-scored ("exact" when empty: files
@@ -132,13 +133,17 @@ func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayC
 	}
 	defer cleanup()
 	// No registry package carries a second quant of the bundled models; set-up
-	// makes one of SmolLM2 with llama-quantize. Without one the control is
+	// makes one of each with llama-quantize. Without one the control is
 	// named as not measured rather than left out silently.
-	if oq, ok := in.OtherQuants[req.Model]; ok {
-		out.OtherQuant = fmt.Sprintf("%s %s (%s)", oq.Name, oq.Quant, oq.DerivedFrom)
-	} else {
-		out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s: no registry package carries one, and set-up makes one only of smollm2-135m-instruct; not measured", req.Model))
+	var quants []string
+	for _, name := range []string{req.Model, req.Control} {
+		if oq, ok := in.OtherQuants[name]; ok {
+			quants = append(quants, fmt.Sprintf("%s %s (%s)", oq.Name, oq.Quant, oq.DerivedFrom))
+		} else {
+			out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("no other quant of %s: no registry package carries one and set-up made none here; not measured", name))
+		}
 	}
+	out.OtherQuant = strings.Join(quants, "; ")
 	for _, kind := range req.Runtimes {
 		if out.Mode == ModePrefill && kind != "llama-server" {
 			out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("%s: %s", kind, noPrefillWhy(kind)))
@@ -158,107 +163,62 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return rc, err
 	}
-	model, err := startReplayStack(ctx, in, kind, req.Model, work, req.NoSandbox)
-	if err != nil {
-		return rc, err
-	}
-	defer model.stop()
-	control, err := startReplayStack(ctx, in, kind, req.Control, work, req.NoSandbox)
-	if err != nil {
-		return rc, err
-	}
-	defer control.stop()
-	if modeOf(req.Mode) == ModePrefill {
-		// Each stack gets its own scorer on its own model file: the
-		// swapped-model control scores through the other model's scorer.
-		if err := model.withPrefill(ctx, in, in.Models[req.Model].Path, filepath.Join(work, "prefill-model"), req.NoSandbox); err != nil {
+	prefill := modeOf(req.Mode) == ModePrefill
+	// Both models get the same controls: each one's tolerance is set
+	// between its own genuine rows and edits, swaps and quants of its rows.
+	sides := []*calibrationSide{{of: "m", name: req.Model, rows: req.Rows}, {of: "c", name: req.Control, rows: req.ControlRows}}
+	for _, sd := range sides {
+		st, err := startReplayStack(ctx, in, kind, sd.name, work, req.NoSandbox)
+		if err != nil {
 			return rc, err
 		}
-		if err := control.withPrefill(ctx, in, in.Models[req.Control].Path, filepath.Join(work, "prefill-control"), req.NoSandbox); err != nil {
-			return rc, err
-		}
-	}
-	rc.Pins = model.header.Pins
-	var other *replayStack
-	oq, hasOther := in.OtherQuants[req.Model]
-	if hasOther {
-		if other, err = startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox); err != nil {
-			return rc, err
-		}
-		defer other.stop()
-		if modeOf(req.Mode) == ModePrefill {
-			if err := other.withPrefill(ctx, in, oq.Path, filepath.Join(work, "prefill-other"), req.NoSandbox); err != nil {
+		defer st.stop()
+		sd.stack = st
+		if prefill {
+			// Each stack gets its own scorer on its own model file: the
+			// swapped-model control scores through the other model's scorer.
+			if err := st.withPrefill(ctx, in, in.Models[sd.name].Path, filepath.Join(work, "prefill-"+sd.of), req.NoSandbox); err != nil {
 				return rc, err
 			}
 		}
+		if oq, ok := in.OtherQuants[sd.name]; ok {
+			other, err := startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox, false)
+			if err != nil {
+				return rc, err
+			}
+			defer other.stop()
+			if prefill {
+				if err := other.withPrefill(ctx, in, oq.Path, filepath.Join(work, "prefill-other-"+sd.of), req.NoSandbox); err != nil {
+					return rc, err
+				}
+			}
+			sd.other, sd.otherQuant = other, oq.Quant
+		}
 	}
+	rc.Pins = sides[0].stack.header.Pins
 
-	slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", req.Model, "rows", req.Rows, "control", req.Control, "control_rows", req.ControlRows)
-	liveM, err := model.generateRows(ctx, "m", req.Rows, req.MaxTokens, "")
-	if err != nil {
-		return rc, err
-	}
-	liveC, err := control.generateRows(ctx, "c", req.ControlRows, req.MaxTokens, "")
-	if err != nil {
-		return rc, err
-	}
 	set := replaySet{work: work}
-	recM, err := set.record("model.jsonl", model.header.Pins, rowsOf(liveM))
-	if err != nil {
-		return rc, err
-	}
-	recC, err := set.record("control.jsonl", control.header.Pins, rowsOf(liveC))
-	if err != nil {
-		return rc, err
-	}
-	editM, nm, err := set.edits("model-edited.jsonl", model.header.Pins, rowsOf(liveM), editOneToken)
-	if err != nil {
-		return rc, err
-	}
-	editC, nc, err := set.edits("control-edited.jsonl", control.header.Pins, rowsOf(liveC), editOneToken)
-	if err != nil {
-		return rc, err
-	}
-	forgedM, nf, err := set.edits("model-forged.jsonl", model.header.Pins, rowsOf(liveM), forgeOneToken)
-	if err != nil {
-		return rc, err
-	}
-	// Edits of the kept fields alone, tokens untouched: the text people read
-	// and graders graded, and the prompt shown beside it.
-	textM, nt, err := set.edits("model-text-edited.jsonl", model.header.Pins, rowsOf(liveM), editText)
-	if err != nil {
-		return rc, err
-	}
-	msgsM := messagesOf(liveM)
-	promptM, np, err := set.edits("model-prompt-edited.jsonl", model.header.Pins, rowsOf(liveM), func(r genrecord.Row, pick int) (genrecord.Row, int, bool) {
-		return editPrompt(r, lastContent(msgsM[r.RowID]), pick)
-	})
-	if err != nil {
-		return rc, err
+	for _, sd := range sides {
+		slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", sd.name, "rows", sd.rows)
+		live, err := sd.stack.generateRows(ctx, sd.of, sd.rows, req.MaxTokens, "")
+		if err != nil {
+			return rc, err
+		}
+		sd.live = live
+		if sd.rec, err = set.record(sd.of+".jsonl", sd.stack.header.Pins, rowsOf(live)); err != nil {
+			return rc, err
+		}
 	}
 
 	slog.InfoContext(ctx, "replay calibrate: replaying", "runtime", kind)
-	var regenM, regenC []string
-	var errM, errC string
-	plan := []calibrationStep{
-		{fmt.Sprintf("genuine %s rows, re-scored (pass 1)", req.Model), SideGenuine, recM, model.rs(), nil, "m"},
-		{fmt.Sprintf("genuine %s rows, re-scored (pass 2)", req.Model), SideGenuine, recM, model.rs(), nil, "m"},
-		{fmt.Sprintf("genuine %s rows, re-scored", req.Control), SideGenuine, recC, control.rs(), nil, "c"},
-		{fmt.Sprintf("one-token edits of %s rows", req.Model), SideControl, editM, model.rs(), skipped(len(liveM) - nm), "m"},
-		{fmt.Sprintf("one-token edits of %s rows", req.Control), SideControl, editC, control.rs(), skipped(len(liveC) - nc), "c"},
-		{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", req.Model), SideControl, forgedM, model.rs(), skipped(len(liveM) - nf), "m"},
-		{fmt.Sprintf("text-only edits of %s rows (one character, tokens untouched)", req.Model), SideControl, textM, model.rs(), fieldNote(kind, "text", len(liveM)-nt), "m"},
-		{fmt.Sprintf("prompt-only edits of %s rows (one letter of the rendered prompt, prompt ids untouched)", req.Model), SideControl, promptM, model.rs(), fieldNote(kind, "prompt", len(liveM)-np), "m"},
-		{fmt.Sprintf("%s rows re-scored by %s", req.Model, req.Control), SideControl, recM,
-			claimedStack{inner: control.rescorer(), scorer: control.scorer, pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenM, firstErr: &errM}, regenNote(kind, &regenM, &errM), "m"},
-		{fmt.Sprintf("%s rows re-scored by %s", req.Control, req.Model), SideControl, recC,
-			claimedStack{inner: model.rescorer(), scorer: model.scorer, pins: control.header.Pins, messages: messagesOf(liveC), regenerated: &regenC, firstErr: &errC}, regenNote(kind, &regenC, &errC), "c"},
-	}
-	var regenQ []string
-	var errQ string
-	if other != nil {
-		plan = append(plan, calibrationStep{fmt.Sprintf("%s rows re-scored by its %s quant", req.Model, oq.Quant), SideControl, recM,
-			claimedStack{inner: other.rescorer(), scorer: other.scorer, pins: model.header.Pins, messages: messagesOf(liveM), regenerated: &regenQ, firstErr: &errQ}, regenNote(kind, &regenQ, &errQ), "m"})
+	var plan []calibrationStep
+	for i, sd := range sides {
+		peer := sides[1-i]
+		steps, err := sd.plan(kind, set, peer, i == 0)
+		if err != nil {
+			return rc, err
+		}
+		plan = append(plan, steps...)
 	}
 	var noise, controls []genrecord.Distance
 	noiseOf, controlsOf := map[string][]genrecord.Distance{}, map[string][]genrecord.Distance{}
@@ -279,20 +239,17 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 			controlsOf[p.of] = append(controlsOf[p.of], g.distances...)
 		}
 	}
+	var err error
 	if rc.Calibration, err = genrecord.Calibrate(noise, controls); err != nil {
 		return rc, fmt.Errorf("%s: %w", kind, err)
 	}
-	if modeOf(req.Mode) == ModePrefill {
-		for _, m := range []struct {
-			of   string
-			name string
-			pins genrecord.Pins
-		}{{"m", req.Model, model.header.Pins}, {"c", req.Control, control.header.Pins}} {
-			c, err := genrecord.Calibrate(noiseOf[m.of], controlsOf[m.of])
+	if prefill {
+		for _, sd := range sides {
+			c, err := genrecord.Calibrate(noiseOf[sd.of], controlsOf[sd.of])
 			if err != nil {
-				return rc, fmt.Errorf("%s, %s: %w", kind, m.name, err)
+				return rc, fmt.Errorf("%s, %s: %w", kind, sd.name, err)
 			}
-			rc.Models = append(rc.Models, ModelCalibration{Model: m.name, ModelSHA256: m.pins.ModelSHA256, Calibration: c})
+			rc.Models = append(rc.Models, ModelCalibration{Model: sd.name, ModelSHA256: sd.stack.header.Pins.ModelSHA256, Calibration: c})
 		}
 	}
 	for i := range rc.Groups {
@@ -347,6 +304,79 @@ type calibrationStep struct {
 	note             func() string
 	// of is whose rows the group holds: "m" (the model) or "c" (the control).
 	of string
+}
+
+// calibrationSide is one model's part of a calibration: its stack, its
+// second quant's stack (if set-up made one), and the rows generated on it.
+type calibrationSide struct {
+	of, name   string // "m" or "c"; the registry name
+	rows       int
+	stack      *replayStack
+	other      *replayStack
+	otherQuant string
+	live       []liveRow
+	rec        string // the genuine rows' record
+}
+
+// plan writes this side's controls and returns its groups: its genuine rows
+// (twice for the calibrated model, to show the pass is deterministic),
+// one-token edits, edits that copy the runner-up's log-prob too, text-only
+// and prompt-only edits, its rows re-scored by the peer's model claiming
+// this side's pins, and by its other quant.
+func (sd *calibrationSide) plan(kind string, set replaySet, peer *calibrationSide, twice bool) ([]calibrationStep, error) {
+	pins, rows, n := sd.stack.header.Pins, rowsOf(sd.live), len(sd.live)
+	edited := func(what string, edit func(genrecord.Row, int) (genrecord.Row, int, bool)) (string, int, error) {
+		return set.edits(sd.of+"-"+what+".jsonl", pins, rows, edit)
+	}
+	editOne, nOne, err := edited("edited", editOneToken)
+	if err != nil {
+		return nil, err
+	}
+	forged, nForged, err := edited("forged", forgeOneToken)
+	if err != nil {
+		return nil, err
+	}
+	// Edits of the kept fields alone, tokens untouched: the text people read
+	// and graders graded, and the prompt shown beside it.
+	text, nText, err := edited("text-edited", editText)
+	if err != nil {
+		return nil, err
+	}
+	msgs := messagesOf(sd.live)
+	prompt, nPrompt, err := edited("prompt-edited", func(r genrecord.Row, pick int) (genrecord.Row, int, bool) {
+		return editPrompt(r, lastContent(msgs[r.RowID]), pick)
+	})
+	if err != nil {
+		return nil, err
+	}
+	genuine := fmt.Sprintf("genuine %s rows, re-scored", sd.name)
+	var steps []calibrationStep
+	if twice {
+		steps = append(steps, calibrationStep{genuine + " (pass 1)", SideGenuine, sd.rec, sd.stack.rs(), nil, sd.of},
+			calibrationStep{genuine + " (pass 2)", SideGenuine, sd.rec, sd.stack.rs(), nil, sd.of})
+	} else {
+		steps = append(steps, calibrationStep{genuine, SideGenuine, sd.rec, sd.stack.rs(), nil, sd.of})
+	}
+	steps = append(steps,
+		calibrationStep{fmt.Sprintf("one-token edits of %s rows", sd.name), SideControl, editOne, sd.stack.rs(), skipped(n - nOne), sd.of},
+		calibrationStep{fmt.Sprintf("one-token edits of %s rows, log-prob copied from the top-K", sd.name), SideControl, forged, sd.stack.rs(), skipped(n - nForged), sd.of},
+		calibrationStep{fmt.Sprintf("text-only edits of %s rows (one character, tokens untouched)", sd.name), SideControl, text, sd.stack.rs(), fieldNote(kind, "text", n-nText), sd.of},
+		calibrationStep{fmt.Sprintf("prompt-only edits of %s rows (one letter of the rendered prompt, prompt ids untouched)", sd.name), SideControl, prompt, sd.stack.rs(), fieldNote(kind, "prompt", n-nPrompt), sd.of},
+		sd.claimedBy(kind, fmt.Sprintf("%s rows re-scored by %s", sd.name, peer.name), peer.stack, msgs))
+	if sd.other != nil {
+		steps = append(steps, sd.claimedBy(kind, fmt.Sprintf("%s rows re-scored by its %s quant", sd.name, sd.otherQuant), sd.other, msgs))
+	}
+	return steps, nil
+}
+
+// claimedBy is the group of this side's rows re-scored by another stack
+// that claims the rows' pins: the swapped-model and other-quant controls.
+func (sd *calibrationSide) claimedBy(kind, name string, by *replayStack, msgs map[string][]runtimes.Message) calibrationStep {
+	var regen []string
+	var firstErr string
+	return calibrationStep{name, SideControl, sd.rec,
+		claimedStack{inner: by.rescorer(), scorer: by.scorer, pins: sd.stack.header.Pins, messages: msgs, regenerated: &regen, firstErr: &firstErr},
+		regenNote(kind, &regen, &firstErr), sd.of}
 }
 
 func skipped(n int) func() string {

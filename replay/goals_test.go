@@ -233,7 +233,7 @@ func TestReplayCatchesAnotherQuant(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer model.stop()
-			other, err := startReplayStackOf(ctx, in, kind, oq, work, false)
+			other, err := startReplayStackOf(ctx, in, kind, oq, work, false, false)
 			if err != nil {
 				t.Fatal(err)
 			}

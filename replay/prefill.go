@@ -51,7 +51,10 @@ type prefillScorer struct {
 	// tile as decode steps run.
 	promptBatch, outputBatch int
 	threads                  int
-	timeout                  time.Duration
+	// repack is "on" or "off": whether the CPU backend repacked the weights,
+	// as the server it scores for did (runtimes.Config.WeightRepack).
+	repack  string
+	timeout time.Duration
 }
 
 // scorerThreads is how many threads the scorer runs on: every core rig may
@@ -60,9 +63,14 @@ type prefillScorer struct {
 // speed alone; the exact path keeps the pin.
 func scorerThreads(pinned int) int { return max(pinned, goruntime.NumCPU()) }
 
-// startPrefillScorer starts the scorer on model with the record's context
-// and KV cache type, contained as the runtimes are.
-func startPrefillScorer(ctx context.Context, in provision.Installed, model string, nctx, threads int, kvType, work string, noSandbox bool) (*prefillScorer, error) {
+// startPrefillScorer starts the scorer on model with the context, KV cache
+// type and weight repacking of the server p (the one replaying the record),
+// on scorerThreads, contained as the runtimes are.
+func startPrefillScorer(ctx context.Context, in provision.Installed, model string, p runtimes.Pins, work string, noSandbox bool) (*prefillScorer, error) {
+	threads := scorerThreads(p.Threads)
+	if p.WeightRepack != "on" && p.WeightRepack != "off" {
+		return nil, fmt.Errorf("prefill scorer: the server's pins say no weight repacking (%q), so the scorer cannot run its kernels", p.WeightRepack)
+	}
 	if in.PrefillScorer == "" {
 		return nil, fmt.Errorf("%w: installed.env names no PREFILL_SCORER_BIN (run make setup: it builds rig-prefill-score from the pinned llama.cpp)", ErrNoPrefill)
 	}
@@ -89,7 +97,7 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{in.PrefillScorer, model, strconv.Itoa(nctx), strconv.Itoa(threads), kvType, fifoIn, fifoOut}
+	argv := []string{in.PrefillScorer, model, strconv.Itoa(p.Context), strconv.Itoa(threads), p.KVCacheType, p.WeightRepack, fifoIn, fifoOut}
 	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{Argv: argv, Env: env, Dir: dir, ReadOnly: []string{model},
 		Limits: runtimes.RuntimeLimits(), NoSandbox: noSandbox}, runtimes.LogPath(dir, "rig-prefill-score"))
 	if err != nil {
@@ -112,7 +120,7 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 		return nil, fmt.Errorf("prefill scorer did not load %s: %w (its log: %s)", model, err, sb.LogTail(5))
 	}
 	f := strings.Fields(line)
-	if len(f) < 5 || f[0] != "ready" {
+	if len(f) < 6 || f[0] != "ready" {
 		s.Stop()
 		return nil, fmt.Errorf("prefill scorer: unexpected first line %q", line)
 	}
@@ -120,7 +128,12 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 	s.nvocab, _ = strconv.Atoi(f[2])
 	s.promptBatch, _ = strconv.Atoi(f[3])
 	s.outputBatch, _ = strconv.Atoi(f[4])
-	s.sysInfo = strings.Join(f[5:], " ")
+	s.repack = f[5]
+	s.sysInfo = strings.Join(f[6:], " ")
+	if s.repack != p.WeightRepack {
+		s.Stop()
+		return nil, fmt.Errorf("prefill scorer: asked for weight repacking %s, it loaded with %s (%s)", p.WeightRepack, s.repack, in.PrefillScorer)
+	}
 	return s, nil
 }
 
@@ -298,7 +311,7 @@ func (p prefillRescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genr
 
 // Fingerprint is the stack a prefill replay ran on, for its result.
 func (s *prefillScorer) fingerprint() string {
-	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, prompt in physical batches of %d, output in calls of %d, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.promptBatch, s.outputBatch, s.threads, s.sysInfo)
+	return fmt.Sprintf("rig-prefill-score sha256:%s on the pinned llama.cpp libraries (context %d, vocabulary %d, prompt in physical batches of %d, output in calls of %d, weight repacking %s, %d threads; %s)", s.binSHA, s.nctx, s.nvocab, s.promptBatch, s.outputBatch, s.repack, s.threads, s.sysInfo)
 }
 
 // modeOf is the mode a request names, exact when it names none.

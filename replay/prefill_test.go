@@ -139,6 +139,108 @@ func TestPrefillReplayOnTheRealScorer(t *testing.T) {
 	}
 }
 
+// TestPrefillReplayOfARepackedQuant: Gemma 3's Q4_K_M weights are the kind
+// the CPU backend repacks, and repacked weights go through one kernel for a
+// batch and another for a single row; and Gemma 3 has sliding-window
+// attention, for which llama-server cuts a prompt into batches to save
+// context checkpoints. rig runs llama-server with neither and says so on the
+// record; the scorer, told the record's way, scores Gemma's rows (long
+// prompts included) to within numerical noise of their decode steps. A
+// record whose server ran as before (both on) is replayed that way, and its
+// decode steps still reproduce exactly.
+func TestPrefillReplayOfARepackedQuant(t *testing.T) {
+	in := replayProvisioned(t)
+	if in.PrefillScorer == "" {
+		t.Fatal("installed.env names no PREFILL_SCORER_BIN: run make setup (it builds rig-prefill-score)")
+	}
+	ctx := context.Background()
+	work := t.TempDir()
+	stack, err := startReplayStack(ctx, in, "llama-server", goalControl, work, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stack.stop()
+	if p := stack.header.Pins; p.WeightRepack != "off" || p.PromptCheckpoints != "off" {
+		t.Fatalf("rig's llama-server records weight_repack %q, prompt_checkpoints %q; want both off", p.WeightRepack, p.PromptCheckpoints)
+	}
+	live, err := stack.generateRows(ctx, "gemma", 4, 80, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	longRows, err := stack.generateRows(ctx, "gemma-long", 2, 24, longAsk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live = append(live, longRows...)
+	set := replaySet{work: work}
+	rec, err := set.record("gemma.jsonl", stack.header.Pins, rowsOf(live))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.withPrefill(ctx, in, in.Models[goalControl].Path, filepath.Join(work, "prefill"), false); err != nil {
+		t.Fatal(err)
+	}
+	pass, err := genrecord.Replay(ctx, rec, stack.rs(), genrecord.ReplayOptions{Tolerance: DefaultPrefillTolerance})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range pass.Results {
+		if f := r.Comparison.First; f != nil {
+			t.Logf("row %s disputed by the pass at step %d: %s %s", r.RowID, f.Step, f.Reason, f.Detail)
+		}
+	}
+	full, err := ReplayRecord(ctx, ReplayRequest{File: rec, Mode: ModePrefill, WorkDir: filepath.Join(work, "record")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(full.Stack, "weight repacking off") || full.Status != genrecord.StatusReproduced || full.Fallback != 0 {
+		t.Errorf("Gemma rows in prefill mode: %s, %d rows fell back to decode steps, stack %q", full.Status, full.Fallback, full.Stack)
+	}
+	// Numerical noise of a batched pass on this model: measured up to
+	// 1.6e-3 nats (its 262,144-entry output head), against 0.28-1.1 nats
+	// with repacking on and 0.3 nats and more for the nearest control.
+	for _, r := range full.Results {
+		if r.Comparison.MaxAbsDiff > 5e-3 {
+			t.Errorf("row %s (%d steps): max |Δ| %g nats in one batched pass", r.RowID, r.Comparison.Steps, r.Comparison.MaxAbsDiff)
+		}
+	}
+	t.Logf("Gemma 3 without repacking: %d rows, max |Δ| %.3g nats, stack %s", len(live), full.MaxAbsDiff, full.Stack)
+
+	// A record made with repacking on is replayed with it on: a server of
+	// that kind started for the record reproduces its decode steps exactly.
+	rstack, err := startReplayStackOf(ctx, in, "llama-server", in.Models[goalControl], filepath.Join(work, "repacked"), false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rstack.stop()
+	if p := rstack.header.Pins; p.WeightRepack != "on" || p.PromptCheckpoints != "on" {
+		t.Fatalf("a server run as before rig pinned them records weight_repack %q, prompt_checkpoints %q; want both on", p.WeightRepack, p.PromptCheckpoints)
+	}
+	rlive, err := rstack.generateRows(ctx, "gemma-repacked", 2, 48, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrec, err := set.record("gemma-repacked.jsonl", rstack.header.Pins, rowsOf(rlive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact, err := ReplayRecord(ctx, ReplayRequest{File: rrec, WorkDir: filepath.Join(work, "record-repacked")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exact.Status != genrecord.StatusReproduced || exact.MaxAbsDiff != 0 {
+		t.Errorf("a repacked record by decode steps: %s, max |Δ| %g nats, want reproduced exactly", exact.Status, exact.MaxAbsDiff)
+	}
+	pf, err := ReplayRecord(ctx, ReplayRequest{File: rrec, Mode: ModePrefill, WorkDir: filepath.Join(work, "record-repacked-prefill")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pf.Stack, "weight repacking on") || pf.Status != genrecord.StatusReproduced {
+		t.Errorf("a repacked record in prefill mode: %s, stack %q", pf.Status, pf.Stack)
+	}
+	t.Logf("Gemma 3 repacked, one batched pass: max |Δ| %.3g nats, %d of %d rows fell back to decode steps", pf.MaxAbsDiff, pf.Fallback, len(rlive))
+}
+
 // TestPrefillRefusesOllamaRecords: Ollama's rows replay by regeneration,
 // and prefill says why before anything starts.
 func TestPrefillRefusesOllamaRecords(t *testing.T) {
@@ -155,6 +257,3 @@ func TestPrefillRefusesOllamaRecords(t *testing.T) {
 		t.Errorf("prefill of an Ollama record: %v", err)
 	}
 }
-
-// longAsk makes a prompt of well over 64 tokens around one topic.
-const longAsk = "Here is a note from a customer, quoted in full. \"I ordered a blue kettle, a set of four mugs, a tea towel and a tin of loose-leaf tea on the third of March. The kettle arrived with a dented lid, the mugs were the wrong colour and the tea never came at all. I have written twice and called once.\" Answer the customer in two sentences, and mention %s."

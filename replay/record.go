@@ -182,7 +182,11 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	// The stack is this machine's own build: replay compares it with the
 	// record's, never borrows the record's build flags.
 	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
-		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox})
+		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox,
+		// The record's server repacked its weights or did not, and could
+		// cut prompts or could not: each gives other log-probs for the same
+		// tokens, so replay runs the record's way.
+		WeightRepack: h.Pins.Repacked(), PromptCheckpoints: h.Pins.Checkpointed()})
 	if err != nil {
 		return genrecord.Summary{}, err
 	}
@@ -190,8 +194,7 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	var rs genrecord.Rescorer = rescorer{rt: rt, header: h}
 	stack := ""
 	if mode == ModePrefill {
-		p := rt.Pins()
-		sc, err := startPrefillScorer(ctx, in, model.Path, p.Context, scorerThreads(p.Threads), p.KVCacheType, work, req.NoSandbox)
+		sc, err := startPrefillScorer(ctx, in, model.Path, rt.Pins(), work, req.NoSandbox)
 		if err != nil {
 			return genrecord.Summary{}, err
 		}

@@ -37,13 +37,15 @@ func startReplayStack(ctx context.Context, in provision.Installed, kind, model, 
 		}
 		return nil, fmt.Errorf("model %q is not provisioned (provisioned: %s; run make setup)", model, strings.Join(names, ", "))
 	}
-	return startReplayStackOf(ctx, in, kind, m, work, noSandbox)
+	return startReplayStackOf(ctx, in, kind, m, work, noSandbox, false)
 }
 
-// startReplayStackOf starts kind with the model file m, whichever quant it is.
-func startReplayStackOf(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox bool) (*replayStack, error) {
+// startReplayStackOf starts kind with the model file m, whichever quant it
+// is; old makes llama-server run as before rig pinned its arithmetic
+// (weights repacked, prompts cut for checkpoints), as older records were made.
+func startReplayStackOf(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox, old bool) (*replayStack, error) {
 	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
-		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox})
+		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox, WeightRepack: old, PromptCheckpoints: old})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s with %s (%s): %w", kind, m.Name, m.Quant, err)
 	}
@@ -71,10 +73,9 @@ func (s *replayStack) rs() genrecord.Rescorer {
 }
 
 // withPrefill starts the stack's prefill scorer on the same model file,
-// context and KV cache type as its server, on scorerThreads.
+// context, KV cache type and weight repacking as its server.
 func (s *replayStack) withPrefill(ctx context.Context, in provision.Installed, model, work string, noSandbox bool) error {
-	p := s.rt.Pins()
-	sc, err := startPrefillScorer(ctx, in, model, p.Context, scorerThreads(p.Threads), p.KVCacheType, work, noSandbox)
+	sc, err := startPrefillScorer(ctx, in, model, s.rt.Pins(), work, noSandbox)
 	if err != nil {
 		return err
 	}
@@ -82,12 +83,17 @@ func (s *replayStack) withPrefill(ctx context.Context, in provision.Installed, m
 	return nil
 }
 
-// replayAsks and replayTopics make short, distinct prompts; each prompt is
-// asked once greedy and once sampled.
+// replayAsks and replayTopics make distinct prompts, mostly short, one in
+// seven long (longAsk); each prompt is asked once greedy and once sampled.
 func replayAsks() []string {
 	return []string{"Write one sentence about %s.", "Name three facts about %s.", "What is %s?",
-		"Describe %s in a few words.", "Give a short tip about %s.", "Why do people like %s?"}
+		"Describe %s in a few words.", "Give a short tip about %s.", "Why do people like %s?", longAsk}
 }
+
+// longAsk makes a prompt of well over 64 tokens around one topic: a prompt
+// that long is one llama-server ran through the CPU flash-attention
+// kernel's tiled path, so calibration and the tests hold rows of both kinds.
+const longAsk = "Here is a note from a customer, quoted in full. \"I ordered a blue kettle, a set of four mugs, a tea towel and a tin of loose-leaf tea on the third of March. The kettle arrived with a dented lid, the mugs were the wrong colour and the tea never came at all. I have written twice and called once.\" Answer the customer in two sentences, and mention %s."
 
 func replayTopics() []string {
 	return []string{"rivers", "bread", "the moon", "bicycles", "owls", "glass", "rain", "chess", "copper", "tea",

@@ -49,6 +49,23 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		}
 		c := rc.Calibration
 		field := fmt.Sprintf("runtimes[%d].calibration", i)
+		if modeOf(mode) == ModePrefill && runtime == "llama-server" {
+			// Repacked weights and cut prompts take other kernels than the
+			// pass: the drift measured one way says nothing of the other.
+			for _, f := range []struct {
+				field   string
+				cal, rd bool
+				calW    string
+				recW    string
+			}{
+				{"weight_repack", rc.Pins.Repacked(), record.Repacked(), rc.Pins.WeightRepack, record.WeightRepack},
+				{"prompt_checkpoints", rc.Pins.Checkpointed(), record.Checkpointed(), rc.Pins.PromptCheckpoints, record.PromptCheckpoints},
+			} {
+				if f.cal != f.rd {
+					return ReplayTolerance{}, fmt.Errorf("--calibration %s: runtimes[%d].pins.%s is %s, the record's is %s: a prefill tolerance holds only for the kernels it was measured on; calibrate on a stack of the record's kind or replay without --calibration", path, i, f.field, pinWord(f.calW), pinWord(f.recW))
+				}
+			}
+		}
 		if len(rc.Models) > 0 {
 			// Prefill: the record's own model's tolerance.
 			found := false
@@ -91,4 +108,12 @@ func modelMatches(cal ReplayCalibration, record genrecord.Pins) bool {
 		}
 	}
 	return false
+}
+
+// pinWord writes an on/off pin for errors; absent is llama-server's default.
+func pinWord(v string) string {
+	if v == "" {
+		return "absent (on: made before rig pinned it)"
+	}
+	return fmt.Sprintf("%q", v)
 }

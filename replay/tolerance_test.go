@@ -58,6 +58,18 @@ func TestLoadReplayToleranceRefusesBadCalibrations(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming the file and %q", c.name, err, c.want)
 		}
 	}
+	// A prefill tolerance measured without weight repacking is refused for
+	// a record whose server repacked (and the other way round).
+	noRepack := `{"mode":"prefill","runtimes":[{"runtime":"llama-server","pins":{"weight_repack":"off"},"calibration":{"separable":true,"tolerance":{"token_nats":0.01}}}]}`
+	for _, rec := range []genrecord.Pins{{}, {WeightRepack: "on"}} {
+		_, err := LoadReplayTolerance(writeCalibration(t, noRepack), "llama-server", rec, ModePrefill)
+		if err == nil || !strings.Contains(err.Error(), "runtimes[0].pins.weight_repack is \"off\"") || !strings.Contains(err.Error(), "calibration.json") {
+			t.Errorf("a calibration without repacking for a record with weight_repack %q: %v", rec.WeightRepack, err)
+		}
+	}
+	if _, err := LoadReplayTolerance(writeCalibration(t, noRepack), "llama-server", genrecord.Pins{WeightRepack: "off"}, ModePrefill); err != nil {
+		t.Errorf("a calibration without repacking for a record made so: %v", err)
+	}
 	if _, err := LoadReplayTolerance(filepath.Join(t.TempDir(), "missing.json"), "ollama", genrecord.Pins{}, ""); err == nil || !strings.Contains(err.Error(), "missing.json") {
 		t.Errorf("missing file: %v", err)
 	}

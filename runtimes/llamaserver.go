@@ -70,6 +70,12 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		// sharing its cores with anything else slows down many times over.
 		"--poll", "0",
 	}
+	if !cfg.WeightRepack {
+		args = append(args, "--no-repack")
+	}
+	if !cfg.PromptCheckpoints {
+		args = append(args, "--ctx-checkpoints", "0")
+	}
 	args = append(args, llamaServerOffloadArgs(cfg.Offload)...)
 	if cfg.VerboseLog || cfg.Offload.Backend == offload.BackendCUDA {
 		// The load report (layers offloaded, buffers per device) is logged
@@ -267,8 +273,10 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 	s.pins = Pins{
 		Stack:     stack,
 		ModelName: s.cfg.ModelName, ModelFile: s.cfg.Model, ModelSHA256: s.cfg.ModelSHA256,
-		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, ChatTemplate: s.template,
-		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
+		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, WeightRepack: onOff(s.cfg.WeightRepack),
+		PromptCheckpoints: onOff(s.cfg.PromptCheckpoints),
+		ChatTemplate:      s.template,
+		Sandboxed:         s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(),
 	}
 	if s.cfg.Offload.Backend == offload.BackendCUDA {

@@ -19,18 +19,23 @@ import (
 // effort; both end up on every receipt and in the generation record's header.
 type Pins struct {
 	Stack
-	ModelName    string      `json:"model_name"`
-	ModelFile    string      `json:"model_file"`
-	ModelSHA256  string      `json:"model_sha256"`
-	OllamaDigest string      `json:"ollama_digest,omitempty"`
-	Context      int         `json:"context"`
-	KVCacheType  string      `json:"kv_cache_type"`
-	Threads      int         `json:"threads"`
-	ChatTemplate string      `json:"chat_template"` // the GGUF's own, or the family's named format
-	Sandboxed    bool        `json:"sandboxed"`
-	NoSandbox    bool        `json:"no_sandbox"`
-	Containment  Containment `json:"containment"`
-	Machine      Machine     `json:"machine"`
+	ModelName    string `json:"model_name"`
+	ModelFile    string `json:"model_file"`
+	ModelSHA256  string `json:"model_sha256"`
+	OllamaDigest string `json:"ollama_digest,omitempty"`
+	Context      int    `json:"context"`
+	KVCacheType  string `json:"kv_cache_type"`
+	Threads      int    `json:"threads"`
+	// WeightRepack and PromptCheckpoints are "on" or "off" on llama-server
+	// (Config.WeightRepack, Config.PromptCheckpoints) and empty on Ollama,
+	// whose engine decides them.
+	WeightRepack      string      `json:"weight_repack,omitempty"`
+	PromptCheckpoints string      `json:"prompt_checkpoints,omitempty"`
+	ChatTemplate      string      `json:"chat_template"` // the GGUF's own, or the family's named format
+	Sandboxed         bool        `json:"sandboxed"`
+	NoSandbox         bool        `json:"no_sandbox"`
+	Containment       Containment `json:"containment"`
+	Machine           Machine     `json:"machine"`
 	// Offload is the arm's offload pin and Load what the runtime reported
 	// about where it put the model (nil on the CPU path).
 	Offload offload.Pin `json:"offload,omitzero"`
@@ -206,4 +211,13 @@ func TreeCPUTicks(pid int) int {
 		}
 	}
 	return total
+}
+
+// onOff is how a llama-server setting that changes its arithmetic is
+// written on its pins and records.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }

@@ -137,6 +137,22 @@ type Config struct {
 	// which the preflight bench reads from the log; it changes nothing the
 	// pins hold. Ollama logs them anyway.
 	VerboseLog bool
+	// WeightRepack lets llama-server's CPU backend repack the weights into
+	// its interleaved layout (the server's own default). rig leaves it off:
+	// repacked weights are multiplied by one kernel for a batch and another
+	// for a single row, so a batched pass (prefill replay) would not score
+	// what the decode steps computed. Replay sets it when a record says its
+	// server repacked (records made before rig pinned it). Ollama's engine
+	// decides this itself.
+	WeightRepack bool
+	// PromptCheckpoints lets llama-server cut a prompt into several batches
+	// to save context checkpoints in between (its default, for models with
+	// sliding-window attention: before the last user message and 4 tokens
+	// before the end). rig keeps no prompt cache (--cache-reuse 0), so the
+	// checkpoints are never used, and a prompt in one batch is what a
+	// batched re-scoring can compute again. Replay sets it for records made
+	// before rig pinned it.
+	PromptCheckpoints bool
 	// Offload is the arm's offload pin (the zero value is the CPU path).
 	// The runtime is held to it after loading: see CheckOffload.
 	Offload offload.Pin

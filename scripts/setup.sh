@@ -281,30 +281,38 @@ if [ ! -f "$gemma_dir/.rig-ok" ]; then
   touch "$gemma_dir/.rig-ok"
 fi
 
-# --- the other-quant control ------------------------------------------------------
+# --- the other-quant controls -----------------------------------------------------
 # No registry package carries a second quant of either model, so replay's
-# "different quant of the same model" control is made here: SmolLM2's Q4_1
-# requantized to Q8_0 by the pinned llama-quantize. Q8_0 rounds each block on
-# its own, so the file is the same on every machine and is pinned by sha256.
-# A mismatch leaves the control out (replay calibrate then says it was not
-# measured) instead of failing the whole set-up.
-requant_dir="$cache/models/$SMOLLM2_GGUF_SHA256-requant-q8_0"
-requant="$requant_dir/SmolLM2-135M-Instruct.requant-Q8_0.gguf"
-if [ ! -f "$requant_dir/.rig-ok" ]; then
-  log "requantizing SmolLM2-135M-Instruct Q4_1 to Q8_0 (replay's other-quant control)"
-  mkdir -p "$requant_dir"
-  "$lbuild/bin/llama-quantize" --allow-requantize "$smol" "$requant.partial" Q8_0 "$jobs" >"$requant_dir/quantize.log" 2>&1 ||
-    { tail -20 "$requant_dir/quantize.log"; die "llama-quantize failed; full log: $requant_dir/quantize.log"; }
-  got=$(sha256sum "$requant.partial" | cut -d' ' -f1)
-  if [ "$got" = "$SMOLLM2_REQUANT_Q8_0_SHA256" ]; then
-    mv "$requant.partial" "$requant"
-    touch "$requant_dir/.rig-ok"
-  else
-    rm -f "$requant.partial"
-    log "the requantized SmolLM2 has sha256 $got, pinned $SMOLLM2_REQUANT_Q8_0_SHA256: the other-quant control is left out"
+# "different quant of the same model" control is made here: each bundled
+# model requantized to Q8_0 by the pinned llama-quantize (SmolLM2 from its
+# Q4_1, Gemma 3 from its Q4_K_M). Q8_0 rounds each block on its own, so the
+# file is the same on every machine and is pinned by sha256. A mismatch
+# leaves that control out (replay calibrate then says it was not measured)
+# instead of failing the whole set-up.
+# requant_q8_0 KEY SOURCE FILE PINNED_SHA256 LABEL prints the made file's
+# path, or nothing when it is left out (its progress goes to stderr).
+requant_q8_0() {
+  local dir="$cache/models/$1-requant-q8_0"
+  local out="$dir/$3"
+  if [ ! -f "$dir/.rig-ok" ]; then
+    log "requantizing $5 to Q8_0 (replay's other-quant control)" >&2
+    mkdir -p "$dir"
+    "$lbuild/bin/llama-quantize" --allow-requantize "$2" "$out.partial" Q8_0 "$jobs" >"$dir/quantize.log" 2>&1 ||
+      { tail -20 "$dir/quantize.log" >&2; die "llama-quantize failed; full log: $dir/quantize.log"; }
+    local got
+    got=$(sha256sum "$out.partial" | cut -d' ' -f1)
+    if [ "$got" = "$4" ]; then
+      mv "$out.partial" "$out"
+      touch "$dir/.rig-ok"
+    else
+      rm -f "$out.partial"
+      log "the requantized $5 has sha256 $got, pinned $4: its other-quant control is left out" >&2
+    fi
   fi
-fi
-[ -f "$requant_dir/.rig-ok" ] || requant=""
+  if [ -f "$dir/.rig-ok" ]; then printf '%s' "$out"; fi
+}
+requant=$(requant_q8_0 "$SMOLLM2_GGUF_SHA256" "$smol" SmolLM2-135M-Instruct.requant-Q8_0.gguf "$SMOLLM2_REQUANT_Q8_0_SHA256" "SmolLM2-135M-Instruct Q4_1")
+gemma_requant=$(requant_q8_0 "$GEMMA3_GGUF_SHA256" "$gemma" gemma-3-270m.requant-Q8_0.gguf "$GEMMA3_REQUANT_Q8_0_SHA256" "Gemma 3 270M Q4_K_M")
 
 # Quick re-verification on every run: a stamp only says a step finished once.
 [ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
@@ -327,6 +335,7 @@ TEMPORAL_SHA256=$(cat "$tbuild/bin/temporal.sha256")
 SMOLLM2_GGUF=$smol
 GEMMA3_GGUF=$gemma
 SMOLLM2_REQUANT_Q8_0_GGUF=$requant
+GEMMA3_REQUANT_Q8_0_GGUF=$gemma_requant
 LLAMA_SERVER_CUDA_BIN=$cuda_server
 OLLAMA_CUDA_BIN=$ollama_cuda
 LLAMA_SERVER_CUDA_BUILD_FLAGS="${cuda_flags:-}"

@@ -21,20 +21,22 @@ model, writes them as generation records and replays them:
 
   noise floor        the same record re-scored twice on the same stack, and the
                      control model's rows on their own stack
-  positive controls  one-token edits of the kept text (a runner-up from the
-                     recorded top-K swapped in, log-probs left as recorded);
-                     text-only edits (one character of the kept text, a
-                     digit where there is one, tokens untouched) and
-                     prompt-only edits (one letter of the rendered prompt,
-                     prompt ids untouched), which the field checks catch;
-                     each model's rows re-scored by the other model on a stack
-                     that claims the recorded pins (forced token ids where the
-                     vocabulary allows, otherwise regenerated and compared by
-                     text); the model's rows re-scored by another quant of
-                     it, on a stack that claims the recorded pins (set-up
-                     makes SmolLM2 Q8_0 from the pinned Q4_1 with
-                     llama-quantize, as no registry package carries a second
-                     quant; for another model the report says not measured)
+  positive controls  for each model's rows alike: one-token edits of the kept
+                     text (a runner-up from the recorded top-K swapped in,
+                     log-probs left as recorded), and the same with the
+                     runner-up's log-prob copied in; text-only edits (one
+                     character of the kept text, a digit where there is one,
+                     tokens untouched) and prompt-only edits (one letter of
+                     the rendered prompt, prompt ids untouched), which the
+                     field checks catch; the rows re-scored by the other
+                     model on a stack that claims the recorded pins (forced
+                     token ids where the vocabulary allows, otherwise
+                     regenerated and compared by text); and re-scored by
+                     another quant of the same model claiming the pins
+                     (set-up makes a Q8_0 of each bundled model with the
+                     pinned llama-quantize, as no registry package carries a
+                     second quant; where none was made the report says not
+                     measured)
 
 It then sets the per-token and per-row tolerance between the two with
 genrecord.Calibrate, per runtime, prints the false-accept and false-reject

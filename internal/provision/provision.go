@@ -135,6 +135,10 @@ func LoadFile(path string) (Installed, error) {
 		in.OtherQuants["smollm2-135m-instruct"] = Model{Name: "smollm2-135m-instruct", Path: p,
 			SHA256: pins["SMOLLM2_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_1, requantized here by llama-quantize"}
 	}
+	if p := kv["GEMMA3_REQUANT_Q8_0_GGUF"]; p != "" {
+		in.OtherQuants["gemma-3-270m"] = Model{Name: "gemma-3-270m", Path: p,
+			SHA256: pins["GEMMA3_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_K_M, requantized here by llama-quantize"}
+	}
 	return in, nil
 }
 

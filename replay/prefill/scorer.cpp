@@ -3,7 +3,13 @@
 // tree and flags; scripts/setup.sh builds it beside the server). rig's
 // prefill replay drives it; it is not a general tool.
 //
-// Usage: rig-prefill-score MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [OUTPUT_BATCH]
+// Usage: rig-prefill-score MODEL CTX THREADS KV_TYPE REPACK IN_FIFO OUT_FIFO [OUTPUT_BATCH]
+//
+// REPACK is "on" or "off", as the server that made the record ran: the CPU
+// backend can repack weights (Q4_K, Q4_0, IQ4_NL, ...) into an interleaved
+// layout, and then multiplies a batch by one kernel (GEMM) and a single row
+// by another (GEMV), whose sums differ far beyond rounding along a row.
+// With repacking off both go through the same dot product per row.
 //
 // A row is scored in the physical batches the kept steps were computed in,
 // as far as kernels tell them apart. The prompt goes in as llama-server ran
@@ -27,7 +33,7 @@
 //   highest first), the log-softmax of the raw logits over the whole
 //   vocabulary, as llama-server's n_probs reports them;
 //   or: error ROW_ID MESSAGE
-// A first line "ready N_CTX N_VOCAB PROMPT_BATCH OUTPUT_BATCH SYSTEM_INFO"
+// A first line "ready N_CTX N_VOCAB PROMPT_BATCH OUTPUT_BATCH REPACK SYSTEM_INFO"
 // says the model is loaded.
 #include "llama.h"
 
@@ -58,17 +64,25 @@ static void quiet(ggml_log_level level, const char * text, void *) {
 }
 
 int main(int argc, char ** argv) {
-    if (argc != 7 && argc != 8) {
-        fprintf(stderr, "usage: %s MODEL CTX THREADS KV_TYPE IN_FIFO OUT_FIFO [OUTPUT_BATCH]\n", argv[0]);
+    if (argc != 8 && argc != 9) {
+        fprintf(stderr, "usage: %s MODEL CTX THREADS KV_TYPE REPACK IN_FIFO OUT_FIFO [OUTPUT_BATCH]\n", argv[0]);
         return 2;
     }
     const std::string model_path = argv[1];
     const int n_ctx = atoi(argv[2]);
     const int n_threads = atoi(argv[3]);
+    const std::string repack = argv[5];
+    if (repack != "on" && repack != "off") {
+        fprintf(stderr, "REPACK must be on or off, not %s\n", repack.c_str());
+        return 2;
+    }
     llama_log_set(quiet, nullptr);
     llama_backend_init();
     llama_model_params mp = llama_model_default_params();
     mp.n_gpu_layers = 0;
+    // The extra buffer types are where the CPU backend's repacked weights
+    // live; llama-server's --no-repack turns off the same flag.
+    mp.use_extra_bufts = repack == "on";
     llama_model * model = llama_model_load_from_file(model_path.c_str(), mp);
     if (!model) {
         fprintf(stderr, "cannot load %s\n", model_path.c_str());
@@ -80,7 +94,7 @@ int main(int argc, char ** argv) {
     // The prompt's physical batch is llama-server's (rig leaves its -ub at
     // the default, 512); the output tokens go in calls of OUTPUT_BATCH.
     cp.n_ubatch = std::min(n_ctx, 512);
-    const int output_batch = argc == 8 ? atoi(argv[7]) : RIG_FA_TILE_Q - 1;
+    const int output_batch = argc == 9 ? atoi(argv[8]) : RIG_FA_TILE_Q - 1;
     if (output_batch < 1 || output_batch >= RIG_FA_TILE_Q) {
         fprintf(stderr, "OUTPUT_BATCH must be 1..%d (below the flash-attention tile)\n", RIG_FA_TILE_Q - 1);
         return 2;
@@ -96,11 +110,11 @@ int main(int argc, char ** argv) {
     }
     const llama_vocab * vocab = llama_model_get_vocab(model);
     const int n_vocab = llama_vocab_n_tokens(vocab);
-    std::ifstream in(argv[5]);
-    std::ofstream out(argv[6]);
+    std::ifstream in(argv[6]);
+    std::ofstream out(argv[7]);
     std::string info = llama_print_system_info();
     std::replace(info.begin(), info.end(), '\n', ' ');
-    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << llama_n_ubatch(ctx) << " " << output_batch << " " << info << std::endl;
+    out << "ready " << llama_n_ctx(ctx) << " " << n_vocab << " " << llama_n_ubatch(ctx) << " " << output_batch << " " << repack << " " << info << std::endl;
     std::string line;
     std::vector<float> lp(n_vocab);
     std::vector<int> order(n_vocab);

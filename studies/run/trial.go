@@ -145,7 +145,7 @@ func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins
 	return genrecord.Pins{
 		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
 		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
-		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), MachineLine: rp.Machine.String(),
+		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
 		DesignHash: designHash, StudyID: study, ExecutionID: exec,
 	}
 }
@@ -153,23 +153,25 @@ func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins
 // pinMap flattens an arm's pins for the receipt.
 func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	m := map[string]string{
-		"quant":          a.Pins.Quant,
-		"context":        fmt.Sprint(a.Pins.Context),
-		"temperature":    fmt.Sprint(a.Pins.Sampling.Temperature),
-		"top_k":          fmt.Sprint(a.Pins.Sampling.TopK),
-		"top_p":          fmt.Sprint(a.Pins.Sampling.TopP),
-		"min_p":          fmt.Sprint(a.Pins.Sampling.MinP),
-		"seed":           fmt.Sprint(a.Pins.Sampling.Seed),
-		"stop_cap":       fmt.Sprint(a.Pins.StopCap),
-		"runtime_build":  a.Pins.RuntimeBuild,
-		"pins_source":    a.PinsSource,
-		"model_file":     rp.ModelFile,
-		"binary_sha256":  rp.BinarySHA256,
-		"build_flags":    rp.BuildFlags,
-		"kv_cache_type":  rp.KVCacheType,
-		"threads":        fmt.Sprint(rp.Threads),
-		"netns":          rp.Containment.NetNS,
-		"libraries_hash": librariesHash(rp.Libraries),
+		"quant":              a.Pins.Quant,
+		"context":            fmt.Sprint(a.Pins.Context),
+		"temperature":        fmt.Sprint(a.Pins.Sampling.Temperature),
+		"top_k":              fmt.Sprint(a.Pins.Sampling.TopK),
+		"top_p":              fmt.Sprint(a.Pins.Sampling.TopP),
+		"min_p":              fmt.Sprint(a.Pins.Sampling.MinP),
+		"seed":               fmt.Sprint(a.Pins.Sampling.Seed),
+		"stop_cap":           fmt.Sprint(a.Pins.StopCap),
+		"runtime_build":      a.Pins.RuntimeBuild,
+		"pins_source":        a.PinsSource,
+		"model_file":         rp.ModelFile,
+		"binary_sha256":      rp.BinarySHA256,
+		"build_flags":        rp.BuildFlags,
+		"kv_cache_type":      rp.KVCacheType,
+		"threads":            fmt.Sprint(rp.Threads),
+		"weight_repack":      rp.WeightRepack,
+		"prompt_checkpoints": rp.PromptCheckpoints,
+		"netns":              rp.Containment.NetNS,
+		"libraries_hash":     librariesHash(rp.Libraries),
 	}
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
