@@ -124,3 +124,31 @@ func TestKeptPrefillCalibration(t *testing.T) {
 		t.Errorf("the prefill calibration for an exact replay: got %v, want it refused naming both modes", err)
 	}
 }
+
+// The kept prefill calibration made with llama-server's arithmetic pinned
+// (no weight repacking, no prompt cut for checkpoints): both models' rows
+// and every control separate, with no false accept or reject, and it is used
+// only for records made the same way.
+func TestKeptPinnedPrefillCalibration(t *testing.T) {
+	path := "../genrecord/testdata/replay-calibration-prefill-2026-12-02-pinned.json"
+	pinned := func(name, sha string) genrecord.Pins {
+		return genrecord.Pins{ModelName: name, ModelSHA256: sha, WeightRepack: "off", PromptCheckpoints: "off"}
+	}
+	for _, rec := range []genrecord.Pins{
+		pinned("smollm2-135m-instruct", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+		pinned("gemma-3-270m", "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"),
+	} {
+		got, err := LoadReplayTolerance(path, "llama-server", rec, ModePrefill)
+		if err != nil {
+			t.Fatalf("%s: %v", rec.ModelName, err)
+		}
+		if got.Tolerance.Token <= 0 || got.Tolerance.Row <= 0 || !strings.Contains(got.Source, "false accepts 0, false rejects 0") {
+			t.Errorf("%s's prefill tolerance %+v (%s); want it positive, with no false accepts or rejects", rec.ModelName, got.Tolerance, got.Source)
+		}
+	}
+	// A record made before the pins (its server repacked and cut prompts).
+	old := genrecord.Pins{ModelName: "gemma-3-270m", ModelSHA256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"}
+	if _, err := LoadReplayTolerance(path, "llama-server", old, ModePrefill); err == nil || !strings.Contains(err.Error(), "runtimes[0].pins.weight_repack is \"off\", the record's is absent") {
+		t.Errorf("the pinned calibration for an older record: %v", err)
+	}
+}
