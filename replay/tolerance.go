@@ -52,17 +52,13 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		if modeOf(mode) == ModePrefill && runtime == "llama-server" {
 			// Repacked weights and cut prompts take other kernels than the
 			// pass: the drift measured one way says nothing of the other.
-			for _, f := range []struct {
-				field   string
-				cal, rd bool
-				calW    string
-				recW    string
-			}{
-				{"weight_repack", rc.Pins.Repacked(), record.Repacked(), rc.Pins.WeightRepack, record.WeightRepack},
-				{"prompt_checkpoints", rc.Pins.Checkpointed(), record.Checkpointed(), rc.Pins.PromptCheckpoints, record.PromptCheckpoints},
+			for _, f := range []struct{ field, cal, rec string }{
+				{"weight_repack", rc.Pins.WeightRepack, record.WeightRepack},
+				{"prompt_checkpoints", rc.Pins.PromptCheckpoints, record.PromptCheckpoints},
 			} {
-				if f.cal != f.rd {
-					return ReplayTolerance{}, fmt.Errorf("--calibration %s: runtimes[%d].pins.%s is %s, the record's is %s: a prefill tolerance holds only for the kernels it was measured on; calibrate on a stack of the record's kind or replay without --calibration", path, i, f.field, pinWord(f.calW), pinWord(f.recW))
+				// Absent is "on": llama-server's default, as older records ran.
+				if (f.cal == "off") != (f.rec == "off") {
+					return ReplayTolerance{}, fmt.Errorf("--calibration %s: runtimes[%d].pins.%s is %s, the record's is %s: a prefill tolerance holds only for the kernels it was measured on; calibrate on a stack of the record's kind or replay without --calibration", path, i, f.field, pinWord(f.cal), pinWord(f.rec))
 				}
 			}
 		}
