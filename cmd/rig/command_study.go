@@ -462,11 +462,11 @@ func checkInBrowser(ctx context.Context, files daemon.ReportFiles, png string) e
 	if err := json.Unmarshal(raw, &data); err != nil {
 		return fmt.Errorf("%s: %w", files.JSON, err)
 	}
-	profile, err := os.MkdirTemp("", "rig-browser-")
+	profile, removeProfile, err := report.TempProfile()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(profile)
+	defer removeProfile()
 	b := report.Browser{Bin: bin, Profile: profile}
 	dom, err := b.DumpDOM(ctx, files.HTML)
 	if err != nil {

@@ -62,9 +62,22 @@ func TestDemoDesignValidatesWhileACoreIsBusy(t *testing.T) {
 			t.Errorf("validation of %s: caps %q, speed %+v, record %q; want its own caps, a measured speed and a record", v.Harness, v.Caps, v.Speed, v.Record)
 		}
 	}
-	dry := e.rig(true, "study", "dry-run", d.Name)
+	// The dry run prices the whole plan at the speeds this busy validation
+	// measured, so whether it fits the design's 1h30m depends on how busy
+	// the machine was (with the test's loop and a second test package
+	// beside it, it has come to 1h34m). Either verdict is fine here; what
+	// must hold is the derivation, and that a refusal is the wall-time one.
+	dry := e.rigOutput("study", "dry-run", d.Name)
 	if !regexp.MustCompile(`derived fix-test: wall cap \S+ = 2× the worst case`).MatchString(dry) {
 		t.Errorf("the dry run did not derive fix-test's wall cap:\n%s", dry)
+	}
+	if strings.Contains(dry, "plan over budget") {
+		if !regexp.MustCompile(`plan over budget: wall time \S+ > cap \S+; nothing was run`).MatchString(dry) {
+			t.Errorf("the dry run refused the plan for something other than wall time:\n%s", dry)
+		}
+		t.Logf("at the busy machine's speeds the plan is over its wall-time cap:\n%s", dry)
+	} else if strings.Contains(dry, "(exit status") {
+		t.Errorf("rig study dry-run failed:\n%s", dry)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // ErrNoBrowser is returned by FindBrowser when no Chromium is installed.
@@ -23,6 +24,32 @@ type Browser struct {
 	// Profile is an empty directory for the browser's profile; a fresh one
 	// per call keeps runs independent.
 	Profile string
+}
+
+// TempProfile makes a fresh, empty profile directory for one Browser (or
+// one DevTools session) and returns it with the function that removes it.
+// Chromium's helper processes (the crash handler, a renderer finishing a
+// write) can outlive the browser by a moment and keep writing under the
+// profile, so a single RemoveAll may find a directory refilled behind it;
+// remove tries again for a few seconds and only then says what is left.
+func TempProfile() (dir string, remove func() error, err error) {
+	dir, err = os.MkdirTemp("", "rig-browser-")
+	if err != nil {
+		return "", nil, fmt.Errorf("report: browser profile: %w", err)
+	}
+	remove = func() error {
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if err = os.RemoveAll(dir); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("report: removing the browser profile %s: %w", dir, err)
+		}
+		return nil
+	}
+	return dir, remove, nil
 }
 
 // FindBrowser looks for Chromium at $RIG_CHROMIUM, /usr/bin/chromium and

@@ -38,7 +38,7 @@ func TestBrowserRendersReport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dom, err := Browser{Bin: bin, Profile: t.TempDir()}.DumpDOM(ctx, page)
+	dom, err := Browser{Bin: bin, Profile: browserProfile(t)}.DumpDOM(ctx, page)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestBrowserRendersReport(t *testing.T) {
 	}
 
 	shot := filepath.Join(out, "report.png")
-	if err := (Browser{Bin: bin, Profile: t.TempDir()}).Screenshot(ctx, page, shot, 1280, 2400); err != nil {
+	if err := (Browser{Bin: bin, Profile: browserProfile(t)}).Screenshot(ctx, page, shot, 1280, 2400); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(shot)

@@ -61,18 +61,35 @@ func openReport(t testing.TB, d Data, dir string) (context.Context, string) {
 	return ctx, page
 }
 
-// chromeContext starts a headless Chromium for the test's lifetime.
+// browserProfile is a fresh profile directory removed when the test ends,
+// once Chromium's helper processes have stopped writing into it.
+func browserProfile(t testing.TB) string {
+	dir, remove, err := TempProfile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := remove(); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
+
+// chromeContext starts a headless Chromium for the test's lifetime. Its
+// profile is removed last (cleanups run last-registered first), after the
+// browser is stopped, and removal waits out helpers still writing there.
 func chromeContext(t testing.TB, bin string) context.Context {
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()),
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.UserDataDir(browserProfile(t)),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"), chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true), chromedp.WindowSize(1280, 900))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(cancelBrowser)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	t.Cleanup(cancel)
-	ctx, cancel2 := chromedp.NewContext(actx)
-	t.Cleanup(cancel2)
-	ctx, cancel3 := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(cancel3)
 	return ctx
 }
 
