@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+
+	"rig/internal/offload"
 )
 
 // PinDiff is one pin that differs between two stacks.
@@ -19,7 +21,7 @@ func (d PinDiff) String() string {
 
 // StackDiff compares the pins that decide which bytes compute the
 // log-probs: runtime, model file, Ollama digest (when both have one),
-// server binary and every library. Machine line, design hash and ids are
+// server binary, where the model ran (the offload pin) and every library. Machine line, design hash and ids are
 // not compared: the same stack on another run must still replay.
 func StackDiff(recorded, current Pins) []PinDiff {
 	var out []PinDiff
@@ -34,6 +36,7 @@ func StackDiff(recorded, current Pins) []PinDiff {
 		add("ollama_digest", recorded.OllamaDigest, current.OllamaDigest)
 	}
 	add("binary_sha256", recorded.BinarySHA256, current.BinarySHA256)
+	add("offload", offloadString(recorded.OffloadPin()), offloadString(current.OffloadPin()))
 	out = append(out, libraryDiff(recorded.Libraries, current.Libraries, true)...)
 	return out
 }
@@ -135,4 +138,11 @@ func containsField(ds []PinDiff, field string) bool {
 		}
 	}
 	return false
+}
+
+// offloadString is an offload pin in the words a receipt uses for it.
+func offloadString(p offload.Pin) string {
+	f := p.PinFields()
+	return fmt.Sprintf("backend %s, gpu_layers %s, flash_attention %s, kv_cache_on_host %s",
+		f["offload_backend"], f["gpu_layers"], f["flash_attention"], f["kv_cache_on_host"])
 }

@@ -87,6 +87,12 @@ func TestReaderBadInputs(t *testing.T) {
 		{name: "header null libraries", data: editLine(t, good, 1, func(o map[string]any) {
 			o["pins"].(map[string]any)["libraries"] = nil
 		}), want: ErrPinsMissing, line: 1, field: "pins"},
+		{name: "header weight_repack neither on nor off", data: editLine(t, good, 1, func(o map[string]any) {
+			o["pins"].(map[string]any)["weight_repack"] = "maybe"
+		}), want: ErrPinsMissing, line: 1, field: "pins"},
+		{name: "header offload on an unknown backend", data: editLine(t, good, 1, func(o map[string]any) {
+			o["pins"].(map[string]any)["offload"] = map[string]any{"backend": "rocm", "gpu_layers": -1}
+		}), want: ErrPinsMissing, line: 1, field: "pins"},
 		{name: "row first", data: good[bytes.IndexByte(good, '\n')+1:], want: ErrNoHeader, line: 1, field: "kind"},
 		{name: "future schema", data: editLine(t, good, 1, func(o map[string]any) { o["schema_version"] = 2 }), want: ErrNoHeader, line: 1, field: "schema_version"},
 		{name: "wrong K", data: editLine(t, good, 3, func(o map[string]any) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"rig/internal/offload"
 )
 
 // SchemaVersion is written in every header. Readers refuse a higher major
@@ -82,15 +84,30 @@ type Pins struct {
 	// models with sliding-window attention). Records written before rig
 	// pinned it have none; their server could cut prompts.
 	PromptCheckpoints string `json:"prompt_checkpoints,omitempty"`
-	MachineLine       string `json:"machine_line"`
-	DesignHash        string `json:"design_hash"`
-	StudyID           string `json:"study_id,omitempty"`
-	ExecutionID       string `json:"execution_id,omitempty"`
+	// Offload is the arm's offload pin when the model ran on a card (backend
+	// cuda): how many layers, flash attention, where the KV cache was. A
+	// record without one ran on the CPU path, as every record before the
+	// pin did. Replay starts the runtime with it, on the same backend's
+	// build, because the card's kernels give other log-probs than the CPU's.
+	Offload     *offload.Pin `json:"offload,omitempty"`
+	MachineLine string       `json:"machine_line"`
+	DesignHash  string       `json:"design_hash"`
+	StudyID     string       `json:"study_id,omitempty"`
+	ExecutionID string       `json:"execution_id,omitempty"`
 }
 
 // Repacked reports whether the record's llama-server repacked its weights:
 // every record that does not say "off".
 func (p Pins) Repacked() bool { return p.WeightRepack != "off" }
+
+// OffloadPin is the offload pin the record's runtime held: the zero pin
+// (the CPU path) for a record that carries none.
+func (p Pins) OffloadPin() offload.Pin {
+	if p.Offload == nil {
+		return offload.Pin{}
+	}
+	return *p.Offload
+}
 
 // Checkpointed reports whether the record's llama-server could cut prompts
 // for context checkpoints: every record that does not say "off".
@@ -348,6 +365,16 @@ func (p Pins) Validate() error {
 	for path, sum := range p.Libraries {
 		if !isSHA256(sum) {
 			return fmt.Errorf("%w: pins.libraries[%q]: %q is not 64 hex digits", ErrPinsMissing, path, sum)
+		}
+	}
+	for field, v := range map[string]string{"weight_repack": p.WeightRepack, "prompt_checkpoints": p.PromptCheckpoints} {
+		if v != "" && v != "on" && v != "off" {
+			return fmt.Errorf("%w: pins.%s: %q is not on or off (leave it out for a record made before rig pinned it)", ErrPinsMissing, field, v)
+		}
+	}
+	if p.Offload != nil {
+		if err := p.Offload.Validate(); err != nil {
+			return fmt.Errorf("%w: pins.offload: %v", ErrPinsMissing, err)
 		}
 	}
 	return nil

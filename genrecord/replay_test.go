@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"rig/internal/offload"
 )
 
 func recordWith(t *testing.T, rows []Row) string {
@@ -145,6 +147,11 @@ func TestReplayStackDiffers(t *testing.T) {
 		{"library", func(p *Pins) { p.Libraries["/opt/rig/lib/libllama.so"] = strings.Repeat("9", 64) }, "libraries[libllama.so]"},
 		{"extra library", func(p *Pins) { p.Libraries["/opt/rig/lib/libcuda.so"] = strings.Repeat("9", 64) }, "libraries[libcuda.so]"},
 		{"runtime", func(p *Pins) { p.Runtime = "ollama" }, "runtime"},
+		// The record ran on the CPU path; a stack that put the model on a
+		// card computes with other kernels.
+		{"offload", func(p *Pins) {
+			p.Offload = &offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers, FlashAttention: "on"}
+		}, "offload"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPins()

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"rig/internal/offload"
 )
 
 // TestSchemaMatchesTypes keeps the published schema and the Go types in
@@ -28,6 +30,7 @@ func TestSchemaMatchesTypes(t *testing.T) {
 		"step":     reflect.TypeOf(Step{}),
 		"alt":      reflect.TypeOf(Alt{}),
 		"sampling": reflect.TypeOf(Sampling{}),
+		"offload":  reflect.TypeOf(offload.Pin{}),
 	} {
 		d, ok := doc.Defs[def]
 		if !ok {

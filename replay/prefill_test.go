@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"rig/genrecord"
+	"rig/internal/offload"
 )
 
 // TestPrefillReplayOnTheRealScorer scores SmolLM2 rows recorded on the real
@@ -241,19 +242,42 @@ func TestPrefillReplayOfARepackedQuant(t *testing.T) {
 	t.Logf("Gemma 3 repacked, one batched pass: max |Δ| %.3g nats, %d of %d rows fell back to decode steps", pf.MaxAbsDiff, pf.Fallback, len(rlive))
 }
 
-// TestPrefillRefusesOllamaRecords: Ollama's rows replay by regeneration,
-// and prefill says why before anything starts.
-func TestPrefillRefusesOllamaRecords(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "generations-o.jsonl")
-	pins := genrecord.Pins{ModelSHA256: strings.Repeat("a", 64), ModelName: "m", Runtime: "ollama", RuntimeVersion: "0", BinarySHA256: strings.Repeat("b", 64),
+// emptyRecord writes a record of no rows with pins for runtime, edited by
+// edit; replay reads its header before it starts anything.
+func emptyRecord(t *testing.T, runtime string, edit func(*genrecord.Pins)) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "generations-"+runtime+".jsonl")
+	pins := genrecord.Pins{ModelSHA256: strings.Repeat("a", 64), ModelName: "m", Runtime: runtime, RuntimeVersion: "0", BinarySHA256: strings.Repeat("b", 64),
 		Libraries: map[string]string{}, BuildFlags: "x", MachineLine: "m", DesignHash: "d"}
+	if edit != nil {
+		edit(&pins)
+	}
 	w, err := genrecord.OpenWriter(path, pins)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
-	_, err = ReplayRecord(context.Background(), ReplayRequest{File: path, Mode: ModePrefill})
+	return path
+}
+
+// TestPrefillRefusesOllamaRecords: Ollama's rows replay by regeneration,
+// and prefill says why before anything starts.
+func TestPrefillRefusesOllamaRecords(t *testing.T) {
+	_, err := ReplayRecord(context.Background(), ReplayRequest{File: emptyRecord(t, "ollama", nil), Mode: ModePrefill})
 	if !errors.Is(err, ErrNoPrefill) || !strings.Contains(err.Error(), "regeneration") {
 		t.Errorf("prefill of an Ollama record: %v", err)
+	}
+}
+
+// TestPrefillRefusesCardRecords: the scorer is CPU llama.cpp, so a record
+// made on the card is sent to the exact path on the card's build, before
+// anything starts, never scored on another stack.
+func TestPrefillRefusesCardRecords(t *testing.T) {
+	path := emptyRecord(t, "llama-server", func(p *genrecord.Pins) {
+		p.Offload = &offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers, FlashAttention: "on"}
+	})
+	_, err := ReplayRecord(context.Background(), ReplayRequest{File: path, Mode: ModePrefill})
+	if !errors.Is(err, ErrNoPrefill) || !strings.Contains(err.Error(), "--mode exact") || !strings.Contains(err.Error(), offload.ComponentLlamaServerCUDA) {
+		t.Errorf("prefill of a record made on the card: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"rig/genrecord"
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/runtimes"
 	"rig/studies"
@@ -145,6 +146,9 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
 	case mode == ModePrefill && kind != "llama-server":
 		return genrecord.Summary{}, fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
+	case mode == ModePrefill && h.Pins.OffloadPin().BackendName() != offload.BackendCPU:
+		return genrecord.Summary{}, fmt.Errorf("%s: %w for a record made on the card (offload backend %s): the prefill scorer is built against the CPU llama.cpp only, and a CPU pass would not be the record's stack; replay it with --mode exact where setup built the %s runtime (docs/gpu.md)",
+			req.File, ErrNoPrefill, h.Pins.OffloadPin().BackendName(), offload.Component(kind, h.Pins.OffloadPin().Backend))
 	}
 	var tol ReplayTolerance
 	if req.Calibration != "" {
@@ -181,12 +185,13 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	defer cleanup()
 	// The stack is this machine's own build: replay compares it with the
 	// record's, never borrows the record's build flags.
-	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
+	// The record's server repacked its weights or did not, could cut
+	// prompts or could not, and ran on the card or on the CPU: each gives
+	// other log-probs for the same tokens, so replay runs the record's way,
+	// on the build of the record's backend.
+	rt, err := runtimes.Launch(ctx, in, offload.Component(kind, h.Pins.OffloadPin().Backend), runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
 		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox,
-		// The record's server repacked its weights or did not, and could
-		// cut prompts or could not: each gives other log-probs for the same
-		// tokens, so replay runs the record's way.
-		WeightRepack: h.Pins.Repacked(), PromptCheckpoints: h.Pins.Checkpointed()})
+		WeightRepack: h.Pins.Repacked(), PromptCheckpoints: h.Pins.Checkpointed(), Offload: h.Pins.OffloadPin()})
 	if err != nil {
 		return genrecord.Summary{}, err
 	}

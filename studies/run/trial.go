@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"rig/genrecord"
+	"rig/internal/offload"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
@@ -142,12 +143,19 @@ func idPtr(id int) *int {
 
 // RecordPins is the generation record's header for one arm's runtime.
 func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
-	return genrecord.Pins{
+	p := genrecord.Pins{
 		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
 		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
 		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
 		DesignHash: designHash, StudyID: study, ExecutionID: exec,
 	}
+	// The CPU path writes no offload pin, so its records read as every
+	// record before the pin did.
+	if rp.Offload.BackendName() != offload.BackendCPU {
+		o := rp.Offload
+		p.Offload = &o
+	}
+	return p
 }
 
 // pinMap flattens an arm's pins for the receipt.
