@@ -89,16 +89,32 @@ type Pins struct {
 	// record without one ran on the CPU path, as every record before the
 	// pin did. Replay starts the runtime with it, on the same backend's
 	// build, because the card's kernels give other log-probs than the CPU's.
-	Offload     *offload.Pin `json:"offload,omitempty"`
-	MachineLine string       `json:"machine_line"`
-	DesignHash  string       `json:"design_hash"`
-	StudyID     string       `json:"study_id,omitempty"`
-	ExecutionID string       `json:"execution_id,omitempty"`
+	Offload *offload.Pin `json:"offload,omitempty"`
+	// Context is the context the runtime ran with (the arm's pin). Replay
+	// runs at it, so a row as long as the arm allowed replays; a record
+	// without one (made before it was written) replays at DefaultContext.
+	Context     int    `json:"context,omitempty"`
+	MachineLine string `json:"machine_line"`
+	DesignHash  string `json:"design_hash"`
+	StudyID     string `json:"study_id,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
 }
 
 // Repacked reports whether the record's llama-server repacked its weights:
 // every record that does not say "off".
 func (p Pins) Repacked() bool { return p.WeightRepack != "off" }
+
+// DefaultContext is the context a record that names none is replayed at.
+const DefaultContext = 4096
+
+// ReplayContext is the context to replay the record at: its own, or
+// DefaultContext for a record made before rig wrote it.
+func (p Pins) ReplayContext() int {
+	if p.Context > 0 {
+		return p.Context
+	}
+	return DefaultContext
+}
 
 // OffloadPin is the offload pin the record's runtime held: the zero pin
 // (the CPU path) for a record that carries none.
@@ -371,6 +387,9 @@ func (p Pins) Validate() error {
 		if v != "" && v != "on" && v != "off" {
 			return fmt.Errorf("%w: pins.%s: %q is not on or off (leave it out for a record made before rig pinned it)", ErrPinsMissing, field, v)
 		}
+	}
+	if p.Context < 0 {
+		return fmt.Errorf("%w: pins.context: %d is not a context size (leave it out for a record made before rig wrote it)", ErrPinsMissing, p.Context)
 	}
 	if p.Offload != nil {
 		if err := p.Offload.Validate(); err != nil {

@@ -60,6 +60,11 @@ type ReplayCost struct {
 	ReplayMSPerToken float64 `json:"replay_ms_per_token"`
 	Goal             float64 `json:"goal"`
 	Pass             bool    `json:"pass"`
+	// Threads is what the original and its exact replay ran on (the
+	// runtime's threads pin); PrefillThreads the scorer's, which uses every
+	// core, since its pass gives the same log-probs at any thread count.
+	Threads        int `json:"threads"`
+	PrefillThreads int `json:"prefill_threads,omitempty"`
 	// The same rows replayed in prefill mode (llama-server, with Prefill).
 	PrefillRows       int     `json:"prefill_rows,omitempty"`
 	PrefillReproduced int     `json:"prefill_reproduced,omitempty"`
@@ -256,7 +261,10 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		n := capOf[r.RowID]
 		c := by[n]
 		if c == nil {
-			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind)}
+			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind), Threads: st.rt.Pins().Threads}
+			if st.scorer != nil {
+				c.PrefillThreads = st.scorer.threads
+			}
 			by[n] = c
 		}
 		c.Rows++
@@ -337,11 +345,23 @@ func lineFit(xs, ys []float64) (slope, intercept, r2 float64) {
 }
 
 // WriteText prints the side-by-side table and the goal lines.
+// threadsWord says a thread count: "1 thread", "2 threads", or "its
+// default threads" where the runtime's pins gave none.
+func threadsWord(n int) string {
+	switch n {
+	case 0:
+		return "its default threads"
+	case 1:
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}
+
 func (b ReplayBench) WriteText(w io.Writer) error {
 	var s strings.Builder
 	fmt.Fprintf(&s, "replay cost of %s: each row generated, then replayed the way `rig replay` does it, on the same stack in the same run\n", b.Model)
 	tw := tabwriter.NewWriter(&s, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "runtime\tcap\trows\treproduced\tmean tokens\toriginal ms\treplay ms\treplay ms/token\tratio\tgoal\t\t")
+	fmt.Fprintln(tw, "runtime\tthreads\tcap\trows\treproduced\tmean tokens\toriginal ms\treplay ms\treplay ms/token\tratio\tgoal\t\t")
 	for _, c := range b.Costs {
 		verdict := "met"
 		switch {
@@ -350,7 +370,7 @@ func (b ReplayBench) WriteText(w io.Writer) error {
 		case !c.Pass:
 			verdict = "NOT MET"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.3f\t≤ %.1f\t%s\t\n", c.Runtime, c.MaxTokens, c.Rows, c.Reproduced, c.MeanTokens, c.OriginalMS, c.ReplayMS, c.ReplayMSPerToken, c.Ratio, c.Goal, verdict)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%.3f\t≤ %.1f\t%s\t\n", c.Runtime, c.Threads, c.MaxTokens, c.Rows, c.Reproduced, c.MeanTokens, c.OriginalMS, c.ReplayMS, c.ReplayMSPerToken, c.Ratio, c.Goal, verdict)
 	}
 	tw.Flush()
 	for _, sg := range b.Segments {
@@ -372,8 +392,8 @@ func (b ReplayBench) WriteText(w io.Writer) error {
 		if float64(c.MaxTokens) >= 256 {
 			verdict = fmt.Sprintf(" (goal ≤ %.1f× at 256 tokens and above: %s)", PrefillCostGoal, map[bool]string{true: "met", false: "NOT MET"}[c.PrefillRatio <= PrefillCostGoal])
 		}
-		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback, against %.1f ms generated: %.3f×%s; at the runtime's own prompt rate on its pinned threads a pass would cost %.3f×\n",
-			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, c.OriginalMS, c.PrefillRatio, verdict, c.PrefillFloor)
+		fmt.Fprintf(&s, "%s prefill, cap %d: %d/%d rows within the tolerance in one pass (max |Δ| %.3g nats), %d checked again by decode steps; %.1f ms a row with the fallback (scorer on %s), against %.1f ms generated (on %s): %.3f×%s; at the runtime's own prompt rate on its pinned threads a pass would cost %.3f×\n",
+			c.Runtime, c.MaxTokens, c.PrefillReproduced, c.PrefillRows, c.PrefillMaxDiff, c.PrefillFallback, c.PrefillMS, threadsWord(c.PrefillThreads), c.OriginalMS, threadsWord(c.Threads), c.PrefillRatio, verdict, c.PrefillFloor)
 	}
 	if b.Pass {
 		s.WriteString("goal: replay at most 1.2× the original on llama-server and 1.5× on Ollama, at every length and per extra token (linear): met\n")

@@ -89,6 +89,20 @@ func (r rescorer) Detokenize(ctx context.Context, ids []int) ([]byte, error) {
 	return nil, genrecord.ErrNoTokenizer
 }
 
+// replayLaunch is the runtime build and config that replay a record made
+// with pins: the stack is this machine's own build of the record's backend
+// (replay compares it with the record's, never borrows the record's build
+// flags), started the record's way. Weight repacking, prompt cuts for
+// checkpoints and the card (layers, flash attention) each give other
+// log-probs for the same tokens; the context decides only which rows fit,
+// and is the arm's, so that every row the arm allowed replays.
+func replayLaunch(pins genrecord.Pins, kind string, model provision.Model, work string, noSandbox bool) (string, runtimes.Config) {
+	return offload.Component(kind, pins.OffloadPin().Backend), runtimes.Config{
+		Model: model.Path, ModelName: pins.ModelName, ModelSHA256: model.SHA256,
+		Context: pins.ReplayContext(), WorkDir: work, NoSandbox: noSandbox,
+		WeightRepack: pins.Repacked(), PromptCheckpoints: pins.Checkpointed(), Offload: pins.OffloadPin()}
+}
+
 // ReplayRequest is `rig replay`.
 type ReplayRequest struct {
 	File    string
@@ -183,15 +197,8 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, err
 	}
 	defer cleanup()
-	// The stack is this machine's own build: replay compares it with the
-	// record's, never borrows the record's build flags.
-	// The record's server repacked its weights or did not, could cut
-	// prompts or could not, and ran on the card or on the CPU: each gives
-	// other log-probs for the same tokens, so replay runs the record's way,
-	// on the build of the record's backend.
-	rt, err := runtimes.Launch(ctx, in, offload.Component(kind, h.Pins.OffloadPin().Backend), runtimes.Config{Model: model.Path, ModelName: h.Pins.ModelName, ModelSHA256: model.SHA256,
-		Context: 4096, WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox,
-		WeightRepack: h.Pins.Repacked(), PromptCheckpoints: h.Pins.Checkpointed(), Offload: h.Pins.OffloadPin()})
+	component, cfg := replayLaunch(h.Pins, kind, model, filepath.Join(work, kind), req.NoSandbox)
+	rt, err := runtimes.Launch(ctx, in, component, cfg)
 	if err != nil {
 		return genrecord.Summary{}, err
 	}

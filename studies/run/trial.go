@@ -147,7 +147,7 @@ func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins
 		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
 		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
 		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
-		DesignHash: designHash, StudyID: study, ExecutionID: exec,
+		DesignHash: designHash, StudyID: study, ExecutionID: exec, Context: rp.Context,
 	}
 	// The CPU path writes no offload pin, so its records read as every
 	// record before the pin did.

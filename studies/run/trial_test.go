@@ -7,10 +7,11 @@ import (
 	"rig/runtimes"
 )
 
-// TestRecordPinsOffload: a record made on the card carries the arm's
-// offload pin, so that replay starts the card's build the same way; the
-// CPU path writes none and reads as every record before the pin.
-func TestRecordPinsOffload(t *testing.T) {
+// TestRecordPinsCarryContextAndOffload: a record carries the arm's context,
+// and one made on the card the arm's offload pin, so that replay starts the
+// same build the same way; the CPU path writes no offload pin and reads as
+// every record before the pin.
+func TestRecordPinsCarryContextAndOffload(t *testing.T) {
 	card := offload.Pin{Backend: offload.BackendCUDA, GPULayers: 20, FlashAttention: "off", KVOnHost: true}
 	for _, tc := range []struct {
 		name string
@@ -22,8 +23,10 @@ func TestRecordPinsOffload(t *testing.T) {
 		{"on the card", card, &card},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := RecordPins(runtimes.Pins{Offload: tc.pin}, "d", "s", "x")
+			p := RecordPins(runtimes.Pins{Offload: tc.pin, Context: 8192}, "d", "s", "x")
 			switch {
+			case p.Context != 8192 || p.ReplayContext() != 8192:
+				t.Errorf("context %d (replayed at %d), the runtime ran at 8192", p.Context, p.ReplayContext())
 			case tc.want == nil && p.Offload != nil:
 				t.Errorf("offload %+v written for the CPU path", *p.Offload)
 			case tc.want != nil && (p.Offload == nil || *p.Offload != *tc.want):
