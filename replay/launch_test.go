@@ -1,11 +1,17 @@
 package replay
 
 import (
+	"context"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"rig/genrecord"
 	"rig/internal/offload"
 	"rig/internal/provision"
+	"rig/runtimes"
+	"rig/studies"
+	"rig/studies/run"
 )
 
 // TestReplayLaunchRunsTheRecordsWay: replay starts the build of the
@@ -40,5 +46,45 @@ func TestReplayLaunchRunsTheRecordsWay(t *testing.T) {
 				t.Errorf("model %s %s %s", cfg.Model, cfg.ModelSHA256, cfg.ModelName)
 			}
 		})
+	}
+}
+
+// TestReplayAtTheRecordsContext: a call longer than the 4096 tokens replay
+// used to run at, made by an arm pinned to 8192 (as the demo's Aider arms
+// are), replays exactly, because the record says its context and replay
+// runs at it.
+func TestReplayAtTheRecordsContext(t *testing.T) {
+	in := replayProvisioned(t)
+	m := in.Models[goalModel]
+	ctx := context.Background()
+	work := t.TempDir()
+	rt, err := runtimes.Launch(ctx, in, "llama-server", runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
+		Context: 8192, WorkDir: filepath.Join(work, "gen")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Stop(ctx)
+	prompt := "Summarise this log in one line.\n" + strings.Repeat("12:00 worker 7 finished job 31 in 4.2 s; queue depth 3.\n", 230)
+	msgs := []runtimes.Message{{Role: "user", Content: prompt}}
+	res, err := rt.Generate(ctx, runtimes.Request{CallID: "long", Messages: msgs, MaxTokens: 6, TopK: genrecord.DefaultK})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := run.RecordPins(rt.Pins(), replayDesignHash, "", "")
+	row := run.GenerationRow("long", m.Name, genrecord.RoleCandidate, studies.Pins{StopCap: 6}, genrecord.DefaultK, res)
+	rt.Stop(ctx)
+	if n := len(row.PromptTokenIDs) + len(row.Output); n <= genrecord.DefaultContext || pins.Context != 8192 {
+		t.Fatalf("the row has %d tokens and the record says context %d; the test needs more than %d at 8192", n, pins.Context, genrecord.DefaultContext)
+	}
+	rec := filepath.Join(work, "long.jsonl")
+	if err := writeRecord(rec, pins, []genrecord.Row{row}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := ReplayRecord(ctx, ReplayRequest{File: rec, WorkDir: filepath.Join(work, "replay")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Status != genrecord.StatusReproduced || sum.Reproduced != 1 {
+		t.Errorf("a %d-token row of an 8192-context record: %s, %d of 1 reproduced (%+v)", len(row.PromptTokenIDs)+len(row.Output), sum.Status, sum.Reproduced, sum.Results)
 	}
 }
