@@ -118,7 +118,11 @@ func (p Pins) Diff(q Pins) []PinDiff {
 	add("build_flags", p.BuildFlags, q.BuildFlags)
 	add("weight_repack", p.WeightRepack, q.WeightRepack)
 	add("prompt_checkpoints", p.PromptCheckpoints, q.PromptCheckpoints)
-	add("context", fmt.Sprint(p.Context), fmt.Sprint(q.Context))
+	// A record begun before rig wrote the context has none; its execution
+	// resumes at the same (frozen) context, so only two stated ones differ.
+	if p.Context != 0 && q.Context != 0 {
+		add("context", fmt.Sprint(p.Context), fmt.Sprint(q.Context))
+	}
 	add("machine_line", p.MachineLine, q.MachineLine)
 	add("design_hash", p.DesignHash, q.DesignHash)
 	add("study_id", p.StudyID, q.StudyID)

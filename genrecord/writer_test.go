@@ -121,6 +121,17 @@ func TestWriterReopen(t *testing.T) {
 			}
 		})
 	}
+	// The record was begun before rig wrote the context: its execution
+	// resumes at the same frozen context, which now says it.
+	t.Run("a record without a context resumes", func(t *testing.T) {
+		p := testPins()
+		p.Context = 2048
+		w, err := OpenWriter(path, p)
+		if err != nil {
+			t.Fatalf("resuming a record that names no context: %v", err)
+		}
+		w.Close()
+	})
 }
 
 func TestWriterRejects(t *testing.T) {

@@ -344,7 +344,6 @@ func lineFit(xs, ys []float64) (slope, intercept, r2 float64) {
 	return slope, intercept, r2
 }
 
-// WriteText prints the side-by-side table and the goal lines.
 // threadsWord says a thread count: "1 thread", "2 threads", or "its
 // default threads" where the runtime's pins gave none.
 func threadsWord(n int) string {
@@ -357,6 +356,7 @@ func threadsWord(n int) string {
 	return fmt.Sprintf("%d threads", n)
 }
 
+// WriteText prints the side-by-side table and the goal lines.
 func (b ReplayBench) WriteText(w io.Writer) error {
 	var s strings.Builder
 	fmt.Fprintf(&s, "replay cost of %s: each row generated, then replayed the way `rig replay` does it, on the same stack in the same run\n", b.Model)

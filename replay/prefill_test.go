@@ -280,4 +280,13 @@ func TestPrefillRefusesCardRecords(t *testing.T) {
 	if !errors.Is(err, ErrNoPrefill) || !strings.Contains(err.Error(), "--mode exact") || !strings.Contains(err.Error(), offload.ComponentLlamaServerCUDA) {
 		t.Errorf("prefill of a record made on the card: %v", err)
 	}
+	// A card's record from before the offload pin shows the card only in
+	// its machine line: refused in both modes, never run on the CPU.
+	old := emptyRecord(t, "llama-server", func(p *genrecord.Pins) { p.MachineLine = "EPYC ×16, GPU: H200, runtime backend cuda" })
+	for _, mode := range []string{ModeExact, ModePrefill} {
+		_, err := ReplayRecord(context.Background(), ReplayRequest{File: old, Mode: mode})
+		if err == nil || !strings.Contains(err.Error(), "before records carried the offload pin") {
+			t.Errorf("--mode %s of a card's record without its offload pin: %v", mode, err)
+		}
+	}
 }

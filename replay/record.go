@@ -160,6 +160,11 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
 	case mode == ModePrefill && kind != "llama-server":
 		return genrecord.Summary{}, fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
+	case h.Pins.Offload == nil && strings.Contains(h.Pins.MachineLine, "runtime backend "+offload.BackendCUDA):
+		// Made on the card before records carried the offload pin: replay
+		// cannot start the runtime the record's way, and a CPU pass would
+		// only report mismatches.
+		return genrecord.Summary{}, fmt.Errorf("%s: the record was made on the card (its machine line says runtime backend cuda) before records carried the offload pin, so replay cannot start its runtime the same way; its receipts hold the pin (offload_backend, gpu_layers, flash_attention, kv_cache_on_host)", req.File)
 	case mode == ModePrefill && h.Pins.OffloadPin().BackendName() != offload.BackendCPU:
 		return genrecord.Summary{}, fmt.Errorf("%s: %w for a record made on the card (offload backend %s): the prefill scorer is built against the CPU llama.cpp only, and a CPU pass would not be the record's stack; replay it with --mode exact where setup built the %s runtime (docs/gpu.md)",
 			req.File, ErrNoPrefill, h.Pins.OffloadPin().BackendName(), offload.Component(kind, h.Pins.OffloadPin().Backend))
