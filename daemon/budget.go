@@ -66,6 +66,16 @@ func (s *Service) SetMonthlyBudget(ctx context.Context, req BudgetRequest) (Mont
 	b := MonthlyBudget{WallTime: req.WallTime, EnergyWh: req.EnergyWh, SetBy: actor, SetAt: time.Now().UTC(), Why: req.Why}
 	s.budgetMu.Lock()
 	defer s.budgetMu.Unlock()
+	// The file holds only the cap in force; the trail keeps every one set,
+	// with the one it replaced, written before the cap takes effect.
+	line := map[string]any{"at": b.SetAt, "wall_time": b.WallTime, "energy_wh": b.EnergyWh, "who": actor, "why": req.Why}
+	var old MonthlyBudget
+	if err := atomicfile.ReadJSON(s.budgetFile(), &old); err == nil {
+		line["replaced"] = old
+	}
+	if err := appendAuditLine(s.Home, "budget", line); err != nil {
+		return MonthlyBudget{}, err
+	}
 	return b, atomicfile.WriteJSON(s.budgetFile(), b, 0o600)
 }
 

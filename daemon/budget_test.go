@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +55,34 @@ func TestMonthlyBudget(t *testing.T) {
 	if m, _ = s.MonthBudget(ctx, time.Now()); m.checkMonth(11*3600, 400, "x") != nil {
 		t.Errorf("still refused after the cap was raised: %+v", m)
 	}
+	// The trail keeps both caps set, the second with the one it replaced,
+	// and none of the refused ones.
+	type budgetLine struct {
+		WallTime string         `json:"wall_time"`
+		Who      string         `json:"who"`
+		Replaced *MonthlyBudget `json:"replaced"`
+	}
+	var trail []budgetLine
+	for _, l := range auditLines(t, s.Home, "budget") {
+		var e budgetLine
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		trail = append(trail, e)
+	}
+	if len(trail) != 2 || trail[0].WallTime != "10h" || trail[0].Replaced != nil || trail[1].WallTime != "20h" || trail[1].Replaced == nil || trail[1].Replaced.WallTime != "10h" || trail[0].Who == "" {
+		t.Errorf("audits/budget.jsonl = %+v; want the 10h cap, then the 20h one replacing it", trail)
+	}
+}
+
+// auditLines reads Home/audits/NAME.jsonl line by line.
+func auditLines(t *testing.T, home, name string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(home, "audits", name+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
 }
 
 // TestMonthlyBudgetCountsEveryStudysReceipts: the month's spending is the

@@ -87,7 +87,30 @@ func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies
 	if err := os.MkdirAll(s.proposalDir(), 0o700); err != nil {
 		return Proposal{}, err
 	}
+	if err := s.auditProposal(p, "", fmt.Sprintf("study %s decided to switch to %s on comparison %s", p.Study, p.Arm, shortHash(p.ComparisonHash)), p.ProposedBy, p.ProposedAt); err != nil {
+		return Proposal{}, err
+	}
 	return p, atomicfile.WriteJSON(filepath.Join(s.proposalDir(), p.ID+".json"), p, 0o600)
+}
+
+// proposalAuditLine is one line of audits/proposals.jsonl.
+type proposalAuditLine struct {
+	At       time.Time `json:"at"`
+	Proposal string    `json:"proposal"`
+	Study    string    `json:"study"`
+	Arm      string    `json:"arm"`
+	From     string    `json:"from"`
+	To       string    `json:"to"`
+	Who      string    `json:"who"`
+	Why      string    `json:"why"`
+}
+
+// auditProposal appends p's move from from to p.State to the daemon's
+// proposal trail. It is written before the proposal's own file, so that no
+// state is ever in force without its line; a write that then fails leaves
+// the proposal as it was, and doing it again adds a second line.
+func (s *Service) auditProposal(p Proposal, from, why, who string, at time.Time) error {
+	return appendAuditLine(s.Home, "proposals", proposalAuditLine{At: at.UTC(), Proposal: p.ID, Study: p.Study, Arm: p.Arm, From: from, To: p.State, Who: who, Why: why})
 }
 
 func (s *Service) readProposal(id string) (Proposal, error) {
@@ -159,6 +182,9 @@ func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to st
 		return Proposal{}, fmt.Errorf("%w: %s decided study %s and so proposed %s; another Director must approve or reject it (separation of duties)", ErrForbidden, c, p.Study, p.ID)
 	}
 	p.State, p.DecidedBy, p.DecidedAt, p.Why = to, actor, time.Now().UTC(), req.Why
+	if err := s.auditProposal(p, ProposalPending, req.Why, actor, p.DecidedAt); err != nil {
+		return Proposal{}, err
+	}
 	if to == ProposalApproved {
 		if err := atomicfile.WriteJSON(s.baselineFile(), p, 0o600); err != nil {
 			return Proposal{}, err

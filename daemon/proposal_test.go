@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -93,6 +94,22 @@ func TestProposalStates(t *testing.T) {
 	list, err := s.Proposals()
 	if err != nil || len(list) != 1 || list[0].State != ProposalApproved {
 		t.Errorf("list = %+v, %v", list, err)
+	}
+	// The trail has the proposal and its approval, with who and why; the
+	// replayed decision and every refused move wrote nothing.
+	var trail []proposalAuditLine
+	for _, l := range auditLines(t, s.Home, "proposals") {
+		var e proposalAuditLine
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatal(err)
+		}
+		trail = append(trail, e)
+	}
+	if len(trail) != 2 ||
+		trail[0] != (proposalAuditLine{At: trail[0].At, Proposal: p.ID, Study: "s1", Arm: "fast", From: "", To: ProposalPending, Who: "dana (uid 1001)", Why: trail[0].Why}) ||
+		trail[1] != (proposalAuditLine{At: trail[1].At, Proposal: p.ID, Study: "s1", Arm: "fast", From: ProposalPending, To: ProposalApproved, Who: "dora (uid 1002)", Why: "faster at the same pass rate"}) ||
+		!strings.Contains(trail[0].Why, "decided to switch to fast") {
+		t.Errorf("audits/proposals.jsonl = %+v; want the proposal by dana, then dora's approval", trail)
 	}
 }
 

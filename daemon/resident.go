@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -52,26 +53,36 @@ func loadPolicy(path string) (*Policy, error) {
 // policyAudit appends one line to Home/audits/policy.jsonl: which policy came
 // into force, when, and what it replaced.
 func policyAudit(home string, p *Policy, replaced *Policy, why string) error {
-	dir := filepath.Join(home, "audits")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	rec := map[string]any{"at": time.Now().UTC(), "why": why, "policy": p.Describe(), "file": p.File(), "sha256": p.Digest()}
 	if replaced != nil {
 		rec["replaced_sha256"] = replaced.Digest()
 		rec["replaced"] = replaced.Describe()
 	}
+	return appendAuditLine(home, "policy", rec)
+}
+
+// appendAuditLine appends rec as one JSON line to Home/audits/NAME.jsonl:
+// the daemon-wide trails (policy, proposals, the monthly budget) that
+// belong to no one study's store. A line is written whole by one write on
+// a file opened for appending, so concurrent writers never interleave.
+func appendAuditLine(home, name string, rec any) error {
+	dir := filepath.Join(home, "audits")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, "policy.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, name+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	_, err = f.Write(append(b, '\n'))
-	return err
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("audits/%s.jsonl: %w", name, err)
+	}
+	return f.Close()
 }
 
 // reloadOnHangup re-reads the policy file on SIGHUP. A file that no longer
