@@ -62,27 +62,28 @@ func TestMonthlyBudget(t *testing.T) {
 		Who      string         `json:"who"`
 		Replaced *MonthlyBudget `json:"replaced"`
 	}
-	var trail []budgetLine
-	for _, l := range auditLines(t, s.Home, "budget") {
-		var e budgetLine
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatal(err)
-		}
-		trail = append(trail, e)
-	}
+	trail := auditTrail[budgetLine](t, s.Home, "budget")
 	if len(trail) != 2 || trail[0].WallTime != "10h" || trail[0].Replaced != nil || trail[1].WallTime != "20h" || trail[1].Replaced == nil || trail[1].Replaced.WallTime != "10h" || trail[0].Who == "" {
 		t.Errorf("audits/budget.jsonl = %+v; want the 10h cap, then the 20h one replacing it", trail)
 	}
 }
 
-// auditLines reads Home/audits/NAME.jsonl line by line.
-func auditLines(t *testing.T, home, name string) []string {
+// auditTrail reads Home/audits/NAME.jsonl, one T a line.
+func auditTrail[T any](t *testing.T, home, name string) []T {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(home, "audits", name+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	var out []T
+	for _, l := range strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n") {
+		var e T
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("audits/%s.jsonl: %v", name, err)
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // TestMonthlyBudgetCountsEveryStudysReceipts: the month's spending is the

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -97,14 +96,7 @@ func TestProposalStates(t *testing.T) {
 	}
 	// The trail has the proposal and its approval, with who and why; the
 	// replayed decision and every refused move wrote nothing.
-	var trail []proposalAuditLine
-	for _, l := range auditLines(t, s.Home, "proposals") {
-		var e proposalAuditLine
-		if err := json.Unmarshal([]byte(l), &e); err != nil {
-			t.Fatal(err)
-		}
-		trail = append(trail, e)
-	}
+	trail := auditTrail[proposalAuditLine](t, s.Home, "proposals")
 	if len(trail) != 2 ||
 		trail[0] != (proposalAuditLine{At: trail[0].At, Proposal: p.ID, Study: "s1", Arm: "fast", From: "", To: ProposalPending, Who: "dana (uid 1001)", Why: trail[0].Why}) ||
 		trail[1] != (proposalAuditLine{At: trail[1].At, Proposal: p.ID, Study: "s1", Arm: "fast", From: ProposalPending, To: ProposalApproved, Who: "dora (uid 1002)", Why: "faster at the same pass rate"}) ||

@@ -21,8 +21,9 @@ func (d PinDiff) String() string {
 
 // StackDiff compares the pins that decide which bytes compute the
 // log-probs: runtime, model file, Ollama digest (when both have one),
-// server binary, where the model ran (the offload pin) and every library. Machine line, design hash and ids are
-// not compared: the same stack on another run must still replay.
+// server binary, where the model ran (the offload pin) and every library.
+// Machine line, design hash and ids are not compared: the same stack on
+// another run must still replay.
 func StackDiff(recorded, current Pins) []PinDiff {
 	var out []PinDiff
 	add := func(field, a, b string) {

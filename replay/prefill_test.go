@@ -12,6 +12,7 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/offload"
+	"rig/runtimes"
 )
 
 // TestPrefillReplayOnTheRealScorer scores SmolLM2 rows recorded on the real
@@ -282,7 +283,9 @@ func TestPrefillRefusesCardRecords(t *testing.T) {
 	}
 	// A card's record from before the offload pin shows the card only in
 	// its machine line: refused in both modes, never run on the CPU.
-	old := emptyRecord(t, "llama-server", func(p *genrecord.Pins) { p.MachineLine = "EPYC ×16, GPU: H200, runtime backend cuda" })
+	old := emptyRecord(t, "llama-server", func(p *genrecord.Pins) {
+		p.MachineLine = runtimes.Machine{CPU: "EPYC", Cores: 16, GPUs: []string{"NVIDIA H200"}, CUDADriver: "13.0", Backend: offload.BackendCUDA}.String()
+	})
 	for _, mode := range []string{ModeExact, ModePrefill} {
 		_, err := ReplayRecord(context.Background(), ReplayRequest{File: old, Mode: mode})
 		if err == nil || !strings.Contains(err.Error(), "before records carried the offload pin") {

@@ -160,7 +160,7 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
 	case mode == ModePrefill && kind != "llama-server":
 		return genrecord.Summary{}, fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
-	case h.Pins.Offload == nil && strings.Contains(h.Pins.MachineLine, "runtime backend "+offload.BackendCUDA):
+	case h.Pins.Offload == nil && runtimes.LineBackend(h.Pins.MachineLine) == offload.BackendCUDA:
 		// Made on the card before records carried the offload pin: replay
 		// cannot start the runtime the record's way, and a CPU pass would
 		// only report mismatches.

@@ -40,9 +40,22 @@ func (m Machine) String() string {
 		if m.CUDADriver != "" {
 			line += ", driver's CUDA " + m.CUDADriver
 		}
-		line += ", runtime backend " + m.Backend
+		line += lineBackend + m.Backend
 	}
 	return line
+}
+
+// lineBackend introduces the backend on a card's machine line, last.
+const lineBackend = ", runtime backend "
+
+// LineBackend is the runtime backend a machine line names ("cuda"), or ""
+// for a line that names none (the CPU path's, whose line never did).
+func LineBackend(line string) string {
+	_, backend, ok := strings.Cut(line, lineBackend)
+	if !ok {
+		return ""
+	}
+	return backend
 }
 
 // ReadMachine reads the machine line from /proc, uname and NVML.
