@@ -167,6 +167,18 @@ type reportInputs struct {
 	// verdicts are, in a card sub-study, the stored preflight verdicts by
 	// arm; nil in a comparison study.
 	verdicts map[string]preflight.Verdict
+	// echoes are the trials (by studies.TrialKey) whose kept output repeats
+	// its prompt; they shape the stop-cap warning.
+	echoes map[string]bool
+	// seq is the execution's early-stopping record, nil when its design
+	// has no stopping rule.
+	seq *analysis.Sequential
+}
+
+// stopStore is the store's early-stopping record, read when a design has
+// a stopping rule.
+type stopStore interface {
+	Stop(ctx context.Context, executionID string) (json.RawMessage, bool, error)
 }
 
 // inputStore is the part of the store the report path reads.
@@ -179,6 +191,11 @@ type inputStore interface {
 // readInputs reads what an analysis of execID (the latest finished
 // execution when empty) needs, once.
 func (s *Service) readInputs(ctx context.Context, name, execID string) (*reportInputs, error) {
+	if execID != "" {
+		if _, err := s.execution(name, execID); err != nil {
+			return nil, err
+		}
+	}
 	snap, d, err := s.frozen(name)
 	if err != nil {
 		return nil, err
@@ -197,9 +214,13 @@ func (s *Service) readInputs(ctx context.Context, name, execID string) (*reportI
 	if err != nil {
 		return nil, err
 	}
-	in := &reportInputs{name: name, execID: execID, snap: snap, design: d}
+	x, err := s.execution(name, execID)
+	if err != nil {
+		return nil, err
+	}
+	in := &reportInputs{name: name, execID: execID, snap: snap, design: d, echoes: s.promptEchoes(name, execID)}
 	var p studies.Plan
-	if err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "executions", execID, "plan.json"), &p); err == nil {
+	if err := atomicfile.ReadJSON(x.Plan(), &p); err == nil {
 		in.plan = &p
 	}
 	if err := in.readStore(ctx, st); err != nil {
@@ -220,6 +241,19 @@ func (in *reportInputs) readStore(ctx context.Context, st inputStore) error {
 	if slices.ContainsFunc(in.design.JobKinds, func(jk studies.JobKind) bool { return jk.Grader.Name == studies.JudgeGrader }) {
 		if in.grades, err = st.Grades(ctx, in.execID); err != nil {
 			return err
+		}
+	}
+	if ss, ok := st.(stopStore); ok && in.design.Stopping != nil {
+		raw, found, err := ss.Stop(ctx, in.execID)
+		if err != nil {
+			return err
+		}
+		if found {
+			var seq analysis.Sequential
+			if err := json.Unmarshal(raw, &seq); err != nil {
+				return fmt.Errorf("execution %s: its early-stopping record: %w (rig study check %s)", in.execID, err, in.name)
+			}
+			in.seq = &seq
 		}
 	}
 	if in.design.IsCardStudy() {
@@ -321,8 +355,11 @@ func (s *Service) Analyse(ctx context.Context, name, execID string) (*Analysis, 
 // analyse runs the analysis on what readInputs read. A card sub-study's
 // cells the preflight says do not fit are left out: not ranked.
 func analyse(ctx context.Context, in *reportInputs) (*Analysis, error) {
-	trials := judgedTrials(in.design, in.grades, receiptTrials(in.receipts, in.plan, in.snap.DesignHash, receiptMetrics(in.design)...))
-	ai := withoutCells(analysis.Input{Design: analysisDesign(in.design, in.snap.DesignHash), Trials: trials}, doesntFit(in.design, in.verdicts))
+	trials := judgedTrials(in.design, in.grades, receiptTrials(in.receipts, notRunPlan(in.plan, in.seq), in.snap.DesignHash, receiptMetrics(in.design)...))
+	for i, t := range trials {
+		trials[i].RepeatsPrompt = in.echoes[studies.TrialKey{Arm: t.Arm, JobKind: t.JobKind, Task: t.Task, Repeat: t.Repeat}.String()]
+	}
+	ai := withoutCells(analysis.Input{Design: analysisDesign(in.design, in.snap.DesignHash), Trials: trials, Sequential: in.seq}, doesntFit(in.design, in.verdicts))
 	judgeIDs(&ai.Design, in.design, in.snap)
 	rep, err := analysis.Analyse(ctx, ai)
 	if err != nil {
@@ -356,7 +393,14 @@ func (s *Service) Report(ctx context.Context, name string, opts ReportOptions) (
 		}
 	}
 	data := s.reportData(in, a)
-	dir := filepath.Join(s.Dir(name), "reports", a.Execution)
+	sd, err := s.study(name)
+	if err != nil {
+		return ReportFiles{}, err
+	}
+	dir, err := sd.Report(a.Execution)
+	if err != nil {
+		return ReportFiles{}, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ReportFiles{}, err
 	}
@@ -399,12 +443,13 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 	data := report.Data{Study: name, DesignHash: snap.DesignHash, ComparisonHash: rep.ComparisonHash, GeneratedAt: time.Now().UTC(),
 		AnalysisSeed: a.Seed, AnalysisSeedFrom: a.SeedFrom,
 		Sentences: report.Sentences{JobKinds: d.Sentences.JobKindsAndDecisions, Candidates: d.Sentences.CandidatesAndHowRun, Measure: d.Sentences.WhyTheMeasure}}
+	data.Stop = stopData(rep.Sequential)
 	// The verdicts as the study's own registry gives them, not the bundled one.
 	// Only the registry is read from the registration: its design is the
 	// snapshot's, already parsed.
 	var lines []string
 	var reg studies.Registration
-	if err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "registration.json"), &reg); err == nil {
+	if sd, err := s.study(name); err == nil && atomicfile.ReadJSON(sd.Registration(), &reg) == nil {
 		lines, _ = studies.LicenceLinesFor(d.Items, reg.Licences)
 	}
 	for i, it := range d.Items {
@@ -438,7 +483,12 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 	perTask := analysis.PerTask(a.Input)
 	for ki, k := range rep.Kinds {
 		jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha,
-			Interval: fmt.Sprintf("%s %.0f%% over tasks, %d resamples, seed %d", rep.IntervalMethod, 100*rep.Level, rep.Resamples, rep.Seed)}
+			Interval: rep.IntervalText(k), Verdict: k.Verdict, Leader: k.Leader}
+		for _, x := range snap.Excluded() {
+			if x.JobKind == k.JobKind {
+				jk.Excluded = append(jk.Excluded, report.Excluded{Task: x.Task, Why: x.Why})
+			}
+		}
 		if d.Power.SmallestDetectableDifference > 0 {
 			v := d.Power.SmallestDetectableDifference
 			jk.Detectable = &v
@@ -452,7 +502,7 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 		for _, ar := range k.Arms {
 			c := costOf[ar.Arm]
 			row := report.Arm{Arm: ar.Arm, Runtime: runtimeOf[ar.Arm], Digest: shortHash(digest[ar.Arm]), Baseline: baseline[ar.Arm],
-				Score:    report.Interval{Value: num(ar.Mean), Low: num(ar.Interval.Lo), High: num(ar.Interval.Hi)},
+				Score:    report.Interval{Value: num(ar.Mean), Low: num(ar.Interval.Lo), High: num(ar.Interval.Hi), Method: string(ar.Interval.Method), Note: ar.Interval.Note},
 				PassRate: num(ar.PassRate), Median: num(ar.Median), P10: num(ar.P10), Worst: num(ar.Worst), PBest: num(ar.PBest),
 				Tie:   k.Verdict == "tie" && (ar.Arm == k.Leader || slices.Contains(k.TiedWith, ar.Arm)),
 				Tasks: ar.Tasks, Trials: ar.Counts.Trials, Preempted: ar.Counts.Preempted, Capped: ar.Counts.Capped,
@@ -494,7 +544,7 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 				continue
 			}
 			pr := report.Pair{Challenger: p.Candidate, Baseline: p.Baseline,
-				Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi)},
+				Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi), Method: string(p.Interval.Method), Note: p.Interval.Note},
 				PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome), Missing: p.MissingTasks}
 			for _, m := range p.Missing {
 				pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
@@ -580,7 +630,11 @@ func shortHash(h string) string {
 // outputsByTrial returns, per arm and task, the kept text of the first repeat.
 func (s *Service) outputsByTrial(name, execID string) map[string]string {
 	out := map[string]string{}
-	files, _ := filepath.Glob(filepath.Join(s.Dir(name), "executions", execID, "generations-*.jsonl"))
+	x, err := s.execution(name, execID)
+	if err != nil {
+		return out
+	}
+	files, _ := filepath.Glob(x.Generations())
 	for _, f := range files {
 		_, rows, err := genrecord.ReadAll(f)
 		if err != nil {
@@ -595,6 +649,32 @@ func (s *Service) outputsByTrial(name, execID string) map[string]string {
 			k := parts[0] + "|" + parts[2]
 			if _, ok := out[k]; !ok {
 				out[k] = r.Text
+			}
+		}
+	}
+	return out
+}
+
+// promptEchoes returns the trials (by studies.TrialKey) whose kept model
+// call repeats its rendered prompt instead of answering it
+// (analysis.EchoesPrompt). Only a candidate's own call is read, not a
+// harness's calls nor a judge's.
+func (s *Service) promptEchoes(name, execID string) map[string]bool {
+	out := map[string]bool{}
+	x, err := s.execution(name, execID)
+	if err != nil {
+		return out
+	}
+	files, _ := filepath.Glob(x.Generations())
+	for _, f := range files {
+		_, rows, err := genrecord.ReadAll(f)
+		if err != nil {
+			continue
+		}
+		for _, r := range rows {
+			if r.Role == genrecord.RoleCandidate && analysis.EchoesPrompt(r.RenderedPrompt, r.Text) {
+				key, _, _ := strings.Cut(r.Prompt, "#") // the trial key, without the attempt
+				out[key] = true
 			}
 		}
 	}
@@ -675,4 +755,59 @@ func failureCounts(recs []receipts.Receipt, jobKind string, judged map[string]bo
 		out = append(out, report.Failure{Arm: k[0], Code: k[1], Count: n})
 	}
 	return out
+}
+
+// notRunPlan is the plan without the trials an early stop left unrun, so
+// they are not reported missing: they were never meant to run.
+func notRunPlan(plan *studies.Plan, seq *analysis.Sequential) *studies.Plan {
+	if plan == nil || seq == nil || !seq.StoppedEarly {
+		return plan
+	}
+	skip := map[string]bool{}
+	for _, k := range seq.NotRun {
+		skip[k] = true
+	}
+	p := *plan
+	p.Trials = nil
+	for _, t := range plan.Trials {
+		if !skip[fmt.Sprintf("%s|%s|%s#%d", t.Key.Arm, t.Key.JobKind, t.Key.Task, t.Key.Repeat)] {
+			p.Trials = append(p.Trials, t)
+		}
+	}
+	return &p
+}
+
+// stopData maps the early-stopping record onto the report's view of it.
+func stopData(seq *analysis.Sequential) *report.Stop {
+	if seq == nil {
+		return nil
+	}
+	st := &report.Stop{Method: string(seq.Stopping.Method), Spending: string(seq.Stopping.Spending), Stopped: seq.StoppedEarly,
+		Check: seq.Look.Check + 1, Reason: seq.Look.Reason, NotRun: len(seq.NotRun)}
+	opt := func(n analysis.Num) *float64 {
+		if v := float64(n); !math.IsNaN(v) && !math.IsInf(v, 0) {
+			return &v
+		}
+		return nil
+	}
+	for i, pl := range seq.Look.Pairs {
+		sp := report.StopPair{JobKind: pl.JobKind, Challenger: pl.Pair.Candidate, Baseline: pl.Pair.Baseline, Status: string(pl.Status),
+			Direction: pl.Direction, Tasks: pl.Tasks, P: float64(pl.P), PHolm: float64(pl.P),
+			CSLo: float64(pl.CS.Lo), CSHi: float64(pl.CS.Hi), CSLevel: pl.CS.Level, Statistic: "wins − losses"}
+		if seq.Stopping.Method == analysis.Anytime {
+			sp.Statistic = "e-value"
+		}
+		if i < len(seq.Look.HolmP) {
+			sp.PHolm = seq.Look.HolmP[i]
+		}
+		for _, pt := range pl.Path {
+			sp.Path = append(sp.Path, report.StopPoint{Tasks: pt.Tasks, Look: pt.Look, Statistic: pt.Statistic,
+				Boundary: opt(pt.Boundary), FutilityBound: opt(pt.FutilityBound), Status: string(pt.Status)})
+			if pt.Fraction > 0 {
+				sp.Planned = int(math.Round(float64(pt.Tasks) / pt.Fraction))
+			}
+		}
+		st.Pairs = append(st.Pairs, sp)
+	}
+	return st
 }

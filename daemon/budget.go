@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"rig/internal/atomicfile"
@@ -48,7 +47,7 @@ type MonthStatus struct {
 // conflict with what is left, until an operator raises the cap.
 var ErrMonthlyBudget = errors.New("the month's budget is spent")
 
-func (s *Service) budgetFile() string { return filepath.Join(s.Home, "budget.json") }
+func (s *Service) budgetFile() string { return s.layout().Budget() }
 
 // SetMonthlyBudget puts a monthly cap in force; the operator role sets it.
 func (s *Service) SetMonthlyBudget(ctx context.Context, req BudgetRequest) (MonthlyBudget, error) {

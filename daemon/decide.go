@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"rig/internal/atomicfile"
@@ -19,17 +18,20 @@ import (
 // pre-registered rule assigned, the logic that produced it, the actor and the
 // comparison hash it cites.
 type DecisionRecord struct {
-	Study          string    `json:"study"`
-	Execution      string    `json:"execution"`
-	Action         string    `json:"action"`
-	Verdict        string    `json:"verdict"`
-	Arm            string    `json:"arm,omitempty"`
-	NextBaseline   string    `json:"next_baseline"`
-	Trace          []string  `json:"trace"`
-	ComparisonHash string    `json:"comparison_hash"`
-	Rationale      string    `json:"rationale"`
-	Actor          string    `json:"actor"`
-	At             time.Time `json:"at"`
+	Study          string   `json:"study"`
+	Execution      string   `json:"execution"`
+	Action         string   `json:"action"`
+	Verdict        string   `json:"verdict"`
+	Arm            string   `json:"arm,omitempty"`
+	NextBaseline   string   `json:"next_baseline"`
+	Trace          []string `json:"trace"`
+	ComparisonHash string   `json:"comparison_hash"`
+	Rationale      string   `json:"rationale"`
+	Actor          string   `json:"actor"`
+	// ActorUID is the decider's uid as the socket named them (duties.go);
+	// nil for a decision the daemon's process made.
+	ActorUID *int      `json:"actor_uid,omitempty"`
+	At       time.Time `json:"at"`
 	// Proposal is the publish proposal a switch to the challenger wrote
 	// (pending the Director's approval); empty for any other outcome.
 	Proposal string `json:"proposal,omitempty"`
@@ -57,11 +59,27 @@ func (s *Service) Decide(ctx context.Context, req DecideRequest) (DecisionRecord
 
 // decide is Decide with the analysis it reads passed in.
 func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ctx context.Context, name, execID string) (*Analysis, error)) (DecisionRecord, error) {
+	if req.Execution != "" {
+		if _, err := s.execution(req.Study, req.Execution); err != nil {
+			return DecisionRecord{}, err
+		}
+	}
 	actor, err := s.actor(ctx, req.Actor)
 	if err != nil {
 		return DecisionRecord{}, err
 	}
 	req.Actor = actor
+	// Separation of duties first: a refused decider reads no analysis and
+	// claims no key.
+	if _, ok := CallerFrom(ctx); ok {
+		l, err := s.lifecycle(req.Study)
+		if err != nil {
+			return DecisionRecord{}, err
+		}
+		if err := s.separateDuties(ctx, dutyDecide, "study "+req.Study, studyParties(l)); err != nil {
+			return DecisionRecord{}, err
+		}
+	}
 	var st *receipts.Store
 	var body []byte
 	if req.Key != "" {
@@ -100,8 +118,8 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	d := a.Report.Decision
 	rec := DecisionRecord{Study: req.Study, Execution: a.Execution, Action: d.Action, Verdict: string(d.Verdict), Arm: d.Arm,
 		NextBaseline: d.NextBaseline, Trace: d.Trace, ComparisonHash: d.ComparisonHash, Rationale: req.Rationale,
-		Actor: actor, At: time.Now().UTC()}
-	ev := studies.Event{Kind: studies.EventDecide, Actor: rec.Actor, At: rec.At, Execution: a.Execution, Outcome: d.Action, Why: req.Rationale}
+		Actor: actor, ActorUID: callerUID(ctx), At: time.Now().UTC()}
+	ev := studies.Event{Kind: studies.EventDecide, Actor: rec.Actor, ActorUID: rec.ActorUID, At: rec.At, Execution: a.Execution, Outcome: d.Action, Why: req.Rationale}
 	// A decision the lifecycle refuses writes nothing: check it before the
 	// key is claimed and the banks are marked.
 	l, err := s.lifecycle(req.Study)
@@ -147,7 +165,11 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 		}
 		rec.Proposal = p.ID
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(s.Dir(req.Study), "decision.json"), rec, 0o400); err != nil {
+	sd, err := s.study(req.Study)
+	if err != nil {
+		return DecisionRecord{}, err
+	}
+	if err := atomicfile.WriteJSON(sd.Decision(), rec, 0o400); err != nil {
 		return DecisionRecord{}, err
 	}
 	return rec, nil
@@ -155,7 +177,11 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 
 func (s *Service) decision(name string) (DecisionRecord, error) {
 	var rec DecisionRecord
-	err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "decision.json"), &rec)
+	sd, err := s.study(name)
+	if err != nil {
+		return rec, err
+	}
+	err = atomicfile.ReadJSON(sd.Decision(), &rec)
 	return rec, err
 }
 

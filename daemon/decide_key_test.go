@@ -77,7 +77,7 @@ func newDecideFixture(t *testing.T) *decideFixture {
 	if snap.Hash, err = studies.Hash(snap); err != nil {
 		t.Fatal(err)
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(f.s.Dir("s1"), "snapshot.json"), snap, 0o400); err != nil {
+	if err := atomicfile.WriteJSON(studyDir(t, f.s, "s1").Snapshot(), snap, 0o400); err != nil {
 		t.Fatal(err)
 	}
 	f.snap = snap

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/studies"
 	"rig/studies/run"
 )
@@ -59,7 +59,7 @@ func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writ
 // pilot table (speedsFile) or of this machine's validation runs. The design
 // is returned whenever it was read, the estimate whenever the plan was
 // priced (with an over-budget error beside it), with the speeds it used.
-func (s *Service) price(_ context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, *studies.Design, studies.SpeedTable, error) {
+func (s *Service) price(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, *studies.Design, studies.SpeedTable, error) {
 	snap, d, err := s.frozen(name)
 	if err != nil {
 		return nil, nil, nil, err
@@ -68,7 +68,7 @@ func (s *Service) price(_ context.Context, name, speedsFile string, w io.Writer)
 	if err != nil {
 		return nil, d, nil, err
 	}
-	speeds, err := s.speeds(name, d, speedsFile, w)
+	speeds, err := s.speeds(ctx, name, d, speedsFile, w)
 	if err != nil {
 		return nil, d, nil, err
 	}
@@ -77,11 +77,12 @@ func (s *Service) price(_ context.Context, name, speedsFile string, w io.Writer)
 }
 
 // speeds reads the pilot table, or this machine's measured speeds.
-func (s *Service) speeds(name string, d *studies.Design, speedsFile string, w io.Writer) (studies.SpeedTable, error) {
+func (s *Service) speeds(ctx context.Context, name string, d *studies.Design, speedsFile string, w io.Writer) (studies.SpeedTable, error) {
 	if speedsFile == "" {
 		return s.measuredSpeeds(name, d, w)
 	}
-	raw, err := os.ReadFile(speedsFile)
+	// A pilot table the caller names is read as the caller could (callerfiles.go).
+	raw, err := s.readAsCaller(ctx, "--speeds", speedsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -92,11 +93,14 @@ func (s *Service) speeds(name string, d *studies.Design, speedsFile string, w io
 // this machine. Harnesses share their runtime's measurement; a harness adds
 // its own per-trial overhead from the validation's wall time.
 func (s *Service) measuredSpeeds(name string, d *studies.Design, w io.Writer) (studies.SpeedTable, error) {
-	dir := filepath.Join(s.Dir(name), "validation")
+	sd, err := s.study(name)
+	if err != nil {
+		return nil, err
+	}
 	byRuntime := map[string]studies.Speed{}
 	measuredBy := map[string]string{}
 	var vals []run.ValidationRecord
-	_ = atomicfile.ReadJSON(filepath.Join(dir, "validation.json"), &vals)
+	_ = atomicfile.ReadJSON(sd.ValidationRecord(), &vals)
 	timed := map[string]studies.Speed{}
 	for _, v := range vals {
 		if v.Speed != nil {
@@ -111,7 +115,7 @@ func (s *Service) measuredSpeeds(name string, d *studies.Design, w io.Writer) (s
 			measuredBy[a.Runtime] = a.Name
 			continue
 		}
-		path := filepath.Join(dir, "generations-"+a.Name+".jsonl")
+		path := layout.Records(sd.Validation()).Generation(a.Name)
 		_, rows, err := genrecord.ReadAll(path)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
 	"rig/scaleout"
@@ -35,11 +36,6 @@ type execHandle interface {
 	Cancel()
 	Done() <-chan struct{}
 }
-
-// engineMarker, in an execution's folder, says it runs through the engine:
-// a daemon restarted mid-run follows the workflow again instead of running
-// the trials here.
-const engineMarker = "engine.json"
 
 // Run starts an execution of a frozen study in the background and returns at
 // once; Status (or the CLI's progress) follows it. The same idempotency key
@@ -106,6 +102,9 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 	}
 	e := receipts.Execution{ID: fmt.Sprintf("exec-%d", len(execs)+1), Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash, CreatedAt: time.Now().UTC()}
 	if req.Parent != "" {
+		if err := layout.CheckExecutionID(req.Parent); err != nil {
+			return run.ExecInfo{}, err
+		}
 		parent, err := st.Execution(ctx, req.Parent)
 		if err != nil {
 			return run.ExecInfo{}, err
@@ -128,11 +127,16 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 		return run.ExecInfo{}, err
 	}
 	if req.Engine == "temporal" {
-		dir := filepath.Join(s.Dir(req.Study), "executions", e.ID)
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		x, err := s.execution(req.Study, e.ID)
+		if err != nil {
 			return run.ExecInfo{}, err
 		}
-		if err := atomicfile.WriteJSON(filepath.Join(dir, engineMarker), map[string]string{"engine": "temporal", "workflow": scaleout.WorkflowID(req.Study, e.ID)}, 0o600); err != nil {
+		if err := os.MkdirAll(x.Dir(), 0o700); err != nil {
+			return run.ExecInfo{}, err
+		}
+		// The marker makes a daemon restarted mid-run follow the workflow
+		// again instead of running the trials here.
+		if err := atomicfile.WriteJSON(x.EngineMarker(), map[string]string{"engine": "temporal", "workflow": scaleout.WorkflowID(req.Study, e.ID)}, 0o600); err != nil {
 			return run.ExecInfo{}, err
 		}
 	}
@@ -179,7 +183,11 @@ func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
 }
 
 func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
-	if fileExists(filepath.Join(s.Dir(name), "executions", e.ID, engineMarker)) {
+	x, err := s.execution(name, e.ID)
+	if err != nil {
+		return run.ExecInfo{}, err
+	}
+	if fileExists(x.EngineMarker()) {
 		return s.startEngine(name, snap, e)
 	}
 	d, err := snap.DesignValue()
@@ -210,7 +218,7 @@ func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Executio
 		}
 	}
 	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
-		Dir: filepath.Join(s.Dir(name), "executions", e.ID), Ended: s.ended(name, e.ID)})
+		Dir: x.Dir(), Ended: s.ended(name, e.ID), Prices: s.trialPrices(name)})
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
@@ -270,6 +278,9 @@ func (s *Service) runEnv() (run.Env, error) {
 
 // Cancel stops a study's running execution; its receipts stay.
 func (s *Service) Cancel(ctx context.Context, name string) (run.ExecInfo, error) {
+	if _, err := s.study(name); err != nil {
+		return run.ExecInfo{}, err
+	}
 	s.mu.Lock()
 	st, ok := s.running[name]
 	s.mu.Unlock()
@@ -329,8 +340,12 @@ func (s *Service) executions(ctx context.Context, name string) ([]run.ExecInfo, 
 			out = append(out, live.Info())
 			continue
 		}
+		x, err := s.execution(name, e.ID)
+		if err != nil {
+			return nil, err
+		}
 		info := run.ExecInfo{ID: e.ID, Parent: e.Parent, Attempt: e.Attempt, Status: string(e.Status), StartedAt: e.CreatedAt,
-			Records: filepath.Join(s.Dir(name), "executions", e.ID)}
+			Records: x.Dir()}
 		counted, err := st.Counted(ctx, e.ID)
 		if err == nil {
 			info.Done = len(counted)
@@ -338,7 +353,7 @@ func (s *Service) executions(ctx context.Context, name string) ([]run.ExecInfo, 
 		if rs, err := st.Receipts(ctx, e.ID); err == nil {
 			info.Failed = failedTrials(rs, counted)
 			info.Done += info.Failed
-			if fileExists(filepath.Join(info.Records, engineMarker)) {
+			if fileExists(x.EngineMarker()) {
 				info.Engine, info.Workers = "temporal", map[string]int{}
 				for _, r := range rs {
 					if w := r.Pins["worker"]; w != "" {
@@ -348,7 +363,7 @@ func (s *Service) executions(ctx context.Context, name string) ([]run.ExecInfo, 
 			}
 		}
 		var plan studies.Plan
-		if atomicfile.ReadJSON(filepath.Join(info.Records, "plan.json"), &plan) == nil {
+		if atomicfile.ReadJSON(x.Plan(), &plan) == nil {
 			info.Planned = len(plan.Trials)
 		}
 		out = append(out, info)
@@ -424,8 +439,19 @@ type engineStudies struct{ s *Service }
 
 func (e engineStudies) Snapshot(study string) (*studies.Snapshot, error) { return e.s.Snapshot(study) }
 func (e engineStudies) Store(study string) (*receipts.Store, error)      { return e.s.store(study) }
+
+// ExecDir is the execution's folder through the layout. scaleout's
+// interface has no error to return, so a refused name gives a path under
+// /dev/null, where every open, create and mkdir fails (ENOTDIR): it fails
+// closed. The coordinator reads the study's snapshot and store (both
+// checked, with errors) before it asks for this folder.
 func (e engineStudies) ExecDir(study, execution string) string {
-	return filepath.Join(e.s.Dir(study), "executions", execution)
+	x, err := e.s.execution(study, execution)
+	if err != nil {
+		e.s.Log.Error("engine asked for an execution folder by a refused name", "study", study, "execution", execution, "err", err)
+		return filepath.Join(os.DevNull, "refused-name")
+	}
+	return x.Dir()
 }
 
 // StartEngine connects the daemon to a Temporal cluster as the coordinator
@@ -450,6 +476,11 @@ type MergeRequest struct {
 // entry already merged, so it is safe at any time; an entry the engine
 // never merged is merged now.
 func (s *Service) Remerge(ctx context.Context, req MergeRequest) (scaleout.RemergeSummary, error) {
+	if req.Execution != "" {
+		if _, err := s.execution(req.Study, req.Execution); err != nil {
+			return scaleout.RemergeSummary{}, err
+		}
+	}
 	if s.Engine == nil {
 		return scaleout.RemergeSummary{}, fmt.Errorf("this daemon has no Temporal cluster configured, so it has no spool to merge (rig daemon --temporal HOST:PORT --spool DIR)")
 	}
@@ -474,6 +505,11 @@ type EngineReplayRequest struct {
 // EngineReplay replays a sample of an engine execution's merged trials on
 // the workers, each on the queue its trial ran on.
 func (s *Service) EngineReplay(ctx context.Context, req EngineReplayRequest) ([]scaleout.ReplayResult, error) {
+	if req.Execution != "" {
+		if _, err := s.execution(req.Study, req.Execution); err != nil {
+			return nil, err
+		}
+	}
 	if s.Engine == nil {
 		return nil, fmt.Errorf("this daemon has no Temporal cluster configured (rig daemon --temporal HOST:PORT --spool DIR); replay a local execution with rig study report --replay-sample")
 	}
@@ -504,4 +540,21 @@ func (s *Service) engineExecution(ctx context.Context, study, named string) (str
 		return "", fmt.Errorf("study %s has no execution that ran through the engine", study)
 	}
 	return latest, nil
+}
+
+// trialPrices is the dry run's price of one trial per arm, as the run's ETA
+// starts from; nil when the plan cannot be priced (no validation run has
+// measured this machine), and the ETA then waits for measured trials.
+func (s *Service) trialPrices(name string) map[string]time.Duration {
+	est, _, _, _ := s.price(context.Background(), name, "", io.Discard)
+	if est == nil {
+		return nil
+	}
+	out := map[string]time.Duration{}
+	for _, a := range est.Arms {
+		if a.Trials > 0 {
+			out[a.Arm] = a.WallTime / time.Duration(a.Trials)
+		}
+	}
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -111,7 +110,11 @@ func (s *Service) checkGates(ctx context.Context, name string, snap *studies.Sna
 		problems = append(problems, "governor: "+err.Error())
 	}
 	var vals []run.ValidationRecord
-	if err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "validation", "validation.json"), &vals); err != nil {
+	sd, err := s.study(name)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.ReadJSON(sd.ValidationRecord(), &vals); err != nil {
 		problems = append(problems, fmt.Sprintf("no validation run recorded (run: rig study validate %s)", name))
 	} else {
 		passed := map[string]bool{}
@@ -161,6 +164,10 @@ func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]run
 	if err != nil {
 		return nil, err
 	}
+	sd, err := s.study(name)
+	if err != nil {
+		return nil, err
+	}
 	defer s.activity.set(name, "")
-	return run.Validate(ctx, env, name, snap, filepath.Join(s.Dir(name), "validation"), &activityWriter{w: w, a: &s.activity, study: name})
+	return run.Validate(ctx, env, name, snap, sd.Validation(), &activityWriter{w: w, a: &s.activity, study: name})
 }

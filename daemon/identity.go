@@ -11,8 +11,6 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"rig/studies"
 )
 
 // Caller is who sent a request, as the kernel says: the peer credentials of
@@ -23,6 +21,9 @@ type Caller struct {
 	GID    int      `json:"gid"`
 	User   string   `json:"user"`
 	Groups []string `json:"groups,omitempty"`
+	// GIDs are the ids of Groups and GID: whose rights a file the request
+	// names is read with (callerfiles.go).
+	GIDs []int `json:"gids,omitempty"`
 }
 
 // String is the identity as the audit records it: the user name, with the uid
@@ -75,7 +76,7 @@ func peerCaller(conn net.Conn) (Caller, error) {
 // resolveCaller names a uid and its groups; an account without a name is
 // recorded by number.
 func resolveCaller(uid, gid int) Caller {
-	c := Caller{UID: uid, GID: gid, User: "uid-" + strconv.Itoa(uid)}
+	c := Caller{UID: uid, GID: gid, User: "uid-" + strconv.Itoa(uid), GIDs: []int{gid}}
 	u, err := user.LookupId(strconv.Itoa(uid))
 	if err != nil {
 		return c
@@ -86,11 +87,15 @@ func resolveCaller(uid, gid int) Caller {
 		ids = append(ids, strconv.Itoa(gid))
 	}
 	for _, id := range ids {
+		if n, err := strconv.Atoi(id); err == nil && !slices.Contains(c.GIDs, n) {
+			c.GIDs = append(c.GIDs, n)
+		}
 		if g, err := user.LookupGroupId(id); err == nil {
 			c.Groups = append(c.Groups, g.Name)
 		}
 	}
 	slices.Sort(c.Groups)
+	slices.Sort(c.GIDs)
 	return c
 }
 
@@ -107,38 +112,6 @@ func (s *Service) actor(ctx context.Context, typed string) (string, error) {
 		return "", fmt.Errorf("%w: the request names %q but comes from %s; rig records who calls, so drop the flag or run the command as %s", ErrIdentity, typed, c, typed)
 	}
 	return c.String(), nil
-}
-
-// separateDuties refuses a review by the study's registrant, and an approval
-// by its registrant or by the reviewer whose passing review it rests on. Under
-// the single-user policy one person holds every role, so it cannot apply;
-// the daemon says so when it starts.
-func (s *Service) separateDuties(ctx context.Context, name string, l *studies.Lifecycle, step string) error {
-	c, ok := CallerFrom(ctx)
-	if !ok || s.Policy().Single() {
-		return nil
-	}
-	me := c.String()
-	var registrant string
-	for _, e := range l.Audit {
-		if e.Event == "register" {
-			registrant = e.Actor
-		}
-	}
-	if registrant == me {
-		return fmt.Errorf("%w: %s registered study %s, so may not %s it (separation of duties: another reviewer and the Director must)", ErrForbidden, c, name, step)
-	}
-	if step == "approve" {
-		for i := len(l.Reviews) - 1; i >= 0; i-- {
-			if r := l.Reviews[i]; r.Verdict == "pass" {
-				if r.Reviewer == me {
-					return fmt.Errorf("%w: %s reviewed study %s, so may not approve it (separation of duties: the Director approves)", ErrForbidden, c, name)
-				}
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // Policy is the policy in force.

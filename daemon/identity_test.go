@@ -226,7 +226,15 @@ func TestRolesAndIdentitiesWithRealUsers(t *testing.T) {
 	if !strings.Contains(rep.Error, "permission denied") {
 		t.Fatalf("an outsider reached the daemon: %+v", rep)
 	}
-	ok(callAs(t, bin, socket, staff, "register", RegisterRequest{DesignFile: judgedStudyDesign(t, name)}))
+	// The command line reads the design with the caller's rights and sends
+	// it; the daemon reads no file of the test's (closed to staff) for them.
+	designFile := judgedStudyDesign(t, name)
+	design, err := os.ReadFile(designFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(callAs(t, bin, socket, staff, "register", RegisterRequest{DesignFile: designFile}), "forbidden", "may not enter this folder")
+	ok(callAs(t, bin, socket, staff, "register", RegisterRequest{DesignFile: designFile, Design: design}))
 	// Staff cannot approve, and the error names the role needed.
 	want(callAs(t, bin, socket, staff, "approve", NameRequest{Name: name}), "forbidden", "needs the director role")
 	// The registrant cannot review their own study, though they hold the role.

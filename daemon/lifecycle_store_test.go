@@ -83,7 +83,7 @@ func TestLifecycleLivesInTheStore(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("lifecycle read back:\n%+v\nwant what was applied:\n%+v", got, want)
 	}
-	if _, err := os.Stat(filepath.Join(s.Dir("s1"), "lifecycle.json")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(studyDir(t, s, "s1").LegacyLifecycle()); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lifecycle.json written (stat: %v); the store is the one place", err)
 	}
 	// The store's audit has every change of state, and its header the freeze.

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"rig/internal/sizecap"
 	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
@@ -35,7 +36,9 @@ const (
 
 var allRoles = []Role{RoleStaff, RoleReviewer, RoleDirector, RoleOperator}
 
-// methodRoles is the role each method needs. A method absent here (status,
+// methodRoles is the role each method needs. withdraw is absent because
+// two kinds of people may (the registrant or a Director): Withdraw decides.
+// Any other method absent here (status,
 // list, check, export: reading what is recorded) needs any role.
 var methodRoles = map[string]Role{
 	"register": RoleStaff, "freeze": RoleStaff, "preflight": RoleStaff, "validate": RoleStaff,
@@ -120,18 +123,21 @@ func LoadPolicy(path string) (*Policy, error) {
 			return nil, fmt.Errorf("%w: %s has mode %04o: group or others may change it, so it cannot be trusted (chmod go-w %s)", ErrPolicy, p, perm, p)
 		}
 	}
-	b, err := os.ReadFile(abs)
+	b, err := policyCap.ReadFile(abs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	return ParsePolicy(abs, b)
 }
 
+// policyCap bounds the daemon's policy file, read at start and on SIGHUP.
+var policyCap = sizecap.Cap{What: "policy file", Limit: 4 << 20, Fix: "a policy is a few kilobytes of roles and limits: name the file meant"}
+
 // ParsePolicy reads a policy file's bytes; file names it in errors. The
 // checks of who owns the file are LoadPolicy's.
 func ParsePolicy(file string, b []byte) (*Policy, error) {
-	if len(b) > 4<<20 {
-		return nil, fmt.Errorf("%w: %s: %d bytes; a policy is a few kilobytes", ErrPolicy, file, len(b))
+	if int64(len(b)) > policyCap.Limit {
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, &sizecap.Error{Path: file, What: policyCap.What, Size: int64(len(b)), Limit: policyCap.Limit, Fix: policyCap.Fix, Exact: true})
 	}
 	if err := textcheck.UTF8(file, b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)

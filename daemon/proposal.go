@@ -46,26 +46,30 @@ type Proposal struct {
 	Binaries    []studies.Binary `json:"binaries,omitempty"`
 	Pins        studies.Pins     `json:"pins"`
 	ProposedBy  string           `json:"proposed_by"`
-	ProposedAt  time.Time        `json:"proposed_at"`
-	DecidedBy   string           `json:"decided_by,omitempty"`
-	DecidedAt   time.Time        `json:"decided_at,omitzero"`
-	Why         string           `json:"why,omitempty"`
+	// ProposedByUID and DecidedByUID are the uids beside the names, as the
+	// socket named the callers: separation of duties compares them.
+	ProposedByUID *int      `json:"proposed_by_uid,omitempty"`
+	ProposedAt    time.Time `json:"proposed_at"`
+	DecidedBy     string    `json:"decided_by,omitempty"`
+	DecidedByUID  *int      `json:"decided_by_uid,omitempty"`
+	DecidedAt     time.Time `json:"decided_at,omitzero"`
+	Why           string    `json:"why,omitempty"`
 }
 
 // ErrNoProposal means no proposal has that id.
 var ErrNoProposal = errors.New("no such proposal")
 
-func (s *Service) proposalDir() string { return filepath.Join(s.Home, "proposals") }
+func (s *Service) proposalDir() string { return s.layout().Proposals() }
 
 // baselineFile is the approved baseline the next study reads.
-func (s *Service) baselineFile() string { return filepath.Join(s.Home, "baseline.json") }
+func (s *Service) baselineFile() string { return s.layout().Baseline() }
 
 // propose writes the proposal of a decision that switches to rec.Arm. The
 // id comes from the study and the comparison, so an idempotent decide that
 // is replayed finds the same proposal rather than writing a second.
 func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies.Design) (Proposal, error) {
 	p := Proposal{ID: rec.Study + "-" + shortHash(rec.ComparisonHash), State: ProposalPending, Study: rec.Study, Execution: rec.Execution,
-		DesignHash: snap.DesignHash, ComparisonHash: rec.ComparisonHash, Arm: rec.Arm, ProposedBy: rec.Actor, ProposedAt: rec.At}
+		DesignHash: snap.DesignHash, ComparisonHash: rec.ComparisonHash, Arm: rec.Arm, ProposedBy: rec.Actor, ProposedByUID: rec.ActorUID, ProposedAt: rec.At}
 	if a := d.Arm(rec.Arm); a != nil {
 		p.Runtime, p.Model = a.Runtime, a.Model
 	}
@@ -74,13 +78,25 @@ func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies
 			p.ModelSHA256, p.Binaries, p.Pins = fa.ModelSHA256, fa.Binaries, fa.Pins
 		}
 	}
-	report := filepath.Join(s.Dir(rec.Study), "reports", rec.Execution, "report.json")
+	sd, err := s.study(rec.Study)
+	if err != nil {
+		return Proposal{}, err
+	}
+	reports, err := sd.Report(rec.Execution)
+	if err != nil {
+		return Proposal{}, err
+	}
+	report := filepath.Join(reports, "report.json")
 	if b, err := os.ReadFile(report); err == nil {
 		sum := sha256.Sum256(b)
 		p.Report, p.ReportSHA256 = report, hex.EncodeToString(sum[:])
 	}
 	s.propMu.Lock()
 	defer s.propMu.Unlock()
+	file, err := s.layout().Proposal(p.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
 	if old, err := s.readProposal(p.ID); err == nil {
 		return old, nil
 	}
@@ -90,7 +106,7 @@ func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies
 	if err := s.auditProposal(p, "", fmt.Sprintf("study %s decided to switch to %s on comparison %s", p.Study, p.Arm, shortHash(p.ComparisonHash)), p.ProposedBy, p.ProposedAt); err != nil {
 		return Proposal{}, err
 	}
-	return p, atomicfile.WriteJSON(filepath.Join(s.proposalDir(), p.ID+".json"), p, 0o600)
+	return p, atomicfile.WriteJSON(file, p, 0o600)
 }
 
 // proposalAuditLine is one line of audits/proposals.jsonl.
@@ -114,11 +130,12 @@ func (s *Service) auditProposal(p Proposal, from, why, who string, at time.Time)
 }
 
 func (s *Service) readProposal(id string) (Proposal, error) {
-	if id == "" || strings.ContainsAny(id, `/\`) || strings.HasPrefix(id, ".") {
-		return Proposal{}, fmt.Errorf("%w: %q (rig proposal list shows them)", ErrNoProposal, id)
+	file, err := s.layout().Proposal(id)
+	if err != nil {
+		return Proposal{}, err
 	}
 	var p Proposal
-	err := atomicfile.ReadJSON(filepath.Join(s.proposalDir(), id+".json"), &p)
+	err = atomicfile.ReadJSON(file, &p)
 	if errors.Is(err, os.ErrNotExist) {
 		return Proposal{}, fmt.Errorf("%w: %q (rig proposal list shows them)", ErrNoProposal, id)
 	}
@@ -178,10 +195,10 @@ func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to st
 		return Proposal{}, fmt.Errorf("%w: proposal %s is %s (by %s at %s); only a %s proposal can be approved or rejected, and a decided one stays as it is (decide a new study to propose again)",
 			studies.ErrTransition, p.ID, p.State, p.DecidedBy, p.DecidedAt.Format(time.RFC3339), ProposalPending)
 	}
-	if c, ok := CallerFrom(ctx); ok && !s.Policy().Single() && c.String() == p.ProposedBy {
-		return Proposal{}, fmt.Errorf("%w: %s decided study %s and so proposed %s; another Director must approve or reject it (separation of duties)", ErrForbidden, c, p.Study, p.ID)
+	if err := s.separateDuties(ctx, dutyProposal, "proposal "+p.ID+" (deciding study "+p.Study+")", proposalParties(p)); err != nil {
+		return Proposal{}, err
 	}
-	p.State, p.DecidedBy, p.DecidedAt, p.Why = to, actor, time.Now().UTC(), req.Why
+	p.State, p.DecidedBy, p.DecidedByUID, p.DecidedAt, p.Why = to, actor, callerUID(ctx), time.Now().UTC(), req.Why
 	if err := s.auditProposal(p, ProposalPending, req.Why, actor, p.DecidedAt); err != nil {
 		return Proposal{}, err
 	}
@@ -190,7 +207,11 @@ func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to st
 			return Proposal{}, err
 		}
 	}
-	return p, atomicfile.WriteJSON(filepath.Join(s.proposalDir(), p.ID+".json"), p, 0o600)
+	file, err := s.layout().Proposal(p.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	return p, atomicfile.WriteJSON(file, p, 0o600)
 }
 
 // Baseline is the approved proposal the next study starts from; ok is false

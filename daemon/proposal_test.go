@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/internal/layout"
 	"rig/studies"
 )
 
@@ -67,8 +68,8 @@ func TestProposalStates(t *testing.T) {
 	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "x"}, "published"); !errors.Is(err, studies.ErrTransition) {
 		t.Errorf("an unknown state: %v, want ErrTransition", err)
 	}
-	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: "../etc", Why: "x"}, ProposalApproved); !errors.Is(err, ErrNoProposal) {
-		t.Errorf("a path as id: %v, want ErrNoProposal", err)
+	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: "../etc", Why: "x"}, ProposalApproved); !errors.Is(err, layout.ErrInvalidName) {
+		t.Errorf("a path as id: %v, want layout.ErrInvalidName", err)
 	}
 
 	got, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "faster at the same pass rate"}, ProposalApproved)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -80,6 +79,11 @@ type regradeInput struct {
 // are refused before anything is written; all new grades are written in one
 // transaction.
 func (s *Service) Regrade(ctx context.Context, req RegradeRequest) (*RegradeReport, error) {
+	if req.Execution != "" {
+		if _, err := s.execution(req.Study, req.Execution); err != nil {
+			return nil, err
+		}
+	}
 	snap, err := s.Snapshot(req.Study)
 	if err != nil {
 		return nil, err
@@ -106,7 +110,11 @@ func (s *Service) Regrade(ctx context.Context, req RegradeRequest) (*RegradeRepo
 	if err != nil {
 		return nil, err
 	}
-	rep, err := regrade(ctx, regradeInput{Store: st, Exec: exec, RecDir: filepath.Join(s.Dir(req.Study), "executions", exec),
+	x, err := s.execution(req.Study, exec)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := regrade(ctx, regradeInput{Store: st, Exec: exec, RecDir: x.Dir(),
 		Banks: banks, Registry: run.Env{NoSandbox: s.NoSandbox}.Graders(), Grader: req.Grader, Version: req.Version})
 	if rep != nil {
 		rep.Study = req.Study

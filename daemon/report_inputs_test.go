@@ -48,7 +48,7 @@ func newCardStudy(t *testing.T, sentence string, verdict json.RawMessage) *cardS
 	demo.JobKinds = demo.JobKinds[:1]
 	var arms []studies.Arm
 	for _, a := range demo.Arms {
-		if a.Name == "smollm2-llama-server" || a.Name == "gemma3-llama-server" {
+		if a.Name == "smollm2-llama-server" || a.Name == "smollm2-q8-llama-server" {
 			arms = append(arms, a)
 		}
 	}
@@ -80,8 +80,8 @@ func newCardStudy(t *testing.T, sentence string, verdict json.RawMessage) *cardS
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	c := &cardStudy{svc: svc, name: d.Name, snap: snap, d: d, unfit: "gemma3-llama-server@simulated-1gib"}
-	dir := svc.Dir(c.name)
+	c := &cardStudy{svc: svc, name: d.Name, snap: snap, d: d, unfit: "smollm2-q8-llama-server@simulated-1gib"}
+	dir := studyDir(t, svc, c.name).Dir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestReportFailsOnUnreadablePreflight(t *testing.T) {
 		check("Report", err)
 		_, err = c.svc.Decide(ctx, DecideRequest{Study: c.name, ComparisonHash: "00000000", Rationale: "r", Actor: "a"})
 		check("Decide", err)
-		if _, err := os.Stat(filepath.Join(c.svc.Dir(c.name), "reports")); !os.IsNotExist(err) {
+		if _, err := os.Stat(filepath.Join(studyDir(t, c.svc, c.name).Dir(), "reports")); !os.IsNotExist(err) {
 			t.Errorf("verdict %s: a report was written (%v)", bad, err)
 		}
 	}

@@ -13,10 +13,6 @@ import (
 	"rig/studies/report"
 )
 
-// replayFile keeps an execution's sample replay beside its records, so a
-// report made again shows the same replay without starting the runtimes.
-const replayFile = "replay.json"
-
 // ReplaySample replays a seeded sample of n rows from every generation
 // record of an execution through its pinned runtime, and keeps the
 // summaries in the execution's directory. It refuses while an execution is
@@ -25,8 +21,12 @@ func (s *Service) ReplaySample(ctx context.Context, name, execID string, n int) 
 	if study, info, ok := s.runningExecution(); ok {
 		return nil, fmt.Errorf("study %s is running execution %s: replay after it finishes (the card belongs to the run)", study, info.ID)
 	}
-	dir := filepath.Join(s.Dir(name), "executions", execID)
-	files, err := filepath.Glob(filepath.Join(dir, "generations-*.jsonl"))
+	x, err := s.execution(name, execID)
+	if err != nil {
+		return nil, err
+	}
+	dir := x.Dir()
+	files, err := filepath.Glob(x.Generations())
 	if err != nil {
 		return nil, err
 	}
@@ -70,14 +70,17 @@ func (s *Service) ReplaySample(ctx context.Context, name, execID string, n int) 
 		}
 		out = append(out, sum)
 	}
-	return out, atomicfile.WriteJSON(filepath.Join(dir, replayFile), out, 0o600)
+	// Kept beside the records, so a report made again shows the same
+	// replay without starting the runtimes.
+	return out, atomicfile.WriteJSON(x.Replay(), out, 0o600)
 }
 
 // replaySection turns an execution's kept replay into the report's section;
 // nil when the execution was never replayed.
 func (s *Service) replaySection(name, execID string) *report.Replay {
 	var sums []genrecord.Summary
-	if atomicfile.ReadJSON(filepath.Join(s.Dir(name), "executions", execID, replayFile), &sums) != nil || len(sums) == 0 {
+	x, err := s.execution(name, execID)
+	if err != nil || atomicfile.ReadJSON(x.Replay(), &sums) != nil || len(sums) == 0 {
 		return nil
 	}
 	out := &report.Replay{Tolerance: "exact: every per-token log-probability equal to the record's (the goal on an unchanged stack)"}

@@ -65,7 +65,7 @@ func TestReportRowsFromReceipts(t *testing.T) {
 	}
 	for file, v := range map[string]any{"snapshot.json": c.snap,
 		"lifecycle.json": studies.Lifecycle{State: studies.Frozen, DesignHash: c.snap.DesignHash, SnapshotHash: c.snap.Hash, Finished: []string{"exec-1"}}} {
-		if err := atomicfile.WriteJSON(filepath.Join(c.svc.Dir(c.name), file), v, 0o600); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(studyDir(t, c.svc, c.name).Dir(), file), v, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"rig/internal/layout"
 	"rig/scaleout"
 	"syscall"
 	"time"
@@ -66,7 +66,7 @@ func policyAudit(home string, p *Policy, replaced *Policy, why string) error {
 // belong to no one study's store. A line is written whole by one write on
 // a file opened for appending, so concurrent writers never interleave.
 func appendAuditLine(home, name string, rec any) error {
-	dir := filepath.Join(home, "audits")
+	dir := layout.Home(home).Audits()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func appendAuditLine(home, name string, rec any) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, name+".jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(layout.Home(home).Audit(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}

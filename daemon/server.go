@@ -79,6 +79,9 @@ func (s *Service) methods() map[string]handler {
 		"approve": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
 			return s.Approve(ctx, r.Name, r.Actor, r.Why)
 		}),
+		"withdraw": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
+			return s.Withdraw(ctx, r.Name, r.Actor, r.Why)
+		}),
 		"freeze": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
 			return s.Freeze(ctx, r.Name, r.Actor)
 		}),
@@ -202,7 +205,7 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 			body, err = io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 		}
 		if err == nil && len(body) > maxRequestBytes {
-			err = fmt.Errorf("%w: the request body is over %d MiB (a request names files; it never carries them)", ErrBadRequest, maxRequestBytes>>20)
+			err = fmt.Errorf("%w: the request body is over %d MiB (a request carries a design at most; banks and models it names by path)", ErrBadRequest, maxRequestBytes>>20)
 		}
 		var text bytes.Buffer
 		var res any

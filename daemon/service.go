@@ -15,9 +15,11 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
 	"rig/studies"
@@ -57,7 +59,7 @@ func NewService(home string, log *slog.Logger) (*Service, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := os.MkdirAll(filepath.Join(home, "studies"), 0o700); err != nil {
+	if err := os.MkdirAll(layout.Home(home).Studies(), 0o700); err != nil {
 		return nil, err
 	}
 	s := &Service{Home: home, Log: log, stores: map[string]*receipts.Store{}, running: map[string]execHandle{}, cancelling: map[string]string{}}
@@ -77,11 +79,30 @@ func DefaultHome() string {
 	return filepath.Join(home, ".local", "share", "rig")
 }
 
-// Dir is the study's directory.
-func (s *Service) Dir(name string) string { return filepath.Join(s.Home, "studies", name) }
+// layout is the daemon's home as package layout lays it out.
+func (s *Service) layout() layout.Home { return layout.Home(s.Home) }
+
+// study is the named study's folder. It is the one place a study name from
+// a request becomes a path: the name is checked against the design's name
+// rule (layout.ErrInvalidName, wire code invalid_name) and a folder that is
+// a symlink is refused, before anything is opened.
+func (s *Service) study(name string) (layout.Study, error) { return s.layout().Study(name) }
+
+// execution is execution id's folder of study name, both checked.
+func (s *Service) execution(name, id string) (layout.Execution, error) {
+	st, err := s.study(name)
+	if err != nil {
+		return layout.Execution{}, err
+	}
+	return st.Execution(id)
+}
 
 func (s *Service) exists(name string) bool {
-	_, err := os.Stat(filepath.Join(s.Dir(name), "registration.json"))
+	st, err := s.study(name)
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(st.Registration())
 	return err == nil
 }
 
@@ -89,6 +110,10 @@ func (s *Service) exists(name string) bool {
 var ErrNoStudy = errors.New("no such study")
 
 func (s *Service) store(name string) (*receipts.Store, error) {
+	dir, err := s.study(name)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.stores[name]; ok {
@@ -97,11 +122,15 @@ func (s *Service) store(name string) (*receipts.Store, error) {
 	if !s.exists(name) {
 		return nil, fmt.Errorf("study %q: %w (rig study list shows the registered ones)", name, ErrNoStudy)
 	}
-	st, err := receipts.Open(filepath.Join(s.Dir(name), "store.bolt"), name)
+	// bbolt opens by name and follows a link; a planted one is refused first.
+	if err := layout.NoLink(dir.Store()); err != nil {
+		return nil, fmt.Errorf("study %q: %w", name, err)
+	}
+	st, err := receipts.Open(dir.Store(), name)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.importLifecycle(st, name); err != nil {
+	if err := s.importLifecycle(st, dir); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -109,22 +138,26 @@ func (s *Service) store(name string) (*receipts.Store, error) {
 	return st, nil
 }
 
-// legacyLifecycle is where a home written before the store kept the
-// lifecycle has it; importLifecycle moves it into the store once and renames
-// the file to legacyLifecycle+".imported", which nothing reads.
+// legacyLifecycle is the file name of layout.Study.LegacyLifecycle, where
+// a home written before the store kept the lifecycle has it;
+// importLifecycle moves it into the store once and renames the file to
+// legacyLifecycle+".imported", which nothing reads.
 const legacyLifecycle = "lifecycle.json"
 
 // importLifecycle copies a study's lifecycle.json into its store when the
 // store holds no lifecycle yet: the store is the one place it lives from then on.
-func (s *Service) importLifecycle(st *receipts.Store, name string) error {
+func (s *Service) importLifecycle(st *receipts.Store, dir layout.Study) error {
 	ctx := context.Background()
 	if _, found, err := st.Lifecycle(ctx); err != nil || found {
 		return err
 	}
-	path := filepath.Join(s.Dir(name), legacyLifecycle)
-	raw, err := os.ReadFile(path)
+	name, path := dir.Name(), dir.LegacyLifecycle()
+	raw, err := readNoFollow(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
+	}
+	if errors.Is(err, syscall.ELOOP) {
+		err = fmt.Errorf("%s is a symlink: %w (a lifecycle is imported only from the file rig wrote; remove the link)", path, layout.ErrLink)
 	}
 	if err != nil {
 		return fmt.Errorf("study %q: importing %s into its store: %w", name, path, err)
@@ -145,6 +178,16 @@ func (s *Service) importLifecycle(st *receipts.Store, name string) error {
 	}
 	s.Log.Info("lifecycle imported into the store", "study", name, "from", path)
 	return nil
+}
+
+// readNoFollow reads path, refusing (ELOOP) a path that is a symlink.
+func readNoFollow(path string) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // Close closes every open store.
@@ -175,13 +218,23 @@ func (s *Service) assets() (studies.Assets, error) {
 
 // RegisterRequest is `rig study register`.
 type RegisterRequest struct {
+	// DesignFile names the design: in errors, and its folder is where
+	// relative bank and model paths resolve. Design is its content, read by
+	// the command line with the caller's own rights; a request without it
+	// (an older command line) has the daemon read DesignFile, only as the
+	// caller could (callerfiles.go).
 	DesignFile string `json:"design_file"`
+	Design     []byte `json:"design,omitempty"`
 	Key        string `json:"key"`
 	Actor      string `json:"actor"`
 	// Registry is --registry, an absolute path; ConfiguredRegistry is
 	// $RIG_LICENCE_REGISTRY as the CLI saw it. See ChooseLicenceRegistry.
 	Registry           string `json:"registry,omitempty"`
 	ConfiguredRegistry string `json:"configured_registry,omitempty"`
+	// Name, when set (register --name), is the study's name in place of the
+	// design's name: the same design goes again under a new name without an
+	// edit. It is part of the registered design and so of its hash.
+	Name string `json:"name,omitempty"`
 }
 
 // StudyInfo is what status prints.
@@ -191,6 +244,7 @@ type StudyInfo struct {
 	DesignHash   string               `json:"design_hash"`
 	SnapshotHash string               `json:"snapshot_hash,omitempty"`
 	Dir          string               `json:"dir"`
+	Store        string               `json:"store"` // the study's bbolt file
 	Licences     []string             `json:"licences,omitempty"`
 	Executions   []run.ExecInfo       `json:"executions,omitempty"`
 	Audit        []studies.AuditEntry `json:"audit,omitempty"`
@@ -207,6 +261,15 @@ type StudyInfo struct {
 // Register checks licences, fingerprints every pinned asset and records the
 // study in its own new store. Nothing is written when any check fails.
 func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo, error) {
+	data := req.Design
+	if data == nil {
+		var err error
+		if data, err = s.readAsCaller(ctx, "design_file", req.DesignFile); err != nil {
+			return StudyInfo{}, err
+		}
+	} else if !filepath.IsAbs(req.DesignFile) {
+		return StudyInfo{}, fmt.Errorf("%w: design_file: %q is not an absolute path (relative banks and models resolve against its folder)", ErrBadRequest, req.DesignFile)
+	}
 	a, err := s.assets()
 	if err != nil {
 		return StudyInfo{}, err
@@ -216,11 +279,26 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		return StudyInfo{}, err
 	}
 	base := filepath.Dir(req.DesignFile)
-	d, err := studies.LoadDesign(ctx, req.DesignFile, studies.ValidateOptions{File: req.DesignFile, Lookup: lk, BaseDir: base, Quant: studies.GGUFQuant})
+	d, err := studies.ParseDesign(req.DesignFile, data)
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	if req.Key == "" {
+	if req.Name != "" {
+		d.Name = req.Name
+	}
+	choice, err := studies.ChooseLicenceRegistry(req.Registry, d, req.DesignFile, req.ConfiguredRegistry, lk)
+	if err != nil {
+		return StudyInfo{}, err
+	}
+	// Before validation reads a model's header or anything is hashed.
+	if err := s.checkDesignFiles(ctx, req.DesignFile, d, lk, base, choice.Path); err != nil {
+		return StudyInfo{}, err
+	}
+	if err := studies.Validate(ctx, d, studies.ValidateOptions{File: req.DesignFile, Lookup: lk, BaseDir: base, Quant: studies.GGUFQuant, Format: studies.GGUFFormat}); err != nil {
+		return StudyInfo{}, err
+	}
+	derived := req.Key == ""
+	if derived {
 		// Without a key, the design's own content is the key: registering the
 		// same file twice returns the study; another design under the same name
 		// is refused as a name already taken.
@@ -231,17 +309,21 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		req.Key = "register-" + h[:16]
 	}
 	var prev *studies.RequestRecord
+	var prevAssets studies.AssetSet
 	if req.Key != "" {
 		var rec studies.RequestRecord
-		if err := atomicfile.ReadJSON(filepath.Join(s.Dir(d.Name), "registration.json"), &struct {
-			Request *studies.RequestRecord `json:"request"`
-		}{&rec}); err == nil && rec.Key == req.Key {
-			prev = &rec
+		var assets studies.AssetSet
+		dir, err := s.study(d.Name)
+		if err != nil {
+			return StudyInfo{}, err
 		}
-	}
-	choice, err := studies.ChooseLicenceRegistry(req.Registry, d, req.DesignFile, req.ConfiguredRegistry, lk)
-	if err != nil {
-		return StudyInfo{}, err
+		if err := atomicfile.ReadJSON(dir.Registration(), &struct {
+			Request *studies.RequestRecord `json:"request"`
+			Assets  *studies.AssetSet      `json:"assets"`
+		}{&rec, &assets}); err == nil && rec.Key == req.Key {
+			prev = &rec
+			prevAssets = assets
+		}
 	}
 	lic, err := studies.OpenLicences(choice)
 	if err != nil {
@@ -252,7 +334,7 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		return StudyInfo{}, err
 	}
 	out, replayed, err := studies.Register(ctx, studies.RegisterInput{
-		Design: d, File: req.DesignFile, Key: req.Key, Actor: actor, At: time.Now().UTC(), Prev: prev,
+		Design: d, File: req.DesignFile, Key: req.Key, KeyDerived: derived, Actor: actor, At: time.Now().UTC(), Prev: prev, PrevAssets: prevAssets,
 		Resolve: studies.ResolveOptions{Lookup: lk, BaseDir: base},
 	}, studies.RegisterDeps{Licences: lic, Assets: a, Exists: s.exists})
 	if err != nil {
@@ -262,6 +344,11 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		info, err := s.Status(ctx, d.Name)
 		info.Replayed = true
 		return info, err
+	}
+	if uid := callerUID(ctx); uid != nil {
+		for i := range out.Lifecycle.Audit {
+			out.Lifecycle.Audit[i].UID = uid
+		}
 	}
 	if err := s.create(ctx, out, actor, "registered from "+req.DesignFile); err != nil {
 		return StudyInfo{}, err
@@ -274,11 +361,15 @@ func (s *Service) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 // lifecycle in the store, and writes registration.json last: its presence is
 // what makes the study exist.
 func (s *Service) create(ctx context.Context, out *studies.Registration, actor, why string) error {
-	dir := s.Dir(out.Name)
+	sd, err := s.study(out.Name)
+	if err != nil {
+		return err
+	}
+	dir := sd.Dir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), out.Name)
+	st, err := receipts.Open(sd.Store(), out.Name)
 	if err != nil {
 		os.RemoveAll(dir)
 		return err
@@ -294,12 +385,16 @@ func (s *Service) create(ctx context.Context, out *studies.Registration, actor, 
 		Transition: &receipts.Transition{From: "", To: string(studies.Draft), Who: actor, Why: why, At: time.Now().UTC()}}); err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(filepath.Join(dir, "registration.json"), out, 0o400)
+	return atomicfile.WriteJSON(sd.Registration(), out, 0o400)
 }
 
 func (s *Service) registration(name string) (*studies.Registration, *studies.Design, error) {
+	dir, err := s.study(name)
+	if err != nil {
+		return nil, nil, err
+	}
 	var r studies.Registration
-	if err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "registration.json"), &r); err != nil {
+	if err := atomicfile.ReadJSON(dir.Registration(), &r); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("study %q: %w", name, ErrNoStudy)
 		}
@@ -343,6 +438,10 @@ func (s *Service) readLifecycle(ctx context.Context, name string) (*studies.Life
 // audit, in one transaction; a lifecycle moved by another request since it
 // was read is refused (receipts.ErrStaleState) with nothing written.
 func (s *Service) apply(ctx context.Context, name string, ev studies.Event) (*studies.Lifecycle, error) {
+	// The audit keeps the caller's uid beside their name (duties.go).
+	if c, ok := CallerFrom(ctx); ok && ev.ActorUID == nil && ev.Actor == c.String() {
+		ev.ActorUID = callerUID(ctx)
+	}
 	l, prev, st, err := s.readLifecycle(ctx, name)
 	if err != nil {
 		return nil, err
@@ -379,7 +478,9 @@ func (s *Service) Review(ctx context.Context, name string, r studies.Review, why
 	if r.Reviewer, err = s.actor(ctx, r.Reviewer); err != nil {
 		return StudyInfo{}, err
 	}
-	if err := s.separateDuties(ctx, name, l, "review"); err != nil {
+	// Who reviewed is who called, never a uid the request carried.
+	r.ReviewerUID = callerUID(ctx)
+	if err := s.separateDuties(ctx, dutyReview, "study "+name, studyParties(l)); err != nil {
 		return StudyInfo{}, err
 	}
 	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventReview, Actor: r.Reviewer, At: time.Now().UTC(), Why: why, Review: &r}); err != nil {
@@ -398,7 +499,7 @@ func (s *Service) Approve(ctx context.Context, name, director, why string) (Stud
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	if err := s.separateDuties(ctx, name, l, "approve"); err != nil {
+	if err := s.separateDuties(ctx, dutyApprove, "study "+name, studyParties(l)); err != nil {
 		return StudyInfo{}, err
 	}
 	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventApprove, Actor: director, At: time.Now().UTC(), Why: why}); err != nil {
@@ -422,8 +523,14 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	// Freeze reads the banks, models and registry again, on this caller's
+	// behalf: a file swapped since register for one they may not read is
+	// refused before it is read.
+	if err := s.checkDesignFiles(ctx, name, d, lk, reg.DesignDir, reg.Licences.Registry); err != nil {
+		return StudyInfo{}, err
+	}
 	snap, err := studies.Freeze(ctx, studies.FreezeInput{Design: d, Registered: reg.Assets,
-		Validate: studies.ValidateOptions{File: name, Lookup: lk, Quant: studies.GGUFQuant, BaseDir: reg.DesignDir}}, a)
+		Validate: studies.ValidateOptions{File: name, Lookup: lk, Quant: studies.GGUFQuant, Format: studies.GGUFFormat, BaseDir: reg.DesignDir}}, a)
 	if err != nil {
 		return StudyInfo{}, err
 	}
@@ -436,7 +543,11 @@ func (s *Service) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 	if err := s.checkPromptsFit(ctx, name, snap); err != nil {
 		return StudyInfo{}, err
 	}
-	path := filepath.Join(s.Dir(name), "snapshot.json")
+	dir, err := s.study(name)
+	if err != nil {
+		return StudyInfo{}, err
+	}
+	path := dir.Snapshot()
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		if err := atomicfile.WriteJSON(path, snap, 0o400); err != nil {
 			return StudyInfo{}, err
@@ -458,7 +569,11 @@ func (s *Service) checkPromptsFit(ctx context.Context, name string, snap *studie
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp(s.Dir(name), "freeze-count-")
+	dir, err := s.study(name)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp(dir.Dir(), "freeze-count-")
 	if err != nil {
 		return err
 	}
@@ -506,8 +621,12 @@ func (s *Service) frozen(name string) (*studies.Snapshot, *studies.Design, error
 
 // Snapshot reads a frozen study's snapshot and checks it against its hash.
 func (s *Service) Snapshot(name string) (*studies.Snapshot, error) {
+	dir, err := s.study(name)
+	if err != nil {
+		return nil, err
+	}
 	var snap studies.Snapshot
-	if err := atomicfile.ReadJSON(filepath.Join(s.Dir(name), "snapshot.json"), &snap); err != nil {
+	if err := atomicfile.ReadJSON(dir.Snapshot(), &snap); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("study %q is not frozen (run: rig study freeze %s)", name, name)
 		}
@@ -521,6 +640,10 @@ func (s *Service) Snapshot(name string) (*studies.Snapshot, error) {
 
 // Status reports a study's state, executions and audit.
 func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
+	dir, err := s.study(name)
+	if err != nil {
+		return StudyInfo{}, err
+	}
 	l, err := s.lifecycle(name)
 	if err != nil {
 		return StudyInfo{}, err
@@ -529,7 +652,7 @@ func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	info := StudyInfo{Name: name, State: l.State, DesignHash: l.DesignHash, SnapshotHash: l.SnapshotHash, Dir: s.Dir(name), Audit: l.Audit}
+	info := StudyInfo{Name: name, State: l.State, DesignHash: l.DesignHash, SnapshotHash: l.SnapshotHash, Dir: dir.Dir(), Store: dir.Store(), Audit: l.Audit}
 	info.Licences, _ = studies.LicenceLinesFor(d.Items, r.Licences)
 	execs, err := s.executions(ctx, name)
 	if err != nil {
@@ -543,7 +666,7 @@ func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
 
 // List names every registered study.
 func (s *Service) List() ([]string, error) {
-	entries, err := os.ReadDir(filepath.Join(s.Home, "studies"))
+	entries, err := os.ReadDir(s.layout().Studies())
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,7 +52,9 @@ func (s *Service) gateInfo(ctx context.Context, name string) ([]FitInfo, []run.V
 		fits = append(fits, fi)
 	}
 	var vals []run.ValidationRecord
-	_ = atomicfile.ReadJSON(filepath.Join(s.Dir(name), "validation", "validation.json"), &vals)
+	if sd, err := s.study(name); err == nil {
+		_ = atomicfile.ReadJSON(sd.ValidationRecord(), &vals)
+	}
 	return fits, vals
 }
 

@@ -11,7 +11,7 @@ import (
 	"rig/ui"
 )
 
-// UIInfo is `rig ui`'s reply: the workspace's URL, token included.
+// UIInfo is `rig ui`'s reply: the workspace's URL, with a single-use token.
 type UIInfo struct {
 	URL string `json:"url"`
 	// Started is false when the workspace was already running.
@@ -19,12 +19,14 @@ type UIInfo struct {
 }
 
 // UI starts the read-only workspace on loopback, once per daemon, and
-// returns its URL; later calls return the same one.
+// returns a URL to open it. Each URL's token opens it once (see ui.Server),
+// so a later call returns the same workspace under a fresh token.
 func (s *Service) UI(ctx context.Context) (UIInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ui != nil {
-		return UIInfo{URL: s.ui.URL}, nil
+		url, err := s.ui.NewURL()
+		return UIInfo{URL: url}, err
 	}
 	srv, err := ui.Start(context.WithoutCancel(ctx), uiSource{s})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/internal/textcheck"
 	"rig/receipts"
@@ -60,6 +61,10 @@ var errorCodes = []struct {
 	{"internal", ErrInternal},
 	{"no_proposal", ErrNoProposal},
 	{"monthly_budget", ErrMonthlyBudget},
+	// A name from a request that is not a name (a path, "..", a slash) and
+	// a study folder, store or lifecycle file that is a planted symlink.
+	{"invalid_name", layout.ErrInvalidName},
+	{"link_refused", layout.ErrLink},
 }
 
 // ErrNoMethod means the daemon does not serve the method asked for: it is

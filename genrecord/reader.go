@@ -14,12 +14,16 @@ import (
 	"strings"
 
 	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 
-// MaxLineBytes bounds one line so a corrupt file cannot exhaust memory; a
-// row of 32k steps with K=5 is well under it.
-const MaxLineBytes = 256 << 20
+// MaxLineBytes bounds one line so a corrupt file cannot exhaust memory: a
+// line is held whole, then decoded, so the cap sets the reader's peak (about
+// twice the cap while the line's buffer grows). A row of 32k steps at the
+// largest K (20) is about 36 MiB of JSON; a line past 64 MiB is refused as
+// soon as the read passes the cap.
+const MaxLineBytes = 64 << 20
 
 // Reader streams a record: the header is read by NewReader, rows by Next.
 type Reader struct {
@@ -162,7 +166,7 @@ func (r *Reader) readLine() ([]byte, error) {
 		chunk, err := r.br.ReadSlice('\n')
 		buf = append(buf, chunk...)
 		if len(buf) > MaxLineBytes {
-			return nil, &LineError{Path: r.path, Line: r.line + 1, Err: fmt.Errorf("%w: line longer than %d bytes", ErrBadRow, MaxLineBytes)}
+			return nil, &LineError{Path: r.path, Line: r.line + 1, Err: fmt.Errorf("%w: the line is over rig's cap of %s (a row of 32k tokens at top-K 20 is about 36 MiB; this is not a record rig wrote: name the generations.jsonl of an execution)", ErrBadRow, sizecap.Bytes(MaxLineBytes))}
 		}
 		if err == nil {
 			break
@@ -263,22 +267,51 @@ func SumFile(path string) (string, error) {
 // the whole file's. whole is the sha256 of the whole file, torn last line
 // included, from the same read.
 func LineSums(path string) (prefixes []string, whole string, err error) {
-	data, err := os.ReadFile(path)
+	err = scanLines(path, func(h hash.Hash) { prefixes = append(prefixes, hex.EncodeToString(h.Sum(nil))) }, func(h hash.Hash, _ int64, _ int, _ bool) {
+		whole = hex.EncodeToString(h.Sum(nil))
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("sha256 of generation record: %w", err)
 	}
-	h := sha256.New()
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			h.Write(data) // a torn last line is no prefix any receipt vouched for
-			break
-		}
-		h.Write(data[:i+1])
-		prefixes = append(prefixes, hex.EncodeToString(h.Sum(nil)))
-		data = data[i+1:]
+	return prefixes, whole, nil
+}
+
+// scanLines hashes a record as it streams past, never holding more than a
+// read buffer: a record is as long as its execution made it, and a line of
+// it may be longer than any a reader would hold. atLine is called after each
+// complete line, with the hash so far; atEnd once, with the whole file's
+// hash, its size, its count of complete lines and whether a torn line ends it.
+func scanLines(path string, atLine func(hash.Hash), atEnd func(h hash.Hash, size int64, lines int, torn bool)) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
-	return prefixes, hex.EncodeToString(h.Sum(nil)), nil
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 64<<10)
+	h := sha256.New()
+	var size int64
+	lines, torn := 0, false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		h.Write(chunk)
+		size += int64(len(chunk))
+		switch {
+		case err == nil:
+			lines++
+			torn = false
+			if atLine != nil {
+				atLine(h)
+			}
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			torn = true
+			continue
+		case errors.Is(err, io.EOF):
+			atEnd(h, size, lines, torn || len(chunk) > 0)
+			return nil
+		}
+		return err
+	}
 }
 
 // VerifySum checks a record against the sha256 on its receipt ("sha256:"
@@ -288,22 +321,23 @@ func VerifySum(path, want string) error {
 	if !isSHA256(want) {
 		return fmt.Errorf("%s: expected sha256 %q is not 64 hex digits (copy it from the receipt's generations_sha256)", path, want)
 	}
-	data, err := os.ReadFile(path)
+	var got, tail string
+	var size int64
+	var lines int
+	err := scanLines(path, nil, func(h hash.Hash, n int64, l int, torn bool) {
+		got, size, lines = hex.EncodeToString(h.Sum(nil)), n, l
+		if torn {
+			tail = fmt.Sprintf(", plus a torn line %d", l+1)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("verify generation record: %w", err)
 	}
-	sum := sha256.Sum256(data)
-	got := hex.EncodeToString(sum[:])
 	if got == want {
 		return nil
 	}
-	lines := bytes.Count(data, []byte{'\n'})
-	tail := ""
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		tail = fmt.Sprintf(", plus a torn line %d", lines+1)
-	}
 	return fmt.Errorf("%s: %w: file is %s (%d bytes, %d complete lines%s), receipt says %s (the record changed after the receipt was written: rows appended, truncated or edited; replay it only against the receipt that matches)",
-		path, ErrSumMismatch, got, len(data), lines, tail, want)
+		path, ErrSumMismatch, got, size, lines, tail, want)
 }
 
 // Salvage moves a torn last line aside into path+".torn" and truncates the

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"rig/internal/sizecap"
 	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
@@ -159,10 +159,14 @@ type filePolicy struct {
 	FirstTokenS *float64 `json:"first_token_s"`
 }
 
+// configCap bounds governor.json, read before the daemon starts: the file
+// is a few hundred bytes of limits and policies.
+var configCap = sizecap.Cap{What: "governor config", Limit: 1 << 20, Fix: "governor.json holds a few limits and policies: name the file meant"}
+
 // LoadConfig reads a JSON config file over DefaultConfig. Errors name the
 // file, the field and the fix.
 func LoadConfig(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := configCap.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("governor config: %w", err)
 	}

@@ -9,12 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
 
+	"rig/internal/sizecap"
+	"rig/internal/jsonerr"
 	"rig/internal/textcheck"
 )
 
@@ -189,6 +190,15 @@ func sha256Hex(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// RegistryCap is the most bytes a licence registry may hold. The bundled
+// registry is about 23 KiB for a dozen entries; 4 MiB is some thousands of
+// entries, and a file past it is refused before it is parsed.
+var RegistryCap = sizecap.Cap{
+	What:  "licence registry",
+	Limit: 4 << 20,
+	Fix:   "a registry holds one short entry per model, tool and data set: name the registry file meant, or split it",
+}
+
 // LoadRegistry reads and parses a registry file.
 func LoadRegistry(path string) (*Registry, error) {
 	reg, _, err := loadRegistry(path)
@@ -198,7 +208,10 @@ func LoadRegistry(path string) (*Registry, error) {
 // loadRegistry also returns the hash of the very bytes it parsed, so the hash
 // recorded for a study is the hash of the registry it was checked against.
 func loadRegistry(path string) (*Registry, string, error) {
-	data, err := os.ReadFile(path)
+	data, err := RegistryCap.ReadFile(path)
+	if errors.Is(err, sizecap.ErrTooLarge) {
+		return nil, "", err
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("licence registry %s: %w (give the path of an existing registry file)", path, err)
 	}
@@ -211,7 +224,10 @@ func loadRegistry(path string) (*Registry, string, error) {
 
 // FileSHA256 is the hex SHA-256 of a registry file as it is on disk now.
 func FileSHA256(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := RegistryCap.ReadFile(path)
+	if errors.Is(err, sizecap.ErrTooLarge) {
+		return "", err
+	}
 	if err != nil {
 		return "", fmt.Errorf("licence registry %s: %w", path, err)
 	}
@@ -269,7 +285,10 @@ func (p parser) errf(field, msg, fix string, args ...any) *ParseError {
 	return &ParseError{File: p.file, Field: field, Msg: msg, Fix: fmt.Sprintf(fix, args...)}
 }
 
+// join is the path of key under path; the key is the file's own text and
+// shows only as jsonerr.Span allows.
 func join(path, key string) string {
+	key = jsonerr.Span(key)
 	if path == "" {
 		return key
 	}

@@ -119,12 +119,18 @@ func v2Parent() (dir, rel string, err error) {
 
 // nextName makes a directory rig-<pid>-<n> under parent, taking the first
 // free n; the kernel's mkdir is the lock, so no counter is kept in memory.
+// The caller owns the group it returns (and alone removes it): two callers at
+// once never get the same name, since only one mkdir of a name succeeds.
 func nextName(parent string) (string, error) {
 	pid := os.Getpid()
 	for n := 1; n < 10000; n++ {
 		name := fmt.Sprintf("rig-%d-%d", pid, n)
-		if _, err := os.Stat(filepath.Join(parent, name)); errors.Is(err, os.ErrNotExist) {
+		err := os.Mkdir(filepath.Join(parent, name), 0o755)
+		if err == nil {
 			return name, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", fmt.Errorf("%w: create %s: %w", ErrNoCgroup, filepath.Join(parent, name), err)
 		}
 	}
 	return "", fmt.Errorf("%w: 10000 reservations already exist under %s (run CleanupStale)", ErrNoCgroup, parent)
@@ -144,8 +150,9 @@ func reserveV1(limit Size) (*Reservation, error) {
 	hier := cgroup1.SingleSubsystem(cgroup1.Default, cgroup1.Memory)
 	cg, err := cgroup1.New(cgroup1.StaticPath(filepath.Join(rel, name)), res, cgroup1.WithHierarchy(hier))
 	if err != nil && errors.Is(err, os.ErrNotExist) {
-		// No swap accounting (memsw files absent): the memory limit alone holds.
-		_ = os.Remove(filepath.Join(parent, name))
+		// No swap accounting (memsw files absent): the memory limit alone
+		// holds. The group stays made: removing it would free the name for
+		// another caller between the two tries.
 		res.Memory.Swap = nil
 		cg, err = cgroup1.New(cgroup1.StaticPath(filepath.Join(rel, name)), res, cgroup1.WithHierarchy(hier))
 	}

@@ -20,11 +20,15 @@ const (
 	Done      Status = "done"
 	Cancelled Status = "cancelled"
 	Failed    Status = "failed"
+	// StoppedEarly: the design's stopping rule settled every monitored
+	// comparison before the plan ran out; the trials left are not run
+	// (never missing). Its Stop record says at which look and why.
+	StoppedEarly Status = "stopped_early"
 )
 
 func (s Status) valid() bool {
 	switch s {
-	case Planned, Running, Done, Cancelled, Failed:
+	case Planned, Running, Done, Cancelled, Failed, StoppedEarly:
 		return true
 	}
 	return false
@@ -54,7 +58,7 @@ func (s *Store) PutExecution(ctx context.Context, e Execution) error {
 		return bad("id", "is empty or holds '|' or control characters", "give the execution an id")
 	}
 	if !e.Status.valid() {
-		return bad("status", fmt.Sprintf("%q is not a status", e.Status), "use planned, running, done, cancelled or failed")
+		return bad("status", fmt.Sprintf("%q is not a status", e.Status), "use planned, running, done, stopped_early, cancelled or failed")
 	}
 	e.CreatedAt = e.CreatedAt.UTC()
 	return s.update(ctx, func(tx *bolt.Tx) error {
@@ -134,7 +138,7 @@ func (s *Store) Executions(ctx context.Context) ([]Execution, error) {
 // from.
 func (s *Store) SetExecutionStatus(ctx context.Context, id string, from, to Status, who, why string) error {
 	if !to.valid() {
-		return &FieldError{Record: "execution " + id, Field: "status", Msg: fmt.Sprintf("%q is not a status", to), Fix: "use planned, running, done, cancelled or failed"}
+		return &FieldError{Record: "execution " + id, Field: "status", Msg: fmt.Sprintf("%q is not a status", to), Fix: "use planned, running, done, stopped_early, cancelled or failed"}
 	}
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketExecutions)

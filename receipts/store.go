@@ -23,10 +23,11 @@ var (
 	bucketGovernor    = []byte("governor")    // seq → GovernorEvent
 	bucketAudit       = []byte("audit")       // seq → Transition
 	bucketIdempotency = []byte("idempotency") // key → idempotencyRecord
+	bucketStops       = []byte("stops")       // execution id → the stopping rule's last look (opaque)
 	bucketDivergent   = []byte("divergent")   // execution|trial#attempt|digest → Receipt (never counted)
 
 	allBuckets = [][]byte{bucketMeta, bucketReceipts, bucketCounted, bucketExecutions,
-		bucketPreflight, bucketGovernor, bucketAudit, bucketIdempotency, bucketDivergent}
+		bucketPreflight, bucketGovernor, bucketAudit, bucketIdempotency, bucketDivergent, bucketStops}
 )
 
 var (

@@ -97,22 +97,26 @@ func startPrefillScorer(ctx context.Context, in provision.Installed, model strin
 	if err != nil {
 		return nil, err
 	}
+	s := &prefillScorer{bin: in.PrefillScorer, binSHA: sha, threads: threads, timeout: 10 * time.Minute}
+	// O_RDWR opens a FIFO without waiting for the other end. Both are opened
+	// before the scorer starts: once it runs it may write dir, and a FIFO it
+	// swapped for a link would have rig write wherever that pointed.
+	if s.in, err = os.OpenFile(fifoIn, os.O_RDWR, 0); err != nil {
+		return nil, err
+	}
+	if s.outFile, err = os.OpenFile(fifoOut, os.O_RDWR, 0); err != nil {
+		s.in.Close()
+		return nil, err
+	}
 	argv := []string{in.PrefillScorer, model, strconv.Itoa(p.Context), strconv.Itoa(threads), p.KVCacheType, p.WeightRepack, fifoIn, fifoOut}
 	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{Argv: argv, Env: env, Dir: dir, ReadOnly: []string{model},
 		Limits: runtimes.RuntimeLimits(), NoSandbox: noSandbox}, runtimes.LogPath(dir, "rig-prefill-score"))
 	if err != nil {
+		s.in.Close()
+		s.outFile.Close()
 		return nil, err
 	}
-	s := &prefillScorer{sb: sb, bin: in.PrefillScorer, binSHA: sha, threads: threads, timeout: 10 * time.Minute}
-	// O_RDWR opens a FIFO without waiting for the other end.
-	if s.in, err = os.OpenFile(fifoIn, os.O_RDWR, 0); err != nil {
-		sb.Kill()
-		return nil, err
-	}
-	if s.outFile, err = os.OpenFile(fifoOut, os.O_RDWR, 0); err != nil {
-		sb.Kill()
-		return nil, err
-	}
+	s.sb = sb
 	s.out = bufio.NewReaderSize(s.outFile, 1<<20)
 	line, err := s.readLine(2 * time.Minute)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"rig/internal/untrusted"
 )
 
 // AiderCaps are the turn, time and token caps, held equal across models. A run
@@ -27,7 +29,7 @@ type AiderCaps struct {
 type AiderConfig struct {
 	Binary     string
 	Arm        Runtime
-	WorkDir    string // private HOME, proxy socket, logs
+	WorkDir    string // rig's own: the log, the proxy socket, and home/ (the one part the sandbox sees)
 	Sampling   Sampling
 	MaxTokens  int // per-call stop cap
 	TopK       int
@@ -38,7 +40,10 @@ type AiderConfig struct {
 
 // AiderTask is one scratch git repository and the request for it.
 type AiderTask struct {
-	Repo    string   // a git work tree; Aider edits it in place
+	// Repo is a git work tree Aider edits in place. It must be one rig made
+	// (tasks.Materialize) and nothing has run in yet: its state now is what
+	// the run's changes are measured against.
+	Repo    string
 	Files   []string // files added to the chat, relative to Repo
 	Message string
 	// Before are user turns sent ahead of Message, each its own model call
@@ -65,7 +70,8 @@ type AiderResult struct {
 	CallErrors  []string    `json:"call_errors,omitempty"`
 	Version     string      `json:"version"`
 	Containment Containment `json:"containment"`
-	LogTail     string      `json:"log_tail,omitempty"`
+	// LogTail is the end of Aider's log, short enough to quote in a message.
+	LogTail string `json:"log_tail,omitempty"`
 }
 
 // aiderInnerPort is where Aider finds the arm inside its own namespace.
@@ -87,6 +93,10 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if cfg.Caps.Wall <= 0 {
 		cfg.Caps.Wall = 5 * time.Minute
 	}
+	// Only home and the repository are bound into the sandbox. The work
+	// folder above them stays rig's own: the log and the proxy's socket
+	// there are out of the contained code's reach, so it cannot swap either
+	// for a link that rig, as root, would then read or dial.
 	home := filepath.Join(cfg.WorkDir, "home")
 	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
 		return res, err
@@ -122,8 +132,8 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 		"--no-show-model-warnings", "--no-check-model-accepts-settings", "--no-detect-urls",
 		"--no-suggest-shell-commands", "--no-auto-lint", "--map-tokens", "0",
 		"--no-restore-chat-history",
-		"--chat-history-file", filepath.Join(cfg.WorkDir, "chat-history.md"),
-		"--input-history-file", filepath.Join(cfg.WorkDir, "input-history"),
+		"--chat-history-file", filepath.Join(home, "chat-history.md"),
+		"--input-history-file", filepath.Join(home, "input-history"),
 		"--model-metadata-file", filepath.Join(home, "rig-model-metadata.json"),
 		"--timeout", strconv.Itoa(int(cfg.Caps.Wall.Seconds())),
 		"--message", task.Message,
@@ -140,7 +150,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 			}
 			lines.WriteString("/code " + m + "\n")
 		}
-		load := filepath.Join(cfg.WorkDir, "turns-before")
+		load := filepath.Join(home, "turns-before")
 		if err := os.WriteFile(load, []byte(lines.String()), 0o600); err != nil {
 			return res, err
 		}
@@ -158,14 +168,17 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if err != nil {
 		return res, err
 	}
-	before := gitStatus(task.Repo)
+	before, err := repoManifest(task.Repo)
+	if err != nil {
+		return res, err
+	}
 	logPath := filepath.Join(cfg.WorkDir, "aider.log")
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Caps.Wall)
 	defer cancel()
 	start := time.Now()
 	sb, err := StartSandbox(runCtx, SandboxSpec{
 		Argv: args, Env: env, Dir: task.Repo, NoSandbox: cfg.NoSandbox,
-		Writable: []string{cfg.WorkDir}, Limits: AiderLimits(),
+		Writable: []string{home}, Limits: AiderLimits(),
 		Outbound: []Forward{{Socket: proxySock, Port: port}},
 	}, logPath)
 	if err != nil {
@@ -200,11 +213,17 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if hit != "" && res.CapHit == "" {
 		res.Capped, res.CapHit = true, hit
 	}
-	res.EditedFiles = changedFiles(before, gitStatus(task.Repo))
+	after, walkErr := repoManifest(task.Repo)
+	if walkErr == nil {
+		res.EditedFiles = before.Changed(after)
+	}
 	res.Version = strings.TrimSpace(versionLine(cfg.Binary, "--version"))
-	res.LogTail = tailFile(logPath, 15)
+	res.LogTail = aiderLogTail(sb)
 	if ctx.Err() != nil {
 		return res, ctx.Err()
+	}
+	if walkErr != nil {
+		return res, fmt.Errorf("aider: reading what the run left: %w", walkErr)
 	}
 	return res, nil
 }
@@ -228,34 +247,41 @@ func seedAiderHome(home string) error {
 	return os.WriteFile(filepath.Join(caches, "model_prices_and_context_window.json"), b, 0o600)
 }
 
-func gitStatus(repo string) map[string]string {
-	out := map[string]string{}
-	// The repository now belongs to the sandbox user and holds whatever Aider
-	// and the model wrote, its .git/config included: git on the host reads it
-	// with that config's commands switched off and the ownership check waived
-	// for this one call.
-	cmd := exec.Command("git", "-c", "safe.directory=*", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
-		"-C", repo, "ls-files", "-m", "-o", "--exclude-standard")
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-	b, err := cmd.Output()
-	if err != nil {
-		return out
+// The walk of a repository a harness ran in is bounded far above any task's
+// repository, and low enough that a run which litters its repository ends in
+// a clear error rather than in hours of hashing.
+const (
+	repoMaxEntries = 100_000
+	repoMaxBytes   = 2 << 30
+)
+
+// repoManifest is the repository's work tree (its .git folders left out) as
+// rig sees it, by a walk that follows no link and runs nothing. The
+// repository after a run belongs to the sandbox user and holds whatever was
+// written there, its .git/config included; git on the host would obey that
+// config (a clean filter is a command git runs to compare a file).
+func repoManifest(repo string) (untrusted.Manifest, error) {
+	m, err := untrusted.Snapshot(repo, untrusted.Limits{Entries: repoMaxEntries, Bytes: repoMaxBytes}, func(rel string, e untrusted.Entry) bool {
+		return e.Kind == untrusted.Dir && filepath.Base(rel) == ".git"
+	})
+	if errors.Is(err, untrusted.ErrTooBig) {
+		return m, fmt.Errorf("%w (a harness run should leave a task's repository near the size it was given; look at what its test command writes)", err)
 	}
-	for _, f := range strings.Fields(string(b)) {
-		sum, _ := FileSHA256(filepath.Join(repo, f))
-		out[f] = sum
-	}
-	return out
+	return m, err
 }
 
-func changedFiles(before, after map[string]string) []string {
-	var out []string
-	for f, sum := range after {
-		if before[f] != sum {
-			out = append(out, f)
-		}
+// aiderLogTailBytes bounds what a result quotes of Aider's log.
+const aiderLogTailBytes = 4 << 10
+
+// aiderLogTail is what a result quotes of Aider's log: its last lines, read
+// through the descriptor the sandbox created the log with (never by its
+// name), and no more than aiderLogTailBytes of them.
+func aiderLogTail(sb *Sandbox) string {
+	t := sb.LogTail(15)
+	if len(t) > aiderLogTailBytes {
+		t = strings.ToValidUTF8(t[len(t)-aiderLogTailBytes:], "")
 	}
-	return out
+	return t
 }
 
 // Describe is a one-line summary for logs and the smoke command.

@@ -22,6 +22,10 @@ type Component struct {
 	// what the build itself lists as the devices it can compute on.
 	Backend string   `json:"backend,omitempty"`
 	Devices []string `json:"devices,omitempty"`
+	// CPUBackend says, for an Ollama build, which of the CPU backend
+	// variants it ships its loader picks on this processor (by ggml's own
+	// rule; each run's pins record the one that did load).
+	CPUBackend string `json:"cpu_backend,omitempty"`
 }
 
 const statusNotBuilt = "not built"
@@ -96,6 +100,12 @@ func binary(in provision.Installed, kind, pinned string) Component {
 		c.Status = "differs"
 		c.Fix = fmt.Sprintf("reports %q, pinned %s: %s", c.Version, pinned, fixSetup)
 	}
+	if b.Runtime == "ollama" && c.Status == "ok" {
+		c.CPUBackend, c.Fix = ollamaCPUBackendLine(b.Binary, CPUFlags())
+		if c.Fix != "" {
+			c.Status = "differs"
+		}
+	}
 	if strings.HasPrefix(pinned, "llama.cpp") {
 		c.Version = pinned + " (" + c.Version + ")"
 	}
@@ -159,4 +169,20 @@ func parseDeviceList(out string) []string {
 		return []string{"no card: " + strings.Join(notes, "; ")}
 	}
 	return devs
+}
+
+// ollamaCPUBackendLine says which CPU backend an Ollama build's loader picks
+// here, or, for a build that ships none (a bare `go build`, which computes
+// on generic CPU code several times slower), the fix.
+func ollamaCPUBackendLine(binary string, flags []string) (line, fix string) {
+	shipped := ShippedCPUVariants(binary)
+	if len(shipped) == 0 {
+		return VariantCgo + " (no CPU backend library beside the binary)",
+			fmt.Sprintf("%s ships no lib/ollama/libggml-cpu-*.so: it was built before setup built Ollama as its releases are, and computes without SIMD; %s", binary, fixSetup)
+	}
+	v := ExpectedCPUVariant(shipped, flags)
+	if v == "" {
+		return fmt.Sprintf("none of %s runs on this processor: cgo fallback", strings.Join(shipped, ", ")), ""
+	}
+	return fmt.Sprintf("%s (by this processor's flags; ships %s)", v, strings.Join(shipped, ", ")), ""
 }

@@ -31,6 +31,10 @@ type Confinement struct {
 	Writable         []string `json:"writable"`          // mount points it may write, from its own mountinfo
 	ReadOnly         []string `json:"read_only"`         // host paths bound read-only beyond the system folders
 	Limits           Limits   `json:"limits"`            // as read back (rlimits) or written (cgroups)
+	// Seccomp is the mode /proc/self/status reports: "filter" once the
+	// sandbox's filter is loaded (see seccomp.go).
+	Seccomp string   `json:"seccomp"`
+	Devices []string `json:"devices"` // the device nodes in its /dev; GPU nodes only for a runtime on a card
 }
 
 // Limits caps one contained process tree. Zero is "no cap" for a field.
@@ -97,8 +101,7 @@ func sandboxIdentity() (uid, gid int, name string, err error) {
 // is bound one path at a time.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
-// devNodes are the device files a contained process gets; GPUs are added when
-// the host has them.
+// devNodes are the device files every contained process gets.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // confine builds the contained process's world and drops its rights. It runs
@@ -143,7 +146,7 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 	if err := mountFresh("tmpfs", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
 		return nil, err
 	}
-	if err := buildDev(in("/dev"), tmpOpts); err != nil {
+	if err := buildDev(in("/dev"), tmpOpts, spec.GPU); err != nil {
 		return nil, err
 	}
 	if err := mountFresh("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
@@ -179,6 +182,9 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 		return nil, err
 	}
 	if err := dropRights(spec); err != nil {
+		return nil, err
+	}
+	if err := loadSandboxFilter(); err != nil {
 		return nil, err
 	}
 	return readConfinement(spec), nil
@@ -278,19 +284,29 @@ func bindMount(src, target string, readOnly bool) error {
 	return nil
 }
 
+// gpuDevices are the host's GPU device nodes (and folders of them), bound
+// only into the sandbox of a runtime whose offload pin puts layers on a card.
+func gpuDevices() []string {
+	var out []string
+	for _, pattern := range []string{"/dev/nvidia*", "/dev/dri"} {
+		m, _ := filepath.Glob(pattern)
+		for _, p := range m {
+			out = append(out, strings.TrimPrefix(p, "/dev/"))
+		}
+	}
+	return out
+}
+
 // buildDev gives the contained process a /dev of its own: the harmless
-// character devices, the host's GPU devices when there are any, and a private
-// /dev/shm.
-func buildDev(dev, shmOpts string) error {
+// character devices, the host's GPU devices when gpu is set, and a private
+// /dev/shm. A grader's tests and a runtime on the CPU never see a card.
+func buildDev(dev, shmOpts string, gpu bool) error {
 	if err := mountFresh("tmpfs", dev, "tmpfs", unix.MS_NOSUID|unix.MS_NOEXEC, "mode=0755,size=64k"); err != nil {
 		return err
 	}
 	nodes := append([]string(nil), devNodes...)
-	for _, pattern := range []string{"/dev/nvidia*", "/dev/dri"} {
-		m, _ := filepath.Glob(pattern)
-		for _, p := range m {
-			nodes = append(nodes, strings.TrimPrefix(p, "/dev/"))
-		}
+	if gpu {
+		nodes = append(nodes, gpuDevices()...)
 	}
 	for _, n := range nodes {
 		src := filepath.Join("/dev", n)
@@ -413,6 +429,9 @@ func readConfinement(spec SandboxSpec) *Confinement {
 			if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
 				c.Capabilities = strings.TrimSpace(v)
 			}
+			if v, ok := strings.CutPrefix(line, "Seccomp:"); ok {
+				c.Seccomp = map[string]string{"0": "none", "1": "strict", "2": "filter"}[strings.TrimSpace(v)]
+			}
 		}
 	}
 	c.PIDNamespace, _ = os.Readlink("/proc/self/ns/pid")
@@ -424,6 +443,15 @@ func readConfinement(spec SandboxSpec) *Confinement {
 		}
 	}
 	c.Writable = writableMounts("/proc/self/mountinfo")
+	if ents, err := os.ReadDir("/dev"); err == nil {
+		for _, e := range ents {
+			// The entry is the mount point; what is bound over it shows
+			// only through stat.
+			if fi, err := os.Stat(filepath.Join("/dev", e.Name())); err == nil && (fi.Mode()&os.ModeDevice != 0 || (fi.IsDir() && e.Name() != "shm")) {
+				c.Devices = append(c.Devices, e.Name())
+			}
+		}
+	}
 	for res, field := range map[int]*int{unix.RLIMIT_CPU: &c.Limits.CPUSeconds, unix.RLIMIT_NOFILE: &c.Limits.OpenFiles} {
 		var r unix.Rlimit
 		if unix.Getrlimit(res, &r) == nil && r.Cur != unix.RLIM_INFINITY {
@@ -483,8 +511,8 @@ func (c *Confinement) Summary() string {
 	if l.CPUSeconds > 0 {
 		cpu = fmt.Sprintf("%ds", l.CPUSeconds)
 	}
-	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, sees %d processes, writable %s; limits: processes %d, memory %s, cpu %s, open files %d, file %s, scratch %s, tmp %s",
-		c.User, c.NoNewPrivs, caps, c.VisibleProcesses, strings.Join(w, " "), l.Processes, sizeOrNone(l.MemoryBytes), cpu, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
+	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, seccomp %s, sees %d processes, writable %s, devices %s; limits: processes %d, memory %s, cpu %s, open files %d, file %s, scratch %s, tmp %s",
+		c.User, c.NoNewPrivs, caps, c.Seccomp, c.VisibleProcesses, strings.Join(w, " "), strings.Join(c.Devices, " "), l.Processes, sizeOrNone(l.MemoryBytes), cpu, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
 }
 
 func sizeOrNone(n int64) string {
@@ -509,6 +537,9 @@ func (c *Confinement) Problems() []string {
 	}
 	if strings.Trim(c.Capabilities, "0") != "" {
 		p = append(p, "the contained process holds capabilities "+c.Capabilities)
+	}
+	if c.Seccomp != "filter" {
+		p = append(p, "no seccomp filter is loaded (seccomp "+c.Seccomp+")")
 	}
 	for _, w := range c.Writable {
 		if w == "/" {

@@ -115,7 +115,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 	sb, err := StartSandbox(ctx, SandboxSpec{
 		Argv: args, Env: env, Dir: cfg.WorkDir, CgroupDir: cfg.CgroupDir,
 		ReadOnly: append([]string{cfg.Model}, cfg.libDirs...), Limits: RuntimeLimits(),
-		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
+		Inbound: []Forward{{Socket: s.sock, Port: port}}, NoSandbox: cfg.NoSandbox, GPU: cfg.Offload.OnCard(),
 	}, LogPath(cfg.WorkDir, "llama-server"))
 	if err != nil {
 		return nil, err
@@ -277,7 +277,7 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 		PromptCheckpoints: onOff(s.cfg.PromptCheckpoints),
 		ChatTemplate:      s.template,
 		Sandboxed:         s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
-		Containment: s.sb.Containment, Machine: ReadMachine(),
+		Containment: s.sb.Containment, Machine: ReadMachine(), CPU: readCPUBackend("llama-server", s.sb.logPath, stack.Libraries),
 	}
 	if s.cfg.Offload.Backend == offload.BackendCUDA {
 		// Only a card's run says its backend: the CPU path's machine line
@@ -437,7 +437,14 @@ func (s *LlamaServer) Generate(ctx context.Context, req Request) (Result, error)
 	}
 	res := Result{CallID: req.CallID, Effort: s.effortFor(req.Effort), PeakSource: s.meter.source()}
 	prompt := req.PromptTokens
-	if len(prompt) == 0 {
+	if len(prompt) == 0 && req.Prompt != "" {
+		// A plain completion: the model's tokenizer, no template.
+		ids, err := s.Tokenize(ctx, req.Prompt)
+		if err != nil {
+			return res, err
+		}
+		res.RenderedPrompt, prompt = req.Prompt, ids
+	} else if len(prompt) == 0 {
 		text, ids, err := s.Render(ctx, req.Messages, res.Effort)
 		if err != nil {
 			return res, err

@@ -90,6 +90,25 @@ func ReadMachine() Machine {
 	return m
 }
 
+// CPUFlags are the processor's feature flags as the kernel lists them
+// (/proc/cpuinfo "flags": "avx2", "fma", "avx512f", …), for checking that a
+// runtime's CPU backend uses what the processor has. nil when unreadable.
+func CPUFlags() []string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "flags" {
+			return strings.Fields(v)
+		}
+	}
+	return nil
+}
+
 // readGPUs lists the cards, says why there are none, and gives the newest
 // CUDA the driver runs (NVML's 13000 is "13.0"; "" without NVML).
 func readGPUs() (gpus []string, note, cuda string) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"rig/internal/offload"
 	"slices"
@@ -152,7 +151,7 @@ func holdOffload(kind, model string, pin offload.Pin, logPath string) (*LoadRepo
 
 // ReadLoadReport parses the load report in a runtime's log file.
 func ReadLoadReport(logPath string) (LoadReport, error) {
-	f, err := os.Open(logPath)
+	f, err := openLog(logPath)
 	if err != nil {
 		return LoadReport{}, err
 	}
@@ -251,7 +250,7 @@ var cardAllocRE = regexp.MustCompile(`unable to allocate CUDA\S* buffer|cudaMall
 // cardAllocationFailure is the log line where a CUDA build failed to
 // allocate on the card while loading, or "".
 func cardAllocationFailure(logPath string) string {
-	b, err := os.ReadFile(logPath)
+	b, err := ReadLog(logPath)
 	if err != nil {
 		return ""
 	}

@@ -114,7 +114,7 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		// The model arrives over the API (CreateBlob), so Ollama needs no read
 		// access to the GGUF; it writes its blobs into the model store.
 		Writable: []string{models}, Limits: RuntimeLimits(),
-		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox,
+		Inbound: []Forward{{Socket: o.sock, Port: port}}, NoSandbox: cfg.NoSandbox, GPU: cfg.Offload.OnCard(),
 	}, LogPath(cfg.WorkDir, "ollama"))
 	if err != nil {
 		return nil, err
@@ -274,7 +274,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		Stack: stack, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
 		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
-		Offload: o.cfg.Offload, Load: o.load,
+		Offload: o.cfg.Offload, Load: o.load, CPU: readCPUBackend("ollama", o.sb.logPath, stack.Libraries),
 	}
 	if o.cfg.Offload.Backend == offload.BackendCUDA {
 		o.pins.Machine.Backend = offload.BackendCUDA // as llama-server's: only a card's run says it
@@ -363,6 +363,9 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	}
 	if len(req.PromptTokens) > 0 {
 		return Result{}, errors.New("ollama: prompts as token ids are not supported by its API; use messages")
+	}
+	if req.Prompt != "" {
+		return o.completionOllama(ctx, req)
 	}
 	eff, think := o.effortFor(req.Effort)
 	res := Result{CallID: req.CallID, Effort: eff, PeakSource: o.meter.source()}

@@ -40,6 +40,11 @@ type Pins struct {
 	// about where it put the model (nil on the CPU path).
 	Offload offload.Pin `json:"offload,omitzero"`
 	Load    *LoadReport `json:"load_report,omitempty"`
+	// CPU is the CPU backend the runtime loaded and the features it
+	// reported (its log's line), read once the model is loaded; nil when
+	// the log said none. It depends on the processor as much as on the
+	// build, so it is here and not in the Stack.
+	CPU *CPUBackend `json:"cpu_backend,omitempty"`
 }
 
 // Stack is the part of the pins that the runtime's build decides: its

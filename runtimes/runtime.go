@@ -56,6 +56,9 @@ type EffortRecord struct {
 type Request struct {
 	CallID   string    `json:"call_id"`
 	Messages []Message `json:"messages,omitempty"` // rendered with the model's own chat template
+	// Prompt, when set instead of Messages, is a plain completion: sent as
+	// text with no template (see completion.go).
+	Prompt string `json:"prompt,omitempty"`
 	// PromptTokens, when set, is sent as token ids with no template (replay and raw scoring).
 	PromptTokens []int    `json:"prompt_tokens,omitempty"`
 	Sampling     Sampling `json:"sampling"`

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -17,9 +16,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sandbox is rig re-executing itself in three stages:
@@ -27,7 +27,9 @@ import (
 //	rig (parent) ── clone(CLONE_NEWNET[|CLONE_NEWUSER]) ──> init stage
 //	init: lo up, containment read through netlink (refuse unless loopback only),
 //	      unix-socket forwarders between the host filesystem and 127.0.0.1 inside,
-//	      then starts the exec stage and forwards signals to it
+//	      then starts the exec stage, drops its own rights (dropInitRights) and
+//	      forwards signals to it; outbound connections it receives from rig
+//	      already made (forward.go), so it never dials a path
 //	exec: joins the memory cgroup, then execve()s the runtime, so the runtime's
 //	      whole process tree is charged to the cgroup from its first page
 //
@@ -69,6 +71,11 @@ type SandboxSpec struct {
 	Inbound   []Forward `json:"inbound,omitempty"`  // host socket -> server port inside
 	Outbound  []Forward `json:"outbound,omitempty"` // port inside -> host socket (Aider to its arm)
 	NoSandbox bool      `json:"no_sandbox,omitempty"`
+	// GPU binds the host's GPU device nodes (/dev/nvidia*, /dev/dri) into
+	// the sandbox. A launcher sets it only when its offload pin puts layers
+	// on a card; everything else (a grader's tests, Aider, a CPU runtime)
+	// never sees a card.
+	GPU bool `json:"gpu,omitempty"`
 	// ReadOnly and Writable are the host paths the contained process sees
 	// besides the system folders (see systemDirs): the model file and the
 	// runtime's install folder read-only, its scratch folders read-write. Dir
@@ -104,6 +111,7 @@ type Sandbox struct {
 	done     chan struct{}
 	waitErr  error
 	logPath  string
+	log      *os.File // the log, read back through the descriptor opened when it was created (closed with the Sandbox by the runtime's finalizer)
 	limits   *treeLimits
 	limitHit string
 }
@@ -138,6 +146,10 @@ func StartSandbox(ctx context.Context, spec SandboxSpec, logPath string) (*Sandb
 			return nil, err
 		}
 		cleanups = append(cleanups, limits.close)
+		if err := checkForwardPlaces(spec); err != nil {
+			cleanup()
+			return nil, err
+		}
 	} else {
 		bin, err := exec.LookPath(spec.Argv[0])
 		if err != nil {
@@ -163,6 +175,17 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 			return nil, err
 		}
 	}
+	broker, brokerEnd, err := newOutboundBroker(spec.Outbound)
+	if err != nil {
+		return nil, err
+	}
+	defer brokerEnd.Close()
+	started := false
+	defer func() {
+		if !started {
+			broker.close()
+		}
+	}()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: finding rig's own executable: %w", err)
@@ -173,9 +196,9 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 	if err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, logRead, err := createLog(logPath)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox log: %w", err)
+		return nil, err
 	}
 	defer logf.Close()
 	statusR, statusW, err := os.Pipe()
@@ -187,7 +210,7 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 	cmd := exec.Command(self)
 	cmd.Env = []string{stageEnv + "=init", specEnv + "=" + string(blob)}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.ExtraFiles = []*os.File{statusW}
+	cmd.ExtraFiles = []*os.File{statusW, brokerEnd} // fds 3 and 4 in init
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if !spec.NoSandbox {
 		// init is PID 1 of a fresh PID namespace: when it ends, the kernel
@@ -203,15 +226,25 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 	}
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
+		logRead.Close()
 		if !spec.NoSandbox && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
 			return nil, fmt.Errorf("sandbox: %v: %w", err, ErrNoSandbox)
 		}
 		return nil, fmt.Errorf("sandbox: starting: %w", err)
 	}
 	statusW.Close()
-	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath, limits: limits}
+	brokerEnd.Close()
+	started = true
+	go broker.serve()
+	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath, log: logRead, limits: limits}
 	go func() {
 		sb.waitErr = cmd.Wait()
+		broker.close()
+		// init made the inbound sockets in rig's own folder and, having
+		// dropped its rights, cannot remove them itself.
+		for _, f := range spec.Inbound {
+			_ = os.Remove(f.Socket)
+		}
 		if limits != nil {
 			sb.limitHit = limits.hit(sb.waitErr)
 		}
@@ -338,23 +371,13 @@ func LogPath(workDir, kind string) string { return filepath.Join(workDir, kind+"
 // LogPath is the file the sandboxed process's output goes to.
 func (s *Sandbox) LogPath() string { return s.logPath }
 
-// LogTail returns the last lines of the sandbox's log, for error messages.
-func (s *Sandbox) LogTail(n int) string { return tailFile(s.logPath, n) }
-
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+// LogTail returns the last lines of the sandbox's log, for error messages,
+// read from the file the sandbox wrote whatever its path now names.
+func (s *Sandbox) LogTail(n int) string { return readTail(s.log, n) }
 
 // sandboxInit runs inside the new namespace.
 func sandboxInit() int {
+	unix.CloseOnExec(3)
 	status := os.NewFile(3, "status")
 	report := func(st initStatus) {
 		b, _ := json.Marshal(st)
@@ -400,25 +423,37 @@ func sandboxInit() int {
 	cont.CgroupJoined = spec.CgroupDir
 	cont.EnvironmentSet = envNames(spec.Env)
 
+	dialer, err := newOutboundDialer(os.NewFile(4, "forward-init"))
+	if err != nil {
+		report(initStatus{Containment: cont, Error: err.Error()})
+		return 98
+	}
 	var listeners []net.Listener
+	// The sockets init makes are rig's alone from the moment they exist; the
+	// mask goes back before the exec stage, whose mount points must stay
+	// open to the contained user.
+	umask := syscall.Umask(0o077)
 	for _, f := range spec.Inbound {
 		l, err := net.Listen("unix", f.Socket)
 		if err != nil {
 			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on %s: %v", f.Socket, err)})
 			return 98
 		}
-		_ = os.Chmod(f.Socket, 0o600)
+		// rig removes the file once the sandbox ends; init may no longer.
+		l.(*net.UnixListener).SetUnlinkOnClose(false)
 		listeners = append(listeners, l)
-		go serveForward(l, "tcp", "127.0.0.1:"+strconv.Itoa(f.Port))
+		addr := "127.0.0.1:" + strconv.Itoa(f.Port)
+		go serveForward(l, func() (net.Conn, error) { return net.Dial("tcp", addr) })
 	}
-	for _, f := range spec.Outbound {
+	syscall.Umask(umask)
+	for i, f := range spec.Outbound {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(f.Port))
 		if err != nil {
 			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on 127.0.0.1:%d: %v", f.Port, err)})
 			return 98
 		}
 		listeners = append(listeners, l)
-		go serveForward(l, "unix", f.Socket)
+		go serveForward(l, func() (net.Conn, error) { return dialer.dial(i) })
 	}
 
 	self, _ := os.Executable()
@@ -441,6 +476,14 @@ func sandboxInit() int {
 	}
 	if err := child.Start(); err != nil {
 		report(initStatus{Containment: cont, Error: "starting the runtime: " + err.Error()})
+		return 98
+	}
+	// The exec stage has its own copy of init's rights and mount view; init
+	// needs neither any longer.
+	if err := dropInitRights(spec); err != nil {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		report(initStatus{Containment: cont, Error: "dropping init's rights: " + err.Error(), Confining: true})
 		return 98
 	}
 	if confR != nil {
@@ -469,7 +512,7 @@ func sandboxInit() int {
 			_ = child.Process.Signal(s)
 		}
 	}()
-	err := child.Wait()
+	err = child.Wait()
 	for _, l := range listeners {
 		l.Close()
 	}
@@ -486,34 +529,41 @@ func sandboxInit() int {
 	return 0
 }
 
-// serveForward copies every accepted connection to a fresh connection to target.
-func serveForward(l net.Listener, network, target string) {
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		go func(in net.Conn) {
-			defer in.Close()
-			out, err := net.Dial(network, target)
-			if err != nil {
-				return
-			}
-			defer out.Close()
-			var wg sync.WaitGroup
-			wg.Add(2)
-			pipe := func(dst, src net.Conn) {
-				defer wg.Done()
-				_, _ = io.Copy(dst, src)
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					_ = cw.CloseWrite()
-				}
-			}
-			go pipe(out, in)
-			go pipe(in, out)
-			wg.Wait()
-		}(c)
+// dropInitRights leaves init, once the exec stage is started, with nothing a
+// contained process could borrow. It is non-dumpable, so nothing inside may
+// ptrace it or open its /proc entries (its root there is the host's). As root
+// it becomes the sandbox user with no groups and no capabilities; the
+// forwarders need no rights (rig dials the outbound sockets, see forward.go).
+// In a user namespace (rig not root) only rig's own uid is mapped, so init
+// keeps it; its capabilities reach only the sandbox's own network and PID
+// namespaces.
+func dropInitRights(spec SandboxSpec) error {
+	if spec.NoSandbox {
+		return nil
 	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_DUMPABLE: %w", err)
+	}
+	if spec.UserNS {
+		return nil
+	}
+	// Go applies these to every thread of the process.
+	if err := syscall.Setgroups([]int{spec.SandboxGID}); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setresgid(spec.SandboxGID, spec.SandboxGID, spec.SandboxGID); err != nil {
+		return fmt.Errorf("setresgid %d: %w", spec.SandboxGID, err)
+	}
+	if err := syscall.Setresuid(spec.SandboxUID, spec.SandboxUID, spec.SandboxUID); err != nil {
+		return fmt.Errorf("setresuid %d: %w", spec.SandboxUID, err)
+	}
+	// A change of uid clears the parent-death signal; init must still end
+	// with rig. This runs on the main thread (package init keeps the main
+	// goroutine there), the one the kernel signals.
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+		return fmt.Errorf("PR_SET_PDEATHSIG: %w", err)
+	}
+	return unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) // a change of uid resets it too
 }
 
 // confineStatus is the exec stage's one line to init: its confinement as read
@@ -574,21 +624,42 @@ func sandboxExec() int {
 // holds the runtime; stopping the group stops everything the runtime started.
 func (s *Sandbox) PID() int { return s.cmd.Process.Pid }
 
-// socketPath places a socket in dir when the path fits a unix socket address
-// (108 bytes on Linux), and otherwise in a private short directory under the
-// system's temporary directory, named after dir so it stays unique.
+// socketPath names the socket called name of a runtime working in dir.
+// Sockets live in rig's own folder (socketFolder), never in dir: dir is bound
+// into the sandbox, where the contained process could swap a socket for a
+// link that rig would then follow. The name is made from dir, so it stays
+// unique.
 func socketPath(dir, name string) (string, error) {
-	p := filepath.Join(dir, name)
-	if len(p) < 100 {
-		return p, nil
-	}
-	short := filepath.Join(os.TempDir(), fmt.Sprintf("rig-sock-%d", os.Getuid()))
-	if err := os.MkdirAll(short, 0o700); err != nil {
+	folder, err := socketFolder()
+	if err != nil {
 		return "", err
 	}
-	if err := os.Chmod(short, 0o700); err != nil {
-		return "", err
+	sum := sha256.Sum256([]byte(filepath.Join(dir, name)))
+	p := filepath.Join(folder, hex.EncodeToString(sum[:8])+"-"+name)
+	if len(p) >= 108 {
+		return "", fmt.Errorf("socket path %s is longer than a unix socket address allows (108 bytes): set TMPDIR to a shorter folder", p)
 	}
-	sum := sha256.Sum256([]byte(p))
-	return filepath.Join(short, hex.EncodeToString(sum[:8])+"-"+name), nil
+	return p, nil
+}
+
+// socketFolder is rig-sock-<uid> under the temporary folder, when that is a
+// real folder (not a link) of rig's own user with mode 0700. Anyone may make
+// that name first in a shared /tmp; then rig takes a fresh folder of random
+// name instead, and never follows or changes what someone else left there.
+func socketFolder() (string, error) {
+	uid := os.Geteuid()
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("rig-sock-%d", uid))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("socket folder %s: %w", dir, err)
+	}
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && fi.Mode().Perm() == 0o700 {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid {
+			return dir, nil
+		}
+	}
+	fresh, err := os.MkdirTemp("", fmt.Sprintf("rig-sock-%d-", uid))
+	if err != nil {
+		return "", fmt.Errorf("socket folder: %s belongs to someone else, and a fresh one could not be made: %w", dir, err)
+	}
+	return fresh, nil
 }

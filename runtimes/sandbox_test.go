@@ -22,7 +22,10 @@ func unixClient(sock string) *http.Client {
 
 func TestSandboxIsLoopbackOnlyAndForwards(t *testing.T) {
 	dir := t.TempDir()
-	sock := filepath.Join(dir, "srv.sock")
+	sock, err := socketPath(dir, "srv.sock")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env, err := BuildEnv(dir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -158,8 +161,9 @@ func TestSocketPathFitsAUnixAddress(t *testing.T) {
 	if p == q {
 		t.Fatal("two work directories share one socket path")
 	}
+	// Never inside the work folder, which the sandbox binds writable.
 	short, _ := socketPath("/tmp/x", "a.sock")
-	if short != "/tmp/x/a.sock" {
-		t.Fatalf("a short path was moved: %s", short)
+	if within(short, "/tmp/x") || !strings.HasSuffix(short, "-a.sock") {
+		t.Fatalf("socket for /tmp/x placed at %s", short)
 	}
 }

@@ -7,9 +7,12 @@ import (
 )
 
 // familyTemplate is a model family's native chat format, used only when the
-// GGUF carries no tokenizer.chat_template of its own (Gemma 3 270M ships
-// without one). Running such a model on a generic format would make it a
-// guest in its own runtime.
+// GGUF carries no tokenizer.chat_template of its own (an instruction-tuned
+// file exported without one). Running such a model on a generic format would
+// make it a guest in its own runtime. A pretrained base model, such as the
+// Gemma 3 270M set-up provisions, has no chat format at all: studies refuses
+// it in chat and sends it plain completions (Request.Prompt), which never
+// reach this template.
 type familyTemplate struct {
 	Name   string   // how the pin records it
 	Jinja  string   // for llama-server's --jinja, which reads templates as jinja text

@@ -23,6 +23,7 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/offload"
 	"rig/receipts"
 	"rig/studies"
@@ -139,12 +140,19 @@ func (c *Coordinator) Client() client.Client { return c.client }
 func (c *Coordinator) Queue() string { return c.queue }
 
 // CheckDesign refuses what this engine does not run yet, before anything is
-// submitted: judge phases and card sub-studies run on the daemon's own card.
+// submitted: judge phases, card sub-studies and stopping rules run on the
+// daemon's own card.
 func CheckDesign(d *studies.Design) error {
 	for _, jk := range d.JobKinds {
 		if jk.Grader.Name == studies.JudgeGrader {
 			return fmt.Errorf("job kind %s is judged: the temporal engine does not run judge phases yet; run this study on the daemon's own card (rig study run without --engine)", jk.Name)
 		}
+	}
+	if d.Stopping != nil {
+		// The engine runs chunks of trials on many workers at once, with no
+		// check between blocks: it would run every trial and report a
+		// study that claims a stopping rule it never applied.
+		return errors.New("design field stopping: the temporal engine does not check a stopping rule between blocks yet; run this study on the daemon's own card (rig study run without --engine), or remove stopping from the design")
 	}
 	if d.IsCardStudy() {
 		return errors.New("a card sub-study holds each arm to simulated cards on one machine: run it on the daemon's own card (rig study run without --engine)")
@@ -229,7 +237,7 @@ func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return PlanInfo{}, err
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, "plan.json"), plan, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(layout.Records(dir).Plan(), plan, 0o600); err != nil {
 		return PlanInfo{}, err
 	}
 	if err := publish(c.cfg.Spool, in.Study, in.Execution, snap); err != nil {
@@ -315,7 +323,15 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	if err != nil {
 		return MergeResult{}, err
 	}
-	dir := filepath.Join(execSpool(c.cfg.Spool, study, execution), "trials", tr.Entry)
+	x, err := execSpool(c.cfg.Spool, study, execution)
+	if err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, err)
+	}
+	// The entry's name is the worker's word: checked before it is a path.
+	dir, err := x.Entry(tr.Entry)
+	if err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, err)
+	}
 	raw, err := os.ReadFile(filepath.Join(dir, receiptFile))
 	if err != nil {
 		return MergeResult{}, spoolError("spool entry %s: %v", dir, err)
@@ -423,10 +439,10 @@ func (c *Coordinator) appendRows(execDir, arm, recordPath string) (string, error
 	if err := os.MkdirAll(execDir, 0o700); err != nil {
 		return "", err
 	}
-	path := filepath.Join(execDir, "generations-"+arm+".jsonl")
+	path := layout.Records(execDir).Generation(arm)
 	w, err := c.writer(path, pins)
 	if errors.Is(err, genrecord.ErrPinsDiffer) {
-		path = filepath.Join(execDir, "generations-"+arm+"."+shortHash(pins.MachineLine+pins.BinarySHA256)+".jsonl")
+		path = layout.Records(execDir).GenerationOn(arm, shortHash(pins.MachineLine+pins.BinarySHA256))
 		w, err = c.writer(path, pins)
 	}
 	if err != nil {
@@ -518,7 +534,11 @@ func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResul
 // travel, so the entry is held to its own receipt: the record's sha256 must
 // be the receipt's.
 func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string, key studies.TrialKey, attempt int) (MergeResult, bool, error) {
-	dir := filepath.Join(execSpool(c.cfg.Spool, study, execution), "trials")
+	x, err := execSpool(c.cfg.Spool, study, execution)
+	if err != nil {
+		return MergeResult{}, false, err
+	}
+	dir := x.Trials()
 	prefix := strings.TrimSuffix(entryName(key.String(), attempt, "x"), "x")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -594,7 +614,11 @@ type RemergeSummary struct {
 // coordinator was down, say) is merged now.
 func (c *Coordinator) Remerge(ctx context.Context, study, execution string) (RemergeSummary, error) {
 	var sum RemergeSummary
-	dir := filepath.Join(execSpool(c.cfg.Spool, study, execution), "trials")
+	x, err := execSpool(c.cfg.Spool, study, execution)
+	if err != nil {
+		return sum, err
+	}
+	dir := x.Trials()
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return sum, fmt.Errorf("spool of %s/%s: %w", study, execution, err)

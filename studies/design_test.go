@@ -73,7 +73,7 @@ func TestBundledExampleValidates(t *testing.T) {
 	for _, it := range d.Items {
 		ids[it.RegistryID] = true
 	}
-	for _, id := range []string{"smollm2-135m-instruct", "gemma-3-270m", "llama-cpp", "ollama", "aider-chat", "rig-bank-extract-json", "rig-bank-fix-test"} {
+	for _, id := range []string{"smollm2-135m-instruct", "smollm2-135m-instruct-q8_0", "llama-cpp", "ollama", "aider-chat", "rig-bank-extract-json", "rig-bank-fix-test"} {
 		if !ids[id] {
 			t.Errorf("bundled example lists no item with registry id %q", id)
 		}
@@ -214,12 +214,12 @@ func TestValidateRejects(t *testing.T) {
 		{"shared sampling differs", func(m map[string]any) {
 			pins(m, 1)["sampling"].(map[string]any)["temperature"] = 0.7
 		}, KindPinsDiffer, "arms[1].pins.sampling", `job kind "extract-json"`},
-		{"duplicate arm", func(m map[string]any) { arm(m, 2)["name"] = "gemma3-ollama" }, KindDuplicate, "arms[2].name", "already arms[1]"},
+		{"duplicate arm", func(m map[string]any) { arm(m, 2)["name"] = "smollm2-q8-ollama" }, KindDuplicate, "arms[2].name", "already arms[1]"},
 		{"two incumbents", func(m map[string]any) { arm(m, 1)["role"] = "incumbent" }, KindInvalid, "arms[1].role", "second incumbent"},
 		{"no incumbent", func(m map[string]any) { arm(m, 0)["role"] = "candidate" }, KindMissing, "arms", "no incumbent"},
 		{"guest in pair", func(m map[string]any) {
 			arm(m, 1)["guest"] = true
-			m["pairs"] = []any{map[string]any{"challenger": "gemma3-ollama", "incumbent": "smollm2-llama-server"}}
+			m["pairs"] = []any{map[string]any{"challenger": "smollm2-q8-ollama", "incumbent": "smollm2-llama-server"}}
 		}, KindInvalid, "pairs[0]", "never ranks"},
 		{"unknown job kind on arm", func(m map[string]any) { arm(m, 1)["job_kinds"] = []any{"summarise"} }, KindUnknownRef, "arms[1].job_kinds[0]", `"summarise" is not a job kind`},
 		{"model not in items", func(m map[string]any) {
@@ -303,8 +303,8 @@ func (f fakeQuants) read(path string) (string, error) {
 
 func TestQuantCheck(t *testing.T) {
 	dir := t.TempDir()
-	smol, gemma := filepath.Join(dir, "smol.gguf"), filepath.Join(dir, "gemma.gguf")
-	env := map[string]string{"SMOLLM2_GGUF": smol, "GEMMA3_GGUF": gemma}
+	smol, gemma := filepath.Join(dir, "smol.gguf"), filepath.Join(dir, "smol-q8_0.gguf")
+	env := map[string]string{"SMOLLM2_GGUF": smol, "SMOLLM2_REQUANT_Q8_0_GGUF": gemma}
 	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 
 	tests := []struct {
@@ -315,11 +315,11 @@ func TestQuantCheck(t *testing.T) {
 		wantPath string
 		wantMsg  string
 	}{
-		{name: "all match", quants: fakeQuants{smol: "Q4_1", gemma: "q4_k_m"}, lookup: lookup},
-		{name: "gemma file holds another quant", quants: fakeQuants{smol: "Q4_1", gemma: "Q4_1"}, lookup: lookup,
+		{name: "all match", quants: fakeQuants{smol: "Q4_1", gemma: "q8_0"}, lookup: lookup},
+		{name: "q8 file holds another quant", quants: fakeQuants{smol: "Q4_1", gemma: "Q4_1"}, lookup: lookup,
 			wantKind: KindQuantMismatch, wantPath: "arms[1].pins.quant",
-			wantMsg: `arms[1].pins.quant: "Q4_K_M" differs from the model file's "Q4_1" (pins hold for the whole run; add a separate arm for another quant)`},
-		{name: "file missing", quants: fakeQuants{gemma: "Q4_K_M"}, lookup: lookup,
+			wantMsg: `arms[1].pins.quant: "Q8_0" differs from the model file's "Q4_1" (pins hold for the whole run; add a separate arm for another quant)`},
+		{name: "file missing", quants: fakeQuants{gemma: "Q8_0"}, lookup: lookup,
 			wantKind: KindUnreadable, wantPath: "arms[0].model.file", wantMsg: "smol.gguf"},
 		{name: "reference unset", quants: fakeQuants{}, lookup: func(string) (string, bool) { return "", false },
 			wantKind: KindUnreadable, wantPath: "arms[0].model.file", wantMsg: "SMOLLM2_GGUF"},
@@ -379,9 +379,9 @@ func TestResolvedPairsDefault(t *testing.T) {
 	d := demoDesign(t)
 	got := d.ResolvedPairs()
 	want := []Pair{
-		{Challenger: "gemma3-ollama", Incumbent: "smollm2-llama-server", JobKind: "extract-json"},
-		{Challenger: "gemma3-llama-server", Incumbent: "smollm2-llama-server", JobKind: "extract-json"},
-		{Challenger: "gemma3-aider-ollama", Incumbent: "smollm2-aider-llama-server", JobKind: "fix-test"},
+		{Challenger: "smollm2-q8-ollama", Incumbent: "smollm2-llama-server", JobKind: "extract-json"},
+		{Challenger: "smollm2-q8-llama-server", Incumbent: "smollm2-llama-server", JobKind: "extract-json"},
+		{Challenger: "smollm2-q8-aider-ollama", Incumbent: "smollm2-aider-llama-server", JobKind: "fix-test"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("pairs = %+v, want %+v", got, want)

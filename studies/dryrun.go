@@ -2,6 +2,7 @@ package studies
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,9 @@ type Estimate struct {
 	EnergyWh    float64       `json:"energy_wh"`
 	CapWallTime time.Duration `json:"cap_wall_time"`
 	CapEnergyWh float64       `json:"cap_energy_wh"`
+	// Stopping is the expected price with the design's stopping rule; nil
+	// without one (the whole plan always runs).
+	Stopping *StoppingPrice `json:"stopping,omitempty"`
 }
 
 // ErrOverBudget classifies a plan priced over a cap; see *OverBudgetError.
@@ -184,6 +188,11 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		e.WallTime += c.WallTime
 		e.EnergyWh += c.EnergyWh
 	}
+	// The caps are checked against the maximum: a study that never
+	// settles runs its whole plan.
+	if e.Stopping, err = priceStopping(context.Background(), d, p, e); err != nil {
+		return nil, err
+	}
 	var over []string
 	if e.WallTime > wallCap {
 		over = append(over, fmt.Sprintf("wall time %s > cap %s", e.WallTime.Round(time.Second), wallCap))
@@ -213,6 +222,7 @@ func (e *Estimate) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	e.Stopping.write(w)
 	_, err := fmt.Fprintln(w, "dry run: nothing was executed")
 	return err
 }

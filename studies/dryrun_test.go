@@ -11,10 +11,10 @@ import (
 func demoSpeeds() SpeedTable {
 	return SpeedTable{
 		"smollm2-llama-server":       {GenTokensPerSec: 200, PromptTokensPerSec: 2000, LoadSeconds: 2, Watts: 100, Source: SourceMeasured},
-		"gemma3-ollama":              {GenTokensPerSec: 100, PromptTokensPerSec: 1000, LoadSeconds: 3, Watts: 120, MeanOutputTokens: 80, Source: SourcePilot},
-		"gemma3-llama-server":        {GenTokensPerSec: 120, PromptTokensPerSec: 1200, LoadSeconds: 2, Watts: 110, Source: SourceMeasured},
+		"smollm2-q8-ollama":          {GenTokensPerSec: 100, PromptTokensPerSec: 1000, LoadSeconds: 3, Watts: 120, MeanOutputTokens: 80, Source: SourcePilot},
+		"smollm2-q8-llama-server":    {GenTokensPerSec: 120, PromptTokensPerSec: 1200, LoadSeconds: 2, Watts: 110, Source: SourceMeasured},
 		"smollm2-aider-llama-server": {GenTokensPerSec: 200, PromptTokensPerSec: 2000, LoadSeconds: 2, OverheadSeconds: 3, Watts: 100, Source: SourceMeasured},
-		"gemma3-aider-ollama":        {GenTokensPerSec: 100, PromptTokensPerSec: 1000, LoadSeconds: 3, OverheadSeconds: 3, Watts: 120, Source: SourcePilot},
+		"smollm2-q8-aider-ollama":    {GenTokensPerSec: 100, PromptTokensPerSec: 1000, LoadSeconds: 3, OverheadSeconds: 3, Watts: 120, Source: SourcePilot},
 	}
 }
 
@@ -92,14 +92,14 @@ func TestDryRunRefusesBadSpeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := demoSpeeds()
-	delete(missing, "gemma3-ollama")
-	if _, err := DryRun(d, p, missing, nil); !errors.Is(err, ErrNoSpeed) || !strings.Contains(err.Error(), "gemma3-ollama") {
+	delete(missing, "smollm2-q8-ollama")
+	if _, err := DryRun(d, p, missing, nil); !errors.Is(err, ErrNoSpeed) || !strings.Contains(err.Error(), "smollm2-q8-ollama") {
 		t.Errorf("missing speed: %v", err)
 	}
 	badSource := demoSpeeds()
-	s := badSource["gemma3-ollama"]
+	s := badSource["smollm2-q8-ollama"]
 	s.Source = "guess"
-	badSource["gemma3-ollama"] = s
+	badSource["smollm2-q8-ollama"] = s
 	if _, err := DryRun(d, p, badSource, nil); err == nil || !strings.Contains(err.Error(), `"guess"`) {
 		t.Errorf("unlabelled speed: %v", err)
 	}
@@ -180,10 +180,10 @@ func TestSpeedTableErrorsUseTheFilesKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	speeds := demoSpeeds()
-	s := speeds["gemma3-ollama"]
+	s := speeds["smollm2-q8-ollama"]
 	s.GenTokensPerSec = 0
-	speeds["gemma3-ollama"] = s
-	if _, err := DryRun(d, p, speeds, nil); err == nil || !strings.Contains(err.Error(), "gemma3-ollama.gen_tokens_per_sec: 0 must be above 0") || strings.Contains(err.Error(), "GenTokensPerSec") {
+	speeds["smollm2-q8-ollama"] = s
+	if _, err := DryRun(d, p, speeds, nil); err == nil || !strings.Contains(err.Error(), "smollm2-q8-ollama.gen_tokens_per_sec: 0 must be above 0") || strings.Contains(err.Error(), "GenTokensPerSec") {
 		t.Errorf("DryRun with a zero rate: %v", err)
 	}
 }

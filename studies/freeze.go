@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"rig/internal/offload"
+	"rig/tasks"
 	"strings"
 )
 
@@ -70,6 +71,16 @@ type Bank struct {
 	Path   string   `json:"path"`
 	SHA256 string   `json:"sha256"`
 	Tasks  []string `json:"tasks"` // task ids in bank order, hold-out excluded unless asked
+	// NearDuplicates are the bank's pairs of tasks alike at or above the
+	// lint's threshold (tasks.NearMethod): kept, and listed for the report.
+	// Exact duplicates never reach a snapshot; the freeze refuses them.
+	NearDuplicates []tasks.Pair `json:"near_duplicates,omitempty"`
+	// Completion is true when the bank's header has a completion block
+	// (tasks.Completion), which an arm with prompt_format "completion" needs.
+	Completion bool `json:"completion,omitempty"`
+	// Excluded are the tasks the design's exclude_tasks leaves out of this
+	// bank, with their reasons; they are not in Tasks.
+	Excluded []ExcludedTask `json:"excluded,omitempty"`
 }
 
 // Assets resolves pins to digests. The lead wires it to the runtimes
@@ -221,8 +232,17 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 		if len(b.Tasks) == 0 {
 			return nil, nil, nil, fmt.Errorf("job_kinds[%d].task_bank: %s has no tasks (add tasks, or include_holdout if they are all hold-out)", i, jk.TaskBank)
 		}
+		if err := excluded(d, jk.Name, &b); err != nil {
+			return nil, nil, nil, err
+		}
 		set["bank:"+jk.Name] = b.SHA256
 		banks = append(banks, FrozenBank{JobKind: jk.Name, Bank: b})
+		for j, a := range d.Arms {
+			if a.Format() == PromptCompletion && a.RunsJobKind(jk.Name) && !b.Completion {
+				return nil, nil, nil, fmt.Errorf("arms[%d].prompt_format: %q, but job kind %s's task bank %s has no completion block in its header, so there is no few-shot prefix to send (add \"completion\": {\"few_shot_prefix\": …, \"answer_cue\": …} to the bank's first line, bump bank_version and audit it; docs/tasks.md), or give the arm an instruction-tuned model in the chat format",
+					j, a.PromptFormat, jk.Name, jk.TaskBank)
+			}
+		}
 	}
 	return set, arms, banks, nil
 }

@@ -141,7 +141,7 @@ func newFreezeFixture(t *testing.T) freezeFixture {
 	}
 	files := map[string]string{
 		"smol":   write("smol.gguf", "GGUF smol weights"),
-		"gemma":  write("gemma.gguf", "GGUF gemma weights"),
+		"gemma":  write("smol-q8_0.gguf", "GGUF smol q8_0 weights"), // the candidates' file
 		"llama":  write("llama-server", "llama-server binary"),
 		"ollama": write("ollama", "ollama binary"),
 		"aider":  write("aider", "aider entry point"),
@@ -151,7 +151,7 @@ func newFreezeFixture(t *testing.T) freezeFixture {
 	d := demoDesign(t)
 	d.JobKinds[0].TaskBank = files["bankA"]
 	d.JobKinds[1].TaskBank = files["bankB"]
-	env := map[string]string{"SMOLLM2_GGUF": files["smol"], "GEMMA3_GGUF": files["gemma"]}
+	env := map[string]string{"SMOLLM2_GGUF": files["smol"], "SMOLLM2_REQUANT_Q8_0_GGUF": files["gemma"]}
 	return freezeFixture{
 		design: d,
 		assets: diskAssets{bins: map[string]string{"llama-server": files["llama"], "ollama": files["ollama"], "aider": files["aider"]}},

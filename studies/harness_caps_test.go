@@ -56,13 +56,13 @@ func TestAutoWallIsTheSlowestArms(t *testing.T) {
 	for _, a := range d.Arms {
 		speeds[a.Name] = Speed{GenTokensPerSec: 30, PromptTokensPerSec: 300, PromptTokens: 1500, Source: SourceMeasured}
 	}
-	speeds["gemma3-aider-ollama"] = Speed{GenTokensPerSec: 3, PromptTokensPerSec: 60, PromptTokens: 1500, Source: SourceMeasured}
+	speeds["smollm2-q8-aider-ollama"] = Speed{GenTokensPerSec: 3, PromptTokensPerSec: 60, PromptTokens: 1500, Source: SourceMeasured}
 	walls, err := DeriveWalls(d, speeds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := walls["fix-test"]; w.Slowest != "gemma3-aider-ollama" {
-		t.Errorf("wall set by %s, want the slowest arm gemma3-aider-ollama (%s)", w.Slowest, w)
+	if w := walls["fix-test"]; w.Slowest != "smollm2-q8-aider-ollama" {
+		t.Errorf("wall set by %s, want the slowest arm smollm2-q8-aider-ollama (%s)", w.Slowest, w)
 	}
 }
 
@@ -73,9 +73,9 @@ func TestAutoWallWithoutASpeedSaysWhatToRun(t *testing.T) {
 	speeds := SpeedTable{"smollm2-aider-llama-server": {GenTokensPerSec: 30, PromptTokensPerSec: 300, Source: SourceMeasured}}
 	_, err := DeriveWalls(d, speeds)
 	if err == nil {
-		t.Fatal("derived a wall with no speed for gemma3-aider-ollama")
+		t.Fatal("derived a wall with no speed for smollm2-q8-aider-ollama")
 	}
-	for _, want := range []string{"fix-test", "harness_caps.wall", "gemma3-aider-ollama", "rig study validate"} {
+	for _, want := range []string{"fix-test", "harness_caps.wall", "smollm2-q8-aider-ollama", "rig study validate"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}

@@ -27,7 +27,7 @@ func TestValidateJudgedJobKind(t *testing.T) {
 	}{
 		{"no judge named", func(d *studies.Design) { d.JobKinds[0].Judge = "" }, studies.KindMissing, "job_kinds[0].judge", `role "judge"`},
 		{"unknown judge", func(d *studies.Design) { d.JobKinds[0].Judge = "nobody" }, studies.KindUnknownRef, "job_kinds[0].judge", "not an arm"},
-		{"judge is a candidate", func(d *studies.Design) { d.JobKinds[0].Judge = "gemma3-ollama" }, studies.KindInvalid, "job_kinds[0].judge", `has role "candidate"`},
+		{"judge is a candidate", func(d *studies.Design) { d.JobKinds[0].Judge = "smollm2-q8-ollama" }, studies.KindInvalid, "job_kinds[0].judge", `has role "candidate"`},
 		{"judge without judge grader", func(d *studies.Design) { d.JobKinds[0].Grader = studies.Grader{Name: "json", Version: 1} }, studies.KindInvalid, "job_kinds[0].judge", "remove judge"},
 		{"unknown judge version", func(d *studies.Design) { d.JobKinds[0].Grader.Version = 2 }, studies.KindInvalid, "job_kinds[0].grader.version", "at version 1"},
 		{"judge through aider", func(d *studies.Design) { d.Arms[len(d.Arms)-1].Runtime = "aider+llama-server" }, studies.KindInvalid, "job_kinds[0].judge", "answers in its runtime"},

@@ -12,7 +12,7 @@ import (
 // LoadDesign reads, parses and validates a design file. Relative model
 // paths resolve against the file's folder; opts.File defaults to path.
 func LoadDesign(ctx context.Context, path string, opts ValidateOptions) (*Design, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadDesignFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read design: %w", err)
 	}

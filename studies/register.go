@@ -40,11 +40,19 @@ type RegisterInput struct {
 	Design *Design
 	File   string // names the design in errors
 	Key    string // idempotency key
-	Actor  string
-	At     time.Time
+	// KeyDerived is true when rig made Key from the design's hash because
+	// the user gave none: a conflict on it is never reported as the user's
+	// key, but as what it is (the name is taken by the same design with
+	// other inputs).
+	KeyDerived bool
+	Actor      string
+	At         time.Time
 	// Prev is the record stored under Key, nil when the key is new.
-	Prev    *RequestRecord
-	Resolve ResolveOptions
+	Prev *RequestRecord
+	// PrevAssets are the assets registered under Prev, to name the inputs
+	// that changed when a derived key conflicts.
+	PrevAssets AssetSet
+	Resolve    ResolveOptions
 }
 
 // RegisterDeps are the checks registration runs, all required.
@@ -86,6 +94,9 @@ func Register(ctx context.Context, in RegisterInput, deps RegisterDeps) (reg *Re
 	}
 	req := Request{Op: OpCreate, Key: in.Key, Body: CreateBody{DesignHash: dh, Assets: assets}}
 	if _, again, err := Replay(in.Prev, req); err != nil || again {
+		if err != nil && in.KeyDerived && errors.Is(err, ErrIdempotencyConflict) {
+			return nil, false, nameTaken(file, in.Design.Name, changedAssets(in.PrevAssets, assets))
+		}
 		return nil, again, err
 	}
 	if err := CheckNewName(file, in.Design.Name, deps.Exists); err != nil {

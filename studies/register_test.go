@@ -66,9 +66,9 @@ func TestRegisterFailsClosed(t *testing.T) {
 	if !errors.Is(err, ErrNotWired) {
 		t.Errorf("no licence checker = %v, want ErrNotWired", err)
 	}
-	banned := fakeLicences{blocked: map[string]string{"gemma-3-270m": "training on outputs: banned"}}
+	banned := fakeLicences{blocked: map[string]string{"smollm2-135m-instruct-q8_0": "training on outputs: banned"}}
 	_, _, err = Register(ctx, in, RegisterDeps{Licences: banned, Assets: fx.assets, Exists: none})
-	if err == nil || !strings.Contains(err.Error(), "design.json: items:") || !strings.Contains(err.Error(), "gemma-3-270m") {
+	if err == nil || !strings.Contains(err.Error(), "design.json: items:") || !strings.Contains(err.Error(), "smollm2-135m-instruct-q8_0") {
 		t.Errorf("banned use = %v, want it named", err)
 	}
 }

@@ -3,7 +3,9 @@ package studies
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Operations that take an idempotency key.
@@ -108,9 +110,45 @@ func Replay(prev *RequestRecord, r Request) (result string, replayed bool, err e
 // never reaches here.
 func CheckNewName(file, name string, exists func(name string) bool) error {
 	if exists(name) {
-		return fmt.Errorf("%s: name: %w: %q is registered already (choose another name; to run the same study again use `rig study rerun`)", file, ErrNameTaken, name)
+		return nameTaken(file, name, "")
 	}
 	return nil
+}
+
+// nameTaken is the refusal of a register under a used name, with the two
+// ways on. changed, when known, says what differs from the registered
+// study (the same design with other inputs).
+func nameTaken(file, name, changed string) error {
+	what := "with a different design"
+	if changed != "" {
+		what = "with this same design but other inputs (" + changed + " changed since)"
+	}
+	return fmt.Errorf("%s: name: %w: study %q is registered already, %s, and a registered study's design and inputs never change. "+
+		"To go again: withdraw the old study if it will not run (rig study withdraw %s --why \"…\"), "+
+		"and register this design under a new name (edit the design's name, or rig study register %s --name NEW-NAME); "+
+		"to run the same frozen study again, use rig study rerun",
+		file, ErrNameTaken, name, what, name, filepath.Base(file))
+}
+
+// changedAssets names the assets whose hashes differ between two sets, in
+// order: "bank:arith, registry:…". Empty when either set is unknown.
+func changedAssets(was, now AssetSet) string {
+	if len(was) == 0 || len(now) == 0 {
+		return ""
+	}
+	var out []string
+	for k, v := range now {
+		if was[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k := range was {
+		if _, ok := now[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // CreateBody is the body of a create (register) request.

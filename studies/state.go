@@ -14,11 +14,14 @@ import (
 //	  ▲  ◀──────────── revise (design changed; review and approval lapse) ───┘
 //	approved ──freeze──▶ frozen ──run──▶ running ──finish | cancel──▶ frozen
 //	frozen ──decide (a finished execution)──▶ decided
+//	draft | reviewed | approved | frozen (no counted run yet) ──withdraw──▶ withdrawn
 //
 // running returns to frozen when an execution ends, cancelled or not: the
 // snapshot is still frozen, finished trials stay as evidence, and a rerun is
 // a new execution of the same snapshot. decided is final; newer inputs make a
-// new study.
+// new study. withdrawn is final too: the study keeps its name and its record,
+// and nothing more is done under it (the same design goes again under a new
+// name).
 type State string
 
 // States of a study.
@@ -29,18 +32,22 @@ const (
 	Frozen   State = "frozen"
 	Running  State = "running"
 	Decided  State = "decided"
+	// Withdrawn is a study its registrant or a Director took back before any
+	// counted run started: kept as a record, never run.
+	Withdrawn State = "withdrawn"
 )
 
 // Event kinds.
 const (
-	EventReview  = "review"
-	EventApprove = "approve"
-	EventRevise  = "revise"
-	EventFreeze  = "freeze"
-	EventRun     = "run"
-	EventFinish  = "finish"
-	EventCancel  = "cancel"
-	EventDecide  = "decide"
+	EventReview   = "review"
+	EventApprove  = "approve"
+	EventRevise   = "revise"
+	EventFreeze   = "freeze"
+	EventRun      = "run"
+	EventFinish   = "finish"
+	EventCancel   = "cancel"
+	EventDecide   = "decide"
+	EventWithdraw = "withdraw"
 )
 
 // ErrTransition classifies every refused transition; see *TransitionError.
@@ -69,7 +76,10 @@ func (e *TransitionError) Is(target error) bool {
 // Review is an outside review's verdict on the design.
 type Review struct {
 	Reviewer string `json:"reviewer"`
-	Verdict  string `json:"verdict"` // "pass" or "fail"
+	// ReviewerUID is the reviewer's uid as the daemon read it from the
+	// socket; separation of duties compares it, not the name.
+	ReviewerUID *int   `json:"reviewer_uid,omitempty"`
+	Verdict     string `json:"verdict"` // "pass" or "fail"
 	// LicenceLine is the reviewer's statement on the licence check.
 	LicenceLine string `json:"licence_line"`
 	DesignHash  string `json:"design_hash"`
@@ -81,8 +91,11 @@ type Review struct {
 type Event struct {
 	Kind  string
 	Actor string
-	At    time.Time
-	Why   string
+	// ActorUID is the actor's uid as the kernel named the caller; nil for a
+	// step the daemon takes itself. The audit keeps it beside Actor.
+	ActorUID *int
+	At       time.Time
+	Why      string
 
 	Review       *Review // review
 	DesignHash   string  // revise: the new design's hash
@@ -93,8 +106,12 @@ type Event struct {
 
 // AuditEntry records a transition: who, when, why, from and to.
 type AuditEntry struct {
-	Event  string    `json:"event"`
-	Actor  string    `json:"actor"`
+	Event string `json:"event"`
+	Actor string `json:"actor"`
+	// UID is the actor's uid (Event.ActorUID): who did it, for separation of
+	// duties; Actor is the name, for people. Entries written before uids
+	// were kept have only Actor.
+	UID    *int      `json:"uid,omitempty"`
 	At     time.Time `json:"at"`
 	Why    string    `json:"why,omitempty"`
 	From   State     `json:"from"`
@@ -238,12 +255,24 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 		to = Decided
 		detail = fmt.Sprintf("execution %s: %s", ev.Execution, ev.Outcome)
 		commit = func() { l.Outcome = ev.Outcome }
+	case EventWithdraw:
+		switch {
+		case from == Withdrawn:
+			return refuse(nil, "the study is withdrawn already")
+		case from == Running || from == Decided || len(l.Finished)+len(l.Cancelled) > 0:
+			return refuse(nil, "a counted run has started, and its receipts are evidence: a study is withdrawn only before its first counted run (decide it, or leave it)")
+		case strings.TrimSpace(ev.Why) == "":
+			return refuse(nil, "a withdrawal needs a reason (--why)")
+		}
+		to = Withdrawn
+		detail = "withdrawn by " + ev.Actor
+		commit = func() {}
 	default:
-		return refuse(nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel or decide)")
+		return refuse(nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel, decide or withdraw)")
 	}
 	commit()
 	l.State = to
-	e := AuditEntry{Event: ev.Kind, Actor: ev.Actor, At: ev.At, Why: ev.Why, From: from, To: to, Detail: detail}
+	e := AuditEntry{Event: ev.Kind, Actor: ev.Actor, UID: ev.ActorUID, At: ev.At, Why: ev.Why, From: from, To: to, Detail: detail}
 	l.Audit = append(l.Audit, e)
 	return e, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"rig/internal/layout"
 	"rig/internal/offload"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ const (
 	KindQuantMismatch ProblemKind = "quant_mismatch"
 	KindUnreadable    ProblemKind = "unreadable_asset"
 	KindOutsideRoot   ProblemKind = "path_outside"
+	// KindBaseModel is an arm that would apply a chat template to a
+	// pretrained base model (see ModelFormat.Instruct).
+	KindBaseModel ProblemKind = "base_model_in_chat"
 )
 
 // Problem is one thing wrong with a design, located by its JSON path.
@@ -92,6 +96,9 @@ type ValidateOptions struct {
 	BaseDir string
 	// Quant, when set, checks every arm's pinned quant against its file.
 	Quant QuantReader
+	// Format, when set, reads every chat-format arm's model metadata and
+	// refuses a base model given a chat template (GGUFFormat).
+	Format FormatReader
 }
 
 // Bounds on design values: past them no run can honour the value, so it is
@@ -116,7 +123,9 @@ const (
 )
 
 var (
-	nameRE   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	// nameRE is layout's study name rule: a design's name becomes its
+	// folder, and the daemon checks a name from a request by the same rule.
+	nameRE   = regexp.MustCompile(layout.StudyNameRule)
 	sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 	refRE    = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 )
@@ -131,6 +140,7 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.top()
 	v.jobKinds()
 	v.arms()
+	v.promptFormats()
 	v.sharedPins()
 	v.items()
 	v.pairs()
@@ -139,9 +149,14 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.power()
 	v.guardrails()
 	v.winnerPolicy()
+	v.stopping()
+	v.excludeTasks()
 	v.paths(opts)
 	if opts.Quant != nil {
 		v.quants(ctx, opts)
+	}
+	if opts.Format != nil {
+		v.baseModels(ctx, opts)
 	}
 	if len(v.probs) == 0 {
 		return nil

@@ -24,7 +24,12 @@ type AuditRecord struct {
 	Tasks       int           `json:"tasks"`
 	Graders     []string      `json:"graders"`
 	Results     []AuditResult `json:"results"`
-	AuditedAt   time.Time     `json:"audited_at"`
+	// NearDuplicates are the pairs of tasks alike at or above the lint's
+	// threshold (NearMethod): not refused, since tasks from one template
+	// share wording by design, but listed for the reviewer and the report.
+	NearDuplicates []Pair    `json:"near_duplicates,omitempty"`
+	NearMethod     string    `json:"near_method,omitempty"`
+	AuditedAt      time.Time `json:"audited_at"`
 }
 
 // AuditResult is one key's grade during the audit.
@@ -41,13 +46,23 @@ func auditPath(dir, hash string) string {
 
 // Audit runs every key through its grader (and, for code tasks, checks that
 // the unfixed repository fails), then writes an audit record under dir that
-// freezes the bank hash. If any key fails it returns a *KeyFailedError and
-// writes nothing.
+// freezes the bank hash and lists the near duplicates. If two tasks are
+// exact duplicates it returns a *DuplicateTaskError, and if any key fails a
+// *KeyFailedError; either way it writes nothing.
 func Audit(ctx context.Context, b *Bank, reg *Registry, dir string) (AuditRecord, error) {
 	if err := reg.Validate(b); err != nil {
 		return AuditRecord{}, err
 	}
-	rec := AuditRecord{File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, BankHash: b.Hash, Tasks: len(b.Tasks)}
+	exact, near := Duplicates(b)
+	if err := duplicateError(b, exact); err != nil {
+		return AuditRecord{}, err
+	}
+	if ids := fewShotLeaks(b); len(ids) > 0 {
+		return AuditRecord{}, fmt.Errorf("%s: header completion.few_shot_prefix holds the prompt of task(s) %s, so a completion-format arm is shown the answer (write examples that are not tasks of the bank, or remove those tasks); no audit record written: %w",
+			b.File, strings.Join(ids, ", "), ErrLeak)
+	}
+	rec := AuditRecord{File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, BankHash: b.Hash, Tasks: len(b.Tasks),
+		NearDuplicates: near, NearMethod: NearMethod()}
 	graders := map[string]bool{}
 	var fails []KeyFailure
 	errs := checkAll(ctx, reg, b.Tasks)
@@ -136,7 +151,15 @@ func RunAudit(ctx context.Context, w io.Writer, file, dir string, reg *Registry)
 	if err != nil {
 		return rec, err
 	}
-	_, err = fmt.Fprintf(w, "%s: %d keys pass their graders (%s); bank hash %s frozen in %s\n",
-		file, rec.Tasks, strings.Join(rec.Graders, ", "), rec.BankHash, auditPath(dir, rec.BankHash))
-	return rec, err
+	if _, err := fmt.Fprintf(w, "%s: %d keys pass their graders (%s); bank hash %s frozen in %s\n",
+		file, rec.Tasks, strings.Join(rec.Graders, ", "), rec.BankHash, auditPath(dir, rec.BankHash)); err != nil {
+		return rec, err
+	}
+	if len(rec.NearDuplicates) > 0 {
+		fmt.Fprintf(w, "near duplicates (%s), kept and listed in the record: %d\n", rec.NearMethod, len(rec.NearDuplicates))
+		for _, p := range rec.NearDuplicates {
+			fmt.Fprintf(w, "  %s ~ %s (%.2f)\n", p.A, p.B, p.Similarity)
+		}
+	}
+	return rec, nil
 }

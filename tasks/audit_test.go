@@ -19,7 +19,7 @@ func writeBank(t *testing.T, lines ...string) string {
 }
 
 func TestAuditFreezesHash(t *testing.T) {
-	file := writeBank(t, testHeader, testTask("a"), testTask("b"))
+	file := writeBank(t, testHeader, testTask("a"), strings.Replace(testTask("b"), "2+2", "1+3", 1))
 	dir := filepath.Join(t.TempDir(), "audits")
 	reg := DefaultRegistry(nil)
 	b, err := LoadBank(file)
@@ -41,6 +41,9 @@ func TestAuditFreezesHash(t *testing.T) {
 	}
 	// Edit the bank in place: the freeze must refuse it.
 	edited := writeBank(t, testHeader, testTask("a"), strings.Replace(testTask("b"), "2+2", "3+1", 1))
+	if b2, _ := LoadBank(edited); b2 == nil || b2.Hash == b.Hash {
+		t.Fatal("the edit did not change the bank")
+	}
 	b2, err := LoadBank(edited)
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +58,7 @@ func TestAuditFreezesHash(t *testing.T) {
 func TestAuditRefusesFailingKey(t *testing.T) {
 	bad := strings.Replace(testTask("b"), `"grader":{"name":"exact","version":1}`, `"grader":{"name":"regex","version":1}`, 1)
 	bad = strings.Replace(bad, `{"answer":"4"}`, `{"pattern":"^5$","example":"4"}`, 1)
+	bad = strings.Replace(bad, "2+2", "1+3", 1)
 	file := writeBank(t, testHeader, testTask("a"), bad)
 	b, err := LoadBank(file)
 	if err != nil {
@@ -125,5 +129,58 @@ func TestRunAuditAndLint(t *testing.T) {
 	}
 	if r.Templates != 1 || !strings.Contains(out.String(), "distinct templates 1") {
 		t.Errorf("lint output: %s", out.String())
+	}
+}
+
+// An exact duplicate (the same prompt once case, punctuation and spacing are
+// set aside, as the lint normalizes) is one case counted twice: the audit
+// refuses the bank naming both tasks and their lines, and writes nothing.
+// A near duplicate is kept and listed in the record.
+func TestAuditRefusesExactDuplicateAndListsNearOnes(t *testing.T) {
+	dup := strings.Replace(testTask("b"), "What is 2+2?", "  what IS 2 + 2 ", 1)
+	file := writeBank(t, testHeader, testTask("a"), dup)
+	b, err := LoadBank(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "audits")
+	_, err = Audit(context.Background(), b, DefaultRegistry(nil), dir)
+	var de *DuplicateTaskError
+	if !errors.As(err, &de) || !errors.Is(err, ErrDuplicateTask) {
+		t.Fatalf("Audit = %v, want a *DuplicateTaskError", err)
+	}
+	for _, want := range []string{`task "b" (line 3)`, `task "a" (line 2)`, "bank.jsonl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("audit dir written despite a duplicate: %v", err)
+	}
+	if err := CheckDuplicates(b); !errors.Is(err, ErrDuplicateTask) {
+		t.Errorf("CheckDuplicates = %v, want ErrDuplicateTask", err)
+	}
+
+	long := func(id, tail string) string {
+		return strings.Replace(testTask(id), "What is 2+2?", "Please tell me, in one word, what the sum of two and two is, and nothing else at all"+tail, 1)
+	}
+	file = writeBank(t, testHeader, testTask("a"), long("d", ""), long("e", " please"))
+	b, err = LoadBank(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDuplicates(b); err != nil {
+		t.Errorf("CheckDuplicates on near duplicates only = %v, want nil", err)
+	}
+	rec, err := Audit(context.Background(), b, DefaultRegistry(nil), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.NearDuplicates) != 1 || rec.NearDuplicates[0].A != "d" || rec.NearDuplicates[0].B != "e" || rec.NearMethod == "" {
+		t.Errorf("near duplicates in the record = %v (%q), want d~e with its method", rec.NearDuplicates, rec.NearMethod)
+	}
+	again, err := CheckAudited(b, dir)
+	if err != nil || len(again.NearDuplicates) != 1 {
+		t.Errorf("the stored record lost its near duplicates: %v %v", again.NearDuplicates, err)
 	}
 }

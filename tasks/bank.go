@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 
@@ -42,6 +43,9 @@ type Header struct {
 	JobKind       string `json:"job_kind"`
 	BankVersion   string `json:"bank_version"`
 	Description   string `json:"description,omitempty"`
+	// Completion, when set, is how the tasks are put to an arm whose
+	// prompt_format is "completion" (a base model): see Completion.
+	Completion *Completion `json:"completion,omitempty"`
 }
 
 // Input is what a model or harness is given for one task. Code tasks carry a
@@ -98,6 +102,16 @@ type Bank struct {
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
+// BankCap and BankLineCap bound a task bank before it is parsed: the whole
+// file (its tasks are held in memory), and one line, which is one task. A
+// line holds a prompt, and a prompt longer than the largest context rig
+// accepts (studies.MaxContext, 2^20 tokens, a few MiB of text) can never be
+// run; the bundled banks' longest line is under 2 KiB.
+var (
+	BankCap     = sizecap.Cap{What: "task bank", Limit: 64 << 20, Fix: "split the bank into several job kinds, or sample it with sample_tasks"}
+	BankLineCap = sizecap.Cap{What: "task", Limit: 8 << 20, Fix: "a prompt over 8 MiB cannot fit any context rig runs: shorten it, or leave the task out"}
+)
+
 // LoadBank reads and parses a bank file.
 func LoadBank(file string) (*Bank, error) {
 	f, err := os.Open(file)
@@ -105,7 +119,10 @@ func LoadBank(file string) (*Bank, error) {
 		return nil, fmt.Errorf("open bank: %w", err)
 	}
 	defer f.Close()
-	return ParseBank(f, file)
+	if err := BankCap.Check(f, file); err != nil {
+		return nil, err
+	}
+	return ParseBank(io.LimitReader(f, BankCap.Limit+1), file)
 }
 
 // ParseBank reads a bank strictly: bytes that are not UTF-8, unknown fields,
@@ -119,7 +136,14 @@ func ParseBank(r io.Reader, file string) (*Bank, error) {
 	var offset int64
 	haveHeader := false
 	for {
-		raw, err := br.ReadBytes('\n')
+		raw, err := BankLineCap.ReadLine(br, file, lineNo+1)
+		var tooLong *sizecap.Error
+		if errors.As(err, &tooLong) {
+			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the line is over %s", sizecap.Bytes(BankLineCap.Limit)), Fix: BankLineCap.Fix, Err: err}
+		}
+		if offset+int64(len(raw)) > BankCap.Limit {
+			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the bank is over %s", sizecap.Bytes(BankCap.Limit)), Fix: BankCap.Fix, Err: &sizecap.Error{Path: file, What: BankCap.What, Size: offset + int64(len(raw)), Limit: BankCap.Limit, Fix: BankCap.Fix}}
+		}
 		if len(raw) > 0 {
 			lineNo++
 			var ue *textcheck.Error
@@ -215,6 +239,9 @@ func (h Header) validate(file string, line int) error {
 		return fail("job_kind", "is empty", "name the job kind the bank is for")
 	case h.BankVersion == "":
 		return fail("bank_version", "is empty", `set a version such as "1"; bump it on every edit`)
+	}
+	if h.Completion != nil {
+		return h.Completion.validate(file, line)
 	}
 	return nil
 }

@@ -18,6 +18,8 @@ var (
 	ErrUnknownGrader = errors.New("unknown grader")
 	// ErrKeyFailed means a key does not pass its own grader.
 	ErrKeyFailed = errors.New("key fails its own grader")
+	// ErrDuplicateTask means two tasks of a bank have the same normalized prompt.
+	ErrDuplicateTask = errors.New("duplicate task")
 	// ErrLeak means a task or key appears in a place a candidate sees.
 	ErrLeak = errors.New("task leakage")
 	// ErrIdentity means a judge prompt names a model, arm or registry id.

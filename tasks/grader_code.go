@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"rig/internal/untrusted"
 )
 
 // codeKey holds the fixed file contents and the test files that a produced
@@ -177,35 +181,42 @@ func writeFile(dir, p, content string) error {
 	return os.WriteFile(full, []byte(content), 0o644)
 }
 
-// RepoState reads the files of a repository after a harness ran in it
-// (skipping .git and caches), as an Output's Files.
+// A repository's files are kept up to this size each (a larger one, a
+// build output or a data file, is left out), and a repository up to these
+// bounds in all; past them RepoState refuses it rather than keep gigabytes.
+const (
+	repoFileMax    = 1 << 20
+	repoMaxEntries = 100_000
+	repoMaxBytes   = 256 << 20
+)
+
+// RepoState reads the files of a repository after a harness ran in it, as an
+// Output's Files: regular files only, skipping .git, caches and Aider's own
+// files. The tree was written by contained code, so it is walked without
+// following any link (a link is left out, never read through) and without
+// running git or anything else that would obey the tree's configuration.
 func RepoState(dir string) (map[string]string, error) {
 	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() && p != dir && (name == ".git" || name == "__pycache__" || strings.HasPrefix(name, ".aider")) {
-			return filepath.SkipDir
-		}
-		if !d.Type().IsRegular() || strings.HasPrefix(name, ".aider") {
+	err := untrusted.Walk(dir, untrusted.Limits{Entries: repoMaxEntries, Bytes: repoMaxBytes}, func(rel string, e untrusted.Entry, r io.Reader) error {
+		name := path.Base(rel)
+		if e.Kind == untrusted.Dir {
+			if name == ".git" || name == "__pycache__" || strings.HasPrefix(name, ".aider") {
+				return fs.SkipDir
+			}
 			return nil
 		}
-		info, err := d.Info()
-		if err != nil || info.Size() > 1<<20 {
-			return err
+		if e.Kind != untrusted.File || strings.HasPrefix(name, ".aider") || e.Size > repoFileMax {
+			return nil
 		}
-		b, err := os.ReadFile(p)
+		b, err := io.ReadAll(r)
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		files[filepath.ToSlash(rel)] = string(b)
+		files[rel] = string(b)
 		return nil
 	})
+	if errors.Is(err, untrusted.ErrTooBig) {
+		return files, fmt.Errorf("the repository the harness left: %w (a task's repository should stay near the size it was given; look at what the test command writes)", err)
+	}
 	return files, err
 }

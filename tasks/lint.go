@@ -60,7 +60,7 @@ func Lint(ctx context.Context, b *Bank, reg *Registry) Report {
 		File: b.File, JobKind: b.Header.JobKind, BankVersion: b.Header.BankVersion, Hash: b.Hash,
 		Tasks: len(b.Tasks), TemplateCounts: map[string]int{}, Difficulty: map[string]int{Easy: 0, Medium: 0, Hard: 0},
 		PublicBenchmarks: b.PublicBenchmarks(),
-		NearMethod:       fmt.Sprintf("word %d-gram Jaccard >= %.2f", lintShingle, lintThreshold),
+		NearMethod:       NearMethod(),
 	}
 	for _, t := range b.Tasks {
 		r.TemplateCounts[t.TemplateID]++

@@ -8,8 +8,8 @@ import (
 )
 
 // aiderDesign writes a study of the fix-test job kind only: the incumbent
-// SmolLM2 driven by Aider on llama-server and the candidate Gemma 3 driven by
-// Aider on Ollama, one task each, one model call per trial at a short stop cap
+// SmolLM2 (Q4_1) driven by Aider on llama-server and the candidate, its Q8_0
+// requantization, driven by Aider on Ollama, one task each, one model call per trial at a short stop cap
 // so the test stays within minutes on two cores.
 func aiderDesign(t *testing.T, name string) string {
 	t.Helper()
@@ -62,7 +62,7 @@ func TestAiderStudyTrialsOnRealRuntimes(t *testing.T) {
 			t.Errorf("%s: the trial kept no graded Aider call: outcome %s, %d output tokens, detail %q", r.Arm, r.Outcome, r.OutputTokens, r.Detail)
 		}
 	}
-	for _, arm := range []string{"smollm2-aider-llama-server", "gemma3-aider-ollama"} {
+	for _, arm := range []string{"smollm2-aider-llama-server", "smollm2-q8-aider-ollama"} {
 		rec := filepath.Join(e.home, "studies", name, "executions", "exec-1", "generations-"+arm+".jsonl")
 		got := e.rig(true, "replay", rec)
 		t.Logf("rig replay %s:\n%s", filepath.Base(rec), got)

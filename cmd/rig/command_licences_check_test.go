@@ -45,7 +45,7 @@ func demoDesign(t *testing.T, edit func(d map[string]any)) string {
 func testEnv(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "installed.env")
-	body := "SMOLLM2_GGUF=/models/smollm2.gguf\nGEMMA3_GGUF=/models/gemma3.gguf\n"
+	body := "SMOLLM2_GGUF=/models/smollm2.gguf\nSMOLLM2_REQUANT_Q8_0_GGUF=/models/smollm2-q8_0.gguf\nGEMMA3_GGUF=/models/gemma3.gguf\n"
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestLicencesCheck(t *testing.T) {
 		wantErrIs error
 		wantErr   string
 	}{
-		{name: "demo passes", wantOut: []string{"smollm2-135m-instruct", "gemma-3-270m", "rig-bank-extract-json"}},
+		{name: "demo passes", wantOut: []string{"smollm2-135m-instruct", "smollm2-135m-instruct-q8_0", "rig-bank-extract-json"}},
 		{name: "banned use blocks", edit: setItem(bank, "use", "fine_tuning"),
 			wantErrIs: licences.ErrBlocked, wantErr: "rig-bank-extract-json"},
 		{name: "unknown entry blocks", edit: setItem(bank, "registry_id", "no-such-entry"),
@@ -126,6 +126,7 @@ func TestLicencesCheck(t *testing.T) {
 
 func TestLicencesCheckMissingEnvFileFallsBack(t *testing.T) {
 	t.Setenv("SMOLLM2_GGUF", "/models/smollm2.gguf")
+	t.Setenv("SMOLLM2_REQUANT_Q8_0_GGUF", "/models/smollm2-q8_0.gguf")
 	t.Setenv("GEMMA3_GGUF", "/models/gemma3.gguf")
 	path := demoDesign(t, nil)
 	missing := filepath.Join(t.TempDir(), "absent.env")

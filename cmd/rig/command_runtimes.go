@@ -57,6 +57,9 @@ something is missing or differs from its pin.`,
 					}
 					fmt.Fprintf(cmd.OutOrStdout(), "%s devices: %s\n", c.Name, devs)
 				}
+				if c.CPUBackend != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s CPU backend: %s\n", c.Name, c.CPUBackend)
+				}
 			}
 			for _, c := range report {
 				if c.Fix != "" {

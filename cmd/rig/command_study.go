@@ -26,7 +26,8 @@ func newStudyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "study",
 		Short: "Register, review, approve, freeze, run and decide a model-comparison study",
-		Long: `A study goes draft → reviewed → approved → frozen → running → decided. Each step
+		Long: `A study goes draft → reviewed → approved → frozen → running → decided, or is
+withdrawn before its first counted run. Each step
 is checked and audited (who, when, why). All commands but init talk to the
 resident daemon (rig daemon), which owns the study stores and the card. Who
 you are is what the daemon reads from the socket (your uid), never a flag; the
@@ -42,9 +43,10 @@ approve.
   rig study preflight NAME                   fit verdict per arm at the card profile
   rig study validate NAME                    one free validation run per harness
   rig study run NAME                         counted run, with progress
-  rig study status NAME | cancel NAME | rerun NAME EXEC`,
+  rig study status NAME | cancel NAME | rerun NAME EXEC
+  rig study withdraw NAME --why "..."        before a counted run (registrant or Director)`,
 	}
-	cmd.AddCommand(newStudyInitCommand(), studyRegisterCommand(), studyReviewCommand(), studyApproveCommand(),
+	cmd.AddCommand(newStudyInitCommand(), studyRegisterCommand(), studyReviewCommand(), studyApproveCommand(), studyWithdrawCommand(),
 		studySimpleCommand("freeze", "Freeze the design: pins resolved to digests, tasks validated, snapshot hashed"),
 		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
 		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
@@ -54,7 +56,7 @@ approve.
 }
 
 func studyRegisterCommand() *cobra.Command {
-	var key, actor, registry string
+	var key, actor, registry, name string
 	cmd := &cobra.Command{
 		Use:   "register DESIGN",
 		Short: "Register a study from its design file (licences checked first)",
@@ -63,13 +65,23 @@ registry (a missing entry, a banned use, or a commonly banned use without a
 clause reading blocks it), fingerprints every pinned asset, and creates the
 study's own store. Nothing is written when a check fails.
 
+The design is read by this command, with your rights, and sent to the daemon;
+the task banks, licence registry and model files it names are read by the
+daemon only if you could read them yourself (or they lie in the daemon's home
+or the provisioned cache).
+
 The licence registry is chosen as rig licences check chooses it: --registry
 FILE, else the design's licence_registry, else $RIG_LICENCE_REGISTRY (as set
 for this command, not for the daemon), else the bundled registry alone; a
 studio file is read over the bundled one. Its hash is recorded, and freeze
 refuses the study if the file changes.
 
---key makes the request idempotent: the same key with the same design returns
+A study's name is the design's name, or --name: a registered study's design
+and inputs never change, so a changed design (or a changed task bank) goes
+again under a new name; withdraw the old study with rig study withdraw.
+
+Registering the same design with the same inputs twice returns the existing
+study. --key makes that explicit: the same key with the same design returns
 the existing study; the same key with another design is a conflict.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,7 +89,13 @@ the existing study; the same key with another design is a conflict.`,
 			if err != nil {
 				return err
 			}
-			req := daemon.RegisterRequest{DesignFile: path, Key: key, Actor: actor}
+			// The design is read here, with your rights, and sent: the daemon
+			// (often root) never reads a file for you that you could not.
+			design, err := studies.ReadDesignFile(path)
+			if err != nil {
+				return fmt.Errorf("read design: %w", err)
+			}
+			req := daemon.RegisterRequest{DesignFile: path, Design: design, Key: key, Actor: actor, Name: name}
 			// The daemon may run elsewhere with another working directory and
 			// environment: it gets absolute paths, and this shell's setting.
 			if req.Registry, err = absOrEmpty(registry); err != nil {
@@ -95,6 +113,7 @@ the existing study; the same key with another design is a conflict.`,
 		},
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
+	cmd.Flags().StringVar(&name, "name", "", "the study's name, in place of the design's name (to register a changed design again under a new name)")
 	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	cmd.Flags().StringVar(&registry, "registry", "", "the studio's licence registry file, read over the bundled one (default: the design's licence_registry, else $"+studies.LicenceRegistryEnv+", else the bundled registry alone)")
 	return cmd
@@ -172,7 +191,8 @@ func studySimpleCommand(method, short string) *cobra.Command {
 				return err
 			}
 			if method == "freeze" {
-				return printStatus(cmd, args[0])
+				_, err := printStatus(cmd, args[0])
+				return err
 			}
 			return nil
 		},
@@ -313,20 +333,51 @@ func studyStatusCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "status NAME",
 		Short: "Print a study's state, licences, executions and audit log",
-		Args:  cobra.ExactArgs(1),
+		Long: `status prints where the study is: its state and hashes, licences, executions,
+the gates before a run, what a request is doing now, and the audit log: every
+step in order, who took it (the identity the daemon read from the socket),
+when, from which state to which, and why.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return printStatus(cmd, args[0])
+			info, err := printStatus(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			printAudit(cmd.OutOrStdout(), info.Audit)
+			return nil
 		},
 	}
 }
 
-func printStatus(cmd *cobra.Command, name string) error {
+func printStatus(cmd *cobra.Command, name string) (daemon.StudyInfo, error) {
 	var info daemon.StudyInfo
 	if err := callDaemon(cmd.Context(), socketPath(cmd), "status", daemon.NameRequest{Name: name}, &info, cmd.OutOrStdout()); err != nil {
-		return err
+		return info, err
 	}
 	printStudy(cmd.OutOrStdout(), info)
-	return nil
+	return info, nil
+}
+
+// printAudit prints the whole audit log, one step a line, oldest first.
+func printAudit(w io.Writer, audit []studies.AuditEntry) {
+	if len(audit) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "audit log")
+	for _, a := range audit {
+		from := string(a.From)
+		if from == "" {
+			from = "(new)"
+		}
+		fmt.Fprintf(w, "  %s  %-8s %s → %s  by %s", a.At.Format(time.RFC3339), a.Event, from, a.To, a.Actor)
+		if a.Detail != "" {
+			fmt.Fprintf(w, "; %s", a.Detail)
+		}
+		if a.Why != "" {
+			fmt.Fprintf(w, "; why: %s", a.Why)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func studyListCommand() *cobra.Command {
@@ -355,7 +406,7 @@ func printStudy(w io.Writer, info daemon.StudyInfo) {
 	if info.SnapshotHash != "" {
 		fmt.Fprintf(w, "snapshot   sha256:%s\n", info.SnapshotHash)
 	}
-	fmt.Fprintf(w, "store      %s\n", filepath.Join(info.Dir, "store.bolt"))
+	fmt.Fprintf(w, "store      %s\n", info.Store)
 	if len(info.Licences) > 0 {
 		fmt.Fprintln(w, "licences")
 		for _, l := range info.Licences {

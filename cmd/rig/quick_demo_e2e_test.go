@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"rig/studies/report"
 )
 
 // `make demo` as a newcomer runs it: scripts/demo.sh on the quick study,
@@ -37,7 +42,7 @@ func TestQuickDemoScript(t *testing.T) {
 		}
 		at += i
 	}
-	for _, want := range []string{`(?m)^  candidate: Gemma-3-270M .*restricted`, `(?m)^verdict: fits`, `validation llama-server +arm \S+ +pass=true`,
+	for _, want := range []string{`(?m)^  candidate: SmolLM2-135M-Instruct-Q8_0 .*allowed`, `(?m)^verdict: fits`, `validation llama-server +arm \S+ +pass=true`,
 		`\] done: 48/48 trials`, `(?m)^decision: `, `(?m)^screenshot: .*every figure present`,
 		`(?m)^workspace: http://127\.0\.0\.1:\d+/\?token=\S+$`} {
 		if !regexp.MustCompile(want).MatchString(out) {
@@ -50,5 +55,28 @@ func TestQuickDemoScript(t *testing.T) {
 	}
 	if _, err := os.Stat(m[len(m)-1][1]); err != nil {
 		t.Errorf("the report it printed: %v", err)
+	}
+	// The demo compares arms that can do the task: SmolLM2-135M-Instruct as
+	// shipped (Q4_1) against its Q8_0 requantization, each passing some tasks
+	// and none with every trial at the stop cap (a base model in chat format
+	// repeats the prompt to the cap and passes nothing).
+	rawJSON, err := os.ReadFile(filepath.Join(filepath.Dir(m[len(m)-1][1]), "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report.Data
+	if err := json.Unmarshal(rawJSON, &rep); err != nil || len(rep.Kinds) != 1 {
+		t.Fatalf("report.json: %v, %d job kinds, want 1", err, len(rep.Kinds))
+	}
+	var names []string
+	for _, a := range rep.Kinds[0].Arms {
+		names = append(names, a.Arm)
+		if a.Trials == 0 || a.Capped == a.Trials || a.PassRate == 0 {
+			t.Errorf("arm %s: %d of %d trials capped, pass rate %.3f: it did not do the task", a.Arm, a.Capped, a.Trials, a.PassRate)
+		}
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "smollm2-llama-server,smollm2-q8-llama-server" {
+		t.Errorf("the quick demo compared %v, want SmolLM2 at Q4_1 and at Q8_0", names)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,17 +146,34 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 		t.Fatalf("a second submit while exec-1 runs did not follow exec-1: %s", again)
 	}
 
-	// The workspace follows the run live, on loopback, behind its token.
+	// The workspace follows the run live, on loopback, behind its token:
+	// the URL opens it once and leaves a session cookie (a browser's jar).
 	uiURL := strings.TrimSpace(e.rig(true, "ui"))
 	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}$`).MatchString(uiURL) {
 		t.Fatalf("rig ui printed %q", uiURL)
 	}
-	base, token, _ := strings.Cut(uiURL, "/?token=")
+	base, _, _ := strings.Cut(uiURL, "/?token=")
 	if code, _ := httpGet(t, base+"/api/progress/"+name); code != http.StatusForbidden {
 		t.Errorf("the workspace without its token answered %d, want 403", code)
 	}
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	browser := &http.Client{Jar: jar}
+	if resp, err := browser.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("opening %s: %v %v", uiURL, resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	progress := func() (status string, done, planned int) {
-		code, body := httpGet(t, base+"/api/progress/"+name+"?token="+token)
+		resp, err := browser.Get(base + "/api/progress/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		code, body := resp.StatusCode, string(b)
 		var p struct {
 			Executions []struct {
 				Status        string

@@ -156,8 +156,8 @@ func keepItems(d map[string]any, keep func(registryID string) bool) {
 }
 
 // smallDesign writes a study of the extract-json job kind (sample tasks taken
-// across templates) on the incumbent SmolLM2 on llama-server and Gemma 3 on
-// llama-server, and on Ollama when asked.
+// across templates) on the incumbent SmolLM2 (Q4_1) on llama-server and its
+// Q8_0 requantization on llama-server, and on Ollama when asked.
 func smallDesign(t *testing.T, name string, sample int, withOllama bool) string {
 	t.Helper()
 	d, _ := demoDesignFor(t, name, "extract-json", sample)
@@ -292,7 +292,7 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 		}
 		replayed[r.Arm]++
 	}
-	for _, arm := range []string{"smollm2-llama-server", "gemma3-llama-server", "gemma3-ollama"} {
+	for _, arm := range []string{"smollm2-llama-server", "smollm2-q8-llama-server", "smollm2-q8-ollama"} {
 		if replayed[arm] != 2 {
 			t.Errorf("%d rows of %s replayed in the report, want 2", replayed[arm], arm)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,23 +32,16 @@ func tutorialScript(t *testing.T) string {
 	return script.String()
 }
 
-// overlongTask is a task whose prompt is longer than the tutorial's pinned
+// overlongTask is the tutorial's task whose prompt is longer than its pinned
 // context (1024 tokens): freeze counts it with each arm's tokenizer and
-// refuses the study, naming it, rather than let a runtime truncate it.
-const overlongTask = "ar-overlong-1"
+// refuses the first study, naming it, rather than let a runtime truncate it;
+// the second study leaves it out with a reason.
+const overlongTask = "ar-fields-1"
 
-func overlongTaskLine() string {
-	prompt := strings.Repeat("A farmer counts the sheep in the top field, then the sheep in the bottom field, and writes both numbers down. ", 60) +
-		"How many fields are there? Answer with the number only."
-	b, _ := json.Marshal(map[string]any{"id": overlongTask, "job_kind": "arith", "template_id": "overlong", "difficulty": "hard",
-		"input": map[string]any{"prompt": prompt}, "key": map[string]any{"value": 2}, "grader": map[string]any{"name": "numeric", "version": 1},
-		"holdout": false, "source": "private"})
-	return string(b)
-}
-
-// runTutorial runs script (the tutorial's commands) in a fresh folder against
-// e's home and returns what it printed.
-func runTutorial(t *testing.T, e *rigEnv, script string) (string, error) {
+// runTutorial runs script (the tutorial's commands) in a fresh folder and
+// returns what it printed, and the folder. The tutorial sets its own private
+// RIG_HOME and RIG_DAEMON_LOCK; e's home is pointed at it afterwards.
+func runTutorial(t *testing.T, e *rigEnv, script string) (string, string, error) {
 	t.Helper()
 	work := t.TempDir()
 	path := filepath.Join(work, "tutorial.sh")
@@ -62,25 +54,32 @@ func runTutorial(t *testing.T, e *rigEnv, script string) (string, error) {
 	cmd.Dir = work
 	cmd.Env = append(e.env(), "PATH="+filepath.Dir(e.bin)+":"+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
-	return strings.ReplaceAll(string(out), work, "$WORK"), err
+	return strings.ReplaceAll(string(out), work, "$WORK"), work, err
 }
 
 // TestTutorialOnRealRuntimes does what a newcomer does: the commands of
-// docs/tutorial.md, as written, in a folder outside the repository, on the
-// real daemon, runtimes and models, from an empty folder to a recorded
-// decision, with the studio's own licence registry and no file of rig's
-// changed. Then the same commands up to freeze with one task longer than the
-// pinned context: freeze refuses the study, naming the task, its token count
-// and the context, and nothing is run.
+// docs/tutorial.md, as written, in a folder outside the repository, with the
+// private home and daemon lock the tutorial sets, on the real daemon,
+// runtimes and models, with the studio's own licence registry and no file of
+// rig's changed. The round trip after a refusal is in it: freeze refuses the
+// first study over a task longer than the context (naming the task, its
+// token count and the context, and offering exclude_tasks); a register of
+// the changed design under the used name is refused as a name taken (never
+// as the user's idempotency key), naming withdraw and --name; the first
+// study is withdrawn with a reason; the design, with the task excluded with
+// its reason, is registered under a new name and goes through to a decision,
+// its report listing the excluded task with the reason.
 func TestTutorialOnRealRuntimes(t *testing.T) {
 	e := newRigEnv(t)
 	repoState := gitStatusPorcelain(t)
 	const lint = "rig tasks lint arith.jsonl"
 	script := tutorialScript(t)
-	if !strings.Contains(script, lint) {
-		t.Fatalf("the tutorial no longer runs %q", lint)
+	for _, want := range []string{lint, "export RIG_HOME=", "export RIG_DAEMON_LOCK=", "exclude_tasks:", "rig study withdraw arith-first-study", "--name arith-second-study"} {
+		if !strings.Contains(script, want) {
+			t.Fatalf("the tutorial no longer runs %q", want)
+		}
 	}
-	text, err := runTutorial(t, e, script)
+	text, work, err := runTutorial(t, e, script)
 	t.Logf("the tutorial's commands printed:\n%s", text)
 	if err != nil {
 		t.Fatalf("the tutorial's commands failed: %v", err)
@@ -90,46 +89,69 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 		"validation llama-server",
 		"pass=true",
 		"decision",
+		// freeze's refusal offers leaving the task out
+		"exclude_tasks:\n    - {job_kind: arith, task: " + overlongTask + ", why:",
+		// register under the used name: the name, and both ways on
+		`study "arith-first-study" is registered already`,
+		"rig study withdraw arith-first-study --why",
+		"--name NEW-NAME",
+		// the withdrawn study's status: its state and the whole audit log
+		"state      withdrawn",
+		"audit log",
+		"withdraw withdrawn → withdrawn", // never: a withdrawal is final
 	} {
+		if want == "withdraw withdrawn → withdrawn" {
+			if strings.Contains(text, want) {
+				t.Errorf("the output shows a second withdrawal")
+			}
+			continue
+		}
 		if !strings.Contains(text, want) {
 			t.Errorf("the tutorial's output lacks %q", want)
 		}
 	}
-	if !regexp.MustCompile(`done: (\d+)/(\d+) trials`).MatchString(text) {
-		t.Error("the run did not finish")
+	if strings.Contains(text, "idempotency key") {
+		t.Errorf("an idempotency key was reported, though the tutorial gives none:\n%s", text)
 	}
-	name := "arith-first-study"
-	e.startDaemon() // the tutorial's own daemon stopped with its shell
-	if st := e.rig(true, "study", "status", name); !strings.Contains(st, "decided") {
-		t.Errorf("the study was not decided:\n%s", st)
-	}
-	reports, _ := filepath.Glob(filepath.Join(e.home, "studies", name, "reports", "*", "report.md"))
-	if len(reports) == 0 {
-		t.Fatal("no report written")
-	}
-	e.stopDaemon()
-
-	// The over-long task, added before lint: the commands stop at freeze.
-	const freeze = "rig study freeze " + "arith-first-study"
-	i := strings.Index(script, freeze)
-	if i < 0 {
-		t.Fatalf("the tutorial no longer runs %q", freeze)
-	}
-	upToFreeze := script[:i+len(freeze)] + "\n"
-	upToFreeze = strings.Replace(upToFreeze, lint, "echo '"+overlongTaskLine()+"' >> arith.jsonl\n"+lint, 1)
-	long := newRigEnv(t)
-	text, err = runTutorial(t, long, upToFreeze)
-	if err == nil {
-		t.Fatalf("freeze accepted a task longer than the context:\n%s", text)
-	}
-	for _, arm := range []string{"smollm2", "gemma3"} {
+	for _, arm := range []string{"smollm2", "smollm2-q8"} {
 		if !regexp.MustCompile(`arm ` + arm + `, task ` + overlongTask + `: \d+ prompt tokens \+ stop cap 128 = \d+ > context 1024`).MatchString(text) {
 			t.Errorf("freeze's refusal does not name arm %s, the task, its count and the context:\n%s", arm, text)
 		}
 	}
-	long.startDaemon()
-	if st := long.rig(true, "study", "status", name); !strings.Contains(st, "approved") || strings.Contains(st, "frozen") {
-		t.Errorf("the refused study should stay approved, unfrozen:\n%s", st)
+	if !regexp.MustCompile(`withdraw +approved → withdrawn +by [^;]+; withdrawn by [^;]+; why: ar-fields-1 does not fit`).MatchString(text) {
+		t.Error("the first study's audit log does not show its withdrawal from approved, by whom and why")
+	}
+	if !regexp.MustCompile(`done: (\d+)/(\d+) trials`).MatchString(text) {
+		t.Error("the run did not finish")
+	}
+	// The tutorial's own home: its daemon stopped with its shell.
+	e.home = filepath.Join(work, "arith", ".rig-home")
+	e.startDaemon()
+	if st := e.rig(true, "study", "status", "arith-second-study"); !strings.Contains(st, "state      decided") || !strings.Contains(st, "decide ") {
+		t.Errorf("the second study was not decided, or its audit log lacks the decision:\n%s", st)
+	}
+	if st := e.rig(true, "study", "status", "arith-first-study"); !strings.Contains(st, "state      withdrawn") {
+		t.Errorf("the first study is not withdrawn:\n%s", st)
+	}
+	reports, _ := filepath.Glob(filepath.Join(e.home, "studies", "arith-second-study", "reports", "*", "report.md"))
+	if len(reports) == 0 {
+		t.Fatal("no report written")
+	}
+	md, err := os.ReadFile(reports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "### Tasks left out by the design") || !strings.Contains(string(md), "- "+overlongTask+": its prompt is longer than the 1024-token context") {
+		t.Errorf("the report does not list the excluded task with its reason")
+	}
+	plans, _ := filepath.Glob(filepath.Join(e.home, "studies", "arith-second-study", "executions", "*", "plan.json"))
+	for _, p := range plans {
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), overlongTask) {
+			t.Errorf("the plan %s runs the excluded task", p)
+		}
+	}
+	if len(plans) == 0 {
+		t.Error("no plan found to check the exclusion against")
 	}
 	if after := gitStatusPorcelain(t); after != repoState {
 		t.Errorf("following the tutorial changed rig's own tree:\nbefore:\n%s\nafter:\n%s", repoState, after)

@@ -57,6 +57,9 @@ func runChild(rel string) int {
 	kind := strings.TrimPrefix(rel, "valid/")
 	kind, _, _ = strings.Cut(kind, "/")
 	path := filepath.Join(corpusDir, rel)
+	if filepath.IsAbs(rel) {
+		kind, path = os.Getenv(kindEnv), rel
+	}
 	home := os.Getenv("HOME")
 	before := snapshot(corpusDir, home)
 	res := childResult{Case: rel}
@@ -189,30 +192,44 @@ func TestHostileCorpus(t *testing.T) {
 // runCase re-executes the test binary on one case with a private, empty
 // HOME and temporary folder, and returns its result and peak RSS in bytes.
 func runCase(t *testing.T, exe, rel string) (childResult, int64, error) {
+	res, u, err := runCaseAt(t, exe, "", rel)
+	return res, u.rss, err
+}
+
+// usage is what a child cost: its peak RSS in bytes and its CPU time.
+type usage struct {
+	rss int64
+	cpu time.Duration
+}
+
+// runCaseAt is runCase for a case named by its path relative to the corpus,
+// or by an absolute path with its kind.
+func runCaseAt(t *testing.T, exe, kind, rel string) (childResult, usage, error) {
 	tmp := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), caseEnv+"="+rel, "HOME="+tmp, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp, "XDG_STATE_HOME="+tmp, "RIG_HOME="+filepath.Join(tmp, "rig"))
+	cmd.Env = append(os.Environ(), caseEnv+"="+rel, kindEnv+"="+kind, "HOME="+tmp, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp, "XDG_STATE_HOME="+tmp, "RIG_HOME="+filepath.Join(tmp, "rig"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	var rss int64
+	var u usage
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = ru.Maxrss * 1024 // kilobytes on Linux
+			u.rss = ru.Maxrss * 1024 // kilobytes on Linux
 		}
+		u.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	if err != nil {
-		return childResult{}, rss, fmt.Errorf("child: %v\n%s%s", err, out, stderr.Bytes())
+		return childResult{}, u, fmt.Errorf("child: %v\n%s%s", err, out, stderr.Bytes())
 	}
 	var res childResult
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if json.Unmarshal(sc.Bytes(), &res) == nil && res.Case == rel {
-			return res, rss, nil
+			return res, u, nil
 		}
 	}
-	return childResult{}, rss, fmt.Errorf("child printed no result:\n%s%s", out, stderr.Bytes())
+	return childResult{}, u, fmt.Errorf("child printed no result:\n%s%s", out, stderr.Bytes())
 }

@@ -27,6 +27,9 @@ const (
 	kindGenRecords = "genrecords"
 	kindGovernor   = "governor"
 	kindPolicies   = "policies"
+	// kindPolicyFile is a policy read by daemon.LoadPolicy; not a corpus
+	// folder, since committed files cannot carry the ownership it checks.
+	kindPolicyFile = "policy-file"
 )
 
 var kinds = []string{kindDesigns, kindRegistries, kindBanks, kindGGUF, kindGenRecords, kindGovernor, kindPolicies}
@@ -40,6 +43,8 @@ const corpusDir = "../../testdata/hostile"
 var validGGUF = map[string]string{
 	"SMOLLM2_GGUF": "smollm2-q4_1.gguf",
 	"GEMMA3_GGUF":  "gemma3-q4_k_m.gguf",
+	// The demos' candidate: SmolLM2 requantized to Q8_0.
+	"SMOLLM2_REQUANT_Q8_0_GGUF": "smollm2-q8_0.gguf",
 }
 
 // designLookup expands a design's ${NAME} model references to the committed
@@ -107,6 +112,11 @@ func open(kind, path string) error {
 			return err
 		}
 		_, err = daemon.ParsePolicy(path, b)
+		return err
+	case kindPolicyFile:
+		// As the daemon loads its policy file, ownership checks and all:
+		// only for files the test writes itself (the big inputs).
+		_, err := daemon.LoadPolicy(path)
 		return err
 	}
 	return fmt.Errorf("unknown corpus kind %q", kind)

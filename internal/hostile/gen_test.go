@@ -655,7 +655,7 @@ func genBanks(t testing.TB, c candidates) {
 		jsonPaths(base[li], nil, &paths)
 		for _, p := range paths {
 			for _, m := range typeMutations(getPath(base[li], p)) {
-				if n >= 80 {
+				if n >= 105 { // every mutation of the header (completion block included) and of the first task
 					break
 				}
 				if skipDelete(p, m.del) {
@@ -875,8 +875,13 @@ func le(vs ...any) []byte {
 }
 
 func genGGUF(t testing.TB, c candidates) {
-	c.add("valid/"+kindGGUF, "smollm2-q4_1.gguf", ggufModel(t, ggufMeta(3), 4))
+	// The SmolLM2 stand-ins carry a chat template as the instruction-tuned
+	// file does, so the valid designs' chat arms pass the base-model check;
+	// the Gemma one carries none, as the provisioned base model.
+	chat := preflight.KV{Key: "tokenizer.chat_template", Type: preflight.ValueString, Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}
+	c.add("valid/"+kindGGUF, "smollm2-q4_1.gguf", ggufModel(t, ggufMeta(3, chat), 4))
 	c.add("valid/"+kindGGUF, "gemma3-q4_k_m.gguf", ggufModel(t, ggufMeta(15), 4))
+	c.add("valid/"+kindGGUF, "smollm2-q8_0.gguf", ggufModel(t, ggufMeta(7, chat), 4))
 	c.add("valid/"+kindGGUF, "many-tensors.gguf", manyTensors(t))
 	good := ggufModel(t, ggufMeta(7), 4)
 	// Truncated at every 24th byte of the header and a few in the data.

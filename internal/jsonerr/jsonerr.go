@@ -1,7 +1,8 @@
 // Package jsonerr words encoding/json's decode errors for the people who wrote
 // the file: the JSON field and the JSON type it wants, never Go's type names
-// ("Go struct field Header.kind of type string"). It is for messages about
-// user files; it does not decode anything itself.
+// ("Go struct field Header.kind of type string"), and never more of the file
+// than the span that is wrong (Span). It is for messages about user files; it
+// does not decode anything itself.
 package jsonerr
 
 import (
@@ -9,8 +10,48 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
+
+// MaxSpan is the most characters of a file's text an error quotes: enough to
+// find a misspelt key or a wrong value, too few to carry the file's lines
+// back to whoever named it. A file fed to a parser it was never meant for
+// (a password file as a design) turns every line into an "unknown field".
+const MaxSpan = 40
+
+// Span is a key or value read from a user's file as an error may show it: as
+// it is when it is short and plain (letters, digits, _ - . and spaces), else
+// as Quote shows it.
+func Span(s string) string {
+	plain := utf8.RuneCountInString(s) <= MaxSpan && s != "" && strings.TrimSpace(s) == s
+	for _, r := range s {
+		if !plain {
+			break
+		}
+		plain = unicode.IsLetter(r) || unicode.IsDigit(r) || strings.ContainsRune("_-. ", r)
+	}
+	if plain {
+		return s
+	}
+	return Quote(s)
+}
+
+// Quote is s quoted, with control characters escaped, and cut to MaxSpan
+// characters with its full length said.
+func Quote(s string) string {
+	if utf8.RuneCountInString(s) <= MaxSpan {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", string([]rune(s)[:MaxSpan]), len(s))
+}
+
+// unknownField is encoding/json's error for a key DisallowUnknownFields
+// refuses; the key is quoted whole, however long.
+var unknownField = regexp.MustCompile(`^json: unknown field "((?:[^"\\]|\\.)*)"$`)
 
 // Kind says in JSON's words what a Go kind takes.
 func Kind(k reflect.Kind) string {
@@ -44,6 +85,12 @@ func Message(err error) string {
 			return fmt.Sprintf("holds a JSON %s where %s is expected", te.Value, Kind(te.Type.Kind()))
 		}
 		return fmt.Sprintf("field %q holds a JSON %s where %s is expected", te.Field, te.Value, Kind(te.Type.Kind()))
+	}
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		if key, uerr := strconv.Unquote(`"` + m[1] + `"`); uerr == nil {
+			return "unknown field " + Quote(key)
+		}
+		return "unknown field (its name is not printable)"
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

@@ -28,3 +28,36 @@ func TestMessageSpeaksJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageQuotesOnlyTheWrongSpan: a file that is not JSON of the expected
+// shape (a password file named as a policy or a config) is refused naming
+// the key, cut short, never the text around it.
+func TestMessageQuotesOnlyTheWrongSpan(t *testing.T) {
+	var v struct {
+		N int `json:"n"`
+	}
+	secret := "root:$6$SECRETHASHSECRETHASHSECRETHASH:19000:0:99999:7:::"
+	dec := json.NewDecoder(strings.NewReader(`{"` + secret + `": 1}`))
+	dec.DisallowUnknownFields()
+	got := Message(dec.Decode(&v))
+	if strings.Contains(got, secret) || !strings.Contains(got, secret[:MaxSpan]) || !strings.Contains(got, "unknown field") {
+		t.Errorf("message %q: want the key cut to %d characters", got, MaxSpan)
+	}
+	dec = json.NewDecoder(strings.NewReader(`{"extra": 1}`))
+	dec.DisallowUnknownFields()
+	if got := Message(dec.Decode(&v)); got != `unknown field "extra"` {
+		t.Errorf("a short key: %q", got)
+	}
+	for in, want := range map[string]string{
+		"arms":        "arms",
+		"SECRET LINE": "SECRET LINE",
+		"a\nb":        `"a\nb"`,
+		"root:$6$abc": `"root:$6$abc"`,
+		secret:        `"` + secret[:MaxSpan] + `"… (57 bytes)`,
+		"ééééééééééééééééééééééééééééééééééééééééé": `"` + strings.Repeat("é", MaxSpan) + `"… (82 bytes)`,
+	} {
+		if got := Span(in); got != want {
+			t.Errorf("Span(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package provision
 
 import (
+	"cmp"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -51,8 +52,10 @@ type Installed struct {
 	LlamaServer    string
 	LlamaBuildFlag string
 	Ollama         string
-	// OllamaBuildFlag says how scripts/setup.sh builds Ollama; installed.env
-	// does not carry it, so it is derived from the pinned version here, once.
+	// OllamaBuildFlag says how scripts/setup.sh built Ollama: installed.env's
+	// OLLAMA_BUILD_FLAGS (the release-style build: CPU backends by CMake
+	// preset, then the Go binary), or, for an installed.env written before
+	// setup recorded it, the bare `go build` setup made then.
 	OllamaBuildFlag string
 	Aider           string
 	// Temporal is the Temporal CLI, whose dev server is the scale-out
@@ -113,9 +116,9 @@ func LoadFile(path string) (Installed, error) {
 		LlamaServer:    kv["LLAMA_SERVER_BIN"],
 		LlamaBuildFlag: kv["LLAMA_SERVER_BUILD_FLAGS"],
 		Ollama:         kv["OLLAMA_BIN"],
-		// The words every receipt has carried for this build since the
-		// first one: changing them would make the same build two pins.
-		OllamaBuildFlag:     "go build -trimpath (cgo, CPU), ollama v" + pins["OLLAMA_VERSION"],
+		// The words every receipt has carried for the bare `go build` since
+		// the first one: changing them would make the same build two pins.
+		OllamaBuildFlag:     cmp.Or(kv["OLLAMA_BUILD_FLAGS"], "go build -trimpath (cgo, CPU), ollama v"+pins["OLLAMA_VERSION"]),
 		Aider:               kv["AIDER_BIN"],
 		Temporal:            kv["TEMPORAL_BIN"],
 		TemporalSHA256:      kv["TEMPORAL_SHA256"],

@@ -73,6 +73,14 @@ func TestLoadHonoursRigCache(t *testing.T) {
 	if _, err := in.Model("smollm2-135m-instruct"); !errors.Is(err, ErrNotProvisioned) {
 		t.Errorf("a model whose file is not there: err = %v", err)
 	}
+	// The release-style build says how it was built; its words are the pin.
+	body += "OLLAMA_BUILD_FLAGS=\"cmake --preset CPU + go build\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "installed.env"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if in, err = Load(); err != nil || in.OllamaBuildFlag != "cmake --preset CPU + go build" {
+		t.Errorf("Ollama's build flags %q (err %v), want installed.env's", in.OllamaBuildFlag, err)
+	}
 }
 
 func TestLookupPrefersTheEnvironment(t *testing.T) {

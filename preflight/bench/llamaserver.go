@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 
@@ -47,7 +46,7 @@ func (b *bench) measureLlamaServer(ctx context.Context, r *Row, cfg runtimes.Con
 
 // readLog reads what a runtime started in work logged, started or not.
 func readLog(work, kind string) string {
-	b, _ := os.ReadFile(runtimes.LogPath(work, kind))
+	b, _ := runtimes.ReadLog(runtimes.LogPath(work, kind))
 	return string(b)
 }
 

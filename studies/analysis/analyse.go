@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -11,7 +12,9 @@ import (
 type Report struct {
 	DesignHash     string `json:"designHash"`
 	ComparisonHash string `json:"comparisonHash"`
-	// IntervalMethod says which bootstrap interval every Interval used.
+	// IntervalMethod is the bootstrap the design chose, used by score job
+	// kinds; pass job kinds use score intervals for proportions, and each
+	// Interval names the method it used.
 	IntervalMethod IntervalMethod `json:"intervalMethod"`
 	Level          float64        `json:"level"`
 	Resamples      int            `json:"resamples"`
@@ -35,6 +38,10 @@ type Report struct {
 	Constraints []Constraint `json:"constraints,omitempty"`
 	Decision    Decision     `json:"decision"`
 	Warnings    []Warning    `json:"warnings"`
+	// Sequential is the study's early-stopping record, when its design has
+	// a stopping rule: the look it stopped at (or the plan's end) with each
+	// monitored pair's path against its boundaries.
+	Sequential *Sequential `json:"sequential,omitempty"`
 }
 
 // KindResult is the ranking of the arms in one job kind.
@@ -48,7 +55,11 @@ type KindResult struct {
 	Arms        []ArmResult `json:"arms"`
 	// Leader has the highest mean. Verdict is "best" when its P(best) reaches
 	// the design's bar and "tie" otherwise; TiedWith is then the smallest set
-	// of arms whose P(best) sums to the bar.
+	// of arms whose P(best) sums to the bar. When the top mean or the top
+	// P(best) is shared exactly there is no leader: Leader is empty, the
+	// verdict a tie and LeaderPBest the shared P(best). When every arm
+	// scored one and the same value on every task the verdict is NoSignal:
+	// no leader, no P(best), and TiedWith every arm.
 	Leader      string       `json:"leader"`
 	LeaderPBest Num          `json:"leaderPBest"`
 	Verdict     string       `json:"verdict"`
@@ -114,9 +125,19 @@ type PairResult struct {
 	Reason        string  `json:"reason"`
 	// Shown is "shown" when Holm rejects, otherwise "not shown" (never "equal").
 	Shown string `json:"shown"`
+	// Sequential is the monitor's look at this pair when the design's
+	// stopping rule monitors it: P and Interval are then its sequential
+	// p-value and confidence sequence.
+	Sequential *PairLook `json:"sequential,omitempty"`
+	// NotRun are tasks left without a pair because an early stop left
+	// their trials unrun: not missing pairs.
+	NotRun []string `json:"notRun,omitempty"`
 
-	direction     int
-	allEqual      bool
+	direction int
+	allEqual  bool
+	// constant: every paired value of both arms is constantValue.
+	constant      bool
+	constantValue float64
 	notComparable string
 }
 
@@ -160,6 +181,9 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		}
 		r.Kinds = append(r.Kinds, kr)
 		boots[i] = sh
+		if kr.Verdict == NoSignal {
+			r.Warnings = append(r.Warnings, noSignalWarning(kr, tb, tb.complete(allColumns(len(tb.arms))...)))
+		}
 	}
 	for _, a := range d.Arms {
 		r.Costs = append(r.Costs, costOf(in.Trials, a.Name, ""))
@@ -192,6 +216,8 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
 			}
+			pr.applySequential(in.Sequential)
+			pr.dropNotRun(in.Sequential)
 			if pr.notComparable == "" && pr.Tasks > 0 {
 				ps = append(ps, float64(pr.P))
 				tested = append(tested, len(r.Pairs))
@@ -213,6 +239,9 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		}
 		if p.Outcome == Tie {
 			p.Shown = "no difference in any task"
+			if p.constant {
+				p.Shown = "no signal"
+			}
 		}
 		if p.MissingTasks > 0 && p.notComparable == "" {
 			var parts []string
@@ -236,6 +265,10 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		return nil, err
 	}
 	dec.ComparisonHash = hash
+	if c := in.Sequential.stopClause(); c != "" {
+		dec.Trace = append([]string{c}, dec.Trace...)
+		r.Sequential = in.Sequential
+	}
 	r.Decision = dec
 	return r, nil
 }
@@ -323,7 +356,11 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		if len(s) > 0 {
 			ar.Worst = Num(s[0])
 		}
-		ar.Interval = interval(d.Interval, d.Level, xs, ab)
+		if tb.kind.Measure == MeasurePass {
+			ar.Interval = rateInterval(xs, tb.trials(rows, a), d.Level)
+		} else {
+			ar.Interval = bootInterval(d.Interval, d.Level, xs, ab, 0, 1)
+		}
 		kr.Arms = append(kr.Arms, ar)
 	}
 	kt := KindTasks{JobKind: tb.kind.Name, Gate: tb.kind.Gate, Arms: tb.arms, Tasks: tb.tasks, Values: tb.val}
@@ -335,12 +372,29 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		kr.Verdict = "no common tasks"
 		return kr, sh, nil
 	}
+	if k > 1 && sameEverywhere(tb, common) {
+		// P(best) splits evenly by construction here, which is no evidence
+		// of a tie: nothing that could tell the arms apart was measured.
+		kr.Verdict, kr.LeaderPBest = NoSignal, Num(math.NaN())
+		kr.TiedWith = append([]string(nil), tb.arms...)
+		return kr, sh, nil
+	}
 	order := make([]int, k)
 	copy(order, all)
 	sort.SliceStable(order, func(i, j int) bool { return kr.Arms[order[i]].Mean > kr.Arms[order[j]].Mean })
 	lead := order[0]
 	kr.Leader, kr.LeaderPBest = tb.arms[lead], Num(pb[lead])
-	if pb[lead] >= d.PBestBar {
+	// A leader shared exactly (in mean or in P(best)) is no leader: which
+	// arm came first would be the order the design listed them in.
+	shared := false
+	for a := range k {
+		if a != lead && (kr.Arms[a].Mean == kr.Arms[lead].Mean || pb[a] == pb[lead]) {
+			shared = true
+		}
+	}
+	if shared {
+		kr.Leader, kr.LeaderPBest = "", Num(slices.Max(pb))
+	} else if pb[lead] >= d.PBestBar {
 		kr.Verdict = "best"
 		return kr, sh, nil
 	}
@@ -387,6 +441,9 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 	cc, bc := costOf(trials, p.Candidate, tb.kind.Name), costOf(trials, p.Baseline, tb.kind.Name)
 	pr.CostRatio = Num(cc.value(d.CostMeasure) / bc.value(d.CostMeasure))
 	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
+	if tb.kind.Measure == MeasurePass {
+		pr.Interval.Method = Tango
+	}
 	pr.notComparable = comparable(d, p)
 	for i, row := range tb.val {
 		cm, bm := math.IsNaN(row[ci]), math.IsNaN(row[bi])
@@ -409,13 +466,16 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		return pr, nil
 	}
 	diffs := make([]float64, len(rows))
-	pr.allEqual = true
+	pr.allEqual, pr.constant, pr.constantValue = true, true, tb.val[rows[0]][ci]
 	gate := tb.kind.Gate
 	for j, i := range rows {
 		c, b := tb.val[i][ci], tb.val[i][bi]
 		diffs[j] = c - b
 		if c != b {
 			pr.allEqual = false
+		}
+		if c != pr.constantValue || b != pr.constantValue {
+			pr.constant = false
 		}
 		switch cp, bp := c >= gate, b >= gate; {
 		case cp && !bp:
@@ -425,21 +485,15 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		}
 	}
 	pr.Delta = Num(mean(diffs))
-	var boot []float64
-	if len(rows) == sh.common {
-		B := d.Resamples
-		boot = make([]float64, B)
-		for b := range boot {
-			boot[b] = sh.boot[ci*B+b] - sh.boot[bi*B+b]
+	if tb.kind.Measure == MeasurePass {
+		cs, bs := make([]float64, len(rows)), make([]float64, len(rows))
+		for j, i := range rows {
+			cs[j], bs[j] = tb.val[i][ci], tb.val[i][bi]
 		}
-	} else {
-		var err error
-		boot, err = resampler{x: diffs, n: len(diffs), k: 1}.means(ctx, d.Resamples, d.Seed, stream)
-		if err != nil {
-			return pr, err
-		}
+		pr.Interval = deltaInterval(cs, bs, min(tb.trials(rows, ci), tb.trials(rows, bi)), d.Level)
+	} else if err := pr.bootDelta(ctx, d, sh, ci, bi, diffs, stream); err != nil {
+		return pr, err
 	}
-	pr.Interval = interval(d.Interval, d.Level, diffs, boot)
 	b, c := len(pr.NewlyFixed), len(pr.NewlyFailing)
 	psi := float64(b+c) / float64(len(rows))
 	pr.Discordance = Num(psi)
@@ -483,4 +537,88 @@ func (t *table) has(arm string) bool {
 		}
 	}
 	return false
+}
+
+// bootDelta sets a score pair's interval from the bootstrap of its per-task
+// differences, reusing the job kind's shared draws when the pair has every
+// common task (the mean difference is the difference of the means).
+func (pr *PairResult) bootDelta(ctx context.Context, d Design, sh shared, ci, bi int, diffs []float64, stream uint64) error {
+	var boot []float64
+	if len(diffs) == sh.common {
+		B := d.Resamples
+		boot = make([]float64, B)
+		for b := range boot {
+			boot[b] = sh.boot[ci*B+b] - sh.boot[bi*B+b]
+		}
+	} else {
+		var err error
+		boot, err = resampler{x: diffs, n: len(diffs), k: 1}.means(ctx, d.Resamples, d.Seed, stream)
+		if err != nil {
+			return err
+		}
+	}
+	pr.Interval = bootInterval(d.Interval, d.Level, diffs, boot, -1, 1)
+	return nil
+}
+
+// trials is the number of scored trials behind column a's values in rows.
+func (t *table) trials(rows []int, a int) int {
+	n := 0
+	for _, i := range rows {
+		n += t.reps[i][a]
+	}
+	return n
+}
+
+// Ranking verdicts besides "best", "tie" and "no common tasks".
+const (
+	// NoSignal: every arm has one and the same value on every common task
+	// (every arm failed everything, or passed everything), so the study
+	// measured nothing about which arm is better.
+	NoSignal = "no signal"
+)
+
+// sameEverywhere reports whether every arm has one and the same value on
+// every one of the rows: every arm failed every task, or passed every task.
+// Arms that agree task by task on a bank that tells tasks apart are not
+// this: that is a tie, measured.
+func sameEverywhere(tb *table, rows []int) bool {
+	v0 := tb.val[rows[0]][0]
+	for _, i := range rows {
+		for _, v := range tb.val[i] {
+			if v != v0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// noSignalWarning says plainly what a job kind with no signal measured.
+func noSignalWarning(kr KindResult, tb *table, rows []int) Warning {
+	first := tb.val[rows[0]][0]
+	var what string
+	switch {
+	case first == 0:
+		what = fmt.Sprintf("no arm passed any of the %d tasks (every arm scored 0 on every task)", len(rows))
+		if kr.Measure == MeasureScore {
+			what = fmt.Sprintf("every arm scored 0 on every one of the %d tasks", len(rows))
+		}
+	case first == 1:
+		what = fmt.Sprintf("every arm passed every one of the %d tasks", len(rows))
+		if kr.Measure == MeasureScore {
+			what = fmt.Sprintf("every arm scored 1 on every one of the %d tasks", len(rows))
+		}
+	default:
+		what = fmt.Sprintf("every arm scored %.3g on every one of the %d tasks", first, len(rows))
+	}
+	return Warning{JobKind: kr.JobKind, Message: what + ": the study measured nothing that tells the arms apart. The outcome is no signal, not a tie, and no arm leads; read the sampled outputs before reading any number (an arm that cannot do the task at all, or tasks every arm gets right, make every comparison empty)"}
+}
+
+func allColumns(k int) []int {
+	all := make([]int, k)
+	for a := range all {
+		all[a] = a
+	}
+	return all
 }

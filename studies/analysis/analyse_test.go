@@ -258,7 +258,8 @@ func TestWriteSummary(t *testing.T) {
 	if err := r.WriteSummary(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"bca 95%", "cand vs base", "improvement (shown)", "decision: accept cand", "clause 1"} {
+	// A pass job kind: Wilson for each arm, Tango for the pair, named beside each.
+	for _, s := range []string{"intervals 95% (method beside each)", "] wilson", "] tango", "cand vs base", "improvement (shown)", "decision: accept cand", "clause 1"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, b.String())
 		}

@@ -23,6 +23,9 @@ type BenchOptions struct {
 	CoverageSims, CoverageResamples, CoverageTasks int
 	// PowerSims sizes the power check (4000 simulated studies of PowerTasks=200).
 	PowerSims, PowerTasks int
+	// PassCoverage sizes the coverage grid of the pass-rate intervals (its
+	// defaults: 2000 studies a cell over the full grid); its seed is Seed.
+	PassCoverage CoverageOptions
 }
 
 func (o BenchOptions) withDefaults() BenchOptions {
@@ -61,7 +64,10 @@ type BenchResult struct {
 // null with 8 identical arms, how often the decision rule declares any
 // winner (at most 5%), and how often the ranking crowns a "best"; (b) the
 // bootstrap interval's coverage against its nominal level (within 1.5
-// points, percentile and BCa); (c) McNemarPower's prediction against the
+// points, percentile and BCa); (c) the pass-rate intervals' coverage over
+// the grid of PassCoverage (mean within 1.5 points, lowest cell at least
+// 93.5% less two Monte Carlo standard errors), with the grid printed;
+// (d) McNemarPower's prediction against the
 // simulated detection rate (within 3 points). It prints a table to w. A
 // failed check is reported in the result, not as an error; errors are for
 // cancellation and write failures.
@@ -99,6 +105,9 @@ func BenchStats(ctx context.Context, w io.Writer, opts BenchOptions) (BenchResul
 		if err := add(Check{Name: fmt.Sprintf("coverage of the 95%% %s interval (%d sims)", m, o.CoverageSims), Got: cov, SE: math.Sqrt(cov * (1 - cov) / float64(o.CoverageSims)), Want: "0.95 ± 0.015", Pass: math.Abs(cov-0.95) <= 0.015}); err != nil {
 			return res, err
 		}
+	}
+	if err := passCoverageChecks(ctx, w, o, add); err != nil {
+		return res, err
 	}
 	const psi = 0.3
 	alpha := HolmStepAlpha(0.05, 7, 1)
@@ -220,4 +229,39 @@ func simulatedPower(ctx context.Context, o BenchOptions, psi, delta, alpha float
 		}
 	}
 	return float64(hit) / float64(o.PowerSims), nil
+}
+
+// passCoverageChecks runs the pass-rate coverage grid, prints it, and adds
+// a mean and a lowest-cell check per target and repeat count.
+func passCoverageChecks(ctx context.Context, w io.Writer, o BenchOptions, add func(Check) error) error {
+	co := o.PassCoverage
+	co.Seed = o.Seed
+	cells, err := PassCoverage(ctx, co)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "coverage (%%) of the 95%% pass-rate intervals, %d simulated studies a cell, each drawing its rate from ± min(2.5 points, half the distance to 0 or 1):\n", cells[0].Sims); err != nil {
+		return err
+	}
+	if err := WriteCoverage(w, cells); err != nil {
+		return err
+	}
+	for _, s := range SummariseCoverage(cells) {
+		n := 0
+		for _, c := range cells {
+			if c.Target == s.Target && c.Repeats == s.Repeats {
+				n++
+			}
+		}
+		se := math.Sqrt(0.95 * 0.05 / float64(s.Worst.Sims*n))
+		if err := add(Check{Name: fmt.Sprintf("coverage, %s, %d repeat(s): mean over %d cells", s.Target, s.Repeats, n), Got: s.Mean, SE: se, Want: "0.95 ± 0.015", Pass: math.Abs(s.Mean-0.95) <= 0.015}); err != nil {
+			return err
+		}
+		bar := 0.935 - 2*s.Worst.SE
+		name := fmt.Sprintf("coverage, %s, %d repeat(s): lowest (rate %.2f, %d tasks, σ %.0f)", s.Target, s.Repeats, s.Worst.Rate, s.Worst.Tasks, s.Worst.Spread)
+		if err := add(Check{Name: name, Got: s.Worst.Covered, SE: s.Worst.SE, Want: fmt.Sprintf("≥ %.4f", bar), Pass: s.Worst.Covered >= bar}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

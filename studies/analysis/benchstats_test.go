@@ -12,12 +12,15 @@ import (
 // stays quick; `rig bench stats` runs it at full size.
 func TestBenchStatsSmall(t *testing.T) {
 	var out bytes.Buffer
-	res, err := BenchStats(context.Background(), &out, BenchOptions{Seed: 3, NullStudies: 40, NullTasks: 60, CoverageSims: 200, CoverageResamples: 1000, PowerSims: 400, PowerTasks: 120})
+	res, err := BenchStats(context.Background(), &out, BenchOptions{Seed: 3, NullStudies: 40, NullTasks: 60, CoverageSims: 200, CoverageResamples: 1000, PowerSims: 400, PowerTasks: 120,
+		PassCoverage: CoverageOptions{Sims: 100, Rates: []float64{0.05, 0.5}, Tasks: []int{20}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Checks) != 6 {
-		t.Fatalf("%d checks, want 6:\n%s", len(res.Checks), out.String())
+	// Null (2), bootstrap coverage (2), pass-rate coverage (mean and lowest
+	// for arm rates and deltas at 1 and 3 repeats: 8), power (2).
+	if len(res.Checks) != 14 {
+		t.Fatalf("%d checks, want 14:\n%s", len(res.Checks), out.String())
 	}
 	if res.Checks[0].Got > 0.05 {
 		t.Errorf("null winner rate %v > 0.05", res.Checks[0].Got)

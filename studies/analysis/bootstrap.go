@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -11,12 +12,17 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// Interval is a bootstrap interval with the method that produced it.
+// Interval is an interval with the method that produced it.
 type Interval struct {
 	Lo     Num            `json:"lo"`
 	Hi     Num            `json:"hi"`
 	Level  float64        `json:"level"`
 	Method IntervalMethod `json:"method"`
+	// EffectiveN is the effective number of tasks a design-effect method
+	// used (between the tasks and the trials).
+	EffectiveN float64 `json:"effectiveN,omitempty"`
+	// Note says why a fallback was taken, for the reader.
+	Note string `json:"note,omitempty"`
 }
 
 // chunk is the number of resamples one work unit draws. Each chunk seeds its
@@ -98,6 +104,18 @@ func drawIndices(src *rand.PCG, idx []int32, n int) {
 	}
 }
 
+// bootInterval is the bootstrap interval of the mean of xs, values in
+// [lo, hi], unless xs has no spread: then every resample is the same point
+// and the interval would have zero width, so the exact bound is returned.
+func bootInterval(method IntervalMethod, level float64, xs, boot []float64, lo, hi float64) Interval {
+	if len(xs) > 0 && noSpreadIn(xs) {
+		l, h := noSpreadBounds(xs[0], lo, hi, len(xs), level)
+		return Interval{Lo: Num(l), Hi: Num(h), Level: level, Method: NoSpread,
+			Note: fmt.Sprintf("every one of the %d tasks has the value %.3g: a bootstrap would give a zero-width interval, so the bound is exact (no distribution assumed)", len(xs), xs[0])}
+	}
+	return interval(method, level, xs, boot)
+}
+
 // interval computes the bootstrap interval of the mean of xs from its
 // bootstrap distribution boot (which it sorts in place).
 func interval(method IntervalMethod, level float64, xs, boot []float64) Interval {
@@ -113,6 +131,8 @@ func interval(method IntervalMethod, level float64, xs, boot []float64) Interval
 	}
 	theta := mean(xs)
 	if boot[0] == boot[len(boot)-1] {
+		// Reached only by a caller that did not check for a sample with
+		// no spread first (interval's callers do): the resamples' point.
 		iv.Lo, iv.Hi = Num(boot[0]), Num(boot[0])
 		return iv
 	}

@@ -8,23 +8,36 @@ import (
 
 // TestTruncatedTrialsAreCappedWithAStopCapWarning: a trial cut at the stop
 // cap counts in the ranking's Capped column, keeps its grade, and the arm
-// gets a warning naming the count, the stop_cap pin and the fix.
+// gets a warning stating the count and the stop_cap pin. It advises raising
+// the cap only when the capped outputs look like answers cut short (some
+// passed, none repeats the prompt); for outputs that repeat the prompt, or
+// that all failed, it says so and prescribes no larger cap.
 func TestTruncatedTrialsAreCappedWithAStopCapWarning(t *testing.T) {
+	fact := "apply: cand: 17 of 20 scored trials stopped at the stop cap (stop_cap 64 tokens)"
 	tests := []struct {
 		name      string
 		truncated int // of cand's 20 trials
+		echo      bool
+		fail      bool // cand fails every task
 		wantWarn  []string
+		notWarn   []string
 	}{
 		{name: "none truncated", truncated: 0},
-		{name: "most truncated", truncated: 17, wantWarn: []string{"apply: cand: 17 of 20 scored trials stopped at the stop cap (stop_cap 64 tokens)", "counted as capped", "raise arms[].pins.stop_cap for cand", "register it as a new study"}},
+		{name: "most truncated, some passed", truncated: 17, wantWarn: []string{fact, "counted as capped", "passed all the same", "raise arms[].pins.stop_cap for cand", "register it as a new study"}},
+		{name: "capped outputs repeat the prompt", truncated: 17, echo: true, wantWarn: []string{fact, "17 of them repeat the task's prompt", "a larger cap would only lengthen"}, notWarn: []string{"raise"}},
+		{name: "capped outputs all failed", truncated: 17, fail: true, wantWarn: []string{fact, "None of them passed", "read cand's sampled outputs"}, notWarn: []string{"raise"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ts := passTrials(1, 20, map[string]float64{"base": 0.5, "cand": 0.6}, map[string]float64{"base": 1, "cand": 1})
+			candPass := 0.6
+			if tc.fail {
+				candPass = 0
+			}
+			ts := passTrials(1, 20, map[string]float64{"base": 0.5, "cand": candPass}, map[string]float64{"base": 1, "cand": 1})
 			n := 0
 			for i := range ts {
 				if ts[i].Arm == "cand" && n < tc.truncated {
-					ts[i].Truncated, ts[i].StopCap = true, 64
+					ts[i].Truncated, ts[i].StopCap, ts[i].RepeatsPrompt = true, 64, tc.echo
 					n++
 				}
 			}
@@ -59,6 +72,11 @@ func TestTruncatedTrialsAreCappedWithAStopCapWarning(t *testing.T) {
 			for _, s := range tc.wantWarn {
 				if !strings.Contains(warns[0], s) {
 					t.Errorf("warning %q lacks %q", warns[0], s)
+				}
+			}
+			for _, s := range tc.notWarn {
+				if strings.Contains(warns[0], s) {
+					t.Errorf("warning %q says %q", warns[0], s)
 				}
 			}
 		})

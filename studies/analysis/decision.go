@@ -304,6 +304,9 @@ func pBestBelowBar(d Design, rep *Report) (bool, string) {
 		case k.Verdict == "no common tasks" || !k.LeaderPBest.Valid():
 			holds = true
 			got = append(got, fmt.Sprintf("%s: no P(best) (%s): yes", k.JobKind, k.Verdict))
+		case k.Leader == "":
+			holds = true
+			got = append(got, fmt.Sprintf("%s: no single leader (%s share the top, P(best) %.3f) < %.3g: yes", k.JobKind, strings.Join(k.TiedWith, ", "), float64(k.LeaderPBest), d.PBestBar))
 		case float64(k.LeaderPBest) < d.PBestBar:
 			holds = true
 			got = append(got, fmt.Sprintf("%s: leader %s P(best) %.3f < %.3g: yes", k.JobKind, k.Leader, float64(k.LeaderPBest), d.PBestBar))

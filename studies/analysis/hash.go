@@ -15,9 +15,10 @@ import (
 // cites it so that a decision made on other data is caught.
 func ComparisonHash(in Input) (string, error) {
 	c := struct {
-		Design Design  `json:"design"`
-		Trials []Trial `json:"trials"`
-	}{Design: in.Design.withDefaults(), Trials: slices.Clone(in.Trials)}
+		Design     Design      `json:"design"`
+		Trials     []Trial     `json:"trials"`
+		Sequential *Sequential `json:"sequential,omitempty"`
+	}{Design: in.Design.withDefaults(), Trials: slices.Clone(in.Trials), Sequential: in.Sequential}
 	for i := range c.Trials {
 		if c.Trials[i].Missing || c.Trials[i].Preempted {
 			c.Trials[i].Score = 0 // unscored: whatever was stored there does not count
@@ -25,6 +26,8 @@ func ComparisonHash(in Input) (string, error) {
 		// The wording of an error is not data: a reworded message must not
 		// make a recorded decision stale.
 		c.Trials[i].Reason = ""
+		// Nor is a reading of the output that only words a warning.
+		c.Trials[i].RepeatsPrompt = false
 	}
 	slices.SortStableFunc(c.Trials, func(a, b Trial) int {
 		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))

@@ -18,13 +18,51 @@ const (
 	MeasureScore Measure = "score"
 )
 
-// IntervalMethod names the bootstrap interval the report prints.
+// IntervalMethod names how an interval was made. A design chooses the
+// bootstrap (Percentile or BCa) for score job kinds; pass job kinds use the
+// score intervals for proportions, and a sample with no spread gets an exact
+// bound whatever was chosen. Every Interval carries the method it used.
 type IntervalMethod string
 
 const (
+	// Percentile and BCa are task-clustered bootstrap intervals.
 	Percentile IntervalMethod = "percentile"
 	BCa        IntervalMethod = "bca"
+	// Wilson is Wilson's score interval for a pass rate with one repeat.
+	Wilson IntervalMethod = "wilson"
+	// WilsonDesignEffect is Wilson's interval at the effective number of
+	// tasks, for a pass rate over several repeats.
+	WilsonDesignEffect IntervalMethod = "wilson-design-effect"
+	// Tango is Tango's score interval for a difference of paired pass rates.
+	Tango IntervalMethod = "tango"
+	// TangoDesignEffect is Tango's interval at the effective number of
+	// tasks, for paired pass rates over several repeats.
+	TangoDesignEffect IntervalMethod = "tango-design-effect"
+	// NoSpread is the exact bound for a sample whose tasks are all equal,
+	// where an interval built from the spread would have zero width.
+	NoSpread IntervalMethod = "exact-no-spread"
 )
+
+// Describe names the method in words, for a report beside its interval.
+func (m IntervalMethod) Describe() string {
+	switch m {
+	case Percentile:
+		return "bootstrap percentile over tasks"
+	case BCa:
+		return "bootstrap BCa over tasks"
+	case Wilson:
+		return "Wilson score interval"
+	case WilsonDesignEffect:
+		return "Wilson score interval at the effective task count (design effect of repeats)"
+	case Tango:
+		return "Tango score interval for paired proportions"
+	case TangoDesignEffect:
+		return "Tango score interval for paired proportions at the effective task count (design effect of repeats)"
+	case NoSpread:
+		return "exact bound: every task scored the same, so no interval from the spread exists"
+	}
+	return string(m)
+}
 
 // CostMeasure names the cost a tradeoff is judged on.
 type CostMeasure string
@@ -131,6 +169,12 @@ type Trial struct {
 	// stop_cap pin, because a cap that is too small censors every arm it cuts.
 	Truncated bool `json:"truncated,omitempty"`
 	StopCap   int  `json:"stopCap,omitempty"`
+	// RepeatsPrompt marks an output that repeats its task's prompt instead
+	// of answering it (the reader of the receipts compares the kept text
+	// with the prompt). It only shapes the stop-cap warning: a larger cap
+	// would lengthen such an output, not finish an answer. The comparison
+	// hash ignores it.
+	RepeatsPrompt bool `json:"repeatsPrompt,omitempty"`
 	// Missing marks a planned trial with no result: a warning, never a zero.
 	Missing bool `json:"missing,omitempty"`
 	// Reason says why a missing trial has no result, e.g. the runtime's
@@ -150,6 +194,10 @@ type Trial struct {
 type Input struct {
 	Design Design  `json:"design"`
 	Trials []Trial `json:"trials"`
+	// Sequential is the execution's early-stopping record when its design
+	// has a stopping rule: monitored pairs then take their p-values and
+	// intervals from it.
+	Sequential *Sequential `json:"sequential,omitempty"`
 }
 
 // withDefaults fills unset analysis parameters with the documented defaults.

@@ -32,6 +32,9 @@ func classify(p *PairResult, alpha, costFactor float64) {
 	case p.MissingTasks > 0:
 		p.Outcome, p.Reason = Inconclusive, fmt.Sprintf("%d tasks lack a result for one of the arms; required paired data is missing", p.MissingTasks)
 		return
+	case p.allEqual && p.constant:
+		p.Outcome, p.Reason = Tie, fmt.Sprintf("no signal: both arms scored %.3g on every one of the %d paired tasks, so nothing was measured; this is no evidence that they are equal", p.constantValue, p.Tasks)
+		return
 	case p.allEqual:
 		p.Outcome, p.Reason = Tie, fmt.Sprintf("all %d paired tasks have the same value for both arms", p.Tasks)
 		return

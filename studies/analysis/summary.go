@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -14,17 +15,21 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("design %s  comparison %s\n", short(r.DesignHash), short(r.ComparisonHash))
-	p("intervals: %s %.0f%%, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", r.IntervalMethod, 100*r.Level, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
+	p("intervals %.0f%% (method beside each); bootstrap %s, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", 100*r.Level, r.IntervalMethod, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
 	for _, k := range r.Kinds {
 		p("\n%s (%s, gate %.2f, %d tasks, %d common)\n", k.JobKind, k.Measure, k.Gate, k.Tasks, k.CommonTasks)
 		p("arm\ttasks\tmean\tinterval\tpass\tmedian\tp10\tworst\tP(best)\tcapped\n")
 		for _, a := range k.Arms {
-			p("%s\t%d\t%s\t[%s, %s]\t%s\t%s\t%s\t%s\t%s\t%d\n", a.Arm, a.Tasks, f3(a.Mean), f3(a.Interval.Lo), f3(a.Interval.Hi), f3(a.PassRate), f3(a.Median), f3(a.P10), f3(a.Worst), f3(a.PBest), a.Counts.Capped)
+			p("%s\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s\t%s\t%s\t%d\n", a.Arm, a.Tasks, f3(a.Mean), f3(a.Interval.Lo), f3(a.Interval.Hi), a.Interval.Method, f3(a.PassRate), f3(a.Median), f3(a.P10), f3(a.Worst), f3(a.PBest), a.Counts.Capped)
 		}
-		switch k.Verdict {
-		case "best":
+		switch {
+		case k.Verdict == "best":
 			p("best: %s (P(best) %s)\n", k.Leader, f3(k.LeaderPBest))
-		case "tie":
+		case k.Verdict == NoSignal:
+			p("no signal: every arm scored the same on every task; no leader, not a tie\n")
+		case k.Verdict == "tie" && k.Leader == "":
+			p("tie: no leader, the top is shared exactly (P(best) %s); tied: %s\n", f3(k.LeaderPBest), strings.Join(k.TiedWith, ", "))
+		case k.Verdict == "tie":
 			p("tie: leader %s has P(best) %s, below the bar; tied: %s\n", k.Leader, f3(k.LeaderPBest), strings.Join(k.TiedWith, ", "))
 		default:
 			p("%s\n", k.Verdict)
@@ -33,7 +38,7 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	if len(r.Pairs) > 0 {
 		p("\npair\tkind\ttasks\tmissing pairs\tdelta\tinterval\tp\tHolm p\toutcome\n")
 		for _, pr := range r.Pairs {
-			p("%s vs %s\t%s\t%d\t%d\t%s\t[%s, %s]\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks, f3(pr.Delta), f3(pr.Interval.Lo), f3(pr.Interval.Hi), fp(pr.P), fp(pr.PHolm), pr.Outcome, pr.Shown)
+			p("%s vs %s\t%s\t%d\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks, f3(pr.Delta), f3(pr.Interval.Lo), f3(pr.Interval.Hi), pr.Interval.Method, fp(pr.P), fp(pr.PHolm), pr.Outcome, pr.Shown)
 		}
 	}
 	p("\ndecision: %s (next baseline: %s)\n", r.Decision.Action, orNone(r.Decision.NextBaseline))
@@ -58,4 +63,39 @@ func fp(n Num) string {
 		return "—"
 	}
 	return fmt.Sprintf("%.3g", float64(n))
+}
+
+// IntervalText says in words how a job kind's intervals were made: the
+// level, each method its arms and pairs used with what it is, any note a
+// fallback left, and where P(best) came from. The report prints it beside
+// the job kind; the method's name is printed beside each interval.
+func (r *Report) IntervalText(k KindResult) string {
+	var methods []IntervalMethod
+	var notes []string
+	see := func(who string, iv Interval) {
+		if iv.Method != "" && !slices.Contains(methods, iv.Method) {
+			methods = append(methods, iv.Method)
+		}
+		if iv.Note != "" {
+			notes = append(notes, who+": "+iv.Note)
+		}
+		if iv.EffectiveN > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %.1f effective tasks", who, iv.EffectiveN))
+		}
+	}
+	for _, a := range k.Arms {
+		see(a.Arm, a.Interval)
+	}
+	for _, pr := range r.Pairs {
+		if pr.JobKind == k.JobKind {
+			see(pr.Candidate+" vs "+pr.Baseline, pr.Interval)
+		}
+	}
+	parts := []string{fmt.Sprintf("%.0f%%", 100*r.Level)}
+	for _, m := range methods {
+		parts = append(parts, string(m)+": "+m.Describe())
+	}
+	parts = append(parts, notes...)
+	parts = append(parts, fmt.Sprintf("P(best) from %d bootstrap resamples of tasks, seed %d", r.Resamples, r.Seed))
+	return strings.Join(parts, "; ")
 }

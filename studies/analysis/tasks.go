@@ -44,10 +44,12 @@ func (w Warning) String() string {
 // table is one job kind's per-task values: rows are tasks, columns arms, with
 // NaN where an arm has no scored trial for the task.
 type table struct {
-	kind   JobKind
-	tasks  []string
-	arms   []string
-	val    [][]float64
+	kind  JobKind
+	tasks []string
+	arms  []string
+	val   [][]float64
+	// reps is the number of scored trials behind each value.
+	reps   [][]int
 	counts []Counts
 	// noResult lists, per column, the tasks with no scored trial.
 	noResult [][]string
@@ -73,6 +75,7 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		sums := map[string][]acc{}
 		counts := make([]Counts, len(arms))
 		stopCap := make([]map[int]bool, len(arms))
+		capped := make([]cappedOutputs, len(arms))
 		why := make([]map[string]int, len(arms))
 		for _, t := range trials {
 			if t.JobKind != k.Name {
@@ -101,16 +104,22 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 			if t.Capped || t.Truncated {
 				c.Capped++
 			}
+			v := t.Score
+			if k.Measure == MeasurePass {
+				v = b2f(t.Pass)
+			}
 			if t.Truncated {
 				c.Truncated++
 				if stopCap[a] == nil {
 					stopCap[a] = map[int]bool{}
 				}
 				stopCap[a][t.StopCap] = true
-			}
-			v := t.Score
-			if k.Measure == MeasurePass {
-				v = b2f(t.Pass)
+				if t.RepeatsPrompt {
+					capped[a].echo++
+				}
+				if v >= k.Gate && !t.BudgetBlown {
+					capped[a].passed++
+				}
 			}
 			if t.BudgetBlown {
 				c.BudgetBlown++
@@ -137,17 +146,21 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		kArms := make([]string, len(present))
 		kCounts := make([]Counts, len(present))
 		kCaps := make([]map[int]bool, len(present))
+		kCapped := make([]cappedOutputs, len(present))
 		kWhy := make([]map[string]int, len(present))
 		for j, a := range present {
-			kArms[j], kCounts[j], kCaps[j], kWhy[j] = arms[a], counts[a], stopCap[a], why[a]
+			kArms[j], kCounts[j], kCaps[j], kCapped[j], kWhy[j] = arms[a], counts[a], stopCap[a], capped[a], why[a]
 		}
 		tb := &table{kind: k, arms: kArms, counts: kCounts, noResult: make([][]string, len(present))}
 		tb.tasks = sortedKeys(sums)
 		tb.val = make([][]float64, len(tb.tasks))
+		tb.reps = make([][]int, len(tb.tasks))
 		for i, task := range tb.tasks {
 			row := make([]float64, len(present))
+			tb.reps[i] = make([]int, len(present))
 			for j, a := range present {
 				s := sums[task][a]
+				tb.reps[i][j] = s.n
 				if s.n == 0 {
 					row[j] = math.NaN()
 					kCounts[j].TasksMissing++
@@ -166,8 +179,7 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing%s; their tasks are averaged over the repeats that ran", c.Missing, whyText(kWhy[a]))})
 			}
 			if c.Truncated > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d scored trials stopped at the stop cap (%s); they are scored as graded and counted as capped, but the cap, not the model, ended them: raise arms[].pins.stop_cap for %s in the design file and register it as a new study (the pins are part of the design key)",
-					c.Truncated, c.Scored, capText(kCaps[a]), kArms[a])})
+				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: stopCapText(c, kCaps[a], kCapped[a], kArms[a])})
 			}
 			if other := c.Capped - c.Truncated; other > 0 {
 				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit a harness's turn, token or time cap; scored as graded and reported apart", other)})
@@ -274,4 +286,26 @@ func sortedCopy(xs []float64) []float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s
+}
+
+// cappedOutputs reads an arm's trials that stopped at the stop cap.
+type cappedOutputs struct {
+	echo   int // outputs that repeat the task's prompt
+	passed int // trials that passed the gate all the same
+}
+
+// stopCapText states how many trials the stop cap ended and under which
+// cap, and says what would help. Raising the cap is advised only when the
+// capped outputs look like answers cut short (some passed, none repeats
+// the prompt): a model that repeats the prompt or wanders off task runs to
+// any cap, and a larger one only lengthens the same output.
+func stopCapText(c Counts, caps map[int]bool, co cappedOutputs, arm string) string {
+	fact := fmt.Sprintf("%d of %d scored trials stopped at the stop cap (%s); they are scored as graded and counted as capped", c.Truncated, c.Scored, capText(caps))
+	switch {
+	case co.echo > 0:
+		return fact + fmt.Sprintf(". %d of them repeat the task's prompt instead of answering it: the model is continuing the text, not answering (a base model, or a prompt format it was not trained on), and a larger cap would only lengthen the same output. Read %s's sampled outputs and check its model file and prompt format", co.echo, arm)
+	case co.passed == 0:
+		return fact + fmt.Sprintf(". None of them passed, so the cap may not be what failed them: read %s's sampled outputs. A larger stop cap helps only answers that were on task and cut short; an output that is off task runs to any cap", arm)
+	}
+	return fact + fmt.Sprintf(", and %d of them passed all the same, so the outputs are on task and the cap cut some short: to let them finish, raise arms[].pins.stop_cap for %s in the design file and register it as a new study (the pins are part of the design key)", co.passed, arm)
 }

@@ -32,6 +32,8 @@ type Data struct {
 	Replay   *Replay   `json:"replay,omitempty"`
 	Decision *Decision `json:"decision,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// Stop is the design's stopping rule at work; nil without one.
+	Stop *Stop `json:"stop,omitempty"`
 }
 
 // Sentences are the three sentences written before anything else.
@@ -64,9 +66,18 @@ type Kind struct {
 	Measure string `json:"measure"`
 	// Direction is "higher" or "lower": which way the measure is better.
 	Direction string `json:"direction"`
-	// Interval says how score intervals were made, e.g. "bootstrap
-	// percentile over tasks, 10,000 resamples, seed 7".
+	// Interval says in words how this job kind's intervals were made, one
+	// phrase per method its arms and pairs used, e.g. "95%; wilson: Wilson
+	// score interval; tango: Tango score interval for paired proportions".
 	Interval string `json:"interval"`
+	// Verdict is the ranking's verdict: "best", "tie", "no signal" (every
+	// arm scored one and the same value on every task: nothing was
+	// measured) or "no common tasks". Leader is the arm that ranks first,
+	// empty when no arm does (no signal, or a top shared exactly). Empty
+	// Verdict (data from before these fields) leaves the report to read the
+	// leader off P(best).
+	Verdict string `json:"verdict,omitempty"`
+	Leader  string `json:"leader,omitempty"`
 	// Gate is the design's pass threshold on the measure.
 	Gate float64 `json:"gate"`
 	// BestBar is the design's P(best) bar: a leader below it is a tie.
@@ -91,6 +102,10 @@ type Kind struct {
 	// NoOutput lists, per arm, the tasks with no counted result (every
 	// trial errored, was preempted or never ran): what a reader must rerun.
 	NoOutput []NoOutput `json:"no_output,omitempty"`
+	// Excluded are the tasks the design left out of this job kind, each
+	// with the reason written there (design.exclude_tasks): never run, and
+	// shown so that nothing is left out silently.
+	Excluded []Excluded `json:"excluded,omitempty"`
 	// Latency is each arm's p50 and p95 wall time per trial with its
 	// difference from the baseline's, in the order of Arms.
 	Latency []Latency `json:"latency,omitempty"`
@@ -122,17 +137,29 @@ type SRM struct {
 	Mismatch bool     `json:"mismatch"`
 }
 
+// Excluded is one task the design left out, and why.
+type Excluded struct {
+	Task string `json:"task"`
+	Why  string `json:"why"`
+}
+
 // NoOutput is one arm's tasks that never produced a counted result.
 type NoOutput struct {
 	Arm   string   `json:"arm"`
 	Tasks []string `json:"tasks"`
 }
 
-// Interval is an estimate with its interval.
+// Interval is an estimate with its interval and the method that made it.
 type Interval struct {
 	Value float64 `json:"value"`
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
+	// Method names how the interval was made, printed beside it: "wilson",
+	// "wilson-design-effect", "tango", "tango-design-effect", "bca",
+	// "percentile" or "exact-no-spread". Kind.Interval says each in words.
+	Method string `json:"method,omitempty"`
+	// Note says why a fallback was taken (e.g. every task scored the same).
+	Note string `json:"note,omitempty"`
 }
 
 // Arm is one row of a job kind's ranking table.

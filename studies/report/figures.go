@@ -341,6 +341,7 @@ func costScatter(k Kind, id string) (figure, error) {
 	addGrid(p, true, true)
 	var desc []string
 	xs, ys := []float64{}, []float64{}
+	var labels []*plotter.Labels
 	for _, pt := range k.Cost.Points {
 		xy := plotter.XYs{{X: pt.Cost, Y: pt.Score}}
 		sc, err := plotter.NewScatter(xy)
@@ -355,14 +356,20 @@ func costScatter(k Kind, id string) (figure, error) {
 		}
 		lab.TextStyle[0].Font = font.From(sans, 10)
 		lab.TextStyle[0].Color = ink
-		lab.Offset = vg.Point{X: vg.Points(8), Y: vg.Points(-4)}
-		p.Add(sc, lab)
+		p.Add(sc)
+		labels = append(labels, lab)
 		xs, ys = append(xs, pt.Cost), append(ys, pt.Score)
 		desc = append(desc, fmt.Sprintf("%s cost %.3g, score %s", pt.Arm, pt.Cost, num(pt.Score)))
 	}
 	pad(&p.X, xs, 0.12, 0.30)
 	pad(&p.Y, ys, 0.15, 0.15)
-	return render(p, vg.Points(420), vg.Points(300), figure{
+	const w, h = 420, 300
+	offsets := placeLabels(p, vg.Points(w), vg.Points(h), labels, vg.Points(5))
+	for i, lab := range labels {
+		lab.Offset = offsets[i]
+		p.Add(lab)
+	}
+	return render(p, vg.Points(w), vg.Points(h), figure{
 		ID: id, Class: "fig-cost", Title: "Cost against score, " + k.Name,
 		Desc:    strings.Join(desc, "; ") + ".",
 		Caption: fmt.Sprintf("Cost against score in %s (%s against %s, %s). Up is better; left is cheaper.", k.Name, k.Cost.Label, k.Measure, better(k)),
@@ -423,4 +430,62 @@ func decimals(step float64) int {
 		d++
 	}
 	return d
+}
+
+// placeLabels chooses where each one-label plotter's text goes beside its
+// point so that no two labels overlap and no label covers another point's
+// glyph (of radius r): arms at the same point, or close, would otherwise
+// print their names over each other. Each label tries the right of its
+// point on the point's line, then the lines below and above it in turn,
+// then the same on the left, and takes the first free place inside the
+// figure; positions come from the plot's own transforms on a canvas of the
+// figure's size, with the axes' ranges already set.
+func placeLabels(p *plot.Plot, w, h vg.Length, labels []*plotter.Labels, r vg.Length) []vg.Point {
+	c := draw.New(vgsvg.New(w, h))
+	da := p.DataCanvas(c)
+	trX, trY := p.Transforms(&da)
+	type box struct{ min, max vg.Point }
+	overlaps := func(a, b box) bool {
+		return a.min.X < b.max.X && b.min.X < a.max.X && a.min.Y < b.max.Y && b.min.Y < a.max.Y
+	}
+	var taken []box
+	at := make([]vg.Point, len(labels))
+	for i, lab := range labels {
+		at[i] = vg.Point{X: trX(lab.XYs[0].X), Y: trY(lab.XYs[0].Y)}
+		taken = append(taken, box{vg.Point{X: at[i].X - r, Y: at[i].Y - r}, vg.Point{X: at[i].X + r, Y: at[i].Y + r}})
+	}
+	gap := vg.Points(8)
+	out := make([]vg.Point, len(labels))
+	for i, lab := range labels {
+		sty := lab.TextStyle[0]
+		tw, th := sty.Width(lab.Labels[0]), sty.Height(lab.Labels[0])
+		step := th + vg.Points(2)
+		var candidates []vg.Point
+		for _, dx := range []vg.Length{gap, -gap - tw} {
+			candidates = append(candidates, vg.Point{X: dx, Y: -th / 2})
+			for j := 1; j <= 2*len(labels); j++ {
+				candidates = append(candidates, vg.Point{X: dx, Y: -th/2 - vg.Length(j)*step}, vg.Point{X: dx, Y: -th/2 + vg.Length(j)*step})
+			}
+		}
+		out[i] = candidates[0]
+		for _, off := range candidates {
+			b := box{vg.Point{X: at[i].X + off.X, Y: at[i].Y + off.Y}, vg.Point{X: at[i].X + off.X + tw, Y: at[i].Y + off.Y + th}}
+			if b.min.X < 0 || b.max.X > w || b.min.Y < 0 || b.max.Y > h {
+				continue
+			}
+			free := true
+			for _, t := range taken {
+				if overlaps(b, t) {
+					free = false
+					break
+				}
+			}
+			if free {
+				out[i] = off
+				taken = append(taken, b)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -15,12 +15,20 @@ func signed(v float64) string { return fmt.Sprintf("%+.3f", v) }
 
 func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
 
+// interval prints an estimate, its interval and, beside it, the method.
 func interval(iv Interval) string {
-	return fmt.Sprintf("%s [%s, %s]", num(iv.Value), num(iv.Low), num(iv.High))
+	return fmt.Sprintf("%s [%s, %s]", num(iv.Value), num(iv.Low), num(iv.High)) + methodSuffix(iv)
 }
 
 func deltaText(iv Interval) string {
-	return fmt.Sprintf("%s [%s, %s]", signed(iv.Value), signed(iv.Low), signed(iv.High))
+	return fmt.Sprintf("%s [%s, %s]", signed(iv.Value), signed(iv.Low), signed(iv.High)) + methodSuffix(iv)
+}
+
+func methodSuffix(iv Interval) string {
+	if iv.Method == "" {
+		return ""
+	}
+	return " " + iv.Method
 }
 
 // pval prints small p-values in scientific notation so that 3e-7 does not
@@ -194,4 +202,41 @@ func (s SRM) Text() string {
 		verdict = "SAMPLE-RATIO MISMATCH: an arm lost more trials than chance explains; read its failures before its numbers"
 	}
 	return fmt.Sprintf("Scored trials of planned: %s; %s (flagged under p = %g): %s.", strings.Join(parts, ", "), stat, s.Alpha, verdict)
+}
+
+// noLeader is the headline of a job kind in which no arm ranks first, ""
+// when one does: nothing was measured (no signal), the top is shared
+// exactly, or no task has a result for every arm.
+func noLeader(k Kind) string {
+	if k.Leader != "" {
+		return ""
+	}
+	switch k.Verdict {
+	case "no signal":
+		return "No signal. Every arm scored the same on every task, so nothing here tells the arms apart: no arm leads, and this is not a tie. Read the warnings and the sampled outputs before any number."
+	case "tie":
+		var tied []string
+		top := 0.0
+		for _, a := range k.Arms {
+			if a.Tie {
+				tied = append(tied, a.Arm)
+			}
+			top = math.Max(top, a.PBest)
+		}
+		return fmt.Sprintf("No single best arm. The top of the ranking is shared exactly (%s, P(best) %.2f each): a tie, and no arm leads.", strings.Join(tied, ", "), top)
+	case "no common tasks":
+		return "No arm ranks: no task has a result for every arm."
+	}
+	return ""
+}
+
+// leaderText is the headline of a job kind whose leader is a, in words.
+func leaderText(k Kind, a Arm) string {
+	switch {
+	case a.Tie:
+		return fmt.Sprintf("No single best arm. %s leads with P(best) %.2f, below the bar of %.2f: a tie.", a.Arm, a.PBest, k.BestBar)
+	case a.PBest >= k.BestBar:
+		return fmt.Sprintf("%s ranks first with P(best) %.2f, at or above the bar of %.2f.", a.Arm, a.PBest, k.BestBar)
+	}
+	return fmt.Sprintf("%s ranks first with P(best) %.2f.", a.Arm, a.PBest)
 }

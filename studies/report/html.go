@@ -38,6 +38,7 @@ func funcs() template.FuncMap {
 		"better":       better,
 		"missing":      func() string { return Missing },
 		"missingPairs": MissingText,
+		"noLeader":     noLeader,
 		"join":         strings.Join,
 		"when":         when,
 		"outcome":      func(s string) string { return strings.ReplaceAll(s, "_", " ") },

@@ -41,6 +41,26 @@ func WriteMarkdown(w io.Writer, d Data) error {
 	p("\n- Machine: %s\n\n", orMissing(line(d.Machine)))
 	p("## The check in three sentences\n\n1. %s\n2. %s\n3. %s\n\n", line(d.Sentences.JobKinds), line(d.Sentences.Candidates), line(d.Sentences.Measure))
 
+	if st := d.Stop; st != nil {
+		p("## Early stopping\n\n%s\n\n", line(st.Line()))
+		head("pair", "job kind", "status", "paired tasks", "sequential p", "p (Holm)", "confidence sequence")
+		for _, sp := range st.Pairs {
+			status := sp.Status
+			if sp.Direction != "" {
+				status += " (" + sp.Direction + " leads)"
+			}
+			row(sp.Challenger+" vs "+sp.Baseline, sp.JobKind, status, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned), fmt.Sprintf("%.4g", sp.P), fmt.Sprintf("%.4g", sp.PHolm), fmt.Sprintf("%.3f to %.3f (%.4g)", sp.CSLo, sp.CSHi, sp.CSLevel))
+		}
+		p("\n")
+		for _, sp := range st.Pairs {
+			p("Path of %s vs %s (%s against its boundary, per check):\n\n", line(sp.Challenger), line(sp.Baseline), sp.Statistic)
+			head("check", "paired tasks", "look", "statistic", "boundary", "futility bound", "status")
+			for i, pt := range sp.Path {
+				row(fmt.Sprint(i+1), fmt.Sprint(pt.Tasks), fmt.Sprint(pt.Look), fmt.Sprintf("%.4g", pt.Statistic), stopBound(pt.Boundary), stopBound(pt.FutilityBound), pt.Status)
+			}
+			p("\n")
+		}
+	}
 	if dc := d.Decision; dc != nil {
 		if dc.Actor != "" {
 			p("## Decision\n\n**%s**, recorded by %s", line(dc.Outcome), line(dc.Actor))
@@ -90,6 +110,11 @@ func WriteMarkdown(w io.Writer, d Data) error {
 			p(", detectable at 80%% power: ±%s", num(*k.Detectable))
 		}
 		p(".\n\n")
+		if a := leader(k); a != nil {
+			p("**%s**\n\n", line(leaderText(k, *a)))
+		} else if h := noLeader(k); h != "" {
+			p("**%s**\n\n", line(h))
+		}
 		head("arm", "runtime", "digest", k.Measure+" [interval]", "pass rate", "median", "p10", "worst", "P(best)", "tasks", "trials", "preempted", "capped", "wall time", "peak memory", "energy")
 		for _, a := range k.Arms {
 			name := a.Arm
@@ -171,6 +196,13 @@ func WriteMarkdown(w io.Writer, d Data) error {
 					cells = append(cells, fmt.Sprint(n))
 				}
 				row(append(cells, fmt.Sprint(r.Total))...)
+			}
+			p("\n")
+		}
+		if len(k.Excluded) > 0 {
+			p("### Tasks left out by the design\n\n")
+			for _, x := range k.Excluded {
+				p("- %s: %s\n", line(x.Task), line(x.Why))
 			}
 			p("\n")
 		}

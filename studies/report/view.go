@@ -12,7 +12,9 @@ type view struct {
 	Data
 	Kinds  []kindView
 	Replay *replayView
-	Caveat string
+	// StopFigures are the monitored pairs' paths, in the order of Stop.Pairs.
+	StopFigures []figure
+	Caveat      string
 	// CSP, Script and PageJSON are the page's policy, its one script and
 	// the data the script reads.
 	CSP      template.HTMLAttr
@@ -90,6 +92,15 @@ func newView(d Data) (view, error) {
 		kv.Failures = pivotFailures(k)
 		v.Kinds = append(v.Kinds, kv)
 	}
+	if d.Stop != nil {
+		for i, sp := range d.Stop.Pairs {
+			f, err := stopFigure(*d.Stop, sp, fmt.Sprintf("fig-stop-%d", i+1))
+			if err != nil {
+				return v, err
+			}
+			v.StopFigures = append(v.StopFigures, f)
+		}
+	}
 	if d.Replay != nil {
 		rv := &replayView{Replay: *d.Replay}
 		for _, s := range []ReplayStatus{Reproduced, Mismatch, StackDiffers} {
@@ -119,6 +130,16 @@ func keep(f figure, err error) (*figure, error) {
 // leader is the arm with the highest P(best), the one a reader will look
 // for first; nil when there are no arms.
 func leader(k Kind) *Arm {
+	if k.Verdict != "" {
+		// The analysis decided: no leader when nothing was measured or the
+		// top is shared exactly.
+		for i := range k.Arms {
+			if k.Leader != "" && k.Arms[i].Arm == k.Leader {
+				return &k.Arms[i]
+			}
+		}
+		return nil
+	}
 	var best *Arm
 	for i := range k.Arms {
 		if best == nil || k.Arms[i].PBest > best.PBest {

@@ -41,12 +41,19 @@ func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, 
 	if err := a.graders.Validate(b); err != nil {
 		return studies.Bank{}, err
 	}
+	// Checked here as well as at the audit: a record written before the
+	// audit refused duplicates must not let one through.
+	exact, near := tasks.Duplicates(b)
+	if len(exact) > 0 {
+		return studies.Bank{}, fmt.Errorf("job kind %s: %w", jk.Name, tasks.CheckDuplicates(b))
+	}
 	if a.auditDir != nil {
 		if _, err := tasks.CheckAudited(b, a.auditDir(jk.TaskBank)); err != nil {
 			return studies.Bank{}, fmt.Errorf("job kind %s: %w (run: rig tasks audit %s)", jk.Name, err, jk.TaskBank)
 		}
 	}
-	return studies.Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: studies.SampleByTemplate(b.Select(jk.IncludeHoldout), jk.SampleTasks)}, nil
+	return studies.Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: studies.SampleByTemplate(b.Select(jk.IncludeHoldout), jk.SampleTasks),
+		NearDuplicates: near, Completion: b.Header.Completion != nil}, nil
 }
 
 // Assets resolves a design's pins on this host: what Register and Freeze

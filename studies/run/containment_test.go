@@ -124,7 +124,7 @@ func TestCodeGraderContainsHostileOutputs(t *testing.T) {
 		{"writes the system", attack(try("write-usr", "open('/usr/lib/rig-was-here', 'w')")), "", "BLOCKED write-usr OSError [Errno 30] Read-only file system"},
 		{"becomes root", attack(try("setuid", "os.setuid(0)")), "", "BLOCKED setuid PermissionError"},
 		{"signals the daemon", attack(try("kill", fmt.Sprintf("os.kill(%d, signal.SIGTERM)", os.Getpid()))), "", "BLOCKED kill ProcessLookupError"},
-		{"traces the daemon", attack(try("ptrace", fmt.Sprintf("libc = ctypes.CDLL(None, use_errno=True)\n    r = libc.ptrace(16, %d, 0, 0)\n    if r != 0: raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))", os.Getpid()))), "", "BLOCKED ptrace ProcessLookupError [Errno 3] No such process"},
+		{"traces the daemon", attack(try("ptrace", fmt.Sprintf("libc = ctypes.CDLL(None, use_errno=True)\n    r = libc.ptrace(16, %d, 0, 0)\n    if r != 0: raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))", os.Getpid()))), "", "BLOCKED ptrace PermissionError [Errno 1] Operation not permitted"}, // the seccomp filter, before the PID namespace
 		{"dials the daemon socket", attack(try("unix-socket", fmt.Sprintf("s = socket.socket(socket.AF_UNIX); s.connect(%q)", daemonSock))), "", "BLOCKED unix-socket FileNotFoundError"},
 		{"dials a host port", attack(try("tcp", fmt.Sprintf("socket.create_connection(('127.0.0.1', %d), timeout=2)", tl.Addr().(*net.TCPAddr).Port))), "", "BLOCKED tcp ConnectionRefusedError"},
 		{"fork bomb", attack("n = 0\nwhile n < 5000:\n    try:\n        os.fork(); n += 1\n    except OSError:\n        os._exit(0)\nos._exit(0)"), "processes", ""},

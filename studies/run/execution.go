@@ -11,6 +11,7 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
@@ -101,10 +102,17 @@ type execution struct {
 	// walls are the derived walls of the job kinds whose harness_caps.wall
 	// is auto, fixed when the execution starts.
 	walls map[string]studies.WallDerivation
+	// mon is the design's stopping rule at work, nil without one; notRun
+	// are the planned trials an early stop left unrun.
+	mon    *monitor
+	notRun []string
 	// hosted, when set, is the one trial a scale-out worker runs now: its
 	// attempt comes from the engine, and its receipt and generation rows go
 	// to the worker's spool instead of the store and the execution's records.
 	hosted *hostedTrial
+	// prices are the dry run's price of one trial per arm, for the ETA
+	// until an arm's own trials are measured (Spec.Prices).
+	prices map[string]time.Duration
 }
 
 // loop runs every planned trial that has no counted receipt yet.
@@ -116,7 +124,7 @@ func (x *execution) loop(ctx context.Context) error {
 	if err := x.cardPlan(ctx, plan); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(x.recDir, "plan.json"), plan, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(layout.Records(x.recDir).Plan(), plan, 0o600); err != nil {
 		return err
 	}
 	if err := x.recoverPreemptions(ctx); err != nil {
@@ -130,6 +138,9 @@ func (x *execution) loop(ctx context.Context) error {
 	x.state.info.Planned = len(plan.Trials)
 	x.state.info.Done = len(counted)
 	x.state.mu.Unlock()
+	if x.mon, err = newMonitor(x.design, plan); err != nil {
+		return err
+	}
 	defer func() {
 		for _, w := range x.writers {
 			w.Close()
@@ -144,14 +155,26 @@ func (x *execution) loop(ctx context.Context) error {
 	defer func() { x.stopArm(context.Background(), cur) }()
 	started := time.Now()
 	doneAtStart := len(counted)
-	for _, t := range plan.Trials {
-		if _, ok := counted[receiptTrial(t.Key)]; ok {
+	est := newETA(x.prices)
+	for i, t := range plan.Trials {
+		if rc, ok := counted[receiptTrial(t.Key)]; ok {
+			// A resumed execution replays its receipts through the monitor
+			// in plan order, so it reaches the checks it made before.
+			if x.mon != nil {
+				x.mon.record(rc)
+				if err := x.checkStop(ctx, plan, i, counted); errors.Is(err, ErrStoppedEarly) {
+					return x.stopEarly(ctx, err, &cur)
+				} else if err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		arm := arms[t.Key.Arm]
+		began := time.Now()
 		for {
 			x.state.mu.Lock()
 			x.state.info.Current = t.Key.String()
@@ -211,10 +234,17 @@ func (x *execution) loop(ctx context.Context) error {
 		n := x.state.info.Done - doneAtStart
 		if el := time.Since(started); n > 0 {
 			x.state.info.RatePerMin = float64(n) / el.Minutes()
-			left := x.state.info.Planned - x.state.info.Done
-			x.state.info.ETA = (time.Duration(float64(el) / float64(n) * float64(left))).Round(time.Second).String()
+			est.observe(arm.Name, time.Since(began))
+			x.state.info.ETA = est.left(remaining(plan, i, counted)).Round(time.Second).String()
 		}
 		x.state.mu.Unlock()
+		if x.mon != nil {
+			if err := x.checkStop(ctx, plan, i, nil); errors.Is(err, ErrStoppedEarly) {
+				return x.stopEarly(ctx, err, &cur)
+			} else if err != nil {
+				return err
+			}
+		}
 	}
 	// The judge phase starts its own arm, in its own reservation.
 	x.stopArm(ctx, cur)
@@ -298,7 +328,7 @@ func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, err
 	if w, ok := x.writers[arm]; ok {
 		return w, nil
 	}
-	w, err := genrecord.OpenWriter(filepath.Join(x.recDir, "generations-"+arm+".jsonl"), RecordPins(rp, x.snap.DesignHash, x.study, x.exec.ID))
+	w, err := genrecord.OpenWriter(layout.Records(x.recDir).Generation(arm), RecordPins(rp, x.snap.DesignHash, x.study, x.exec.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +391,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 		x.res.ResetPeak()
 	}
 	start := time.Now()
-	out, genErr := x.generate(tctx, arm, rt, key.JobKind, task, callID)
+	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID)
 	if out.files != nil {
 		if err := studies.KeepRepo(x.recDir, callID, out.files); err != nil {
 			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
@@ -495,6 +525,14 @@ func (x *execution) finish(err error) {
 	x.state.mu.Unlock()
 	if failed > 0 {
 		why = fmt.Sprintf("every planned trial ran; %d ended in error and are not scored (the report names them; rig study rerun %s retries them)", failed, x.study)
+	}
+	if x.mon != nil && (err == nil || errors.Is(err, ErrStoppedEarly)) {
+		seq := x.mon.sequential(err != nil, x.notRun)
+		if err != nil {
+			status, why, err = receipts.StoppedEarly, DescribeStop(seq), nil
+		} else {
+			why += "; " + DescribeStop(seq)
+		}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):

@@ -41,7 +41,13 @@ func (x *execution) putReceipt(ctx context.Context, rec receipts.Receipt) error 
 		x.hosted.receipt = &rec
 		return nil
 	}
-	return x.store.PutReceipt(ctx, rec)
+	if err := x.store.PutReceipt(ctx, rec); err != nil {
+		return err
+	}
+	if x.mon != nil {
+		x.mon.record(rec)
+	}
+	return nil
 }
 
 // trialWriter is where a trial's generation rows go: the arm's record of

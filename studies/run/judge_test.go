@@ -118,10 +118,10 @@ func TestJudgeIdentitiesNameEveryJudgedArm(t *testing.T) {
 	}
 	snap := &studies.Snapshot{Hash: "h", Arms: []studies.FrozenArm{
 		{Name: "smollm2-llama-server", ModelPath: "/models/smollm2-135m-q4_1.gguf", ModelSHA256: strings.Repeat("a", 64)},
-		{Name: "gemma3-llama-server", ModelPath: "/models/gemma-3-270m-q4_1.gguf", ModelSHA256: strings.Repeat("b", 64)},
+		{Name: "smollm2-q8-llama-server", ModelPath: "/models/smollm2-135m-q8_0.gguf", ModelSHA256: strings.Repeat("b", 64)},
 	}}
 	ids := (&execution{design: d, snap: snap}).identities(d.JobKinds[0])
-	for _, must := range []string{"smollm2-llama-server", "gemma3-llama-server", "SmolLM2-135M-Instruct", "Gemma-3-270M", "gemma-3-270m", "smollm2-135m-instruct"} {
+	for _, must := range []string{"smollm2-llama-server", "smollm2-q8-llama-server", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct-Q8_0", "smollm2-135m-instruct-q8_0", "smollm2-135m-instruct"} {
 		if !containsFold(ids, must) {
 			t.Errorf("identities %q lack %q", ids, must)
 		}

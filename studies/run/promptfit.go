@@ -44,7 +44,11 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 		return nil, err
 	}
 	banks := map[string]*tasks.Bank{}
+	left := map[string]bool{} // job kind + "\x00" + task: left out by the design, with a reason
 	for _, fb := range snap.Banks {
+		for _, x := range fb.Excluded {
+			left[x.JobKind+"\x00"+x.Task] = true
+		}
 		b, err := tasks.LoadBank(fb.Path)
 		if err != nil {
 			return nil, err
@@ -98,7 +102,16 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 				continue
 			}
 			for _, t := range b.Select(true) {
-				_, ids, err := counter.Render(ctx, []runtimes.Message{{Role: "user", Content: t.Input.Prompt}}, effort)
+				if left[jk.Name+"\x00"+t.ID] {
+					continue
+				}
+				var ids []int
+				var err error
+				if p, ok := b.Header.CompletionPrompt(t); ok && arm.Format() == studies.PromptCompletion {
+					ids, err = counter.Tokenize(ctx, p) // as a completion arm sends it: no template
+				} else {
+					_, ids, err = counter.Render(ctx, []runtimes.Message{{Role: "user", Content: t.Input.Prompt}}, effort)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("counting task %s's prompt for arm %s: %w", t.ID, arm.Name, err)
 				}
@@ -111,7 +124,14 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 	if len(over) == 0 {
 		return nil, nil
 	}
-	var lines []string
+	var lines, exclude []string
+	seen := map[string]bool{}
+	for _, p := range over {
+		if jk := jobKindOf(d, banks, p.Task); !seen[jk+"\x00"+p.Task] {
+			seen[jk+"\x00"+p.Task] = true
+			exclude = append(exclude, fmt.Sprintf("{job_kind: %s, task: %s, why: \"prompt of %d tokens does not fit arm %s's context of %d\"}", jk, p.Task, p.Tokens, p.Arm, p.Context))
+		}
+	}
 	for i, p := range over {
 		if i == 20 {
 			lines = append(lines, fmt.Sprintf("… and %d more", len(over)-20))
@@ -119,6 +139,27 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 		}
 		lines = append(lines, p.String())
 	}
-	return over, fmt.Errorf("%w: %d task prompts do not fit (counted with each arm's model tokenizer and chat template):\n  %s\n(shorten those prompts, lower the stop cap or raise the arm's context, and register the study again)",
-		runtimes.ErrPromptTooLong, len(over), strings.Join(lines, "\n  "))
+	if len(exclude) > 20 {
+		exclude = append(exclude[:20], fmt.Sprintf("… and %d more", len(exclude)-20))
+	}
+	return over, fmt.Errorf("%w: %d task prompts do not fit (counted with each arm's model tokenizer and chat template):\n  %s\n"+
+		"Either shorten those prompts, lower the stop cap or raise the arm's context; or leave those tasks out with a reason, in the design:\n"+
+		"  exclude_tasks:\n    - %s\n"+
+		"Then register the changed design under a new name (withdraw this study first: rig study withdraw %s --why \"…\").",
+		runtimes.ErrPromptTooLong, len(over), strings.Join(lines, "\n  "), strings.Join(exclude, "\n    - "), d.Name)
+}
+
+// jobKindOf is the job kind whose bank holds task id, for the exclude_tasks
+// line a refusal offers.
+func jobKindOf(d *studies.Design, banks map[string]*tasks.Bank, id string) string {
+	for _, jk := range d.JobKinds {
+		if b := banks[jk.Name]; b != nil {
+			for _, t := range b.Tasks {
+				if t.ID == id {
+					return jk.Name
+				}
+			}
+		}
+	}
+	return "?"
 }

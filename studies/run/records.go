@@ -5,19 +5,20 @@ import (
 	"path/filepath"
 
 	"rig/genrecord"
+	"rig/internal/layout"
 )
 
 // RecordTexts reads the kept output texts of an execution by row id: of
 // the named arms' records, or of every record when no arm is named.
 func RecordTexts(dir string, arms ...string) (map[string]string, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "generations-*.jsonl"))
+	files, err := filepath.Glob(layout.Records(dir).Generations())
 	if err != nil {
 		return nil, err
 	}
 	if len(arms) > 0 {
 		files = files[:0]
 		for _, a := range arms {
-			files = append(files, filepath.Join(dir, "generations-"+a+".jsonl"))
+			files = append(files, layout.Records(dir).Generation(a))
 		}
 	}
 	out := map[string]string{}

@@ -57,6 +57,11 @@ type Spec struct {
 	// Walls are the derived walls of the auto-wall job kinds
 	// (studies.DeriveWalls); nil when the design has none.
 	Walls map[string]studies.WallDerivation
+	// Prices are the dry run's price of one trial per arm on this machine
+	// (its table's wall time over its trials): the ETA prices an arm's
+	// remaining trials at it until its own trials are measured. Nil when
+	// the plan could not be priced.
+	Prices map[string]time.Duration
 	// Ended, when set, is told once the execution has ended and its status
 	// is stored: kind is studies.EventFinish or studies.EventCancel.
 	Ended func(ctx context.Context, kind, why string)
@@ -112,7 +117,7 @@ func Start(env Env, spec Spec) (*Handle, error) {
 	}
 	x := &execution{env: env, study: spec.Study, design: d, snap: spec.Snapshot, store: spec.Store, exec: spec.Exec,
 		installed: env.Installed, graders: env.Graders(),
-		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, ended: spec.Ended}
+		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, ended: spec.Ended, prices: spec.Prices}
 	if x.topK == 0 {
 		x.topK = studies.DefaultTopK
 	}

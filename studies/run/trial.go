@@ -49,16 +49,37 @@ func (x *execution) harnessCaps(jobKind string) studies.AiderCaps {
 	return caps
 }
 
+// taskRequest is the model call that puts task to arm, in the arm's prompt
+// format: one user turn through the model's chat template, or the bank's
+// few-shot prefix, the prompt and its answer cue as plain text.
+func taskRequest(arm studies.Arm, bank *tasks.Bank, task tasks.Task, callID string, topK int) (runtimes.Request, error) {
+	req := runtimes.Request{
+		CallID:   callID,
+		Sampling: samplingOf(arm.Pins), MaxTokens: arm.Pins.StopCap, TopK: topK,
+		Effort: runtimes.Effort{Level: arm.Pins.Effort.Value},
+	}
+	if arm.Format() != studies.PromptCompletion {
+		req.Messages = []runtimes.Message{{Role: "user", Content: task.Input.Prompt}}
+		return req, nil
+	}
+	prompt, ok := bank.Header.CompletionPrompt(task)
+	if !ok {
+		// The freeze refuses this; a bank changed since would be stale.
+		return req, fmt.Errorf("arm %s: prompt_format completion, but bank %s has no completion block", arm.Name, bank.File)
+	}
+	req.Prompt, req.Stop = prompt, bank.Header.Completion.Stop
+	return req, nil
+}
+
 // generate runs one trial's model work on a started runtime.
-func (x *execution) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, task tasks.Task, callID string) (trialOutput, error) {
+func (x *execution) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string) (trialOutput, error) {
 	out := trialOutput{harness: studies.HarnessOf(arm.Runtime)}
 	if out.harness != "aider" {
-		res, err := rt.Generate(ctx, runtimes.Request{
-			CallID:   callID,
-			Messages: []runtimes.Message{{Role: "user", Content: task.Input.Prompt}},
-			Sampling: samplingOf(arm.Pins), MaxTokens: arm.Pins.StopCap, TopK: x.topK,
-			Effort: runtimes.Effort{Level: arm.Pins.Effort.Value},
-		})
+		req, err := taskRequest(arm, bank, task, callID, x.topK)
+		if err != nil {
+			return out, err
+		}
+		res, err := rt.Generate(ctx, req)
 		if err != nil {
 			return out, err
 		}
@@ -184,11 +205,22 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
 	}
+	if a.Format() == studies.PromptCompletion {
+		// The chat_template the runtime reports was not applied: the
+		// prompt went as plain text with the bank's few-shot prefix.
+		m["prompt_format"] = studies.PromptCompletion
+	}
 	// The offload pin as the design holds it, and, on a card, where the
 	// runtime said it put the model (it was checked against the pin).
 	maps.Copy(m, a.Pins.Offload.PinFields())
 	if rp.Load != nil {
 		m["load_report"] = rp.Load.String()
+	}
+	if rp.CPU != nil {
+		// The CPU backend that computed (the variant of the processor's
+		// level the runtime loaded) and its log line of features.
+		m["cpu_backend"] = strings.TrimSpace(rp.CPU.Variant + " " + rp.CPU.Library)
+		m["cpu_features"] = strings.Join(rp.CPU.Features, " ")
 	}
 	if c := rp.Containment; c.Sandboxed {
 		// The containment as read back inside the runtime's sandbox: the

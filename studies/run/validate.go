@@ -13,6 +13,7 @@ import (
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
@@ -103,7 +104,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 			return out, fmt.Errorf("%s: %w", bankPath, errNoTasks)
 		}
 		task := sel[0]
-		gen, genErr := x.generate(ctx, arm, rt, jk.Name, task, "validation/"+arm.Name)
+		gen, genErr := x.generate(ctx, arm, rt, jk.Name, bank, task, "validation/"+arm.Name)
 		pins := rt.Pins()
 		x.stopArm(ctx, rt)
 		if genErr != nil {
@@ -125,7 +126,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		if env.NoSandbox {
 			rec.Problems = append(rec.Problems, "running with --no-sandbox: containment not established (recorded on every receipt)")
 		}
-		path := filepath.Join(dir, "generations-"+arm.Name+".jsonl")
+		path := layout.Records(dir).Generation(arm.Name)
 		os.Remove(path)
 		if len(gen.calls) == 0 && genErr == nil {
 			if h == arm.Runtime { // a harness over a runtime: Aider

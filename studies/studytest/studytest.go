@@ -65,8 +65,8 @@ func WithJudge(t testing.TB) *studies.Design {
 }
 
 // JudgedStudyDesign is the design file of a study of the extract-json job
-// kind (three tasks of the bundled bank) run by SmolLM2 and Gemma 3 on
-// llama-server and graded blind by a SmolLM2 judge arm on llama-server.
+// kind (three tasks of the bundled bank) run by SmolLM2 at Q4_1 and at Q8_0
+// on llama-server and graded blind by a SmolLM2 judge arm on llama-server.
 func JudgedStudyDesign(t testing.TB, name string) []byte {
 	t.Helper()
 	var d map[string]any

@@ -1,0 +1,804 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Early stopping: the tests a runner checks between blocks of the plan so a
+// study can stop once every monitored comparison is settled, with p-values
+// and intervals that stay valid at the time it stopped. The rule is frozen
+// with the design (Stopping); Monitor is the one entry point.
+//
+// Multiplicity: the family-wise alpha is split evenly over the K monitored
+// comparisons (every pair × job kind), so each boundary is at alpha/K —
+// the level Holm's first step faces. Every p-value Monitor reports is valid
+// at any stopping time, so Holm over the K of them at the end keeps the
+// family's error at alpha and may declare pairs the boundaries did not.
+
+// SequentialMethod names how a stopping rule tests at interim looks.
+type SequentialMethod string
+
+const (
+	// Anytime uses e-processes: valid at every look, however many, by
+	// Ville's inequality. Pass kinds use a beta-binomial mixture on the
+	// discordant tasks; score kinds a betting e-process on the paired
+	// differences.
+	Anytime SequentialMethod = "anytime"
+	// GroupSequential uses Lan–DeMets alpha spending at the looks, with
+	// boundaries computed exactly for the sign test on the discordant tasks
+	// (score kinds: on the signs of the non-zero differences), conditional
+	// on the discordant counts seen at each look.
+	GroupSequential SequentialMethod = "group_sequential"
+)
+
+// Spending names a Lan–DeMets alpha-spending function.
+type Spending string
+
+const (
+	// OBrienFleming spends little early: α(t) = 2 − 2Φ(z_{1−α/2}/√t).
+	OBrienFleming Spending = "obrien_fleming"
+	// Pocock spends evenly: α(t) = α·ln(1 + (e−1)t).
+	Pocock Spending = "pocock"
+)
+
+// BetaPrior is the Beta(a, a) mixing prior of the anytime test on the
+// discordant tasks' win rate: uniform. Priors from 0.25 to 4 were tried on
+// the simulation's ±20-point setting; the uniform one had the most power.
+const BetaPrior = 1.0
+
+// DefaultFutilityBeta is the chance, at most, that a challenger truly at
+// the stated difference is stopped as futile (a loss of power, never a
+// false winner: futility stops only ever keep a difference from being shown).
+const DefaultFutilityBeta = 0.05
+
+// Stopping is the design's stopping rule as the analysis reads it.
+type Stopping struct {
+	Method SequentialMethod `json:"method"`
+	// Looks are the planned information fractions (shares of the pair's
+	// planned paired tasks) of a group-sequential design, increasing and
+	// ending at 1. Empty: a look at every check (every block).
+	Looks    []float64 `json:"looks,omitempty"`
+	Spending Spending  `json:"spending,omitempty"`
+	// Alpha is the family-wise level; each of the K monitored comparisons
+	// gets Alpha/K.
+	Alpha float64 `json:"alpha"`
+	// Futility is the stated difference (a share of tasks, or of the score
+	// scale): a comparison whose paired difference is shown to be inside
+	// ±Futility stops as futile. Zero: no futility stop.
+	Futility float64 `json:"futility,omitempty"`
+	// FutilityBeta bounds the chance of stopping a comparison that truly
+	// differs by Futility as futile; zero means DefaultFutilityBeta.
+	FutilityBeta float64 `json:"futilityBeta,omitempty"`
+	// Discordance is the power plan's pilot discordance ψ: under the stated
+	// difference a discordant task favours the leader with chance
+	// (ψ+Futility)/(2ψ), which sizes the group-sequential futility boundary
+	// of pass kinds exactly. Zero (or a score kind, or the anytime method)
+	// uses the futility e-process instead.
+	Discordance float64 `json:"discordance,omitempty"`
+}
+
+// Validate checks the rule's fields; the errors name the field and the fix.
+func (s Stopping) Validate() error {
+	switch s.Method {
+	case Anytime:
+		if len(s.Looks) > 0 {
+			return &FieldError{Field: "stopping.looks", Problem: "set for the anytime method", Fix: "an anytime test looks after every block; remove looks, or use \"group_sequential\""}
+		}
+	case GroupSequential:
+		if s.Spending != OBrienFleming && s.Spending != Pocock {
+			return &FieldError{Field: "stopping.spending", Problem: fmt.Sprintf("%q is not a spending function", s.Spending), Fix: `use "obrien_fleming" or "pocock"`}
+		}
+		for i, t := range s.Looks {
+			if !(t > 0 && t <= 1) || (i > 0 && t <= s.Looks[i-1]) {
+				return &FieldError{Field: fmt.Sprintf("stopping.looks[%d]", i), Problem: fmt.Sprintf("%v is not above the previous look and within (0,1]", t), Fix: "list increasing shares of the planned tasks, e.g. [0.25, 0.5, 0.75, 1]"}
+			}
+		}
+		if n := len(s.Looks); n > 0 && s.Looks[n-1] != 1 {
+			return &FieldError{Field: fmt.Sprintf("stopping.looks[%d]", n-1), Problem: fmt.Sprintf("%v: the last look is not 1", s.Looks[n-1]), Fix: "end the looks with 1: the full plan is always the last look"}
+		}
+	default:
+		return &FieldError{Field: "stopping.method", Problem: fmt.Sprintf("%q is not a method", s.Method), Fix: `use "anytime" or "group_sequential"`}
+	}
+	if !(s.Alpha > 0 && s.Alpha < 1) {
+		return &FieldError{Field: "stopping.alpha", Problem: fmt.Sprintf("%v is outside (0,1)", s.Alpha), Fix: "the family-wise alpha, e.g. 0.05"}
+	}
+	if !(s.Futility >= 0 && s.Futility < 1) {
+		return &FieldError{Field: "stopping.futility.difference", Problem: fmt.Sprintf("%v is outside [0,1)", s.Futility), Fix: "the smallest difference worth finding, e.g. 0.2"}
+	}
+	if !(s.Discordance >= 0 && s.Discordance <= 1) {
+		return &FieldError{Field: "stopping.discordance", Problem: fmt.Sprintf("%v is outside [0,1]", s.Discordance), Fix: "the pilot's share of discordant tasks"}
+	}
+	if s.Discordance > 0 && s.Futility > s.Discordance {
+		return &FieldError{Field: "stopping.futility.difference", Problem: fmt.Sprintf("%v is above the pilot discordance %v", s.Futility, s.Discordance), Fix: "a lead cannot exceed the share of tasks where the arms differ; state a smaller difference"}
+	}
+	if !(s.FutilityBeta >= 0 && s.FutilityBeta < 0.5) {
+		return &FieldError{Field: "stopping.futility.beta", Problem: fmt.Sprintf("%v is outside [0,0.5)", s.FutilityBeta), Fix: fmt.Sprintf("a small chance such as %v, or leave it out", DefaultFutilityBeta)}
+	}
+	return nil
+}
+
+// SpendAlpha is the alpha spent by information fraction t under the
+// spending function, for a two-sided test at level alpha.
+func SpendAlpha(sp Spending, alpha, t float64) float64 {
+	t = math.Max(0, math.Min(1, t))
+	if t == 0 {
+		return 0
+	}
+	switch sp {
+	case Pocock:
+		return alpha * math.Log(1+(math.E-1)*t)
+	default:
+		z := distuv.UnitNormal.Quantile(1 - alpha/2)
+		return math.Erfc(z / math.Sqrt(t) / math.Sqrt2)
+	}
+}
+
+// BetaBinomialE is the two-sided mixture e-value of b candidate-only and c
+// baseline-only discordant tasks against a fair coin: the Beta(a, a)
+// mixture of the binomial likelihood over its value at one half,
+// B(a+b, a+c)/B(a, a)·2^(b+c). Under no difference its running maximum
+// reaches 1/alpha with probability at most alpha (Ville's inequality).
+func BetaBinomialE(b, c int, a float64) float64 {
+	lb := func(x, y float64) float64 {
+		gx, _ := math.Lgamma(x)
+		gy, _ := math.Lgamma(y)
+		gxy, _ := math.Lgamma(x + y)
+		return gx + gy - gxy
+	}
+	return math.Exp(lb(a+float64(b), a+float64(c)) - lb(a, a) + float64(b+c)*math.Ln2)
+}
+
+// ConfidenceSequence is a running interval for a paired difference that
+// covers it at every task at once with probability Level.
+type ConfidenceSequence struct {
+	Lo    Num     `json:"lo"`
+	Hi    Num     `json:"hi"`
+	Level float64 `json:"level"`
+}
+
+// csPath is the predictable-plug-in empirical-Bernstein confidence sequence
+// (Waudby-Smith & Ramdas 2023, Theorem 2) for the mean of paired
+// differences d in [−1, 1], intersected over time; out[i] holds after
+// i+1 tasks.
+func csPath(d []float64, alpha float64) []ConfidenceSequence {
+	out := make([]ConfidenceSequence, len(d))
+	la := math.Log(2 / alpha)
+	lo, hi := -1.0, 1.0
+	sumX, sumDev2 := 0.0, 0.0 // of x = (d+1)/2 in [0,1]
+	sumL, sumLX, sumPsi := 0.0, 0.0, 0.0
+	muPrev, varPrev := 0.5, 0.25
+	for i, di := range d {
+		t := float64(i + 1)
+		x := (di + 1) / 2
+		lam := math.Min(math.Sqrt(2*la/(varPrev*t*math.Log(1+t))), 0.5)
+		v := 4 * (x - muPrev) * (x - muPrev)
+		sumL += lam
+		sumLX += lam * x
+		sumPsi += v * (-math.Log(1-lam) - lam) / 4
+		c := sumLX / sumL
+		w := (la + sumPsi) / sumL
+		lo = math.Max(lo, 2*(c-w)-1)
+		hi = math.Min(hi, 2*(c+w)-1)
+		out[i] = ConfidenceSequence{Lo: Num(lo), Hi: Num(math.Max(lo, hi)), Level: 1 - alpha}
+		sumX += x
+		mu := (0.5 + sumX) / (t + 1)
+		sumDev2 += (x - mu) * (x - mu)
+		muPrev, varPrev = mu, (0.25+sumDev2)/(t+1)
+	}
+	return out
+}
+
+// bettingPath is a two-sided betting e-process for "the paired differences
+// d in [−1,1] have mean zero": ∏(1 + λ_i d_i) with a predictable bet
+// λ_i = clamp(mean/second moment so far, ±½) (growth-rate adaptive), a
+// nonnegative martingale under the null. out[i] is its value after i+1.
+func bettingPath(d []float64) []float64 {
+	out := make([]float64, len(d))
+	e, sum, sum2 := 1.0, 0.0, 0.0
+	for i, di := range d {
+		lam := 0.0
+		if i > 0 {
+			lam = math.Max(-0.5, math.Min(0.5, sum/(1+sum2)))
+		}
+		e *= 1 + lam*di
+		out[i] = e
+		sum += di
+		sum2 += di * di
+	}
+	return out
+}
+
+// futilityPath is, for each side s = ±1, an e-process against "the mean
+// paired difference is at least Δ in direction s": ∏(1 − λ_i(s·d_i − Δ)),
+// with λ_i ∈ [0, ¾/(1−Δ)] predictable, a nonnegative supermartingale when
+// the challenger truly differs by Δ or more that way. The bet is growth-rate
+// adaptive (−mean/second moment of s·d − Δ) with the mean of d shrunk
+// towards no difference, so it bets from the first task as if the
+// challenger were futile. out[i] is the smaller of the two sides after i+1
+// tasks: both must be large to call the comparison futile.
+func futilityPath(d []float64, delta float64) []float64 {
+	out := make([]float64, len(d))
+	for i := range out {
+		out[i] = math.Inf(1)
+	}
+	for _, s := range []float64{1, -1} {
+		e, sum, sum2 := 1.0, 0.0, 0.0
+		for i, di := range d {
+			n := float64(i)
+			mu := s * sum / (n + 1)
+			m2 := (0.25 + sum2) / (n + 1)
+			lam := math.Max(0, math.Min(0.75/(1-delta), (delta-mu)/(m2-2*delta*mu+delta*delta)))
+			e *= 1 - lam*(s*di-delta)
+			out[i] = math.Min(out[i], e)
+			sum += di
+			sum2 += di * di
+		}
+	}
+	return out
+}
+
+// discordantFutilityPath is the futility e-process of pass kinds with a
+// known stated difference: on the discordant tasks, for each side, the
+// likelihood ratio of a plug-in win rate q (the wins so far with eight
+// pseudo-tasks at one half, so it bets as if the pair were futile until the
+// data say otherwise, kept on the futile side of the boundary) over the boundary
+// win rate itself (theta for the candidate's side, 1−theta for the
+// baseline's). For any true win rate on the far side of the boundary its
+// expectation is at most 1, so it is a nonnegative supermartingale there.
+// out[i] is the smaller side after i+1 tasks.
+func discordantFutilityPath(sign []int, theta float64) []float64 {
+	out := make([]float64, len(sign))
+	up, down := 1.0, 1.0
+	wins, m := 0, 0
+	for i, x := range sign {
+		if x != 0 {
+			q := (float64(wins) + 8.0/2) / float64(m+8)
+			qu, qd := math.Min(q, theta), math.Max(q, 1-theta)
+			if x > 0 {
+				up *= qu / theta
+				down *= qd / (1 - theta)
+				wins++
+			} else {
+				up *= (1 - qu) / (1 - theta)
+				down *= (1 - qd) / theta
+			}
+			m++
+		}
+		out[i] = math.Min(up, down)
+	}
+	return out
+}
+
+// gsState carries the exact distribution of the sign-test walk S = wins −
+// losses over the discordant tasks, conditional on their count: under no
+// difference (f, each step a fair coin) restricted to paths that have not
+// crossed the efficacy boundary, and, when futility is planned, under the
+// stated difference (f1, a step up with chance theta) restricted to paths
+// stopped by neither boundary. Futility never prunes f: it is non-binding,
+// so ignoring it cannot raise the false-winner rate.
+type gsState struct {
+	m         int       // discordant tasks so far
+	f         []float64 // f[s+m] = P0(S = s, not crossed)
+	spent     float64   // null probability already spent on crossings
+	theta     float64   // 0: no futility
+	f1        []float64 // f1[s+m] = P1(S = s, not stopped)
+	betaSpent float64   // probability under the stated difference spent on futility
+}
+
+func newGS(theta float64) *gsState { return &gsState{f: []float64{1}, theta: theta, f1: []float64{1}} }
+
+func step(f []float64, up float64) []float64 {
+	nf := make([]float64, len(f)+2)
+	for i, p := range f {
+		nf[i] += p * (1 - up)
+		nf[i+2] += p * up
+	}
+	return nf
+}
+
+// advance walks the distributions on to m discordant tasks.
+func (g *gsState) advance(m int) {
+	for g.m < m {
+		g.f = step(g.f, 0.5)
+		if g.theta > 0 {
+			g.f1 = step(g.f1, g.theta)
+		}
+		g.m++
+	}
+}
+
+// mass is the probability in f of |S| ≥ lo and |S| ≤ hi at the current count.
+func (g *gsState) mass(f []float64, lo, hi int) float64 {
+	s := 0.0
+	for i, p := range f {
+		if a := abs(i - g.m); a >= lo && a <= hi {
+			s += p
+		}
+	}
+	return s
+}
+
+// tail is P0(|S| ≥ c, not crossed before).
+func (g *gsState) tail(c int) float64 { return g.mass(g.f, c, g.m) }
+
+// look spends up to cumAlpha (the cumulative alpha allowed by now) and, with
+// futility, cumBeta under the stated difference. crit is the critical |S|:
+// the smallest whose null crossing probability fits the increment, or m+1
+// when no count can cross. fut is the largest |S| at or under which the
+// comparison is futile (its probability under the stated difference fits
+// the beta increment), or -1.
+func (g *gsState) look(cumAlpha, cumBeta float64) (crit, fut int, spend float64) {
+	target := cumAlpha - g.spent
+	crit = g.m + 1
+	h := g.byAbs(g.f)
+	tl := 0.0
+	for c := g.m; c >= 1; c-- {
+		if tl += h[c]; tl > target+1e-15 {
+			break
+		}
+		crit, spend = c, tl
+	}
+	g.spent += spend
+	fut = -1
+	for i := range g.f {
+		if abs(i-g.m) >= crit {
+			g.f[i] = 0
+			if g.theta > 0 {
+				g.f1[i] = 0
+			}
+		}
+	}
+	if g.theta > 0 {
+		bt := cumBeta - g.betaSpent
+		h1 := g.byAbs(g.f1)
+		in, used := 0.0, 0.0
+		for c := 0; c < crit; c++ {
+			if in += h1[c]; in > bt+1e-15 {
+				break
+			}
+			fut, used = c, in
+		}
+		g.betaSpent += used
+		for i := range g.f1 {
+			if abs(i-g.m) <= fut {
+				g.f1[i] = 0
+			}
+		}
+	}
+	return crit, fut, spend
+}
+
+// byAbs sums f by |S|: out[a] = P(|S| = a) at the current count.
+func (g *gsState) byAbs(f []float64) []float64 {
+	out := make([]float64, g.m+1)
+	for i, p := range f {
+		out[abs(i-g.m)] += p
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// SignTest is an exact group-sequential sign test on discordant tasks:
+// two-sided, level Alpha, Lan–DeMets Spending at the looks' information
+// fractions. With Theta > 0 it has a non-binding futility boundary that
+// spends Beta under the stated difference in the O'Brien–Fleming shape
+// whatever the alpha spending (little early: a futility stop on a few
+// tasks is what costs power), where a
+// discordant task favours the leader with chance Theta.
+type SignTest struct {
+	Spending Spending
+	Alpha    float64
+	Theta    float64
+	Beta     float64
+}
+
+// GSBoundaries are a SignTest's boundaries for looks at discordant counts
+// m (non-decreasing) and information fractions t: Crit[k] is the critical
+// |wins − losses| at look k (m[k]+1 when no count can cross), Spent[k]
+// the null probability of first crossing there, Futile[k] the largest
+// |wins − losses| that is futile there (-1: none). The distributions are
+// conditional on the counts, so the boundaries hold for any discordance.
+type GSBoundaries struct {
+	Crit   []int
+	Spent  []float64
+	Futile []int
+	// BetaSpent is the probability, under the stated difference, of first
+	// stopping as futile at each look.
+	BetaSpent []float64
+}
+
+// Boundaries computes the test's boundaries at the looks.
+func (st SignTest) Boundaries(m []int, t []float64) GSBoundaries {
+	g := newGS(st.Theta)
+	var b GSBoundaries
+	for k := range m {
+		g.advance(m[k])
+		before := g.betaSpent
+		c, fu, s := g.look(SpendAlpha(st.Spending, st.Alpha, t[k]), SpendAlpha(OBrienFleming, st.Beta, t[k]))
+		b.BetaSpent = append(b.BetaSpent, g.betaSpent-before)
+		b.Crit = append(b.Crit, c)
+		b.Spent = append(b.Spent, s)
+		b.Futile = append(b.Futile, fu)
+	}
+	return b
+}
+
+// StagewiseP is the stagewise-ordering p-value of stopping at the last
+// look with walk value s (wins − losses): the null probability of crossing
+// at an earlier look, plus that of reaching this look uncrossed with
+// |S| ≥ |s|. Futility does not enter: it is non-binding.
+func (st SignTest) StagewiseP(m []int, t []float64, s int) float64 {
+	g := newGS(0)
+	for k := range m {
+		g.advance(m[k])
+		if k == len(m)-1 {
+			return math.Min(1, g.spent+g.tail(abs(s)))
+		}
+		g.look(SpendAlpha(st.Spending, st.Alpha, t[k]), 0)
+	}
+	return 1
+}
+
+// PairedTask is one task both arms of a monitored comparison have
+// finished: each arm's task value (repeats averaged, as in the analysis).
+type PairedTask struct {
+	Task      string  `json:"task"`
+	Candidate float64 `json:"candidate"`
+	Baseline  float64 `json:"baseline"`
+}
+
+// MonitoredPair is one monitored comparison as the runner has it so far.
+type MonitoredPair struct {
+	Pair    Pair    `json:"pair"`
+	JobKind string  `json:"jobKind"`
+	Measure Measure `json:"measure"`
+	// Gate is the pass threshold on a task value (pass kinds; 0.5 if zero).
+	Gate float64 `json:"gate"`
+	// Planned is the pair's paired tasks in the full plan (information 1).
+	Planned int `json:"planned"`
+	// Tasks are the paired tasks in the order they completed.
+	Tasks []PairedTask `json:"tasks"`
+	// Checks is how many of Tasks were complete at each check the runner
+	// made (one per block end), oldest first; the last is len(Tasks).
+	Checks []int `json:"checks"`
+	// Final says the plan has run out for this pair though fewer than
+	// Planned tasks completed (trials that never produced a result): the
+	// current check is its last look and spends whatever alpha is left.
+	Final bool `json:"final,omitempty"`
+}
+
+// MonitorState is everything Monitor reads: the rule and the monitored
+// comparisons. Monitor keeps no memory between calls; the runner passes the
+// whole history each time, so a resumed execution gets the same answer.
+type MonitorState struct {
+	Stopping Stopping        `json:"stopping"`
+	Pairs    []MonitoredPair `json:"pairs"`
+}
+
+// PairStatus is where a monitored comparison stands.
+type PairStatus string
+
+const (
+	StatusContinue PairStatus = "continue"
+	// StatusCrossed: the efficacy boundary was crossed; Direction says which arm leads.
+	StatusCrossed PairStatus = "crossed"
+	// StatusFutile: the difference is shown to be inside the stated one.
+	StatusFutile PairStatus = "futile"
+)
+
+// LookPoint is one check of a comparison's path, for the report's figure.
+type LookPoint struct {
+	Check int `json:"check"` // 0-based index into Checks
+	Tasks int `json:"tasks"`
+	// Fraction is Tasks/Planned.
+	Fraction float64 `json:"fraction"`
+	// Look is false for a group-sequential check that was not a planned look.
+	Look bool `json:"look"`
+	// Statistic is the e-value (anytime) or wins − losses over the
+	// discordant tasks (group-sequential); Boundary is what it must reach
+	// (1/alpha_K, or the critical |wins − losses|; absent when no count can).
+	Statistic  float64 `json:"statistic"`
+	Boundary   Num     `json:"boundary"`
+	Discordant int     `json:"discordant"`
+	// FutilityE is the smaller futility e-value; it must reach 1/FutilityBeta.
+	FutilityE Num `json:"futilityE,omitempty"`
+	// FutilityBound is the group-sequential futility boundary: a look with
+	// |wins − losses| at or under it is futile (absent when none).
+	FutilityBound Num                `json:"futilityBound,omitempty"`
+	CS            ConfidenceSequence `json:"cs"`
+	// Status and P are the pair's as of this check: Monitor on the checks
+	// up to here answers the same, so one call gives a whole path.
+	Status PairStatus `json:"status"`
+	P      Num        `json:"p"`
+}
+
+// PairLook is one monitored comparison at the current check.
+type PairLook struct {
+	Pair    Pair       `json:"pair"`
+	JobKind string     `json:"jobKind"`
+	Status  PairStatus `json:"status"`
+	// Direction is "candidate" or "baseline": who leads, for a crossed pair.
+	Direction string `json:"direction,omitempty"`
+	// StoppedAt is the check at which the pair first crossed or was futile
+	// (-1 while it continues).
+	StoppedAt     int `json:"stoppedAt"`
+	Tasks         int `json:"tasks"`
+	CandidateOnly int `json:"candidateOnly"`
+	BaselineOnly  int `json:"baselineOnly"`
+	// Alpha is the pair's share of the family's alpha (alpha/K).
+	Alpha float64 `json:"alpha"`
+	// P is the sequential p-value, valid at this stopping time: 1/max E
+	// (anytime), or the stagewise-ordering p at the crossing or at the end
+	// of the plan (group-sequential; 1 at an interim look the pair has not
+	// crossed). Holm over these across the family is what a decision uses.
+	P Num `json:"p"`
+	// CS is the confidence sequence for the paired difference (candidate −
+	// baseline, mean per task) at level 1 − Alpha, valid at any time.
+	CS   ConfidenceSequence `json:"cs"`
+	Path []LookPoint        `json:"path"`
+}
+
+// Look is Monitor's answer at the current check.
+type Look struct {
+	Check int `json:"check"`
+	// Stop is true when every monitored comparison crossed its efficacy
+	// boundary or was shown futile before the plan ran out.
+	Stop bool `json:"stop"`
+	// End is true when every comparison has all its planned tasks.
+	End    bool       `json:"end"`
+	Reason string     `json:"reason"`
+	Pairs  []PairLook `json:"pairs"`
+	// HolmP are the Holm-adjusted P of Pairs, in order.
+	HolmP []float64 `json:"holmP"`
+}
+
+// Monitor judges the current check (the last of each pair's Checks): every
+// monitored comparison's statistics, boundaries and status, and whether
+// the execution may stop. It is pure and keeps no state.
+func Monitor(st MonitorState) (Look, error) {
+	s := st.Stopping
+	if err := s.Validate(); err != nil {
+		return Look{}, err
+	}
+	if len(st.Pairs) == 0 {
+		return Look{}, &FieldError{Field: "pairs", Problem: "no monitored comparison", Fix: "a stopping rule monitors the pairs the decision rule names; name at least one"}
+	}
+	if s.FutilityBeta == 0 {
+		s.FutilityBeta = DefaultFutilityBeta
+	}
+	alphaK := s.Alpha / float64(len(st.Pairs))
+	var look Look
+	look.Check = -1
+	allDone, allEnd := true, true
+	for i, mp := range st.Pairs {
+		if err := mp.validate(fmt.Sprintf("pairs[%d]", i)); err != nil {
+			return Look{}, err
+		}
+		pl := monitorPair(s, alphaK, mp)
+		look.Pairs = append(look.Pairs, pl)
+		look.Check = max(look.Check, len(mp.Checks)-1)
+		allDone = allDone && pl.Status != StatusContinue
+		allEnd = allEnd && (pl.Tasks == mp.Planned || mp.Final)
+	}
+	ps := make([]float64, len(look.Pairs))
+	for i, p := range look.Pairs {
+		ps[i] = float64(p.P)
+	}
+	look.HolmP = Holm(ps)
+	look.End = allEnd
+	switch {
+	case allEnd:
+		look.Reason = "the plan ran to its end"
+	case allDone:
+		look.Stop = true
+		look.Reason = fmt.Sprintf("every monitored comparison is settled at check %d", look.Check)
+	default:
+		var open []string
+		for _, p := range look.Pairs {
+			if p.Status == StatusContinue {
+				open = append(open, p.JobKind+": "+p.Pair.String())
+			}
+		}
+		look.Reason = fmt.Sprintf("still open: %v", open)
+	}
+	return look, nil
+}
+
+func (mp MonitoredPair) validate(f string) error {
+	switch {
+	case mp.Measure != MeasurePass && mp.Measure != MeasureScore:
+		return &FieldError{Field: f + ".measure", Problem: fmt.Sprintf("%q is not a measure", mp.Measure), Fix: `use "pass" or "score"`}
+	case mp.Planned < 1:
+		return &FieldError{Field: f + ".planned", Problem: fmt.Sprintf("%d", mp.Planned), Fix: "the pair's paired tasks in the plan, 1 or more"}
+	case len(mp.Tasks) > mp.Planned:
+		return &FieldError{Field: f + ".tasks", Problem: fmt.Sprintf("%d tasks, more than the %d planned", len(mp.Tasks), mp.Planned), Fix: "count each paired task once"}
+	case len(mp.Checks) == 0 || mp.Checks[len(mp.Checks)-1] != len(mp.Tasks):
+		return &FieldError{Field: f + ".checks", Problem: "the last check does not hold every task", Fix: "append len(tasks) as the current check"}
+	}
+	for k, c := range mp.Checks {
+		if c < 0 || (k > 0 && c < mp.Checks[k-1]) {
+			return &FieldError{Field: fmt.Sprintf("%s.checks[%d]", f, k), Problem: fmt.Sprintf("%d is below the check before it", c), Fix: "checks count completed tasks and never go down"}
+		}
+	}
+	for k, t := range mp.Tasks {
+		if !(t.Candidate >= 0 && t.Candidate <= 1 && t.Baseline >= 0 && t.Baseline <= 1) {
+			return &FieldError{Field: fmt.Sprintf("%s.tasks[%d]", f, k), Problem: "a task value is outside [0,1]", Fix: "pass each arm's task value (repeats averaged)"}
+		}
+	}
+	return nil
+}
+
+// monitorPair walks one comparison's checks in order.
+func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
+	gate := mp.Gate
+	if gate == 0 {
+		gate = 0.5
+	}
+	n := len(mp.Tasks)
+	d := make([]float64, n) // paired difference per task
+	sign := make([]int, n)  // +1 candidate-only, −1 baseline-only, 0 concordant
+	for i, t := range mp.Tasks {
+		if mp.Measure == MeasurePass {
+			c, b := b2f(t.Candidate >= gate), b2f(t.Baseline >= gate)
+			d[i] = c - b
+		} else {
+			d[i] = t.Candidate - t.Baseline
+		}
+		switch {
+		case d[i] > 0:
+			sign[i] = 1
+		case d[i] < 0:
+			sign[i] = -1
+		}
+	}
+	cs := csPath(d, alphaK)
+	var fut []float64
+	switch {
+	case s.Futility == 0 || (s.Method == GroupSequential && mp.Measure == MeasurePass && s.Discordance > 0):
+	case mp.Measure == MeasurePass && s.Discordance > 0:
+		fut = discordantFutilityPath(sign, (s.Discordance+s.Futility)/(2*s.Discordance))
+	default:
+		fut = futilityPath(d, s.Futility)
+	}
+	// The anytime e-process after each task.
+	var eAt []float64
+	if s.Method == Anytime {
+		if mp.Measure == MeasurePass {
+			eAt = make([]float64, n)
+			b, c := 0, 0
+			for i, x := range sign {
+				switch x {
+				case 1:
+					b++
+				case -1:
+					c++
+				}
+				eAt[i] = BetaBinomialE(b, c, BetaPrior)
+			}
+		} else {
+			eAt = bettingPath(d)
+		}
+	}
+	pl := PairLook{Pair: mp.Pair, JobKind: mp.JobKind, Status: StatusContinue, StoppedAt: -1, Alpha: alphaK, P: 1}
+	wins := make([]int, n+1) // discordant counts over the first i tasks
+	losses := make([]int, n+1)
+	sumD := make([]float64, n+1)
+	for i, x := range sign {
+		wins[i+1], losses[i+1], sumD[i+1] = wins[i], losses[i], sumD[i]+d[i]
+		switch x {
+		case 1:
+			wins[i+1]++
+		case -1:
+			losses[i+1]++
+		}
+	}
+	// Group-sequential futility is exact for pass kinds when the plan gives
+	// the discordance; otherwise the futility e-process decides.
+	theta := 0.0
+	if s.Method == GroupSequential && mp.Measure == MeasurePass && s.Futility > 0 && s.Discordance > 0 {
+		theta = (s.Discordance + s.Futility) / (2 * s.Discordance)
+	}
+	st := SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: s.FutilityBeta}
+	g := newGS(theta)
+	nextLook, lastLookTasks, finalDone := 0, 0, false
+	for k, nt := range mp.Checks {
+		pt := LookPoint{Check: k, Tasks: nt, Fraction: float64(nt) / float64(mp.Planned), Discordant: wins[nt] + losses[nt],
+			Boundary: Num(math.NaN()), FutilityE: Num(math.NaN()), FutilityBound: Num(math.NaN()), CS: ConfidenceSequence{Lo: -1, Hi: 1, Level: 1 - alphaK}}
+		if nt > 0 {
+			pt.CS = cs[nt-1]
+		}
+		crossed, futile := false, false
+		switch s.Method {
+		case Anytime:
+			pt.Look = true
+			pt.Statistic, pt.Boundary = 1, Num(1/alphaK)
+			if nt > 0 {
+				pt.Statistic = eAt[nt-1]
+				maxE := maxUpTo(eAt, nt)
+				// 1/max E is valid at any stopping time, so it keeps
+				// improving after a crossing too.
+				pl.P = Num(math.Min(1, 1/maxE))
+				crossed = maxE >= 1/alphaK
+			}
+		case GroupSequential:
+			// The end of the pair's plan is one look, taken once, that
+			// spends what is left; other looks need new tasks.
+			final := !finalDone && (nt == mp.Planned || (mp.Final && k == len(mp.Checks)-1))
+			if len(s.Looks) == 0 {
+				pt.Look = nt > lastLookTasks
+			} else {
+				planned := false
+				for nextLook < len(s.Looks) && pt.Fraction >= s.Looks[nextLook]-1e-12 {
+					nextLook++
+					planned = true
+				}
+				pt.Look = planned && nt > lastLookTasks
+			}
+			pt.Look = pt.Look || final
+			finalDone = finalDone || final
+			m, sv := wins[nt]+losses[nt], wins[nt]-losses[nt]
+			pt.Statistic = float64(sv)
+			if pt.Look && pl.Status != StatusCrossed {
+				lastLookTasks = nt
+				frac := pt.Fraction
+				if final {
+					frac = 1 // the end spends whatever alpha is left
+				}
+				g.advance(m)
+				before, tailObs := g.spent, g.tail(abs(sv))
+				crit, fu, _ := g.look(SpendAlpha(st.Spending, st.Alpha, frac), SpendAlpha(OBrienFleming, st.Beta, frac))
+				if crit <= m {
+					pt.Boundary = Num(crit)
+				}
+				if fu >= 0 {
+					pt.FutilityBound = Num(fu)
+					futile = abs(sv) <= fu
+				}
+				// The stagewise p is valid where the design stops by
+				// itself: at a crossing or at the end. A pair stopped
+				// uncrossed in between keeps p = 1.
+				if crossed = abs(sv) >= crit; crossed || final {
+					pl.P = Num(math.Min(1, before+tailObs))
+				}
+			}
+		}
+		if fut != nil && nt > 0 {
+			pt.FutilityE = Num(fut[nt-1])
+			futile = maxUpTo(fut, nt) >= 1/s.FutilityBeta
+		}
+		if crossed && pl.Status != StatusCrossed {
+			pl.Status, pl.StoppedAt, pl.Direction = StatusCrossed, k, "candidate"
+			if sumD[nt] < 0 {
+				pl.Direction = "baseline"
+			}
+		}
+		if pl.Status == StatusContinue && pt.Look && futile {
+			pl.Status, pl.StoppedAt = StatusFutile, k
+		}
+		pt.Status, pt.P = pl.Status, pl.P
+		pl.Path = append(pl.Path, pt)
+	}
+	pl.Tasks = n
+	pl.CandidateOnly, pl.BaselineOnly = wins[n], losses[n]
+	pl.CS = ConfidenceSequence{Lo: -1, Hi: 1, Level: 1 - alphaK}
+	if n > 0 {
+		pl.CS = cs[n-1]
+	}
+	return pl
+}
+
+// maxUpTo is the running maximum of e over its first n values: an
+// e-process that has once reached a bound has rejected for good.
+func maxUpTo(e []float64, n int) float64 {
+	return slices.Max(e[:n])
+}

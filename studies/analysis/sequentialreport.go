@@ -1,0 +1,107 @@
+package analysis
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Sequential is an execution's early-stopping record: the stopping rule and
+// the monitor's last look (the one that stopped it, or the plan's end). The
+// runner stores it on the execution; the analysis takes the monitored
+// pairs' p-values and intervals from it, so what the report says holds at
+// the time the study stopped.
+type Sequential struct {
+	Stopping Stopping `json:"stopping"`
+	Look     Look     `json:"look"`
+	// StoppedEarly: every monitored comparison was settled before the plan
+	// ran out, and the execution stopped at Look.
+	StoppedEarly bool `json:"stoppedEarly"`
+	// NotRun are the planned trials the stop left unrun (arm|job kind|task
+	// #repeat): not run, never missing pairs.
+	NotRun []string `json:"notRun,omitempty"`
+}
+
+// ConfidenceSeq is the interval of a monitored pair: the confidence
+// sequence of its paired difference, valid at the stopping time.
+const ConfidenceSeq IntervalMethod = "confidence-sequence"
+
+// sequentialPair is the monitor's look at one analysed pair, if monitored.
+func (s *Sequential) pair(jobKind string, p Pair) (PairLook, float64, bool) {
+	if s == nil {
+		return PairLook{}, 0, false
+	}
+	for i, pl := range s.Look.Pairs {
+		if pl.JobKind == jobKind && pl.Pair == p {
+			h := math.NaN()
+			if i < len(s.Look.HolmP) {
+				h = s.Look.HolmP[i]
+			}
+			return pl, h, true
+		}
+	}
+	return PairLook{}, 0, false
+}
+
+// applySequential replaces a monitored pair's fixed-sample test and
+// interval with the sequential ones: a fixed-sample p-value read at a
+// data-dependent stopping time is not valid, the sequential one is.
+func (pr *PairResult) applySequential(s *Sequential) {
+	pl, _, ok := s.pair(pr.JobKind, Pair{Candidate: pr.Candidate, Baseline: pr.Baseline})
+	if !ok || pr.notComparable != "" {
+		return
+	}
+	pr.P = pl.P
+	pr.Interval = Interval{Lo: pl.CS.Lo, Hi: pl.CS.Hi, Level: pl.CS.Level, Method: ConfidenceSeq,
+		Note: fmt.Sprintf("confidence sequence at level 1 − α/K = %.4g, valid at any stopping time", pl.CS.Level)}
+	method := "anytime-valid mixture e-value (p = 1/max E)"
+	if s.Stopping.Method == GroupSequential {
+		method = fmt.Sprintf("group-sequential sign test, %s alpha spending (stagewise-ordering p)", s.Stopping.Spending)
+	}
+	pr.Test = fmt.Sprintf("%s over %d paired tasks at check %d; %s", method, pl.Tasks, s.Look.Check+1, pl.Status)
+	pr.Sequential = &pl
+}
+
+// stopClause is the decision trace's clause for a sequential study.
+func (s *Sequential) stopClause() string {
+	if s == nil {
+		return ""
+	}
+	if !s.StoppedEarly {
+		return fmt.Sprintf("stopping rule (%s): ran to the end of the plan at check %d; monitored pairs use the sequential p-values and confidence sequences", s.Stopping.Method, s.Look.Check+1)
+	}
+	return fmt.Sprintf("stopped early at check %d (%s): %s; %d planned trials not run; monitored pairs use the sequential p-values and confidence sequences, valid at this stopping time",
+		s.Look.Check+1, s.Stopping.Method, s.Look.Reason, len(s.NotRun))
+}
+
+// dropNotRun moves the missing pairs an early stop explains (every lacking
+// arm's trials of the task were left unrun) from Missing to NotRun.
+func (pr *PairResult) dropNotRun(s *Sequential) {
+	if s == nil || !s.StoppedEarly || len(pr.Missing) == 0 {
+		return
+	}
+	notRun := map[string]bool{}
+	for _, k := range s.NotRun {
+		if i := strings.LastIndexByte(k, '#'); i >= 0 {
+			k = k[:i]
+		}
+		notRun[k] = true
+	}
+	unrun := func(arm, task string) bool { return notRun[arm+"|"+pr.JobKind+"|"+task] }
+	var keep []MissingPair
+	for _, m := range pr.Missing {
+		explained := false
+		switch m.Lacks {
+		case "both":
+			explained = unrun(pr.Candidate, m.Task) && unrun(pr.Baseline, m.Task)
+		default:
+			explained = unrun(m.Lacks, m.Task)
+		}
+		if explained {
+			pr.NotRun = append(pr.NotRun, m.Task)
+			continue
+		}
+		keep = append(keep, m)
+	}
+	pr.Missing, pr.MissingTasks = keep, len(keep)
+}

@@ -1,0 +1,169 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// Stop is the design's stopping rule at work: the look the execution
+// stopped at (or the plan's end) and each monitored pair's path against its
+// boundaries over paired tasks.
+type Stop struct {
+	// Method is "anytime" or "group_sequential" (with Spending).
+	Method   string `json:"method"`
+	Spending string `json:"spending,omitempty"`
+	// Stopped says the execution stopped early at Check (1-based); Reason
+	// is the monitor's own words.
+	Stopped bool   `json:"stopped"`
+	Check   int    `json:"check"`
+	Reason  string `json:"reason"`
+	// NotRun counts the planned trials the stop left unrun.
+	NotRun int        `json:"not_run"`
+	Pairs  []StopPair `json:"pairs"`
+}
+
+// StopPair is one monitored comparison's sequential result and path.
+type StopPair struct {
+	JobKind    string  `json:"job_kind"`
+	Challenger string  `json:"challenger"`
+	Baseline   string  `json:"baseline"`
+	Status     string  `json:"status"`
+	Direction  string  `json:"direction,omitempty"`
+	Tasks      int     `json:"tasks"`
+	Planned    int     `json:"planned"`
+	P          float64 `json:"p"`
+	PHolm      float64 `json:"p_holm"`
+	// CS is the confidence sequence for the paired difference at CSLevel.
+	CSLo    float64 `json:"cs_lo"`
+	CSHi    float64 `json:"cs_hi"`
+	CSLevel float64 `json:"cs_level"`
+	// Statistic names what Path plots: "e-value" (anytime, boundary
+	// 1/alpha_K) or "wins − losses" (group-sequential, boundary the
+	// critical count).
+	Statistic string      `json:"statistic"`
+	Path      []StopPoint `json:"path"`
+}
+
+// StopPoint is one check of a monitored pair; nil boundaries are absent at
+// that check (not a planned look, or no count could cross).
+type StopPoint struct {
+	Tasks         int      `json:"tasks"`
+	Look          bool     `json:"look"`
+	Statistic     float64  `json:"statistic"`
+	Boundary      *float64 `json:"boundary,omitempty"`
+	FutilityBound *float64 `json:"futility_bound,omitempty"`
+	Status        string   `json:"status"`
+}
+
+// stopFigure draws one monitored pair's path against its boundaries:
+// log10 E against log10(1/alpha_K) for the anytime test, wins − losses
+// against ± the critical count (and the futility band) for the
+// group-sequential one.
+func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
+	anytime := s.Method == "anytime"
+	yl := "wins − losses (discordant tasks)"
+	tr := func(v float64) float64 { return v }
+	if anytime {
+		yl = "log10 e-value"
+		tr = func(v float64) float64 { return math.Log10(math.Max(v, 1e-12)) }
+	}
+	p := newPlot("paired tasks", yl)
+	addGrid(p, false, true)
+	var path, up, down, futU, futD plotter.XYs
+	stopAt := -1
+	for i, pt := range sp.Path {
+		path = append(path, plotter.XY{X: float64(pt.Tasks), Y: tr(pt.Statistic)})
+		if pt.Boundary != nil {
+			up = append(up, plotter.XY{X: float64(pt.Tasks), Y: tr(*pt.Boundary)})
+			if !anytime {
+				down = append(down, plotter.XY{X: float64(pt.Tasks), Y: -*pt.Boundary})
+			}
+		}
+		if pt.FutilityBound != nil && !anytime {
+			futU = append(futU, plotter.XY{X: float64(pt.Tasks), Y: *pt.FutilityBound})
+			futD = append(futD, plotter.XY{X: float64(pt.Tasks), Y: -*pt.FutilityBound})
+		}
+		if stopAt < 0 && pt.Status != "continue" {
+			stopAt = i
+		}
+	}
+	add := func(xys plotter.XYs, c int, dash []vg.Length, label string, points bool) error {
+		if len(xys) == 0 {
+			return nil
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return fmt.Errorf("report: stop figure %s: %w", id, err)
+		}
+		l.Width, l.Dashes = vg.Points(2), dash
+		l.Color = baselineColor
+		if c >= 0 {
+			l.Color = palette[c]
+		}
+		p.Add(l)
+		if label != "" {
+			p.Legend.Add(label, l)
+		}
+		if points {
+			sc, err := plotter.NewScatter(xys)
+			if err != nil {
+				return err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Radius = l.Color, vg.Points(3)
+			p.Add(sc)
+		}
+		return nil
+	}
+	dash := []vg.Length{vg.Points(6), vg.Points(3)}
+	dot := []vg.Length{vg.Points(2), vg.Points(2)}
+	for _, e := range []error{
+		add(path, 0, nil, sp.Challenger+" vs "+sp.Baseline, true),
+		add(up, -1, dash, "efficacy boundary", false),
+		add(down, -1, dash, "", false),
+		add(futU, 2, dot, "futility bound", false),
+		add(futD, 2, dot, "", false),
+	} {
+		if e != nil {
+			return figure{}, e
+		}
+	}
+	desc := fmt.Sprintf("%s vs %s in %s: %s after %d of %d planned paired tasks", sp.Challenger, sp.Baseline, sp.JobKind, sp.Status, sp.Tasks, sp.Planned)
+	if stopAt >= 0 {
+		x := float64(sp.Path[stopAt].Tasks)
+		lo, hi := p.Y.Min, p.Y.Max
+		v, err := vline(x, lo, hi, ink, dot)
+		if err != nil {
+			return figure{}, err
+		}
+		p.Add(v)
+		desc += fmt.Sprintf("; settled (%s) at check %d, %d tasks", sp.Path[stopAt].Status, stopAt+1, sp.Path[stopAt].Tasks)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(6)
+	caption := fmt.Sprintf("Early stopping in %s, %s vs %s: the %s at each check (one per block) against its boundary; the dotted vertical line is where the pair was settled.", sp.JobKind, sp.Challenger, sp.Baseline, sp.Statistic)
+	return render(p, vg.Points(560), vg.Points(300), figure{ID: id, Class: "fig-stop", Title: "Stopping path, " + sp.Challenger + " vs " + sp.Baseline, Desc: desc + ".", Caption: caption})
+}
+
+// Line is the stop in one sentence, for Markdown and the summary.
+func (s Stop) Line() string {
+	m := s.Method
+	if s.Spending != "" {
+		m += " (" + s.Spending + ")"
+	}
+	if s.Stopped {
+		return fmt.Sprintf("Stopped early at check %d by the %s rule: %s; %d planned trials not run (not missing).", s.Check, m, s.Reason, s.NotRun)
+	}
+	return fmt.Sprintf("The %s stopping rule did not stop the study: %s (check %d).", m, strings.TrimSuffix(s.Reason, "."), s.Check)
+}
+
+// stopBound prints a boundary, or "—" where none applies at that check.
+func stopBound(v *float64) string {
+	if v == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.4g", *v)
+}

@@ -1,0 +1,43 @@
+package run
+
+import (
+	"testing"
+	"time"
+
+	"rig/studies"
+)
+
+func trials(arms ...string) []studies.Trial {
+	var out []studies.Trial
+	for _, a := range arms {
+		out = append(out, studies.Trial{Key: studies.TrialKey{Arm: a}})
+	}
+	return out
+}
+
+// A slow arm's remaining trials are priced at its own speed, not at the
+// average of the fast arm that happened to run first.
+func TestETAPricesEachArmAtItsOwnSpeed(t *testing.T) {
+	e := newETA(map[string]time.Duration{"fast": 2 * time.Second, "slow": 60 * time.Second})
+	// Before anything is measured: the dry run's table.
+	if got := e.left(trials("fast", "slow", "slow")); got != 122*time.Second {
+		t.Errorf("unmeasured ETA = %s, want 2m2s from the dry run's prices", got)
+	}
+	for range 4 {
+		e.observe("fast", time.Second)
+	}
+	// fast measured at 1s; slow still at its price.
+	if got := e.left(trials("fast", "slow", "slow")); got != 121*time.Second {
+		t.Errorf("ETA = %s, want 1s + 2×60s", got)
+	}
+	e.observe("slow", 90*time.Second)
+	if got := e.left(trials("fast", "slow", "slow")); got != 181*time.Second {
+		t.Errorf("ETA = %s, want 1s + 2×90s measured", got)
+	}
+	// No price and no measurement: the mean of what was measured, never zero.
+	noPrice := newETA(nil)
+	noPrice.observe("a", 10*time.Second)
+	if got := noPrice.left(trials("b")); got != 10*time.Second {
+		t.Errorf("ETA of an unpriced, unmeasured arm = %s, want the measured mean 10s", got)
+	}
+}
