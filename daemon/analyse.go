@@ -296,6 +296,7 @@ func receiptTrials(recs []receipts.Receipt, plan *studies.Plan, designHash strin
 			// No power meter on a CPU-only machine: energy is wall time at the
 			// package's nominal draw, labelled as an estimate.
 			EnergyJoules: float64(r.WallMS) / 1000 * studies.EstimatedWatts, EnergySource: analysis.EnergyEstimate,
+			PromptTokS: r.PromptPerSecond, GenTokS: r.OutputPerSecond, TTFTMS: r.TTFTMS, TPOTMS: r.TPOTMS,
 			Metrics: metricsOf(r, metrics)}
 		if r.EnergySource == receipts.EnergyMeasuredNVML {
 			// The card's counter measured this trial: the estimate stays
@@ -575,6 +576,13 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 					DeltaP50MS: numPtr(l.DeltaP50MS), DeltaP95MS: numPtr(l.DeltaP95MS)})
 			}
 		}
+		for _, sp := range rep.Speed {
+			if sp.JobKind == k.JobKind {
+				card := speedCard(sp)
+				card.Runtime, card.Baseline = runtimeOf[sp.Arm], baseline[sp.Arm]
+				jk.Speed = append(jk.Speed, card)
+			}
+		}
 		for _, sr := range rep.SRM {
 			if sr.JobKind == k.JobKind {
 				jk.SRM = &report.SRM{Arms: sr.Arms, Planned: sr.Planned, Scored: sr.Scored, ChiSq: numPtr(sr.ChiSq), DF: sr.DF, P: numPtr(sr.P), Alpha: sr.Alpha, Mismatch: sr.Mismatch}
@@ -627,12 +635,14 @@ func shortHash(h string) string {
 	return h
 }
 
-// outputsByTrial returns, per arm and task, the kept text of the first repeat.
-func (s *Service) outputsByTrial(name, execID string) map[string]string {
-	out := map[string]string{}
+// generationRows calls each for every row of the execution's generation
+// records, in file order; a record that does not read is passed over (the
+// report's sample and echo checks are best effort, the record's own check
+// is rig study check's).
+func (s *Service) generationRows(name, execID string, each func(genrecord.Row)) {
 	x, err := s.execution(name, execID)
 	if err != nil {
-		return out
+		return
 	}
 	files, _ := filepath.Glob(x.Generations())
 	for _, f := range files {
@@ -641,17 +651,25 @@ func (s *Service) outputsByTrial(name, execID string) map[string]string {
 			continue
 		}
 		for _, r := range rows {
-			key, _, _ := strings.Cut(r.Prompt, "#")
-			parts := strings.Split(key, "/")
-			if len(parts) < 3 {
-				continue
-			}
-			k := parts[0] + "|" + parts[2]
-			if _, ok := out[k]; !ok {
-				out[k] = r.Text
-			}
+			each(r)
 		}
 	}
+}
+
+// outputsByTrial returns, per arm and task, the kept text of the first repeat.
+func (s *Service) outputsByTrial(name, execID string) map[string]string {
+	out := map[string]string{}
+	s.generationRows(name, execID, func(r genrecord.Row) {
+		key, _, _ := strings.Cut(r.Prompt, "#")
+		parts := strings.Split(key, "/")
+		if len(parts) < 3 {
+			return
+		}
+		k := parts[0] + "|" + parts[2]
+		if _, ok := out[k]; !ok {
+			out[k] = r.Text
+		}
+	})
 	return out
 }
 
@@ -661,23 +679,12 @@ func (s *Service) outputsByTrial(name, execID string) map[string]string {
 // harness's calls nor a judge's.
 func (s *Service) promptEchoes(name, execID string) map[string]bool {
 	out := map[string]bool{}
-	x, err := s.execution(name, execID)
-	if err != nil {
-		return out
-	}
-	files, _ := filepath.Glob(x.Generations())
-	for _, f := range files {
-		_, rows, err := genrecord.ReadAll(f)
-		if err != nil {
-			continue
+	s.generationRows(name, execID, func(r genrecord.Row) {
+		if r.Role == genrecord.RoleCandidate && analysis.EchoesPrompt(r.RenderedPrompt, r.Text) {
+			key, _, _ := strings.Cut(r.Prompt, "#") // the trial key, without the attempt
+			out[key] = true
 		}
-		for _, r := range rows {
-			if r.Role == genrecord.RoleCandidate && analysis.EchoesPrompt(r.RenderedPrompt, r.Text) {
-				key, _, _ := strings.Cut(r.Prompt, "#") // the trial key, without the attempt
-				out[key] = true
-			}
-		}
-	}
+	})
 	return out
 }
 
@@ -810,4 +817,20 @@ func stopData(seq *analysis.Sequential) *report.Stop {
 		st.Pairs = append(st.Pairs, sp)
 	}
 	return st
+}
+
+// speedCard is one arm's analysed speed card as the report shows it.
+func speedCard(s analysis.Speed) report.Speed {
+	out := report.Speed{Arm: s.Arm, Timed: s.Timed, PromptTokS: numPtr(s.PromptTokS), GenTokS: numPtr(s.GenTokS),
+		TTFTP50MS: numPtr(s.TTFTP50MS), TTFTP99MS: numPtr(s.TTFTP99MS), TPOTP50MS: numPtr(s.TPOTP50MS), TPOTP99MS: numPtr(s.TPOTP99MS),
+		WallSeconds: numPtr(s.Cost.MeanWallSeconds), EnergyJoules: numPtr(s.Cost.MeanEnergyJoules), EnergySource: string(s.Cost.EnergySource)}
+	if p := s.Cost.PeakMemoryBytes; p > 0 {
+		out.PeakMemBytes = &p
+	}
+	if d := s.Delta; d != nil {
+		out.Delta = &report.SpeedDelta{PromptTokS: numPtr(d.PromptTokS), GenTokS: numPtr(d.GenTokS),
+			TTFTP50: numPtr(d.TTFTP50), TTFTP99: numPtr(d.TTFTP99), TPOTP50: numPtr(d.TPOTP50), TPOTP99: numPtr(d.TPOTP99),
+			Wall: numPtr(d.Wall), PeakMem: numPtr(d.PeakMemory), Energy: numPtr(d.Energy)}
+	}
+	return out
 }

@@ -24,7 +24,6 @@ import (
 // check itself). A call made inside the daemon's process (no socket) reads
 // as the daemon.
 
-
 // callerCred is whose rights a request's files are read with; ok is false
 // for a call made inside the daemon's process.
 func callerCred(ctx context.Context) (peerfile.Cred, Caller, bool) {

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"syscall"
 
-	"rig/internal/sizecap"
 	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"rig/internal/jsonerr"
 	"rig/studies"
 )
 
@@ -60,7 +61,7 @@ func method[Req any](fn func(ctx context.Context, req Req, text io.Writer) (any,
 		var req Req
 		if len(raw) > 0 {
 			if err := json.Unmarshal(raw, &req); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrBadRequest, err)
+				return nil, fmt.Errorf("%w: %s", ErrBadRequest, jsonerr.Message(err))
 			}
 		}
 		return fn(ctx, req, text)

@@ -256,6 +256,9 @@ type StudyInfo struct {
 	// Activity is what a request on the study still running is doing now
 	// (a validation run, a replayed record); empty when none is.
 	Activity string `json:"activity,omitempty"`
+	// LicenceTerms is what each licence entry the study rests on says
+	// (terms, page, verdict per use), shown to a reviewer before the line.
+	LicenceTerms []studies.LicenceTerm `json:"licence_terms,omitempty"`
 }
 
 // Register checks licences, fingerprints every pinned asset and records the
@@ -483,6 +486,9 @@ func (s *Service) Review(ctx context.Context, name string, r studies.Review, why
 	if err := s.separateDuties(ctx, dutyReview, "study "+name, studyParties(l)); err != nil {
 		return StudyInfo{}, err
 	}
+	if err := s.checkLicenceLine(name, l, r); err != nil {
+		return StudyInfo{}, err
+	}
 	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventReview, Actor: r.Reviewer, At: time.Now().UTC(), Why: why, Review: &r}); err != nil {
 		return StudyInfo{}, err
 	}
@@ -654,6 +660,7 @@ func (s *Service) Status(ctx context.Context, name string) (StudyInfo, error) {
 	}
 	info := StudyInfo{Name: name, State: l.State, DesignHash: l.DesignHash, SnapshotHash: l.SnapshotHash, Dir: dir.Dir(), Store: dir.Store(), Audit: l.Audit}
 	info.Licences, _ = studies.LicenceLinesFor(d.Items, r.Licences)
+	info.LicenceTerms, _ = studies.LicenceTermsFor(d.Items, r.Licences)
 	execs, err := s.executions(ctx, name)
 	if err != nil {
 		return info, err

@@ -138,7 +138,7 @@ func (r *Reader) Next() (Row, error) {
 		Kind string `json:"kind"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
-		return Row{}, &LineError{Path: r.path, Line: line, Err: fmt.Errorf("%w: %v", ErrBadRow, err)}
+		return Row{}, &LineError{Path: r.path, Line: line, Err: fmt.Errorf("%w: %s", ErrBadRow, jsonerr.Message(err))}
 	}
 	if probe.Kind != KindRow {
 		return Row{}, &LineError{Path: r.path, Line: line, Field: "kind", Err: fmt.Errorf("%w: %q, want %q (only line 1 is a header)", ErrBadRow, probe.Kind, KindRow)}
@@ -217,7 +217,7 @@ func strictUnmarshal(raw []byte, v any) error {
 		if errors.As(err, &te) {
 			return fmt.Errorf("field %q holds a JSON %s, want %s (see docs/generations.md for each field's type): %w", te.Field, te.Value, jsonerr.Kind(te.Type.Kind()), ErrBadType)
 		}
-		return err
+		return errors.New(jsonerr.Message(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON object")

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"rig/internal/sizecap"
 	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 

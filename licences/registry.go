@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"rig/internal/sizecap"
 	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
 
@@ -305,7 +305,7 @@ func (p parser) object(path string, data []byte, known, required []string) (map[
 	dec := json.NewDecoder(bytes.NewReader(data))
 	tok, err := dec.Token()
 	if err != nil {
-		return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+		return nil, p.errf(where, "is not valid JSON: "+jsonerr.Message(err), "fix the JSON syntax")
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return nil, p.errf(where, "must be a JSON object", "write { ... }")
@@ -314,12 +314,12 @@ func (p parser) object(path string, data []byte, known, required []string) (map[
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+			return nil, p.errf(where, "is not valid JSON: "+jsonerr.Message(err), "fix the JSON syntax")
 		}
 		key, _ := tok.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return nil, p.errf(join(path, key), "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+			return nil, p.errf(join(path, key), "is not valid JSON: "+jsonerr.Message(err), "fix the JSON syntax")
 		}
 		if !contains(known, key) {
 			if strings.HasSuffix(path, ".verdicts") {
@@ -333,7 +333,7 @@ func (p parser) object(path string, data []byte, known, required []string) (map[
 		m[key] = raw
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, p.errf(where, "is not valid JSON: "+err.Error(), "fix the JSON syntax")
+		return nil, p.errf(where, "is not valid JSON: "+jsonerr.Message(err), "fix the JSON syntax")
 	}
 	if path == "" {
 		if _, err := dec.Token(); err == nil {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"rig/internal/jsonerr"
 )
 
 // RuntimeCalibration holds the constants of one runtime's memory model that
@@ -66,7 +68,7 @@ func DefaultCalibration() (*Calibration, error) {
 func parseCalibration(b []byte, name string) (*Calibration, error) {
 	var c Calibration
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %s", name, jsonerr.Message(err))
 	}
 	if c.Date == "" || c.Machine == "" {
 		return nil, fmt.Errorf("%s: date and machine: missing (a calibration is only meaningful for a dated machine line)", name)

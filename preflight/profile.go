@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 )
 
 // OffloadAll puts every layer on the card (llama.cpp's -ngl 999).
@@ -170,9 +172,13 @@ type CardsFile struct {
 	Cards []Profile `json:"cards"`
 }
 
+// cardsCap bounds a declared card list: a handful of cards, a few hundred
+// bytes each.
+var cardsCap = sizecap.Cap{What: "card list", Limit: 1 << 20, Fix: "a card list holds a few cards: name the file meant"}
+
 // LoadCards reads and validates a declared card list.
 func LoadCards(path string) ([]Profile, error) {
-	b, err := os.ReadFile(path)
+	b, err := cardsCap.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: card list: %w", err)
 	}
@@ -185,7 +191,7 @@ func ParseCards(b []byte, name string) ([]Profile, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cf); err != nil {
-		return nil, fmt.Errorf("%s: %w (expected {\"cards\": [{\"name\": …, \"card_memory\": \"8GiB\", \"context\": 8192}]})", name, err)
+		return nil, fmt.Errorf("%s: %s (expected {\"cards\": [{\"name\": …, \"card_memory\": \"8GiB\", \"context\": 8192}]})", name, jsonerr.Message(err))
 	}
 	seen := map[string]bool{}
 	for i, p := range cf.Cards {

@@ -112,6 +112,13 @@ type Receipt struct {
 	// over the trial's calls; zero when the runtime did not report them.
 	PromptPerSecond float64 `json:"prompt_tok_s,omitempty"`
 	OutputPerSecond float64 `json:"output_tok_s,omitempty"`
+	// TTFTMS is the runtime's own prompt time of the trial's first call, in
+	// milliseconds: its first output token is sampled from the prompt's last
+	// logits, so this is the time to first token less the HTTP round trip.
+	// TPOTMS is the runtime's generation time per output token over the
+	// trial's calls. Zero when the runtime did not time them.
+	TTFTMS float64 `json:"ttft_ms,omitempty"`
+	TPOTMS float64 `json:"tpot_ms,omitempty"`
 
 	WallMS             int64   `json:"wall_ms"`
 	PeakMemoryBytes    int64   `json:"peak_memory_bytes"`
@@ -198,7 +205,7 @@ func (r Receipt) Validate() error {
 		return bad("machine", "is empty", "record the machine line (GPU, driver, runtime and versions)")
 	case r.InputTokens < 0 || r.ThinkingTokens < 0 || r.OutputTokens < 0:
 		return bad("tokens", "a token count is negative", "record counts as reported by the runtime")
-	case r.WallMS < 0 || r.PeakMemoryBytes < 0 || r.PeakGPUMemoryBytes < 0 || r.EnergyJoules < 0 || r.PromptPerSecond < 0 || r.OutputPerSecond < 0:
+	case r.WallMS < 0 || r.PeakMemoryBytes < 0 || r.PeakGPUMemoryBytes < 0 || r.EnergyJoules < 0 || r.PromptPerSecond < 0 || r.OutputPerSecond < 0 || r.TTFTMS < 0 || r.TPOTMS < 0:
 		return bad("wall_ms", "a time, memory or energy reading is negative", "record the measured value, or 0 when not measured")
 	case r.GenerationSHA256 != "" && !hexSHA256.MatchString(r.GenerationSHA256):
 		return bad("generation_sha256", fmt.Sprintf("%q is not a sha256", r.GenerationSHA256), "write 64 lower-case hex digits")

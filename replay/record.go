@@ -188,13 +188,8 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	if err != nil {
 		return genrecord.Summary{}, err
 	}
-	var model provision.Model
-	for _, m := range in.Models {
-		if m.SHA256 == h.Pins.ModelSHA256 {
-			model = m
-		}
-	}
-	if model.Path == "" {
+	model, ok := in.ModelBySHA256(h.Pins.ModelSHA256)
+	if !ok {
 		return genrecord.Summary{}, fmt.Errorf("%s: the record's model (sha256 %s, %s) is not provisioned here; replay needs the pinned model file", req.File, h.Pins.ModelSHA256, h.Pins.ModelName)
 	}
 	work, cleanup, err := workDir(req.WorkDir, "rig-replay-")

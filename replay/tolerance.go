@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"rig/genrecord"
+	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 )
 
 // ReplayTolerance is a tolerance read from a calibration written by `rig
@@ -20,17 +21,21 @@ type ReplayTolerance struct {
 	Warning string
 }
 
+// calibrationCap bounds a calibration file: a tolerance per runtime and
+// model, a few kilobytes.
+var calibrationCap = sizecap.Cap{What: "replay calibration", Limit: 4 << 20, Fix: "write one with rig replay calibrate --out FILE"}
+
 // LoadReplayTolerance reads the tolerance calibrated for runtime from a
 // calibration file. A calibration whose genuine rows and controls overlapped
 // has no tolerance that separates them, and is refused.
 func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode string) (ReplayTolerance, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := calibrationCap.ReadFile(path)
 	if err != nil {
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: %w", path, err)
 	}
 	var cal ReplayCalibration
 	if err := json.Unmarshal(raw, &cal); err != nil {
-		return ReplayTolerance{}, fmt.Errorf("--calibration %s: not a calibration (%v); write one with rig replay calibrate --out %s", path, err, path)
+		return ReplayTolerance{}, fmt.Errorf("--calibration %s: not a calibration (%s); write one with rig replay calibrate --out %s", path, jsonerr.Message(err), path)
 	}
 	if got := modeOf(cal.Mode); got != modeOf(mode) {
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: field mode is %q, this replay's mode is %q: a tolerance holds only for the mode it was measured in (rig replay calibrate --mode %s)", path, got, modeOf(mode), modeOf(mode))
@@ -80,7 +85,7 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 			return ReplayTolerance{}, fmt.Errorf("--calibration %s: %s.separable is false: on %s its genuine rows and controls overlapped, so no tolerance separates them; calibrate again (more rows) before replaying with it", path, field, runtime)
 		}
 		if c.Tolerance.Token < 0 || c.Tolerance.Row < 0 {
-			return ReplayTolerance{}, fmt.Errorf("--calibration %s: %s.tolerance is negative (%+v); write it again with rig replay calibrate", path, field, c.Tolerance)
+			return ReplayTolerance{}, fmt.Errorf("--calibration %s: %s.tolerance is negative (token_nats %v, row_mean_nats %v); write it again with rig replay calibrate", path, field, c.Tolerance.Token, c.Tolerance.Row)
 		}
 		t := ReplayTolerance{Tolerance: c.Tolerance,
 			Source: fmt.Sprintf("%s, %s on %s: %d genuine rows, %d controls, false accepts %d, false rejects %d", path, cal.Model, runtime, c.NoiseRows, c.ControlRows, c.FalseAccepts, c.FalseRejects)}

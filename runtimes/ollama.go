@@ -401,13 +401,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	err := o.client.Chat(gctx, chat, func(r api.ChatResponse) error {
 		res.Text += r.Message.Content
 		res.Thinking += r.Message.Thinking
-		for _, lp := range r.Logprobs {
-			st := Step{Candidate: ollamaCandidate(lp.TokenLogprob)}
-			for _, t := range lp.TopLogprobs {
-				st.Top = append(st.Top, ollamaCandidate(t))
-			}
-			res.Steps = append(res.Steps, st)
-		}
+		res.Steps = appendOllamaSteps(res.Steps, r.Logprobs)
 		last = r
 		return nil
 	})
@@ -416,6 +410,33 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	if rerr := <-rendered; rerr != nil && err == nil {
 		err = fmt.Errorf("rendering the prompt: %w", rerr)
 	}
+	return o.endCall(res, err, ollamaEnd{Done: last.Done, DoneReason: last.DoneReason, Metrics: last.Metrics}, req, "chat")
+}
+
+// appendOllamaSteps adds a streamed piece's chosen tokens, each with its
+// top-K alternatives, to steps.
+func appendOllamaSteps(steps []Step, lps []api.Logprob) []Step {
+	for _, lp := range lps {
+		st := Step{Candidate: ollamaCandidate(lp.TokenLogprob)}
+		for _, t := range lp.TopLogprobs {
+			st.Top = append(st.Top, ollamaCandidate(t))
+		}
+		steps = append(steps, st)
+	}
+	return steps
+}
+
+// ollamaEnd is what an answer's final message says, chat or raw generate.
+type ollamaEnd struct {
+	Done       bool
+	DoneReason string
+	api.Metrics
+}
+
+// endCall turns a finished call (chat, or a raw completion) into its Result
+// or its refusal: one reading of Ollama's errors, its repeat rule, a missing
+// final message, the context check and the runtime's own timings.
+func (o *Ollama) endCall(res Result, err error, last ollamaEnd, req Request, op string) (Result, error) {
 	if err != nil {
 		if o.exited() {
 			return res, o.crashed("mid-call")
@@ -427,7 +448,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		if errors.As(err, &se) && se.StatusCode == http.StatusNotFound {
 			return res, fmt.Errorf("ollama: model %s vanished from the private store: %w", o.model, err)
 		}
-		return res, fmt.Errorf("ollama: chat: %w", err)
+		return res, fmt.Errorf("ollama: %s: %w", op, err)
 	}
 	if !last.Done && ollamaRepeatLimit(res.Steps) {
 		// Ollama ended the answer by its own rule: the same token more than
@@ -442,7 +463,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		// An answer that ends without its final message has no token count:
 		// it was cut off, and recording its steps as a whole call would be
 		// a row the record cannot vouch for.
-		return res, fmt.Errorf("ollama: chat answer ended without its final message (%d steps, %d characters, done_reason %q)", len(res.Steps), len(res.Text), last.DoneReason)
+		return res, fmt.Errorf("ollama: %s answer ended without its final message (%d steps, %d characters, done_reason %q)", op, len(res.Steps), len(res.Text), last.DoneReason)
 	}
 	res.PromptTokens = last.PromptEvalCount
 	res.OutputTokens = last.EvalCount
@@ -572,13 +593,7 @@ func (o *Ollama) GenerateRaw(ctx context.Context, prompt string, s Sampling, max
 	start := time.Now()
 	err := o.client.Generate(gctx, req, func(r api.GenerateResponse) error {
 		res.Text += r.Response
-		for _, lp := range r.Logprobs {
-			st := Step{Candidate: ollamaCandidate(lp.TokenLogprob)}
-			for _, t := range lp.TopLogprobs {
-				st.Top = append(st.Top, ollamaCandidate(t))
-			}
-			res.Steps = append(res.Steps, st)
-		}
+		res.Steps = appendOllamaSteps(res.Steps, r.Logprobs)
 		if r.Done {
 			res.OutputTokens = r.EvalCount
 			res.Truncated = r.DoneReason == "length"

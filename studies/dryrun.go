@@ -14,6 +14,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"rig/internal/jsonerr"
 )
 
 // Sources of a speed figure; the dry run prints which one priced each arm.
@@ -234,7 +236,7 @@ func ParseSpeedTable(file string, data []byte) (SpeedTable, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw map[string]json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%s: %w %s", file, err, want)
+		return nil, fmt.Errorf("%s: %s %s", file, jsonerr.Message(err), want)
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%s: more than one JSON value", file)

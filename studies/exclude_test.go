@@ -106,6 +106,7 @@ func TestRegisterDerivedKeyConflictIsANameTaken(t *testing.T) {
 	if !errors.Is(err, ErrNameTaken) || errors.Is(err, ErrIdempotencyConflict) {
 		t.Fatalf("register after the bank changed = %v, want ErrNameTaken only", err)
 	}
+	t.Logf("register after the bank changed: %v", err)
 	for _, want := range []string{"bank:extract-json changed", "rig study withdraw " + fx.design.Name, "--name"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal lacks %q: %v", want, err)

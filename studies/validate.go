@@ -2,6 +2,7 @@ package studies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -423,7 +424,10 @@ func (v *validator) sharedPins() {
 				diff("stop_cap", a.Pins.StopCap, f.StopCap)
 			}
 			if a.Pins.Sampling != f.Sampling {
-				diff("sampling", fmt.Sprintf("%+v", a.Pins.Sampling), fmt.Sprintf("%+v", f.Sampling))
+				// As the design writes it, not as Go prints the struct.
+				got, _ := json.Marshal(a.Pins.Sampling)
+				want, _ := json.Marshal(f.Sampling)
+				diff("sampling", string(got), string(want))
 			}
 		}
 	}

@@ -139,10 +139,10 @@ func ParseBank(r io.Reader, file string) (*Bank, error) {
 		raw, err := BankLineCap.ReadLine(br, file, lineNo+1)
 		var tooLong *sizecap.Error
 		if errors.As(err, &tooLong) {
-			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the line is over %s", sizecap.Bytes(BankLineCap.Limit)), Fix: BankLineCap.Fix, Err: err}
+			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the line is over rig's cap of %s for one task", sizecap.Bytes(BankLineCap.Limit)), Fix: BankLineCap.Fix, Err: err}
 		}
 		if offset+int64(len(raw)) > BankCap.Limit {
-			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the bank is over %s", sizecap.Bytes(BankCap.Limit)), Fix: BankCap.Fix, Err: &sizecap.Error{Path: file, What: BankCap.What, Size: offset + int64(len(raw)), Limit: BankCap.Limit, Fix: BankCap.Fix}}
+			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the bank is over rig's cap of %s", sizecap.Bytes(BankCap.Limit)), Fix: BankCap.Fix, Err: &sizecap.Error{Path: file, What: BankCap.What, Size: offset + int64(len(raw)), Limit: BankCap.Limit, Fix: BankCap.Fix}}
 		}
 		if len(raw) > 0 {
 			lineNo++
@@ -225,7 +225,7 @@ func lineErr(file string, line int, what string, err error, fix string) error {
 		// te.Type is a Go type ("tasks.Header"); say what JSON it takes.
 		return &ParseError{File: file, Line: line, Field: te.Field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, jsonerr.Kind(te.Type.Kind())), Fix: "use the documented type; docs/tasks.md lists each field", Err: err}
 	}
-	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + err.Error(), Fix: fix, Err: err}
+	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + jsonerr.Message(err), Fix: fix, Err: err}
 }
 
 func (h Header) validate(file string, line int) error {

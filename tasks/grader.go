@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"rig/internal/jsonerr"
 )
 
 // Output is what a finished trial produced: the model's text, and for code
@@ -157,7 +159,8 @@ func (r *Registry) Validate(b *Bank) error {
 			return &ParseError{File: b.File, Line: t.line, Field: "grader", Msg: err.Error(), Fix: "use a registered grader name and version", Err: err}
 		}
 		if err := g.CheckKey(t); err != nil {
-			return &ParseError{File: b.File, Line: t.line, Field: "key", Msg: err.Error(), Fix: "write the key in the shape grader " + t.Grader.String() + " reads", Err: err}
+			// No Field: the grader's message starts at the key already.
+			return &ParseError{File: b.File, Line: t.line, Msg: err.Error(), Fix: "write the key in the shape grader " + t.Grader.String() + " reads", Err: err}
 		}
 	}
 	return nil
@@ -169,7 +172,9 @@ func decodeKey(t Task, v any) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("key: %w", err)
+		// In the key's JSON words: the decoder's own name the grader's Go
+		// type ("Go value of type tasks.jsonKey").
+		return fmt.Errorf("key: %s", jsonerr.Message(err))
 	}
 	return nil
 }

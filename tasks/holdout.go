@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 )
 
 // UsedVersion records that a decided study used a bank version; from then
@@ -32,10 +35,13 @@ type UsedVersions struct {
 	Used []UsedVersion `json:"used"`
 }
 
+// usedCap bounds the used-versions record: one short entry per bank version.
+var usedCap = sizecap.Cap{What: "used-versions record", Limit: 4 << 20, Fix: "the file holds one short entry per bank version used: name the record rig wrote"}
+
 // LoadUsed reads the record; a missing file is an empty record.
 func LoadUsed(path string) (UsedVersions, error) {
 	var u UsedVersions
-	data, err := os.ReadFile(path)
+	data, err := usedCap.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return u, nil
 	}
@@ -45,7 +51,7 @@ func LoadUsed(path string) (UsedVersions, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&u); err != nil {
-		return u, fmt.Errorf("%s: %w (the file holds {\"used\":[...]})", path, err)
+		return u, fmt.Errorf("%s: %s (the file holds {\"used\":[...]})", path, jsonerr.Message(err))
 	}
 	return u, nil
 }

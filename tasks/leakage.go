@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
+
+	"rig/internal/sizecap"
 )
 
 // Leakage thresholds, stated in every report. A task part leaks into a
@@ -40,9 +41,14 @@ type Place struct {
 	Text string `json:"-"`
 }
 
+// placeCap bounds one place's text, held whole and shingled: the check is
+// sized for a prompt file or a fine-tuning set of some thousands of
+// examples, not a pre-training corpus.
+var placeCap = sizecap.Cap{What: "leakage place", Limit: 64 << 20, Fix: "split the text into several places, each under the cap"}
+
 // LoadPlace reads a place's text from a file.
 func LoadPlace(kind, file string) (Place, error) {
-	b, err := os.ReadFile(file)
+	b, err := placeCap.ReadFile(file)
 	if err != nil {
 		return Place{}, fmt.Errorf("leakage place %s: %w", file, err)
 	}

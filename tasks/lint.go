@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -208,7 +209,12 @@ func checkKey(ctx context.Context, reg *Registry, t Task) error {
 		return err
 	}
 	if !gr.Pass {
-		return fmt.Errorf("the key scores %.2f and does not pass (details %v)", gr.Score, gr.Details)
+		if len(gr.Details) == 0 {
+			return fmt.Errorf("the key scores %.2f and does not pass its own grader (make the key's answer one the grader accepts)", gr.Score)
+		}
+		// The grader's details as JSON, as a report shows them, not Go's map[...].
+		details, _ := json.Marshal(gr.Details)
+		return fmt.Errorf("the key scores %.2f and does not pass its own grader (the grader's details: %s)", gr.Score, details)
 	}
 	if bc, ok := g.(baselineChecker); ok {
 		if err := bc.CheckBaseline(ctx, t); err != nil {

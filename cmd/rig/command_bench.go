@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,6 +65,10 @@ group-sequential and anytime rules beside the fixed design.`,
 	var device string
 	var cardIndex int
 	var cardModels []string
+	var contexts []int
+	var kvTypes []string
+	var otherQuants bool
+	var fromTables []string
 	pre := &cobra.Command{
 		Use:   "preflight",
 		Short: "Measure true peaks of the real models and compare rig's, the runtimes' own and gguf-parser-go's predictions",
@@ -109,9 +115,14 @@ until one is committed (docs/gpu.md). Without a card it says so and stops.
 			default:
 				return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", device)
 			}
+			if len(fromTables) > 0 {
+				return bench.Refit(cmd.Context(), cmd.OutOrStdout(), bench.Options{Installed: in, Runtimes: benchRuntimes, Models: benchModels(in, otherQuants),
+					Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut}, fromTables)
+			}
 			return bench.Run(cmd.Context(), cmd.OutOrStdout(), bench.Options{
 				Installed: in, Runtimes: benchRuntimes,
 				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut, Repeats: repeats,
+				Contexts: contexts, KVTypes: kvTypes, Models: benchModels(in, otherQuants),
 			})
 		},
 	}
@@ -122,8 +133,31 @@ until one is committed (docs/gpu.md). Without a card it says so and stops.
 	pre.Flags().StringSliceVar(&benchRuntimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
 	pre.Flags().BoolVar(&fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")
 	pre.Flags().StringVar(&calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
+	pre.Flags().IntSliceVar(&contexts, "context", nil, "contexts to measure (default 2048,8192,32768)")
+	pre.Flags().StringSliceVar(&fromTables, "from", nil, "predict (and with --fit, fit) again from the measured peaks of tables an earlier run wrote with --table, without running the runtimes")
+	pre.Flags().BoolVar(&otherQuants, "other-quants", false, "also measure the other provisioned quants (the Q8_0 files setup requantizes)")
+	pre.Flags().StringSliceVar(&kvTypes, "kv", nil, "KV-cache types to measure (default f16,q8_0)")
 	pre.Flags().IntVar(&repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
 	cmd.AddCommand(stats, pre)
 	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand())
 	return cmd
+}
+
+// benchModels is what `rig bench preflight` measures: nil (every provisioned
+// model) unless the other quants are asked for too, each then named with its
+// quant so that its rows and Ollama's import stay apart.
+func benchModels(in provision.Installed, otherQuants bool) []provision.Model {
+	if !otherQuants {
+		return nil
+	}
+	var out []provision.Model
+	for _, set := range []map[string]provision.Model{in.Models, in.OtherQuants} {
+		for _, name := range slices.Sorted(maps.Keys(set)) {
+			if m := set[name]; m.Path != "" {
+				m.Name += "-" + strings.ToLower(m.Quant)
+				out = append(out, m)
+			}
+		}
+	}
+	return out
 }

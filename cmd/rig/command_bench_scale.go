@@ -26,6 +26,7 @@ import (
 
 	"rig/internal/provision"
 	"rig/scaleout"
+	"rig/studies"
 )
 
 func newBenchScaleCommand() *cobra.Command {
@@ -209,7 +210,7 @@ func benchThroughput(ctx context.Context, out io.Writer, addr, home, designPath 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(designPath)
+	raw, err := studies.ReadDesignFile(designPath)
 	if err != nil {
 		return nil, fmt.Errorf("%w (run rig bench scale from the repository, or name a design with --design)", err)
 	}

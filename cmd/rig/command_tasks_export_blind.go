@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/internal/jsonerr"
 	"rig/tasks"
 )
 
@@ -124,7 +125,7 @@ func parseOutputs(r io.Reader, file string) ([]tasks.Output, error) {
 		dec.DisallowUnknownFields()
 		var o tasks.Output
 		if err := dec.Decode(&o); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w (one JSON object a line with task_id, arm, model, text, files, trial_id)", file, line, err)
+			return nil, fmt.Errorf("%s:%d: %s (one JSON object a line with task_id, arm, model, text, files, trial_id)", file, line, jsonerr.Message(err))
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("%s:%d: text after the JSON object (one object a line)", file, line)

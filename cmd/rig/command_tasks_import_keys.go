@@ -9,6 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/internal/jsonerr"
+	"rig/internal/sizecap"
 	"rig/tasks"
 )
 
@@ -78,7 +80,8 @@ written then).`,
 }
 
 func readBlindMap(file string) (tasks.BlindMap, error) {
-	data, err := os.ReadFile(file)
+	// A map has a line per task: no larger than the bank it blinds.
+	data, err := sizecap.Cap{What: "blinding map", Limit: tasks.BankCap.Limit, Fix: "give the map export-blind wrote"}.ReadFile(file)
 	if err != nil {
 		return tasks.BlindMap{}, err
 	}
@@ -86,7 +89,7 @@ func readBlindMap(file string) (tasks.BlindMap, error) {
 	dec.DisallowUnknownFields()
 	var m tasks.BlindMap
 	if err := dec.Decode(&m); err != nil {
-		return tasks.BlindMap{}, fmt.Errorf("%s: %w (give the map export-blind wrote, unedited)", file, err)
+		return tasks.BlindMap{}, fmt.Errorf("%s: %s (give the map export-blind wrote, unedited)", file, jsonerr.Message(err))
 	}
 	if len(m.Entries) == 0 {
 		return tasks.BlindMap{}, fmt.Errorf("%s: entries: empty (give the map export-blind wrote, unedited)", file)

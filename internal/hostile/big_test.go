@@ -114,6 +114,10 @@ func bigCases() []bigCase {
 			b := validFile(t, kindBanks, "three-lines.jsonl")
 			spliceString(t, path, b, "prompt", 100_000_000)
 		}, "cap"},
+		{kindBanks, "20mb-prompt.jsonl", func(t *testing.T, path string) {
+			// Under the bank's cap, over a line's.
+			spliceString(t, path, validFile(t, kindBanks, "three-lines.jsonl"), "prompt", 20_000_000)
+		}, "cap"},
 		{kindRegistries, "60mb.json", func(t *testing.T, path string) {
 			spliceString(t, path, validFile(t, kindRegistries, "one-entry.json"), "clause", 60_000_000)
 		}, "cap"},

@@ -26,10 +26,12 @@ import (
 // testdata/hostile. The child runs that one case and prints one result line.
 const caseEnv = "RIG_HOSTILE_CASE"
 
-// goSpeak matches encoding/json's own words, which name Go types (a
-// struct field, tasks.Header) rather than the JSON field and what it
-// should hold.
-var goSpeak = regexp.MustCompile(`Go struct field|struct is expected|\b(tasks|studies|licences|governor|genrecord|preflight)\.[A-Z]\w*`)
+// goSpeak matches Go's words where the user's should be: encoding/json's
+// own ("Go value of type tasks.jsonKey", "json: unknown field"), which
+// name Go types rather than the JSON field and what it should hold, and a
+// value printed with %v: a map ("map[...]"), a struct ("{Temperature:0
+// TopK:40 ...}") or a pointer's type ("*tasks.Bank").
+var goSpeak = regexp.MustCompile(`Go struct field|struct is expected|Go value of type|(^|[^.\w])json: |map\[|\{[A-Z][a-zA-Z]+:|\*[a-z]+\.[A-Z]|\b(tasks|studies|licences|governor|genrecord|preflight|daemon|receipts|runtimes|replay)\.[A-Z]\w*`)
 
 // maxRSS is the most memory any one case may make rig use: a hostile file
 // must be refused before it sizes anything by what it claims.
@@ -38,6 +40,9 @@ const maxRSS = 512 << 20
 func TestMain(m *testing.M) {
 	if rel := os.Getenv(caseEnv); rel != "" {
 		os.Exit(runChild(rel))
+	}
+	if spec := os.Getenv(daemonEnv); spec != "" {
+		os.Exit(runDaemonChild(spec))
 	}
 	os.Exit(m.Run())
 }

@@ -81,6 +81,14 @@ func Message(err error) string {
 	case errors.As(err, &se):
 		return fmt.Sprintf("not valid JSON at byte %d: %v", se.Offset, se)
 	case errors.As(err, &te):
+		if k := te.Type.Kind(); (k == reflect.Float32 || k == reflect.Float64) && strings.HasPrefix(te.Value, "number ") {
+			// A number a float cannot hold: 1e999999.
+			where := "the value"
+			if te.Field != "" {
+				where = fmt.Sprintf("field %q", te.Field)
+			}
+			return fmt.Sprintf("%s holds the JSON %s, too large to be a number rig can hold", where, Quote(te.Value))
+		}
 		if te.Field == "" {
 			return fmt.Sprintf("holds a JSON %s where %s is expected", te.Value, Kind(te.Type.Kind()))
 		}

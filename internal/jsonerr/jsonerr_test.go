@@ -11,7 +11,8 @@ func TestMessageSpeaksJSON(t *testing.T) {
 		Grants []struct {
 			Roles []string `json:"roles"`
 		} `json:"grants"`
-		N int `json:"n"`
+		N int     `json:"n"`
+		F float64 `json:"f"`
 	}
 	for _, c := range []struct{ in, want string }{
 		{`{"grants":"x"}`, `field "grants" holds a JSON string where an array is expected`},
@@ -20,10 +21,11 @@ func TestMessageSpeaksJSON(t *testing.T) {
 		{`[1]`, `holds a JSON array where an object is expected`},
 		{`{"n":`, `unexpected end of JSON input`},
 		{`{"n":x}`, `not valid JSON at byte 6`},
+		{`{"f":1e999999}`, `field "f" holds the JSON "number 1e999999", too large to be a number rig can hold`},
 	} {
 		err := json.Unmarshal([]byte(c.in), &v)
 		got := Message(err)
-		if !strings.Contains(got, c.want) || strings.Contains(got, "Go ") || strings.Contains(got, "struct") {
+		if !strings.Contains(got, c.want) || strings.Contains(got, "Go ") || strings.Contains(got, "struct") || strings.Contains(got, "float64") {
 			t.Errorf("%s: %q, want %q", c.in, got, c.want)
 		}
 	}

@@ -145,6 +145,23 @@ func LoadFile(path string) (Installed, error) {
 	return in, nil
 }
 
+// ModelBySHA256 is the provisioned file with that content, whether it is a
+// model's provisioned quant or one requantized here (OtherQuants): a record
+// names its model by digest, and both kinds run in studies.
+func (in Installed) ModelBySHA256(sum string) (Model, bool) {
+	if sum == "" {
+		return Model{}, false
+	}
+	for _, set := range []map[string]Model{in.Models, in.OtherQuants} {
+		for _, m := range set {
+			if m.SHA256 == sum && m.Path != "" {
+				return m, true
+			}
+		}
+	}
+	return Model{}, false
+}
+
 // Model returns the provisioned model of that registry name, or an error
 // that names the provisioned ones and make setup.
 func (in Installed) Model(name string) (Model, error) {

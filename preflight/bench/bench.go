@@ -72,8 +72,13 @@ type Row struct {
 	Note   string         `json:"note,omitempty"`
 	Err    string         `json:"error,omitempty"`
 	Repeat int            `json:"repeat,omitempty"` // 1-based, when a configuration was measured more than once
-	vocab  int
-	parts  preflight.Size // rig's prediction without the overhead
+	// PromptSentences is the prompt's length in benchPrompt's sentences
+	// (about ten tokens each). It is part of a configuration: Ollama's own
+	// engine charges its cache and mask as the context fills, so a longer
+	// prompt at the same context reads a higher peak.
+	PromptSentences int `json:"prompt_sentences,omitempty"`
+	vocab           int
+	parts           preflight.Size // rig's prediction without the overhead
 }
 
 // Buffers are the allocations a runtime reports in its log.
@@ -227,6 +232,12 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			}
 		}
 	}
+	return finish(w, opts, cal, rows)
+}
+
+// finish fits (with opts.Fit), sets every row's errors and prints and
+// writes the table: what Run and Refit share once the peaks are measured.
+func finish(w io.Writer, opts Options, cal *preflight.Calibration, rows []Row) error {
 	if opts.Fit {
 		fitted, err := fitCalibration(cal, rows, opts.Machine)
 		if err != nil {
@@ -307,6 +318,7 @@ func (b *bench) measure(ctx context.Context, r *Row, m provision.Model, trained 
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer os.RemoveAll(work)
+	r.PromptSentences = benchSentences(p.Context)
 	cfg := runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: p.Context,
 		KVCacheType: strings.ToLower(p.KVType), Threads: benchThreads, WorkDir: work, NoSandbox: b.opts.NoSandbox}
 	if r.Runtime == preflight.RuntimeOllama {
@@ -364,8 +376,12 @@ func parserEstimate(ref *gp.GGUFFile, p preflight.Profile) preflight.Size {
 // every page of the compute buffer as a real task's prompt does; a one-line
 // prompt would leave it partly untouched and flatter the measurement.
 func benchPrompt(context int) string {
-	return strings.Repeat("The quick brown fox jumps over the lazy dog. ", min(120, context/16))
+	return strings.Repeat(benchSentence, benchSentences(context))
 }
+
+const benchSentence = "The quick brown fox jumps over the lazy dog. "
+
+func benchSentences(context int) int { return min(120, context/16) }
 
 // warmFile reads path once from outside the reservation, so its page cache
 // is charged there and the measured peak is what the runtime allocates, not

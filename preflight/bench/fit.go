@@ -78,16 +78,17 @@ func fitCalibration(cal *preflight.Calibration, rows []Row, machine string) (*pr
 // none was repeated.
 func repeatSpread(rows []Row) float64 {
 	type config struct {
-		model string
-		ctx   int
-		kv    string
+		model  string
+		ctx    int
+		kv     string
+		prompt int
 	}
 	peaks := map[config][]float64{}
 	for _, r := range rows {
 		if r.Repeat == 0 {
 			continue
 		}
-		k := config{r.Model, r.Context, r.KV}
+		k := config{r.Model, r.Context, r.KV, r.PromptSentences}
 		peaks[k] = append(peaks[k], float64(r.Measured))
 	}
 	widest := 0.0

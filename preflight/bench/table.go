@@ -16,12 +16,12 @@ func benchTable(rows []Row, cal *preflight.Calibration, machine string) string {
 	fmt.Fprintf(&b, "# Preflight accuracy, %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "machine: %s\n\n", machine)
 	fmt.Fprintf(&b, "calibration: %s on %s\n\n", cal.Date, cal.Machine)
-	fmt.Fprintf(&b, "Measured = cgroup v1/v2 peak of the runtime's whole process tree, CPU only, one slot, one completion of a ~1200-token prompt; the model file is in the page cache beforehand, so the peak counts what the runtime itself allocates. ")
+	fmt.Fprintf(&b, "Measured = cgroup v1/v2 peak of the runtime's whole process tree, CPU only, one slot, one completion of a prompt of the row's `prompt sentences` (about ten tokens each; the bench runs min(120, ctx/16), about 1200 tokens, and a longer prompt is its own configuration, because Ollama's own engine is charged for its cache and mask as the context fills); the model file is in the page cache beforehand, so the peak counts what the runtime itself allocates. ")
 	fmt.Fprintf(&b, "Each runtime is started by its launcher (package runtimes), as a trial in a simulated card starts it, at %d threads. llama-server: --load-mode none, --fit off. Ollama: `ollama serve` and its runner, OLLAMA_FLASH_ATTENTION=1, OLLAMA_KV_CACHE_TYPE and num_ctx as the row says. ", benchThreads)
 	fmt.Fprintf(&b, "Error = (predicted − measured) / measured. own = the runtime's own estimate: for llama-server llama.cpp's fit projection (`llama-fit-params --fit-print on`, or `llama-server --fit on` dry run: model + context + compute, no runtime overhead); for Ollama the loaded model's size as its scheduler counts it (/api/ps size, its log's \"total memory\").\n\n")
 	b.WriteString(stackLines(rows))
-	fmt.Fprintf(&b, "| model | runtime | ctx | kv | measured MiB | rig MiB | rig err | gguf-parser MiB | parser err | own MiB | own err | logged model/KV/compute MiB |\n")
-	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| model | runtime | ctx | kv | measured MiB | rig MiB | rig err | gguf-parser MiB | parser err | own MiB | own err | logged model/KV/compute MiB | prompt sentences |\n")
+	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	type sums struct {
 		rig, parser, own, worst float64
 		n, nOwn                 int
@@ -30,12 +30,12 @@ func benchTable(rows []Row, cal *preflight.Calibration, machine string) string {
 	var order []string
 	for _, r := range rows {
 		if r.Err != "" {
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | failed: %s | %.0f | | %.0f | | %.0f | | |\n", r.Model, r.Runtime, r.Context, r.KV, strings.ReplaceAll(tail(r.Err, 120), "|", "/"), r.Rig.MiBf(), r.Parser.MiBf(), r.Own.MiBf())
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | failed: %s | %.0f | | %.0f | | %.0f | | | %d |\n", r.Model, r.Runtime, r.Context, r.KV, strings.ReplaceAll(tail(r.Err, 120), "|", "/"), r.Rig.MiBf(), r.Parser.MiBf(), r.Own.MiBf(), r.PromptSentences)
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% | %.0f | %s | %.0f/%.0f/%.0f |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %.1f | %.1f | %+.1f%% | %.0f | %+.1f%% | %.0f | %s | %.0f/%.0f/%.0f | %d |\n",
 			r.Model, r.Runtime, r.Context, r.KV, r.Measured.MiBf(), r.Rig.MiBf(), 100*r.RigErr, r.Parser.MiBf(), 100*r.ParserErr,
-			r.Own.MiBf(), pct(r.OwnErr), r.Logged.Model.MiBf(), r.Logged.KV.MiBf(), r.Logged.Compute.MiBf())
+			r.Own.MiBf(), pct(r.OwnErr), r.Logged.Model.MiBf(), r.Logged.KV.MiBf(), r.Logged.Compute.MiBf(), r.PromptSentences)
 		s := per[r.Runtime]
 		if s == nil {
 			s = &sums{}

@@ -29,6 +29,9 @@ type Report struct {
 	// Latency is every ranked arm's p50 and p95 wall time per job kind,
 	// with its difference from the incumbent's.
 	Latency []Latency `json:"latency"`
+	// Speed is every ranked arm's speed card per job kind: the runtime's
+	// own timings beside its cost, with changes against the incumbent's.
+	Speed []Speed `json:"speed"`
 	// SRM is each job kind's sample-ratio check: scored trials per arm
 	// against the plan.
 	SRM []SRM `json:"srm"`
@@ -253,6 +256,7 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		}
 	}
 	r.Latency = latencies(d, in.Trials, r.Kinds)
+	r.Speed = speeds(d, in.Trials, r.Kinds)
 	r.SRM = srms(r.Kinds, in.Trials)
 	for _, s := range r.SRM {
 		if s.Mismatch {

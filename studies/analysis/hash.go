@@ -28,6 +28,10 @@ func ComparisonHash(in Input) (string, error) {
 		c.Trials[i].Reason = ""
 		// Nor is a reading of the output that only words a warning.
 		c.Trials[i].RepeatsPrompt = false
+		// Nor are the speed card's timings, which no rule reads (a guardrail
+		// on one reads it from Metrics, which stays): a decision recorded
+		// before they were carried stays current.
+		c.Trials[i].PromptTokS, c.Trials[i].GenTokS, c.Trials[i].TTFTMS, c.Trials[i].TPOTMS = 0, 0, 0, 0
 	}
 	slices.SortStableFunc(c.Trials, func(a, b Trial) int {
 		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))

@@ -185,6 +185,13 @@ type Trial struct {
 	PeakMemoryBytes int64        `json:"peakMemoryBytes"`
 	EnergyJoules    float64      `json:"energyJoules"`
 	EnergySource    EnergySource `json:"energySource,omitempty"`
+	// PromptTokS, GenTokS, TTFTMS and TPOTMS are the runtime's own timings
+	// of the trial (its receipt); zero when not timed. Only the speed card
+	// reads them; the comparison hash leaves them out.
+	PromptTokS float64 `json:"promptTokS,omitempty"`
+	GenTokS    float64 `json:"genTokS,omitempty"`
+	TTFTMS     float64 `json:"ttftMs,omitempty"`
+	TPOTMS     float64 `json:"tpotMs,omitempty"`
 	// Metrics are the receipt fields a guardrail names ("receipt.FIELD"),
 	// by field.
 	Metrics map[string]float64 `json:"metrics,omitempty"`

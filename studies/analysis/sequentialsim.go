@@ -67,7 +67,7 @@ func SimulateStopping(ctx context.Context, sim StoppingSim) (StoppingSimResult, 
 		sim.Block = DefaultBlock
 	}
 	if sim.Arms < 2 || sim.Tasks < 1 || sim.Studies < 1 || (sim.Discordance > 0 && sim.Arms != 2) {
-		return StoppingSimResult{}, &FieldError{Field: "sim", Problem: fmt.Sprintf("%+v", sim), Fix: "two or more arms, tasks and studies; a discordance model has two arms"}
+		return StoppingSimResult{}, &FieldError{Field: "sim", Problem: fmt.Sprintf("%d arms, %d tasks, %d studies, discordance %g", sim.Arms, sim.Tasks, sim.Studies, sim.Discordance), Fix: "two or more arms, tasks and studies; a discordance model has two arms"}
 	}
 	rng := rand.New(rand.NewPCG(sim.Seed, 0x5e9))
 	diff := distuv.Beta{Alpha: 1, Beta: 1, Src: rng}

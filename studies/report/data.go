@@ -109,6 +109,8 @@ type Kind struct {
 	// Latency is each arm's p50 and p95 wall time per trial with its
 	// difference from the baseline's, in the order of Arms.
 	Latency []Latency `json:"latency,omitempty"`
+	// Speed is each arm's speed card, in the order of Arms.
+	Speed []Speed `json:"speed,omitempty"`
 	// SRM is the sample-ratio check, shown with the failures: did each arm
 	// end with the share of scored trials the plan gave it?
 	SRM *SRM `json:"srm,omitempty"`
@@ -122,6 +124,43 @@ type Latency struct {
 	P95MS      *float64 `json:"p95_ms,omitempty"`
 	DeltaP50MS *float64 `json:"delta_p50_ms,omitempty"`
 	DeltaP95MS *float64 `json:"delta_p95_ms,omitempty"`
+}
+
+// Speed is one arm's speed card: the runtime's own timings over its scored
+// trials beside wall time, peak memory and energy. nil is not measured.
+type Speed struct {
+	Arm      string `json:"arm"`
+	Runtime  string `json:"runtime"`
+	Baseline bool   `json:"baseline,omitempty"`
+	Timed    int    `json:"timed"` // scored trials the runtime timed
+	// PromptTokS and GenTokS are medians of the per-trial rates.
+	PromptTokS   *float64 `json:"prompt_tok_s,omitempty"`
+	GenTokS      *float64 `json:"gen_tok_s,omitempty"`
+	TTFTP50MS    *float64 `json:"ttft_p50_ms,omitempty"`
+	TTFTP99MS    *float64 `json:"ttft_p99_ms,omitempty"`
+	TPOTP50MS    *float64 `json:"tpot_p50_ms,omitempty"`
+	TPOTP99MS    *float64 `json:"tpot_p99_ms,omitempty"`
+	WallSeconds  *float64 `json:"wall_seconds,omitempty"`
+	PeakMemBytes *int64   `json:"peak_mem_bytes,omitempty"`
+	EnergyJoules *float64 `json:"energy_joules,omitempty"`
+	EnergySource string   `json:"energy_source,omitempty"`
+	// Delta is each figure's relative change against the baseline arm's
+	// (+0.25 = 25% more); nil for the baseline itself.
+	Delta *SpeedDelta `json:"delta_vs_baseline,omitempty"`
+}
+
+// SpeedDelta holds a Speed's relative changes; nil where either side is
+// unmeasured.
+type SpeedDelta struct {
+	PromptTokS *float64 `json:"prompt_tok_s,omitempty"`
+	GenTokS    *float64 `json:"gen_tok_s,omitempty"`
+	TTFTP50    *float64 `json:"ttft_p50,omitempty"`
+	TTFTP99    *float64 `json:"ttft_p99,omitempty"`
+	TPOTP50    *float64 `json:"tpot_p50,omitempty"`
+	TPOTP99    *float64 `json:"tpot_p99,omitempty"`
+	Wall       *float64 `json:"wall_seconds,omitempty"`
+	PeakMem    *float64 `json:"peak_mem,omitempty"`
+	Energy     *float64 `json:"energy,omitempty"`
 }
 
 // SRM is a job kind's chi-square goodness-of-fit test of the scored trials

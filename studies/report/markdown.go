@@ -137,6 +137,7 @@ func WriteMarkdown(w io.Writer, d Data) error {
 			}
 			p("\n")
 		}
+		speedMarkdown(k, p, head, row)
 		if len(k.Pairs) > 0 {
 			p("### Named pairs\n\n")
 			head("pair", "Δ [interval]", "test", "p", "p (Holm)", "outcome", "reading", "missing pairs")

@@ -120,16 +120,29 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 	}
 	dash := []vg.Length{vg.Points(6), vg.Points(3)}
 	dot := []vg.Length{vg.Points(2), vg.Points(2)}
+	// Boundaries get glyphs too: a boundary that exists at one look only
+	// would otherwise be a line of one point, invisible.
 	for _, e := range []error{
 		add(path, 0, nil, sp.Challenger+" vs "+sp.Baseline, true),
-		add(up, -1, dash, "efficacy boundary", false),
-		add(down, -1, dash, "", false),
-		add(futU, 2, dot, "futility bound", false),
-		add(futD, 2, dot, "", false),
+		add(up, -1, dash, "efficacy boundary", true),
+		add(down, -1, dash, "", true),
+		add(futU, 2, dot, "futility bound", true),
+		add(futD, 2, dot, "", true),
 	} {
 		if e != nil {
 			return figure{}, e
 		}
+	}
+	// Headroom above the data for the legend, which sits top left.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xys := range []plotter.XYs{path, up, down, futU, futD} {
+		for _, xy := range xys {
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		}
+	}
+	if !math.IsInf(lo, 0) {
+		span := math.Max(hi-lo, 1)
+		p.Y.Min, p.Y.Max = lo-0.1*span, hi+0.6*span
 	}
 	desc := fmt.Sprintf("%s vs %s in %s: %s after %d of %d planned paired tasks", sp.Challenger, sp.Baseline, sp.JobKind, sp.Status, sp.Tasks, sp.Planned)
 	if stopAt >= 0 {
@@ -144,7 +157,15 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 	}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(6)
-	caption := fmt.Sprintf("Early stopping in %s, %s vs %s: the %s at each check (one per block) against its boundary; the dotted vertical line is where the pair was settled.", sp.JobKind, sp.Challenger, sp.Baseline, sp.Statistic)
+	caption := fmt.Sprintf("Early stopping in %s, %s vs %s: the %s at each check (one per block) against its boundary", sp.JobKind, sp.Challenger, sp.Baseline, sp.Statistic)
+	if stopAt >= 0 {
+		caption += "; the dotted vertical line is where the pair was settled."
+	} else {
+		caption += "; the pair was never settled, so the plan ran on."
+	}
+	if len(up) < len(sp.Path) && !anytime {
+		caption += " A check without an efficacy boundary is one where no count of the discordant tasks so far could cross it (or not a planned look)."
+	}
 	return render(p, vg.Points(560), vg.Points(300), figure{ID: id, Class: "fig-stop", Title: "Stopping path, " + sp.Challenger + " vs " + sp.Baseline, Desc: desc + ".", Caption: caption})
 }
 

@@ -92,6 +92,9 @@ func (d Data) Validate() error {
 		for j, l := range k.Latency {
 			known(fmt.Sprintf("%s.latency[%d].arm", at, j), l.Arm)
 		}
+		for j, sp := range k.Speed {
+			known(fmt.Sprintf("%s.speed[%d].arm", at, j), sp.Arm)
+		}
 		if s := k.SRM; s != nil {
 			for j, a := range s.Arms {
 				known(fmt.Sprintf("%s.srm.arms[%d]", at, j), a)

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/receipts"
 	"rig/studies"
 )
 
@@ -39,5 +40,22 @@ func TestETAPricesEachArmAtItsOwnSpeed(t *testing.T) {
 	noPrice.observe("a", 10*time.Second)
 	if got := noPrice.left(trials("b")); got != 10*time.Second {
 		t.Errorf("ETA of an unpriced, unmeasured arm = %s, want the measured mean 10s", got)
+	}
+}
+
+// The ETA prices only what is left: trials after the current one that have
+// no counted receipt (a resumed execution has some already).
+func TestRemainingSkipsCountedTrials(t *testing.T) {
+	plan := &studies.Plan{Trials: []studies.Trial{
+		{Key: studies.TrialKey{Arm: "a", Task: "t1"}},
+		{Key: studies.TrialKey{Arm: "b", Task: "t1"}},
+		{Key: studies.TrialKey{Arm: "a", Task: "t2"}},
+	}}
+	counted := map[receipts.TrialKey]receipts.Receipt{receiptTrial(plan.Trials[2].Key): {}}
+	if got := remaining(plan, -1, counted); len(got) != 2 || got[1].Key.Arm != "b" {
+		t.Errorf("remaining before the first trial = %+v, want t1 of a and b", got)
+	}
+	if got := remaining(plan, 0, counted); len(got) != 1 || got[0].Key.Arm != "b" {
+		t.Errorf("remaining after the first trial = %+v, want b's t1 only", got)
 	}
 }

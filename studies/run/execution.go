@@ -156,6 +156,12 @@ func (x *execution) loop(ctx context.Context) error {
 	started := time.Now()
 	doneAtStart := len(counted)
 	est := newETA(x.prices)
+	if left := est.left(remaining(plan, -1, counted)); left > 0 {
+		// Before a trial is measured: the dry run's table.
+		x.state.mu.Lock()
+		x.state.info.ETA = left.Round(time.Second).String()
+		x.state.mu.Unlock()
+	}
 	for i, t := range plan.Trials {
 		if rc, ok := counted[receiptTrial(t.Key)]; ok {
 			// A resumed execution replays its receipts through the monitor
@@ -430,6 +436,12 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	}
 	if outDur > 0 {
 		rec.OutputPerSecond = float64(outTok) / outDur.Seconds()
+	}
+	if len(out.calls) > 0 && out.calls[0].Timings.PromptDuration > 0 {
+		rec.TTFTMS = durMS(out.calls[0].Timings.PromptDuration)
+	}
+	if outTok > 0 && outDur > 0 {
+		rec.TPOTMS = durMS(outDur) / float64(outTok)
 	}
 	if rec.Effort.Value == "" {
 		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}

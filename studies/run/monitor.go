@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"rig/receipts"
@@ -199,7 +200,11 @@ func DescribeStop(seq analysis.Sequential) string {
 		fmt.Fprintf(&b, ", %.0f%% CS [%.3f, %.3f]", p.CS.Level*100, float64(p.CS.Lo), float64(p.CS.Hi))
 		if n := len(p.Path); n > 0 {
 			pt := p.Path[n-1]
-			fmt.Fprintf(&b, ", statistic %.4g vs boundary %.4g after %d tasks", pt.Statistic, float64(pt.Boundary), pt.Tasks)
+			if bd := float64(pt.Boundary); math.IsNaN(bd) {
+				fmt.Fprintf(&b, ", statistic %.4g after %d tasks (no count could cross the boundary yet)", pt.Statistic, pt.Tasks)
+			} else {
+				fmt.Fprintf(&b, ", statistic %.4g vs boundary %.4g after %d tasks", pt.Statistic, bd, pt.Tasks)
+			}
 		}
 	}
 	return b.String()

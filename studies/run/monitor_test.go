@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/internal/provision"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/analysis"
@@ -217,5 +218,67 @@ func TestStoppedExecutionAnalysesAndReports(t *testing.T) {
 	}
 	if !strings.Contains(js.String(), `"not_run": 64`) && !strings.Contains(js.String(), `"not_run":64`) {
 		t.Fatal("the JSON report lacks the stop")
+	}
+}
+
+// On the real llama-server and models, an execution of a design with a
+// stopping rule checks it after its one block and stores the look: two
+// tasks cannot settle anything, so it runs to the end as done, the audit
+// line names the rule's last check, and the stored look says the plan ended.
+func TestRunnerChecksTheStoppingRuleOnARealRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real llama-server (drop -short to run it)")
+	}
+	in, err := provision.Load()
+	if err != nil {
+		t.Skipf("needs rig's provisioned runtimes and models (run: make setup): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	env, snap, d, dir := freezeDemoSlice(t, ctx, in, func(m map[string]any) {
+		m["name"] = "runner-stopping"
+		m["stopping"] = map[string]any{"method": "anytime"}
+	})
+	if d.StoppingRule() == nil {
+		t.Fatal("the frozen design lost its stopping rule")
+	}
+	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
+		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
+	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: "frozen for the stopping test", At: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutExecution(ctx, exec); err != nil {
+		t.Fatal(err)
+	}
+	var why string
+	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
+		Ended: func(_ context.Context, _, w string) { why = w }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		h.Cancel()
+		t.Fatal("the execution did not end within 10 minutes")
+	}
+	if info := h.Info(); info.Status != string(receipts.Done) || info.Error != "" {
+		t.Fatalf("execution ended %s (%s)", info.Status, info.Error)
+	}
+	raw, found, err := st.Stop(ctx, exec.ID)
+	if err != nil || !found {
+		t.Fatalf("no stored look (%v)", err)
+	}
+	var seq analysis.Sequential
+	if err := json.Unmarshal(raw, &seq); err != nil {
+		t.Fatal(err)
+	}
+	if seq.StoppedEarly || !seq.Look.End || len(seq.Look.Pairs) != 1 || seq.Look.Pairs[0].Tasks != 2 || !strings.Contains(why, "stopping rule at check 1") {
+		t.Fatalf("stored look %+v; audit line %q", seq.Look, why)
 	}
 }

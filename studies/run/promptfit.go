@@ -145,7 +145,7 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 	return over, fmt.Errorf("%w: %d task prompts do not fit (counted with each arm's model tokenizer and chat template):\n  %s\n"+
 		"Either shorten those prompts, lower the stop cap or raise the arm's context; or leave those tasks out with a reason, in the design:\n"+
 		"  exclude_tasks:\n    - %s\n"+
-		"Then register the changed design under a new name (withdraw this study first: rig study withdraw %s --why \"…\").",
+		"then register the changed design under a new name (withdraw this study first: rig study withdraw %s --why \"…\")",
 		runtimes.ErrPromptTooLong, len(over), strings.Join(lines, "\n  "), strings.Join(exclude, "\n    - "), d.Name)
 }
 

@@ -34,3 +34,6 @@ func measuredSpeed(out trialOutput) *studies.Speed {
 	}
 	return sp
 }
+
+// durMS is d in milliseconds, with the fraction a per-token time needs.
+func durMS(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
