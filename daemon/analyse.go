@@ -23,6 +23,7 @@ import (
 	"rig/studies/analysis"
 	"rig/studies/report"
 	"rig/studies/run"
+	"rig/tasks"
 )
 
 // analysisDesign maps a frozen design onto what the analysis reads. Its seed
@@ -488,6 +489,17 @@ func (s *Service) reportData(in *reportInputs, a *Analysis) report.Data {
 		for _, x := range snap.Excluded() {
 			if x.JobKind == k.JobKind {
 				jk.Excluded = append(jk.Excluded, report.Excluded{Task: x.Task, Why: x.Why})
+			}
+		}
+		for _, b := range snap.Banks {
+			if b.JobKind != k.JobKind {
+				continue
+			}
+			for _, p := range b.NearDuplicates {
+				jk.NearDuplicates = append(jk.NearDuplicates, report.NearDuplicate{A: p.A, B: p.B, Similarity: p.Similarity})
+			}
+			if len(b.NearDuplicates) > 0 {
+				jk.NearMethod = tasks.NearMethod()
 			}
 		}
 		if d.Power.SmallestDetectableDifference > 0 {

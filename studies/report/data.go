@@ -106,6 +106,11 @@ type Kind struct {
 	// with the reason written there (design.exclude_tasks): never run, and
 	// shown so that nothing is left out silently.
 	Excluded []Excluded `json:"excluded,omitempty"`
+	// NearDuplicates are the bank's pairs of tasks alike at or above the
+	// lint's threshold (NearMethod says how alike): kept and counted, and
+	// listed so that a reader can judge whether two count as one.
+	NearDuplicates []NearDuplicate `json:"near_duplicates,omitempty"`
+	NearMethod     string          `json:"near_method,omitempty"`
 	// Latency is each arm's p50 and p95 wall time per trial with its
 	// difference from the baseline's, in the order of Arms.
 	Latency []Latency `json:"latency,omitempty"`
@@ -174,6 +179,13 @@ type SRM struct {
 	P        *float64 `json:"p,omitempty"`
 	Alpha    float64  `json:"alpha"`
 	Mismatch bool     `json:"mismatch"`
+}
+
+// NearDuplicate is one pair of near-duplicate tasks of a bank.
+type NearDuplicate struct {
+	A          string  `json:"a"`
+	B          string  `json:"b"`
+	Similarity float64 `json:"similarity"`
 }
 
 // Excluded is one task the design left out, and why.

@@ -207,6 +207,13 @@ func WriteMarkdown(w io.Writer, d Data) error {
 			}
 			p("\n")
 		}
+		if len(k.NearDuplicates) > 0 {
+			p("### Near-duplicate tasks (kept and counted; %s)\n\n", line(k.NearMethod))
+			for _, d := range k.NearDuplicates {
+				p("- %s and %s: %.2f\n", line(d.A), line(d.B), d.Similarity)
+			}
+			p("\n")
+		}
 		if len(k.NoOutput) > 0 {
 			p("### Tasks that never produced an output\n\n")
 			for _, n := range k.NoOutput {
