@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"rig/replay"
 
 	"github.com/spf13/cobra"
@@ -40,19 +41,7 @@ Exit status 1 when a goal is missed.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else if err := res.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if !res.Pass {
-				return fmt.Errorf("bench replay: a goal was missed")
-			}
-			return nil
+			return printBench(cmd.OutOrStdout(), "bench replay", res, res.Pass, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&runtime, "runtime", "both", "llama-server, ollama or both")
@@ -77,4 +66,22 @@ func replayRuntimes(command, runtime string) ([]string, error) {
 		return []string{runtime}, nil
 	}
 	return nil, fmt.Errorf("%s: --runtime %q: want llama-server, ollama or both", command, runtime)
+}
+
+// printBench prints a bench's result as its table (or JSON with --json) and
+// fails the command when the result missed a goal, so a script can tell.
+func printBench(w io.Writer, name string, res interface{ WriteText(io.Writer) error }, pass, asJSON bool) error {
+	if asJSON {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, string(b))
+	} else if err := res.WriteText(w); err != nil {
+		return err
+	}
+	if !pass {
+		return fmt.Errorf("%s: a goal was missed", name)
+	}
+	return nil
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"rig/internal/provision"
@@ -45,19 +42,7 @@ Exit status 1 when a goal is missed.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				b, err := json.MarshalIndent(res, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else if err := res.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if !res.Pass {
-				return fmt.Errorf("bench runtimes: a goal was missed")
-			}
-			return nil
+			return printBench(cmd.OutOrStdout(), "bench runtimes", res, res.Pass, asJSON)
 		},
 	}
 	cmd.Flags().StringSliceVar(&req.Models, "model", nil, "models to measure, by registry name (default: both bundled models)")
