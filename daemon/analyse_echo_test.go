@@ -37,9 +37,9 @@ func TestPromptEchoesReachTheAnalysis(t *testing.T) {
 		id, key, text string
 		role          genrecord.Role
 	}{
-		{"r1", arm + "/extract-json/t1/0#1", "Extract the invoice number and the total from this message as JSON with the fields number and total. Message: invoice 4417 was paid mendatang 受信", genrecord.RoleCandidate},
-		{"r2", arm + "/extract-json/t2/0#1", `{"number": "4417", "total": 12}`, genrecord.RoleCandidate},
-		{"r3", "judge/extract-json/t3/0#1", "Extract the invoice number and the total from this message as JSON with the fields number and total. Message: invoice 4417 was paid", genrecord.RoleJudge},
+		{"r1", arm + "/extract-json/t1/1#1", "Extract the invoice number and the total from this message as JSON with the fields number and total. Message: invoice 4417 was paid mendatang 受信", genrecord.RoleCandidate},
+		{"r2", arm + "/extract-json/t2/1#1", `{"number": "4417", "total": 12}`, genrecord.RoleCandidate},
+		{"r3", "judge/extract-json/t3/1#1", "Extract the invoice number and the total from this message as JSON with the fields number and total. Message: invoice 4417 was paid", genrecord.RoleJudge},
 	}
 	for _, r := range rows {
 		if err := w.Append(genrecord.Row{RowID: r.id, Arm: arm, Prompt: r.key, Role: r.role, RenderedPrompt: prompt, K: 1,
@@ -50,7 +50,7 @@ func TestPromptEchoesReachTheAnalysis(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	a, err := c.svc.Analyse(ctx, c.name, "")
+	a, err := c.svc.Reports().Analyse(ctx, c.name, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/atomicfile"
 	"rig/studies"
 )
@@ -16,42 +17,24 @@ import (
 // MonthlyBudget caps what every study on this machine may spend in one
 // calendar month (UTC), set by an operator. It lives in the daemon's home
 // (budget.json); with none set, runs are not capped by month.
-type MonthlyBudget struct {
-	WallTime string    `json:"wall_time"` // a Go duration, e.g. "200h"
-	EnergyWh float64   `json:"energy_wh"`
-	SetBy    string    `json:"set_by"`
-	SetAt    time.Time `json:"set_at"`
-	Why      string    `json:"why,omitempty"`
-}
+type MonthlyBudget = api.MonthlyBudget
 
 // BudgetRequest is `rig budget set`.
-type BudgetRequest struct {
-	WallTime string  `json:"wall_time"`
-	EnergyWh float64 `json:"energy_wh"`
-	Why      string  `json:"why"`
-	Actor    string  `json:"actor,omitempty"`
-}
+type BudgetRequest = api.BudgetRequest
 
 // MonthStatus is a month's cap, what the receipts of every study say was
 // spent in it, and what is left.
-type MonthStatus struct {
-	Month       string         `json:"month"` // "2026-05"
-	Cap         *MonthlyBudget `json:"cap,omitempty"`
-	UsedSeconds float64        `json:"used_seconds"`
-	UsedWh      float64        `json:"used_wh"`
-	LeftSeconds float64        `json:"left_seconds"`
-	LeftWh      float64        `json:"left_wh"`
-}
+type MonthStatus = api.MonthStatus
 
 // ErrMonthlyBudget means a run would take the month past its cap: a
 // conflict with what is left, until an operator raises the cap.
-var ErrMonthlyBudget = errors.New("the month's budget is spent")
+var ErrMonthlyBudget = api.ErrMonthlyBudget
 
-func (s *Service) budgetFile() string { return s.layout().Budget() }
+func (bg Budget) budgetFile() string { return bg.s.layout().Budget() }
 
-// SetMonthlyBudget puts a monthly cap in force; the operator role sets it.
-func (s *Service) SetMonthlyBudget(ctx context.Context, req BudgetRequest) (MonthlyBudget, error) {
-	actor, err := s.actor(ctx, req.Actor)
+// SetMonthly puts a monthly cap in force; the operator role sets it.
+func (bg Budget) SetMonthly(ctx context.Context, req BudgetRequest) (MonthlyBudget, error) {
+	actor, err := bg.s.actor(ctx, req.Actor)
 	if err != nil {
 		return MonthlyBudget{}, err
 	}
@@ -63,39 +46,39 @@ func (s *Service) SetMonthlyBudget(ctx context.Context, req BudgetRequest) (Mont
 		return MonthlyBudget{}, fmt.Errorf("%w: budget energy_wh %v: give watt-hours above 0, e.g. --energy-wh 20000", ErrBadRequest, req.EnergyWh)
 	}
 	b := MonthlyBudget{WallTime: req.WallTime, EnergyWh: req.EnergyWh, SetBy: actor, SetAt: time.Now().UTC(), Why: req.Why}
-	s.budgetMu.Lock()
-	defer s.budgetMu.Unlock()
+	bg.s.budgetMu.Lock()
+	defer bg.s.budgetMu.Unlock()
 	// The file holds only the cap in force; the trail keeps every one set,
 	// with the one it replaced, written before the cap takes effect.
 	line := map[string]any{"at": b.SetAt, "wall_time": b.WallTime, "energy_wh": b.EnergyWh, "who": actor, "why": req.Why}
 	var old MonthlyBudget
-	if err := atomicfile.ReadJSON(s.budgetFile(), &old); err == nil {
+	if err := atomicfile.ReadJSON(bg.budgetFile(), &old); err == nil {
 		line["replaced"] = old
 	}
-	if err := appendAuditLine(s.Home, "budget", line); err != nil {
+	if err := appendAuditLine(bg.s.Home, "budget", line); err != nil {
 		return MonthlyBudget{}, err
 	}
-	return b, atomicfile.WriteJSON(s.budgetFile(), b, 0o600)
+	return b, atomicfile.WriteJSON(bg.budgetFile(), b, 0o600)
 }
 
-// MonthBudget is the month of now: its cap and what every study's receipts
+// Month is the month of now: its cap and what every study's receipts
 // (every attempt started in it, whatever its outcome) spent.
-func (s *Service) MonthBudget(ctx context.Context, now time.Time) (MonthStatus, error) {
+func (bg Budget) Month(ctx context.Context, now time.Time) (MonthStatus, error) {
 	now = now.UTC()
 	st := MonthStatus{Month: now.Format("2006-01")}
 	var b MonthlyBudget
-	switch err := atomicfile.ReadJSON(s.budgetFile(), &b); {
+	switch err := atomicfile.ReadJSON(bg.budgetFile(), &b); {
 	case err == nil:
 		st.Cap = &b
 	case !errors.Is(err, os.ErrNotExist):
-		return st, fmt.Errorf("reading the monthly budget %s: %w (rig budget set rewrites it)", s.budgetFile(), err)
+		return st, fmt.Errorf("reading the monthly budget %s: %w (rig budget set rewrites it)", bg.budgetFile(), err)
 	}
-	names, err := s.List()
+	names, err := bg.s.Studies().List()
 	if err != nil {
 		return st, err
 	}
 	for _, name := range names {
-		store, err := s.store(name)
+		store, err := bg.s.store(name)
 		if err != nil {
 			return st, err
 		}
@@ -130,21 +113,8 @@ func (s *Service) MonthBudget(ctx context.Context, now time.Time) (MonthStatus, 
 	return st, nil
 }
 
-// String is the month in one line, as the dry run prints it.
-func (m MonthStatus) String() string {
-	if m.Cap == nil {
-		return fmt.Sprintf("month %s: no monthly budget set (an operator sets one: rig budget set); spent so far %s, %.1f Wh", m.Month, dur(m.UsedSeconds), m.UsedWh)
-	}
-	return fmt.Sprintf("month %s: budget %s and %.1f Wh (set by %s); spent %s and %.1f Wh; left %s and %.1f Wh",
-		m.Month, m.Cap.WallTime, m.Cap.EnergyWh, m.Cap.SetBy, dur(m.UsedSeconds), m.UsedWh, dur(m.LeftSeconds), m.LeftWh)
-}
-
-func dur(sec float64) string {
-	return time.Duration(sec * float64(time.Second)).Round(time.Second).String()
-}
-
 // checkMonth refuses a run needing more than the month has left.
-func (m MonthStatus) checkMonth(needSeconds, needWh float64, basis string) error {
+func checkMonth(m MonthStatus, needSeconds, needWh float64, basis string) error {
 	if m.Cap == nil {
 		return nil
 	}
@@ -152,24 +122,24 @@ func (m MonthStatus) checkMonth(needSeconds, needWh float64, basis string) error
 		return nil
 	}
 	return fmt.Errorf("%w: this run needs %s and %.1f Wh (%s) but %s; wait for next month or ask an operator to raise the cap (rig budget set)",
-		ErrMonthlyBudget, dur(needSeconds), needWh, basis, m)
+		ErrMonthlyBudget, time.Duration(needSeconds*float64(time.Second)).Round(time.Second), needWh, basis, m)
 }
 
-// checkMonthlyBudget prices the study's plan as the dry run does and
+// check prices the study's plan as the dry run does and
 // refuses a run the month cannot hold. A plan that cannot be priced (no
 // measured speed) is held to its design's own budget, the most it may spend.
-func (s *Service) checkMonthlyBudget(ctx context.Context, name string) error {
-	m, err := s.MonthBudget(ctx, time.Now())
+func (bg Budget) check(ctx context.Context, name string) error {
+	m, err := bg.Month(ctx, time.Now())
 	if err != nil || m.Cap == nil {
 		return err
 	}
-	est, d, _, err := s.price(ctx, name, "", io.Discard)
+	est, d, _, err := bg.s.price(ctx, name, "", io.Discard)
 	if est != nil {
-		return m.checkMonth(est.WallTime.Seconds(), est.EnergyWh, "the dry run's estimate")
+		return checkMonth(m, est.WallTime.Seconds(), est.EnergyWh, "the dry run's estimate")
 	}
 	if d == nil {
 		return err
 	}
 	wall, _ := time.ParseDuration(d.Budget.WallTime)
-	return m.checkMonth(wall.Seconds(), d.Budget.EnergyWh, "the design's budget, as the plan could not be priced")
+	return checkMonth(m, wall.Seconds(), d.Budget.EnergyWh, "the design's budget, as the plan could not be priced")
 }

@@ -19,40 +19,40 @@ func TestMonthlyBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := s.MonthBudget(ctx, time.Date(2026, 5, 3, 0, 0, 0, 0, time.UTC))
+	m, err := s.Budget().Month(ctx, time.Date(2026, 5, 3, 0, 0, 0, 0, time.UTC))
 	if err != nil || m.Cap != nil || m.Month != "2026-05" {
 		t.Fatalf("no budget set: %+v, %v", m, err)
 	}
-	if err := m.checkMonth(1e9, 1e9, "test"); err != nil {
+	if err := checkMonth(m, 1e9, 1e9, "test"); err != nil {
 		t.Errorf("without a cap a run was refused: %v", err)
 	}
 	for _, bad := range []BudgetRequest{{WallTime: "forever", EnergyWh: 10}, {WallTime: "800h", EnergyWh: 10}, {WallTime: "10h", EnergyWh: 0}} {
-		if _, err := s.SetMonthlyBudget(ctx, bad); !errors.Is(err, ErrBadRequest) {
+		if _, err := s.Budget().SetMonthly(ctx, bad); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("budget %+v: %v, want ErrBadRequest", bad, err)
 		}
 	}
-	if _, err := s.SetMonthlyBudget(ctx, BudgetRequest{WallTime: "10h", EnergyWh: 500, Why: "May's share"}); err != nil {
+	if _, err := s.Budget().SetMonthly(ctx, BudgetRequest{WallTime: "10h", EnergyWh: 500, Why: "May's share"}); err != nil {
 		t.Fatal(err)
 	}
-	m, err = s.MonthBudget(ctx, time.Now())
+	m, err = s.Budget().Month(ctx, time.Now())
 	if err != nil || m.Cap == nil || m.LeftSeconds != 36000 || m.LeftWh != 500 {
 		t.Fatalf("after set: %+v, %v", m, err)
 	}
-	if err := m.checkMonth(9*3600, 400, "the dry run's estimate"); err != nil {
+	if err := checkMonth(m, 9*3600, 400, "the dry run's estimate"); err != nil {
 		t.Errorf("a run that fits was refused: %v", err)
 	}
-	err = m.checkMonth(11*3600, 400, "the dry run's estimate")
+	err = checkMonth(m, 11*3600, 400, "the dry run's estimate")
 	if !errors.Is(err, ErrMonthlyBudget) || codeOf(err) != "monthly_budget" || !strings.Contains(err.Error(), "left 10h0m0s and 500.0 Wh") || !strings.Contains(err.Error(), "rig budget set") {
 		t.Errorf("a run past the wall cap: %v, want ErrMonthlyBudget naming what is left and the fix", err)
 	}
-	if err := m.checkMonth(3600, 501, "x"); !errors.Is(err, ErrMonthlyBudget) {
+	if err := checkMonth(m, 3600, 501, "x"); !errors.Is(err, ErrMonthlyBudget) {
 		t.Errorf("a run past the energy cap: %v", err)
 	}
 	// Raising the cap lets the same run through.
-	if _, err := s.SetMonthlyBudget(ctx, BudgetRequest{WallTime: "20h", EnergyWh: 500}); err != nil {
+	if _, err := s.Budget().SetMonthly(ctx, BudgetRequest{WallTime: "20h", EnergyWh: 500}); err != nil {
 		t.Fatal(err)
 	}
-	if m, _ = s.MonthBudget(ctx, time.Now()); m.checkMonth(11*3600, 400, "x") != nil {
+	if m, _ = s.Budget().Month(ctx, time.Now()); checkMonth(m, 11*3600, 400, "x") != nil {
 		t.Errorf("still refused after the cap was raised: %+v", m)
 	}
 	// The trail keeps both caps set, the second with the one it replaced,
@@ -93,7 +93,7 @@ func TestMonthlyBudgetCountsEveryStudysReceipts(t *testing.T) {
 	c := newCardStudy(t, "", nil)
 	ctx := context.Background()
 	now := time.Now().UTC()
-	before, err := c.svc.MonthBudget(ctx, now)
+	before, err := c.svc.Budget().Month(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestMonthlyBudgetCountsEveryStudysReceipts(t *testing.T) {
 	}
 	add(2, now, 3_600_000, 36_000, receipts.Preempted)                   // 1 h, 10 Wh: counts though preempted
 	add(3, now.AddDate(0, -1, 0), 7_200_000, 72_000, receipts.Preempted) // last month: does not count
-	after, err := c.svc.MonthBudget(ctx, now)
+	after, err := c.svc.Budget().Month(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +124,17 @@ func TestMonthlyBudgetCountsEveryStudysReceipts(t *testing.T) {
 	// A cap of what was spent plus 30 minutes: an hour's run is refused,
 	// naming what is left.
 	capWall := time.Duration(after.UsedSeconds*float64(time.Second)) + 30*time.Minute
-	if _, err := c.svc.SetMonthlyBudget(ctx, BudgetRequest{WallTime: capWall.Round(time.Second).String(), EnergyWh: after.UsedWh + 100}); err != nil {
+	if _, err := c.svc.Budget().SetMonthly(ctx, BudgetRequest{WallTime: capWall.Round(time.Second).String(), EnergyWh: after.UsedWh + 100}); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.svc.MonthBudget(ctx, now)
+	m, err := c.svc.Budget().Month(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.LeftSeconds < 1799 || m.LeftSeconds > 1801 {
 		t.Errorf("left %v s, want 1800", m.LeftSeconds)
 	}
-	if err := m.checkMonth(3600, 1, "the dry run's estimate"); !errors.Is(err, ErrMonthlyBudget) || !strings.Contains(err.Error(), "left 30m0s") {
+	if err := checkMonth(m, 3600, 1, "the dry run's estimate"); !errors.Is(err, ErrMonthlyBudget) || !strings.Contains(err.Error(), "left 30m0s") {
 		t.Errorf("an hour's run with 30 min left: %v", err)
 	}
 }

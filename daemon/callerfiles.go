@@ -114,26 +114,26 @@ func (s *Service) checkReadable(ctx context.Context, what, path string) error {
 // its licence registry, a file the caller could not read. Register and
 // freeze run it before anything reads those files; a path that does not
 // resolve is left to validation, which says so in its own words.
-func (s *Service) checkDesignFiles(ctx context.Context, file string, d *studies.Design, lookup func(string) (string, bool), base, registry string) error {
+func (sr Studies) checkDesignFiles(ctx context.Context, file string, d *studies.Design, lookup func(string) (string, bool), base, registry string) error {
 	if _, _, ok := callerCred(ctx); !ok {
 		return nil
 	}
 	for i, a := range d.Arms {
 		if p, err := studies.ModelPath(a.Model.File, lookup, base); err == nil && a.Model.File != "" {
-			if err := s.checkReadable(ctx, fmt.Sprintf("%s: arms[%d].model.file", file, i), p); err != nil {
+			if err := sr.s.checkReadable(ctx, fmt.Sprintf("%s: arms[%d].model.file", file, i), p); err != nil {
 				return err
 			}
 		}
 	}
 	for i, jk := range d.JobKinds {
 		if strings.TrimSpace(jk.TaskBank) != "" {
-			if err := s.checkReadable(ctx, fmt.Sprintf("%s: job_kinds[%d].task_bank", file, i), studies.BankPath(jk.TaskBank, base)); err != nil {
+			if err := sr.s.checkReadable(ctx, fmt.Sprintf("%s: job_kinds[%d].task_bank", file, i), studies.BankPath(jk.TaskBank, base)); err != nil {
 				return err
 			}
 		}
 	}
 	if registry != "" {
-		if err := s.checkReadable(ctx, file+": the licence registry", registry); err != nil {
+		if err := sr.s.checkReadable(ctx, file+": the licence registry", registry); err != nil {
 			return err
 		}
 	}

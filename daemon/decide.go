@@ -53,18 +53,18 @@ type DecideRequest struct {
 // Decide evaluates the design's rule exactly as written on the execution's
 // analysis and records the decision; citing a stale comparison is refused.
 // Deciding marks every bank the study froze as used (see markBanksUsed).
-func (s *Service) Decide(ctx context.Context, req DecideRequest) (DecisionRecord, error) {
-	return s.decide(ctx, req, s.Analyse)
+func (rp Reports) Decide(ctx context.Context, req DecideRequest) (DecisionRecord, error) {
+	return rp.decide(ctx, req, rp.Analyse)
 }
 
 // decide is Decide with the analysis it reads passed in.
-func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ctx context.Context, name, execID string) (*Analysis, error)) (DecisionRecord, error) {
+func (rp Reports) decide(ctx context.Context, req DecideRequest, analyse func(ctx context.Context, name, execID string) (*Analysis, error)) (DecisionRecord, error) {
 	if req.Execution != "" {
-		if _, err := s.execution(req.Study, req.Execution); err != nil {
+		if _, err := rp.s.execution(req.Study, req.Execution); err != nil {
 			return DecisionRecord{}, err
 		}
 	}
-	actor, err := s.actor(ctx, req.Actor)
+	actor, err := rp.s.actor(ctx, req.Actor)
 	if err != nil {
 		return DecisionRecord{}, err
 	}
@@ -72,11 +72,11 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	// Separation of duties first: a refused decider reads no analysis and
 	// claims no key.
 	if _, ok := CallerFrom(ctx); ok {
-		l, err := s.lifecycle(req.Study)
+		l, err := rp.s.lifecycle(req.Study)
 		if err != nil {
 			return DecisionRecord{}, err
 		}
-		if err := s.separateDuties(ctx, dutyDecide, "study "+req.Study, studyParties(l)); err != nil {
+		if err := rp.s.separateDuties(ctx, dutyDecide, "study "+req.Study, studyParties(l)); err != nil {
 			return DecisionRecord{}, err
 		}
 	}
@@ -84,7 +84,7 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	var body []byte
 	if req.Key != "" {
 		var err error
-		if st, err = s.store(req.Study); err != nil {
+		if st, err = rp.s.store(req.Study); err != nil {
 			return DecisionRecord{}, err
 		}
 		// The request as sent, less who sends it (as run's body is).
@@ -94,7 +94,7 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 			return DecisionRecord{}, decideKeyConflict(req.Key, err)
 		}
 		if found {
-			if rec, ok, err := s.recordedDecision(req.Study); err != nil || ok {
+			if rec, ok, err := rp.recordedDecision(req.Study); err != nil || ok {
 				return rec, err
 			}
 			// The key was claimed but the decision not recorded (the daemon
@@ -122,7 +122,7 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	ev := studies.Event{Kind: studies.EventDecide, Actor: rec.Actor, ActorUID: rec.ActorUID, At: rec.At, Execution: a.Execution, Outcome: d.Action, Why: req.Rationale}
 	// A decision the lifecycle refuses writes nothing: check it before the
 	// key is claimed and the banks are marked.
-	l, err := s.lifecycle(req.Study)
+	l, err := rp.s.lifecycle(req.Study)
 	if err != nil {
 		return DecisionRecord{}, err
 	}
@@ -135,12 +135,12 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 			return DecisionRecord{}, decideKeyConflict(req.Key, err)
 		}
 		if replay {
-			if prev, ok, err := s.recordedDecision(req.Study); err != nil || ok {
+			if prev, ok, err := rp.recordedDecision(req.Study); err != nil || ok {
 				return prev, err
 			}
 		}
 	}
-	snap, err := s.Snapshot(req.Study)
+	snap, err := rp.s.Snapshot(req.Study)
 	if err != nil {
 		return DecisionRecord{}, err
 	}
@@ -149,23 +149,23 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	if err := markBanksUsed(req.Study, snap, rec.At); err != nil {
 		return DecisionRecord{}, err
 	}
-	if _, err := s.apply(ctx, req.Study, ev); err != nil {
+	if _, err := rp.s.apply(ctx, req.Study, ev); err != nil {
 		return DecisionRecord{}, err
 	}
 	// A switch to the challenger proposes it as the next baseline; the
 	// record names the proposal, so the proposal is written first.
 	if (d.Verdict == analysis.Accept || d.Verdict == analysis.Ship) && d.Arm != "" {
-		_, design, err := s.frozen(req.Study)
+		_, design, err := rp.s.frozen(req.Study)
 		if err != nil {
 			return DecisionRecord{}, err
 		}
-		p, err := s.propose(rec, snap, design)
+		p, err := rp.s.Proposals().propose(rec, snap, design)
 		if err != nil {
 			return DecisionRecord{}, fmt.Errorf("writing the publish proposal of the decision: %w", err)
 		}
 		rec.Proposal = p.ID
 	}
-	sd, err := s.study(req.Study)
+	sd, err := rp.s.study(req.Study)
 	if err != nil {
 		return DecisionRecord{}, err
 	}
@@ -175,9 +175,9 @@ func (s *Service) decide(ctx context.Context, req DecideRequest, analyse func(ct
 	return rec, nil
 }
 
-func (s *Service) decision(name string) (DecisionRecord, error) {
+func (rp Reports) decision(name string) (DecisionRecord, error) {
 	var rec DecisionRecord
-	sd, err := s.study(name)
+	sd, err := rp.s.study(name)
 	if err != nil {
 		return rec, err
 	}
@@ -186,8 +186,8 @@ func (s *Service) decision(name string) (DecisionRecord, error) {
 }
 
 // recordedDecision is the study's decision; ok is false when none is recorded.
-func (s *Service) recordedDecision(name string) (rec DecisionRecord, ok bool, err error) {
-	rec, err = s.decision(name)
+func (rp Reports) recordedDecision(name string) (rec DecisionRecord, ok bool, err error) {
+	rec, err = rp.decision(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return DecisionRecord{}, false, nil
 	}

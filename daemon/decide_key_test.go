@@ -98,7 +98,7 @@ func (f *decideFixture) decide(req DecideRequest) (DecisionRecord, error) {
 	if req.ComparisonHash == "" {
 		req.ComparisonHash = f.hash
 	}
-	return f.s.decide(context.Background(), req, f.analyse)
+	return f.s.Reports().decide(context.Background(), req, f.analyse)
 }
 
 func TestDecideKeyReplaysTheRecordedDecision(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 // wall time and energy and executes nothing. Speeds come from a pilot table
 // (speedsFile) or, without one, from this machine's validation run records;
 // the table says which. A plan over the design's budget is refused.
-func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, error) {
-	est, d, speeds, err := s.price(ctx, name, speedsFile, w)
+func (sr Studies) DryRun(ctx context.Context, name, speedsFile string, w io.Writer) (*studies.Estimate, error) {
+	est, d, speeds, err := sr.s.price(ctx, name, speedsFile, w)
 	if d == nil {
 		return est, err
 	}
@@ -41,13 +41,13 @@ func (s *Service) DryRun(ctx context.Context, name, speedsFile string, w io.Writ
 	}
 	// What approval and the operator set: the baseline the next study
 	// starts from and what the month has left.
-	if p, ok, berr := s.Baseline(); berr == nil && ok {
+	if p, ok, berr := sr.s.Proposals().Baseline(); berr == nil && ok {
 		fmt.Fprintln(w, BaselineNote(p, d))
 	}
-	if m, merr := s.MonthBudget(ctx, time.Now()); merr == nil {
+	if m, merr := sr.s.Budget().Month(ctx, time.Now()); merr == nil {
 		fmt.Fprintln(w, m.String())
 		if est != nil {
-			if cerr := m.checkMonth(est.WallTime.Seconds(), est.EnergyWh, "the estimate above"); cerr != nil {
+			if cerr := checkMonth(m, est.WallTime.Seconds(), est.EnergyWh, "the estimate above"); cerr != nil {
 				fmt.Fprintln(w, "a run would be refused: "+cerr.Error())
 			}
 		}

@@ -111,7 +111,7 @@ func proposalParties(p Proposal) []party {
 // caller and is not refused.
 func (s *Service) separateDuties(ctx context.Context, d duty, subject string, parties []party) error {
 	c, ok := CallerFrom(ctx)
-	if !ok || s.Policy().Single() {
+	if !ok || s.Access().Policy().Single() {
 		return nil
 	}
 	for _, p := range parties {

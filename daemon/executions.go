@@ -3,12 +3,15 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
 	"rig/internal/provision"
@@ -18,16 +21,8 @@ import (
 	"rig/studies/run"
 )
 
-// RunRequest is `rig study run`.
-type RunRequest struct {
-	Study  string `json:"study"`
-	Key    string `json:"key"`
-	Actor  string `json:"actor"`
-	Parent string `json:"parent,omitempty"` // rerun of this execution
-	// Engine is "temporal" to spread the trials over rig workers through
-	// the daemon's Temporal cluster; empty or "local" runs on this card.
-	Engine string `json:"engine,omitempty"`
-}
+// RunRequest is `rig study run`, as the protocol names it.
+type RunRequest = api.RunRequest
 
 // execHandle follows a running execution: run.Handle for one on this card,
 // scaleout.Handle for one spread over workers.
@@ -40,12 +35,12 @@ type execHandle interface {
 // Run starts an execution of a frozen study in the background and returns at
 // once; Status (or the CLI's progress) follows it. The same idempotency key
 // with the same request returns the existing execution.
-func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error) {
-	snap, err := s.Snapshot(req.Study)
+func (ex Executions) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error) {
+	snap, err := ex.s.Snapshot(req.Study)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	st, err := s.store(req.Study)
+	st, err := ex.s.store(req.Study)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
@@ -54,10 +49,10 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 		if id, found, err := st.LookupIdempotency(ctx, req.Key, body); err != nil {
 			return run.ExecInfo{}, err
 		} else if found {
-			return s.execInfo(ctx, req.Study, id)
+			return ex.execInfo(ctx, req.Study, id)
 		}
 	}
-	if name, info, ok := s.runningExecution(); ok {
+	if name, info, ok := ex.s.runningExecution(); ok {
 		if name == req.Study && req.Parent == "" {
 			// The study is already running (perhaps resumed after a
 			// restart): asking again follows that execution.
@@ -67,8 +62,11 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 	}
 	switch req.Engine {
 	case "", "local":
+		if req.InFlight != 0 || req.StartWait != 0 {
+			return run.ExecInfo{}, fmt.Errorf("--in-flight and --start-wait set the temporal engine's task queues; a run on this card has none (add --engine temporal, or leave them out)")
+		}
 	case "temporal":
-		if s.Engine == nil {
+		if ex.s.Engine == nil {
 			return run.ExecInfo{}, fmt.Errorf("--engine temporal: this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR; see docs/scale-out.md)")
 		}
 		d, err := snap.DesignValue()
@@ -78,22 +76,25 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 		if err := scaleout.CheckDesign(d); err != nil {
 			return run.ExecInfo{}, err
 		}
+		if err := runOptions(req).Check(); err != nil {
+			return run.ExecInfo{}, err
+		}
 	default:
 		return run.ExecInfo{}, fmt.Errorf("--engine %q: the engines are local (this card) and temporal (rig workers through Temporal)", req.Engine)
 	}
-	if err := s.checkGates(ctx, req.Study, snap); err != nil {
+	if err := ex.checkGates(ctx, req.Study, snap); err != nil {
 		return run.ExecInfo{}, err
 	}
 	// Every pinned asset is hashed again: a model, runtime, bank or licence
 	// registry changed since the freeze is a stale asset, never run.
-	a, err := s.assets()
+	a, err := ex.s.assets()
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
 	if err := studies.CheckStale(ctx, snap, a); err != nil {
 		return run.ExecInfo{}, err
 	}
-	if err := s.checkMonthlyBudget(ctx, req.Study); err != nil {
+	if err := ex.s.Budget().check(ctx, req.Study); err != nil {
 		return run.ExecInfo{}, err
 	}
 	execs, err := st.Executions(ctx)
@@ -116,18 +117,18 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 		if existing, replay, err := st.ClaimIdempotency(ctx, req.Key, body, e.ID); err != nil {
 			return run.ExecInfo{}, err
 		} else if replay {
-			return s.execInfo(ctx, req.Study, existing)
+			return ex.execInfo(ctx, req.Study, existing)
 		}
 	}
 	if err := st.PutExecution(ctx, e); err != nil {
 		return run.ExecInfo{}, err
 	}
-	actor, err := s.actor(ctx, req.Actor)
+	actor, err := ex.s.actor(ctx, req.Actor)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
 	if req.Engine == "temporal" {
-		x, err := s.execution(req.Study, e.ID)
+		x, err := ex.s.execution(req.Study, e.ID)
 		if err != nil {
 			return run.ExecInfo{}, err
 		}
@@ -136,35 +137,35 @@ func (s *Service) Run(ctx context.Context, req RunRequest) (run.ExecInfo, error)
 		}
 		// The marker makes a daemon restarted mid-run follow the workflow
 		// again instead of running the trials here.
-		if err := atomicfile.WriteJSON(x.EngineMarker(), map[string]string{"engine": "temporal", "workflow": scaleout.WorkflowID(req.Study, e.ID)}, 0o600); err != nil {
+		if err := atomicfile.WriteJSON(x.EngineMarker(), engineMarker{Engine: "temporal", Workflow: scaleout.WorkflowID(req.Study, e.ID), InFlight: req.InFlight, StartWait: req.StartWait}, 0o600); err != nil {
 			return run.ExecInfo{}, err
 		}
 	}
-	if _, err := s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: actor, At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
+	if _, err := ex.s.apply(ctx, req.Study, studies.Event{Kind: studies.EventRun, Actor: actor, At: time.Now().UTC(), Execution: e.ID, Why: "run " + e.ID}); err != nil {
 		return run.ExecInfo{}, err
 	}
-	return s.start(req.Study, snap, e)
+	return ex.start(req.Study, snap, e)
 }
 
 // Resume restarts every execution that was running when the daemon stopped.
 // Receipts already stored are kept; the plan is rebuilt from its seed, so the
 // execution continues where it stopped, and no trial is scored twice.
-func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
-	names, err := s.List()
+func (ex Executions) Resume(ctx context.Context) ([]run.ExecInfo, error) {
+	names, err := ex.s.Studies().List()
 	if err != nil {
 		return nil, err
 	}
 	var out []run.ExecInfo
 	for _, name := range names {
-		l, err := s.lifecycle(name)
+		l, err := ex.s.lifecycle(name)
 		if err != nil || l.State != studies.Running || l.Running == "" {
 			continue
 		}
-		snap, err := s.Snapshot(name)
+		snap, err := ex.s.Snapshot(name)
 		if err != nil {
 			return out, err
 		}
-		st, err := s.store(name)
+		st, err := ex.s.store(name)
 		if err != nil {
 			return out, err
 		}
@@ -172,8 +173,8 @@ func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
 		if err != nil {
 			return out, err
 		}
-		s.Log.Info("resuming execution", "study", name, "execution", e.ID)
-		info, err := s.start(name, snap, e)
+		ex.s.Log.Info("resuming execution", "study", name, "execution", e.ID)
+		info, err := ex.start(name, snap, e)
 		if err != nil {
 			return out, err
 		}
@@ -182,87 +183,137 @@ func (s *Service) Resume(ctx context.Context) ([]run.ExecInfo, error) {
 	return out, nil
 }
 
-func (s *Service) start(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
-	x, err := s.execution(name, e.ID)
+func (ex Executions) start(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
+	x, err := ex.s.execution(name, e.ID)
 	if err != nil {
 		return run.ExecInfo{}, err
-	}
-	if fileExists(x.EngineMarker()) {
-		return s.startEngine(name, snap, e)
 	}
 	d, err := snap.DesignValue()
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	st, err := s.store(name)
+	walls, err := ex.executionWalls(name, d, x)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	env, err := s.runEnv()
+	if fileExists(x.EngineMarker()) {
+		return ex.startEngine(name, x, snap, e)
+	}
+	st, err := ex.s.store(name)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	var walls map[string]studies.WallDerivation
-	if len(d.AutoWallJobKinds()) > 0 {
-		speeds, err := s.measuredSpeeds(name, d, io.Discard)
-		if err != nil {
-			return run.ExecInfo{}, fmt.Errorf("deriving the auto wall caps from this machine's validation runs: %w", err)
-		}
-		if walls, err = studies.DeriveWalls(d, speeds); err != nil {
-			return run.ExecInfo{}, err
-		}
-		for _, jk := range d.AutoWallJobKinds() {
-			if wd, ok := walls[jk]; ok {
-				s.Log.Info("derived wall cap", "study", name, "job_kind", jk, "wall", wd.Wall, "why", wd.Why)
-			}
-		}
+	env, err := ex.s.runEnv()
+	if err != nil {
+		return run.ExecInfo{}, err
 	}
 	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
-		Dir: x.Dir(), Ended: s.ended(name, e.ID), Prices: s.trialPrices(name)})
+		Dir: x.Dir(), Ended: ex.ended(name, e.ID), Prices: ex.trialPrices(name)})
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	return s.track(name, h), nil
+	return ex.track(name, h), nil
+}
+
+// executionWalls are the execution's auto wall caps, fixed once: derived
+// from this machine's validation runs when the execution first starts,
+// kept in its folder, and read back on a resume and by the engine's plan,
+// which publishes them to every worker. So a trial gets the same wall on
+// a worker as here. A design with no auto wall has none.
+func (ex Executions) executionWalls(name string, d *studies.Design, x layout.Execution) (map[string]studies.WallDerivation, error) {
+	if len(d.AutoWallJobKinds()) == 0 {
+		return nil, nil
+	}
+	path := x.Records().Walls()
+	var walls map[string]studies.WallDerivation
+	if err := layout.NoLink(path); err != nil {
+		return nil, err
+	}
+	err := atomicfile.ReadJSON(path, &walls)
+	if err == nil {
+		return walls, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w (it is the execution's derived wall caps; restore it, or start a new execution with rig study rerun)", path, err)
+	}
+	speeds, err := ex.s.measuredSpeeds(name, d, io.Discard)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the auto wall caps from this machine's validation runs: %w", err)
+	}
+	if walls, err = studies.DeriveWalls(d, speeds); err != nil {
+		return nil, err
+	}
+	for _, jk := range d.AutoWallJobKinds() {
+		if wd, ok := walls[jk]; ok {
+			ex.s.Log.Info("derived wall cap", "study", name, "job_kind", jk, "wall", wd.Wall, "why", wd.Why)
+		}
+	}
+	if err := os.MkdirAll(x.Dir(), 0o700); err != nil {
+		return nil, err
+	}
+	if err := atomicfile.WriteJSON(path, walls, 0o600); err != nil {
+		return nil, err
+	}
+	return walls, nil
+}
+
+// engineMarker is an engine execution's engine.json: it makes a daemon
+// restarted mid-run follow the workflow, and keeps the run's settings for
+// a submit after the restart.
+type engineMarker struct {
+	Engine    string        `json:"engine"`
+	Workflow  string        `json:"workflow"`
+	InFlight  int           `json:"in_flight,omitempty"`
+	StartWait time.Duration `json:"start_wait,omitempty"`
+}
+
+// runOptions are the request's engine settings.
+func runOptions(r RunRequest) scaleout.RunOptions {
+	return scaleout.RunOptions{InFlight: r.InFlight, StartWait: r.StartWait}
 }
 
 // startEngine submits the execution to the engine (the same execution twice
 // is the same workflow) and follows it.
-func (s *Service) startEngine(name string, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
-	if s.Engine == nil {
+func (ex Executions) startEngine(name string, x layout.Execution, snap *studies.Snapshot, e receipts.Execution) (run.ExecInfo, error) {
+	if ex.s.Engine == nil {
 		return run.ExecInfo{}, fmt.Errorf("execution %s of %s runs through temporal, and this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR)", e.ID, name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.Engine.Submit(ctx, name, snap, e); err != nil {
+	var m engineMarker
+	if err := atomicfile.ReadJSON(x.EngineMarker(), &m); err != nil {
 		return run.ExecInfo{}, err
 	}
-	h, err := s.Engine.Follow(name, e, s.ended(name, e.ID))
+	if err := ex.s.Engine.Submit(ctx, name, snap, e, scaleout.RunOptions{InFlight: m.InFlight, StartWait: m.StartWait}); err != nil {
+		return run.ExecInfo{}, err
+	}
+	h, err := ex.s.Engine.Follow(name, e, ex.ended(name, e.ID))
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	return s.track(name, h), nil
+	return ex.track(name, h), nil
 }
 
 // track keeps a started execution as the study's running one.
-func (s *Service) track(name string, h execHandle) run.ExecInfo {
-	s.mu.Lock()
-	s.running[name] = h
-	s.mu.Unlock()
+func (ex Executions) track(name string, h execHandle) run.ExecInfo {
+	ex.s.mu.Lock()
+	ex.s.running[name] = h
+	ex.s.mu.Unlock()
 	return h.Info()
 }
 
 // ended records, in the study's lifecycle, how its execution ended.
-func (s *Service) ended(name, execID string) func(ctx context.Context, kind, why string) {
+func (ex Executions) ended(name, execID string) func(ctx context.Context, kind, why string) {
 	return func(ctx context.Context, kind, why string) {
 		who := "rig daemon"
-		s.mu.Lock()
-		if c, ok := s.cancelling[name]; ok && kind == studies.EventCancel {
+		ex.s.mu.Lock()
+		if c, ok := ex.s.cancelling[name]; ok && kind == studies.EventCancel {
 			who = c
 		}
-		delete(s.cancelling, name)
-		s.mu.Unlock()
-		if _, err := s.apply(ctx, name, studies.Event{Kind: kind, Actor: who, At: time.Now().UTC(), Execution: execID, Why: why}); err != nil {
-			s.Log.Error("recording lifecycle", "err", err)
+		delete(ex.s.cancelling, name)
+		ex.s.mu.Unlock()
+		if _, err := ex.s.apply(ctx, name, studies.Event{Kind: kind, Actor: who, At: time.Now().UTC(), Execution: execID, Why: why}); err != nil {
+			ex.s.Log.Error("recording lifecycle", "err", err)
 		}
 	}
 }
@@ -273,27 +324,27 @@ func (s *Service) runEnv() (run.Env, error) {
 	if err != nil {
 		return run.Env{}, err
 	}
-	return run.Env{Gates: s.Gates, Log: s.Log, NoSandbox: s.NoSandbox, Installed: in}, nil
+	return run.Env{Gates: s.Gates, Log: s.Log, NoSandbox: s.NoSandbox, Installed: in, Stored: s.receiptStored}, nil
 }
 
 // Cancel stops a study's running execution; its receipts stay.
-func (s *Service) Cancel(ctx context.Context, name string) (run.ExecInfo, error) {
-	if _, err := s.study(name); err != nil {
+func (ex Executions) Cancel(ctx context.Context, name string) (run.ExecInfo, error) {
+	if _, err := ex.s.study(name); err != nil {
 		return run.ExecInfo{}, err
 	}
-	s.mu.Lock()
-	st, ok := s.running[name]
-	s.mu.Unlock()
+	ex.s.mu.Lock()
+	st, ok := ex.s.running[name]
+	ex.s.mu.Unlock()
 	if !ok {
 		return run.ExecInfo{}, fmt.Errorf("study %s has no running execution", name)
 	}
-	who, err := s.actor(ctx, "")
+	who, err := ex.s.actor(ctx, "")
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	s.mu.Lock()
-	s.cancelling[name] = who
-	s.mu.Unlock()
+	ex.s.mu.Lock()
+	ex.s.cancelling[name] = who
+	ex.s.mu.Unlock()
 	st.Cancel()
 	select {
 	case <-st.Done():
@@ -303,14 +354,14 @@ func (s *Service) Cancel(ctx context.Context, name string) (run.ExecInfo, error)
 	return st.Info(), nil
 }
 
-func (s *Service) execInfo(ctx context.Context, name, id string) (run.ExecInfo, error) {
-	s.mu.Lock()
-	st, ok := s.running[name]
-	s.mu.Unlock()
+func (ex Executions) execInfo(ctx context.Context, name, id string) (run.ExecInfo, error) {
+	ex.s.mu.Lock()
+	st, ok := ex.s.running[name]
+	ex.s.mu.Unlock()
 	if ok && st.Info().ID == id {
 		return st.Info(), nil
 	}
-	execs, err := s.executions(ctx, name)
+	execs, err := ex.s.executions(ctx, name)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
@@ -385,10 +436,10 @@ func failedTrials(rs []receipts.Receipt, counted map[receipts.TrialKey]receipts.
 }
 
 // Wait blocks until the study's running execution ends.
-func (s *Service) Wait(ctx context.Context, name string) (run.ExecInfo, error) {
-	s.mu.Lock()
-	st, ok := s.running[name]
-	s.mu.Unlock()
+func (ex Executions) Wait(ctx context.Context, name string) (run.ExecInfo, error) {
+	ex.s.mu.Lock()
+	st, ok := ex.s.running[name]
+	ex.s.mu.Unlock()
 	if !ok {
 		return run.ExecInfo{}, fmt.Errorf("study %s has no execution in this daemon", name)
 	}
@@ -403,19 +454,19 @@ func (s *Service) Wait(ctx context.Context, name string) (run.ExecInfo, error) {
 // RecordGovernorEvent appends a governor event to the store of the study whose
 // execution is running, so every preemption and limit crossed is kept beside
 // the receipts. With nothing running the event only goes to the daemon log.
-func (s *Service) RecordGovernorEvent(ctx context.Context, at time.Time, trial, kind string, detail any) {
-	study, info, ok := s.runningExecution()
+func (ex Executions) RecordGovernorEvent(ctx context.Context, at time.Time, trial, kind string, detail any) {
+	study, info, ok := ex.s.runningExecution()
 	if !ok {
 		return
 	}
 	exec := info.ID
-	st, err := s.store(study)
+	st, err := ex.s.store(study)
 	if err != nil {
 		return
 	}
 	raw, _ := json.Marshal(detail)
 	if _, err := st.AppendGovernorEvent(ctx, receipts.GovernorEvent{At: at, ExecutionID: exec, Trial: trial, Kind: kind, Detail: raw}); err != nil {
-		s.Log.Error("recording a governor event", "study", study, "err", err)
+		ex.s.Log.Error("recording a governor event", "study", study, "err", err)
 	}
 }
 
@@ -456,13 +507,13 @@ func (e engineStudies) ExecDir(study, execution string) string {
 
 // StartEngine connects the daemon to a Temporal cluster as the coordinator
 // of its studies' scale-out runs.
-func (s *Service) StartEngine(ctx context.Context, cfg scaleout.Config) error {
-	c, err := scaleout.NewCoordinator(ctx, cfg, s.Home, engineStudies{s}, s.Log)
+func (ex Executions) StartEngine(ctx context.Context, cfg scaleout.Config) error {
+	c, err := scaleout.NewCoordinator(ctx, cfg, ex.s.Home, engineStudies(ex), ex.s.Log)
 	if err != nil {
 		return err
 	}
-	s.Engine = c
-	s.Log.Info("scale-out engine", "temporal", cfg.Address, "namespace", cfg.Namespace, "spool", cfg.Spool, "queue", c.Queue())
+	ex.s.Engine = c
+	ex.s.Log.Info("scale-out engine", "temporal", cfg.Address, "namespace", cfg.Namespace, "spool", cfg.Spool, "queue", c.Queue())
 	return nil
 }
 
@@ -475,23 +526,23 @@ type MergeRequest struct {
 // Remerge brings an engine execution's spool in again: a no-op for every
 // entry already merged, so it is safe at any time; an entry the engine
 // never merged is merged now.
-func (s *Service) Remerge(ctx context.Context, req MergeRequest) (scaleout.RemergeSummary, error) {
+func (ex Executions) Remerge(ctx context.Context, req MergeRequest) (scaleout.RemergeSummary, error) {
 	if req.Execution != "" {
-		if _, err := s.execution(req.Study, req.Execution); err != nil {
+		if _, err := ex.s.execution(req.Study, req.Execution); err != nil {
 			return scaleout.RemergeSummary{}, err
 		}
 	}
-	if s.Engine == nil {
+	if ex.s.Engine == nil {
 		return scaleout.RemergeSummary{}, fmt.Errorf("this daemon has no Temporal cluster configured, so it has no spool to merge (rig daemon --temporal HOST:PORT --spool DIR)")
 	}
-	if _, err := s.store(req.Study); err != nil {
+	if _, err := ex.s.store(req.Study); err != nil {
 		return scaleout.RemergeSummary{}, err
 	}
-	exec, err := s.engineExecution(ctx, req.Study, req.Execution)
+	exec, err := ex.engineExecution(ctx, req.Study, req.Execution)
 	if err != nil {
 		return scaleout.RemergeSummary{}, err
 	}
-	return s.Engine.Remerge(ctx, req.Study, exec)
+	return ex.s.Engine.Remerge(ctx, req.Study, exec)
 }
 
 // EngineReplayRequest is `rig study replay`.
@@ -504,29 +555,29 @@ type EngineReplayRequest struct {
 
 // EngineReplay replays a sample of an engine execution's merged trials on
 // the workers, each on the queue its trial ran on.
-func (s *Service) EngineReplay(ctx context.Context, req EngineReplayRequest) ([]scaleout.ReplayResult, error) {
+func (ex Executions) EngineReplay(ctx context.Context, req EngineReplayRequest) ([]scaleout.ReplayResult, error) {
 	if req.Execution != "" {
-		if _, err := s.execution(req.Study, req.Execution); err != nil {
+		if _, err := ex.s.execution(req.Study, req.Execution); err != nil {
 			return nil, err
 		}
 	}
-	if s.Engine == nil {
+	if ex.s.Engine == nil {
 		return nil, fmt.Errorf("this daemon has no Temporal cluster configured (rig daemon --temporal HOST:PORT --spool DIR); replay a local execution with rig study report --replay-sample")
 	}
-	exec, err := s.engineExecution(ctx, req.Study, req.Execution)
+	exec, err := ex.engineExecution(ctx, req.Study, req.Execution)
 	if err != nil {
 		return nil, err
 	}
-	return s.Engine.ReplaySample(ctx, req.Study, exec, max(req.PerArm, 1), req.Seed)
+	return ex.s.Engine.ReplaySample(ctx, req.Study, exec, max(req.PerArm, 1), req.Seed)
 }
 
 // engineExecution is the execution named, or the study's latest that ran
 // through the engine.
-func (s *Service) engineExecution(ctx context.Context, study, named string) (string, error) {
+func (ex Executions) engineExecution(ctx context.Context, study, named string) (string, error) {
 	if named != "" {
 		return named, nil
 	}
-	execs, err := s.executions(ctx, study)
+	execs, err := ex.s.executions(ctx, study)
 	if err != nil {
 		return "", err
 	}
@@ -545,8 +596,8 @@ func (s *Service) engineExecution(ctx context.Context, study, named string) (str
 // trialPrices is the dry run's price of one trial per arm, as the run's ETA
 // starts from; nil when the plan cannot be priced (no validation run has
 // measured this machine), and the ETA then waits for measured trials.
-func (s *Service) trialPrices(name string) map[string]time.Duration {
-	est, _, _, _ := s.price(context.Background(), name, "", io.Discard)
+func (ex Executions) trialPrices(name string) map[string]time.Duration {
+	est, _, _, _ := ex.s.price(context.Background(), name, "", io.Discard)
 	if est == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rig/internal/atomicfile"
+	"rig/internal/gguf"
 	"rig/preflight"
 	"rig/studies"
 	"rig/studies/run"
@@ -18,12 +19,12 @@ import (
 // Preflight decides, for every arm at the study's card profile, whether it
 // fits, and stores each verdict before any run. "Doesn't fit" is decided here,
 // never mid-run; the arm is never downgraded to make it fit.
-func (s *Service) Preflight(ctx context.Context, name string, w io.Writer) ([]preflight.Verdict, error) {
-	snap, d, err := s.frozen(name)
+func (sr Studies) Preflight(ctx context.Context, name string, w io.Writer) ([]preflight.Verdict, error) {
+	snap, d, err := sr.s.frozen(name)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.store(name)
+	st, err := sr.s.store(name)
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +44,7 @@ func (s *Service) Preflight(ctx context.Context, name string, w io.Writer) ([]pr
 				continue
 			}
 		}
-		f, err := preflight.Open(fa.ModelPath)
+		f, err := gguf.Open(fa.ModelPath)
 		if err != nil {
 			return out, err
 		}
@@ -69,12 +70,12 @@ func (s *Service) Preflight(ctx context.Context, name string, w io.Writer) ([]pr
 // checkGates refuses a counted run unless every arm has a recorded "fits"
 // preflight verdict, the governor is ready, and every harness has passed its
 // validation run. Each gate fails closed with what to run.
-func (s *Service) checkGates(ctx context.Context, name string, snap *studies.Snapshot) error {
+func (ex Executions) checkGates(ctx context.Context, name string, snap *studies.Snapshot) error {
 	d, err := snap.DesignValue()
 	if err != nil {
 		return err
 	}
-	st, err := s.store(name)
+	st, err := ex.s.store(name)
 	if err != nil {
 		return err
 	}
@@ -104,13 +105,13 @@ func (s *Service) checkGates(ctx context.Context, name string, snap *studies.Sna
 	if d.IsCardStudy() && fitting == 0 && len(problems) == 0 {
 		problems = append(problems, "no cell of the card sub-study fits at its card: there is nothing to run (add a larger profile)")
 	}
-	if s.Gates == nil {
+	if ex.s.Gates == nil {
 		problems = append(problems, "no governor is running (start rig daemon, which runs the governor)")
-	} else if err := s.Gates.Ready(ctx); err != nil {
+	} else if err := ex.s.Gates.Ready(ctx); err != nil {
 		problems = append(problems, "governor: "+err.Error())
 	}
 	var vals []run.ValidationRecord
-	sd, err := s.study(name)
+	sd, err := ex.s.study(name)
 	if err != nil {
 		return err
 	}
@@ -155,19 +156,19 @@ func dedupe(xs []string) []string {
 // Validate makes one free validation run per harness of the frozen study
 // (see run.Validate); its records gate counted runs and give the speeds an
 // auto wall is derived from.
-func (s *Service) Validate(ctx context.Context, name string, w io.Writer) ([]run.ValidationRecord, error) {
-	snap, err := s.Snapshot(name)
+func (sr Studies) Validate(ctx context.Context, name string, w io.Writer) ([]run.ValidationRecord, error) {
+	snap, err := sr.s.Snapshot(name)
 	if err != nil {
 		return nil, err
 	}
-	env, err := s.runEnv()
+	env, err := sr.s.runEnv()
 	if err != nil {
 		return nil, err
 	}
-	sd, err := s.study(name)
+	sd, err := sr.s.study(name)
 	if err != nil {
 		return nil, err
 	}
-	defer s.activity.set(name, "")
-	return run.Validate(ctx, env, name, snap, sd.Validation(), &activityWriter{w: w, a: &s.activity, study: name})
+	defer sr.s.activity.set(name, "")
+	return run.Validate(ctx, env, name, snap, sd.Validation(), &activityWriter{w: w, a: &sr.s.activity, study: name})
 }

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"rig/governor"
-	"rig/governor/gates"
+	"rig/studies/run/gates"
 )
 
 // storeSink sends every governor event to the running study's store and
@@ -17,7 +17,8 @@ type storeSink struct {
 }
 
 func (s storeSink) Emit(ctx context.Context, e governor.Event) error {
-	s.svc.RecordGovernorEvent(ctx, e.At, e.TrialID, string(e.Kind), e)
+	s.svc.Executions().RecordGovernorEvent(ctx, e.At, e.TrialID, string(e.Kind), e)
+	_ = GovernorMetrics{s.svc.metrics}.Emit(ctx, e) // metrics (metrics.go)
 	s.log.Info("governor", "kind", e.Kind, "trial", e.TrialID, "policy", e.Policy, "reason", e.Reason)
 	return nil
 }

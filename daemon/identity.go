@@ -3,7 +3,6 @@ package daemon
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os/user"
@@ -11,6 +10,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"rig/daemon/api"
 )
 
 // Caller is who sent a request, as the kernel says: the peer credentials of
@@ -31,11 +32,11 @@ type Caller struct {
 func (c Caller) String() string { return fmt.Sprintf("%s (uid %d)", c.User, c.UID) }
 
 // ErrIdentity means a request named someone other than its caller.
-var ErrIdentity = errors.New("the request names someone other than its caller")
+var ErrIdentity = api.ErrIdentity
 
 // ErrForbidden means the caller lacks the role a method needs, or separation
 // of duties forbids the caller this step on this study.
-var ErrForbidden = errors.New("not permitted")
+var ErrForbidden = api.ErrForbidden
 
 type callerKey struct{}
 
@@ -113,9 +114,3 @@ func (s *Service) actor(ctx context.Context, typed string) (string, error) {
 	}
 	return c.String(), nil
 }
-
-// Policy is the policy in force.
-func (s *Service) Policy() *Policy { return s.policy.Load() }
-
-// SetPolicy puts a policy in force for the requests that follow.
-func (s *Service) SetPolicy(p *Policy) { s.policy.Store(p) }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/provision"
 	"rig/studies"
 )
@@ -47,11 +48,11 @@ type childReply struct {
 func callAsChild(method string) int {
 	var out json.RawMessage
 	var text bytes.Buffer
-	err := Client{Socket: os.Getenv(asUserSocket)}.Call(context.Background(), method, json.RawMessage(os.Getenv(asUserBody)), &out, &text)
+	err := api.Client{Socket: os.Getenv(asUserSocket)}.Call(context.Background(), method, json.RawMessage(os.Getenv(asUserBody)), &out, &text)
 	rep := childReply{Result: out, Text: text.String()}
 	if err != nil {
 		rep.Error = err.Error()
-		var re *RemoteError
+		var re *api.RemoteError
 		if errors.As(err, &re) {
 			rep.Code = re.Code
 		}
@@ -197,7 +198,7 @@ func TestRolesAndIdentitiesWithRealUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	svc.SetPolicy(p)
+	svc.Access().SetPolicy(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	served := make(chan error, 1)

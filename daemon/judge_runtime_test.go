@@ -68,25 +68,28 @@ func TestJudgeGradesBlindOnRealRuntime(t *testing.T) {
 	const name = "judged"
 	steps := []func() error{
 		func() error {
-			_, err := svc.Register(ctx, RegisterRequest{DesignFile: judgedStudyDesign(t, name), Actor: "test"})
+			_, err := svc.Studies().Register(ctx, RegisterRequest{DesignFile: judgedStudyDesign(t, name), Actor: "test"})
 			return err
 		},
 		func() error {
-			_, err := svc.Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "all items allowed for evaluation"}, "")
+			_, err := svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "all items allowed for evaluation"}, "")
 			return err
 		},
-		func() error { _, err := svc.Approve(ctx, name, "director", "read"); return err },
-		func() error { _, err := svc.Freeze(ctx, name, "test"); return err },
-		func() error { _, err := svc.Preflight(ctx, name, os.Stderr); return err },
-		func() error { _, err := svc.Validate(ctx, name, os.Stderr); return err },
-		func() error { _, err := svc.Run(ctx, RunRequest{Study: name, Key: "run-1", Actor: "test"}); return err },
+		func() error { _, err := svc.Studies().Approve(ctx, name, "director", "read"); return err },
+		func() error { _, err := svc.Studies().Freeze(ctx, name, "test"); return err },
+		func() error { _, err := svc.Studies().Preflight(ctx, name, os.Stderr); return err },
+		func() error { _, err := svc.Studies().Validate(ctx, name, os.Stderr); return err },
+		func() error {
+			_, err := svc.Executions().Run(ctx, RunRequest{Study: name, Key: "run-1", Actor: "test"})
+			return err
+		},
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {
 			t.Fatalf("step %d: %v", i+1, err)
 		}
 	}
-	info, err := svc.Wait(ctx, name)
+	info, err := svc.Executions().Wait(ctx, name)
 	if err != nil || info.Status != string(receipts.Done) {
 		t.Fatalf("execution ended %s: %v %s", info.Status, err, info.Error)
 	}
@@ -163,7 +166,7 @@ func TestJudgeGradesBlindOnRealRuntime(t *testing.T) {
 	}
 
 	// The analysis ranks on the judge's grades, and knows which judge gave them.
-	a, err := svc.Analyse(ctx, name, info.ID)
+	a, err := svc.Reports().Analyse(ctx, name, info.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func lcCreate(t *testing.T, s *Service, name string) *studies.Lifecycle {
 	t.Helper()
 	at := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	l := studies.NewLifecycle(lcDesignHash, "alice", at)
-	if err := s.create(context.Background(), &studies.Registration{Name: name, DesignHash: lcDesignHash, Lifecycle: l}, "alice", "registered from test"); err != nil {
+	if err := s.Studies().create(context.Background(), &studies.Registration{Name: name, DesignHash: lcDesignHash, Lifecycle: l}, "alice", "registered from test"); err != nil {
 		t.Fatal(err)
 	}
 	var copy studies.Lifecycle

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -16,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"rig/daemon/api"
 	"rig/internal/jsonerr"
 	"rig/internal/sizecap"
 	"rig/internal/textcheck"
@@ -41,16 +41,17 @@ var allRoles = []Role{RoleStaff, RoleReviewer, RoleDirector, RoleOperator}
 // Any other method absent here (status,
 // list, check, export: reading what is recorded) needs any role.
 var methodRoles = map[string]Role{
-	"register": RoleStaff, "freeze": RoleStaff, "preflight": RoleStaff, "validate": RoleStaff,
-	"dry-run": RoleStaff, "run": RoleStaff, "cancel": RoleStaff, "report": RoleStaff, "grade": RoleStaff, "merge": RoleStaff, "engine-replay": RoleStaff,
-	"review":  RoleReviewer,
-	"approve": RoleDirector, "decide": RoleDirector,
-	"proposal-approve": RoleDirector, "proposal-reject": RoleDirector,
-	"budget-set": RoleOperator,
+	api.MethodRegister: RoleStaff, api.MethodFreeze: RoleStaff, api.MethodPreflight: RoleStaff, api.MethodValidate: RoleStaff,
+	api.MethodDryRun: RoleStaff, api.MethodRun: RoleStaff, api.MethodCancel: RoleStaff, api.MethodReport: RoleStaff,
+	api.MethodGrade: RoleStaff, api.MethodMerge: RoleStaff, api.MethodEngineReplay: RoleStaff,
+	api.MethodReview:  RoleReviewer,
+	api.MethodApprove: RoleDirector, api.MethodDecide: RoleDirector,
+	api.MethodProposalApprove: RoleDirector, api.MethodProposalReject: RoleDirector,
+	api.MethodBudgetSet: RoleOperator,
 }
 
 // ErrPolicy means the policy file is unreadable, malformed or not trusted.
-var ErrPolicy = errors.New("policy file refused")
+var ErrPolicy = api.ErrPolicy
 
 // Policy says who holds which roles. It is read from a file the governed
 // users cannot change; with no file, the daemon's own user holds every role

@@ -166,7 +166,7 @@ func TestPolicyReloadsOnHangupAndIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	svc.SetPolicy(p)
+	svc.Access().SetPolicy(p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	reloadOnHangup(ctx, svc, path, svc.Log)
@@ -175,10 +175,10 @@ func TestPolicyReloadsOnHangupAndIsAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for svc.Policy().Digest() == p.Digest() && time.Now().Before(deadline) {
+	for svc.Access().Policy().Digest() == p.Digest() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if got := svc.Policy().RolesOf(Caller{User: "a"}); !slices.Contains(got, RoleDirector) {
+	if got := svc.Access().Policy().RolesOf(Caller{User: "a"}); !slices.Contains(got, RoleDirector) {
 		t.Fatalf("after SIGHUP a holds %v", got)
 	}
 	audit, err := os.ReadFile(filepath.Join(home, "audits", "policy.jsonl"))
@@ -186,11 +186,11 @@ func TestPolicyReloadsOnHangupAndIsAudited(t *testing.T) {
 		t.Fatalf("the reload is not audited with what it replaced: %v\n%s", err, audit)
 	}
 	// A file that no longer loads leaves the policy in force.
-	before := svc.Policy().Digest()
+	before := svc.Access().Policy().Digest()
 	write(`{"schema_version":1,"grants":[]}`)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	time.Sleep(300 * time.Millisecond)
-	if svc.Policy().Digest() != before {
+	if svc.Access().Policy().Digest() != before {
 		t.Fatal("a broken policy file replaced the one in force")
 	}
 }

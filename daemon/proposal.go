@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/atomicfile"
 	"rig/studies"
 )
@@ -19,9 +20,9 @@ import (
 // Proposal states. A proposal starts pending_approval and moves once, to
 // approved or rejected; nothing else.
 const (
-	ProposalPending  = "pending_approval"
-	ProposalApproved = "approved"
-	ProposalRejected = "rejected"
+	ProposalPending  = api.ProposalPending
+	ProposalApproved = api.ProposalApproved
+	ProposalRejected = api.ProposalRejected
 )
 
 // Proposal is what deciding "switch to the challenger" writes: the new
@@ -29,45 +30,20 @@ const (
 // comparison it rests on. Approving it changes only what the next
 // `rig study init` and `rig study dry-run` read as the baseline (baseline.json
 // in the daemon's home); nothing that runs changes.
-type Proposal struct {
-	ID             string        `json:"id"`
-	State          string        `json:"state"`
-	Study          string        `json:"study"`
-	Execution      string        `json:"execution"`
-	DesignHash     string        `json:"design_hash"`
-	ComparisonHash string        `json:"comparison_hash"`
-	Report         string        `json:"report,omitempty"`
-	ReportSHA256   string        `json:"report_sha256,omitempty"`
-	Arm            string        `json:"arm"`
-	Runtime        string        `json:"runtime"`
-	Model          studies.Model `json:"model"`
-	// ModelSHA256 and Binaries are the digests the arm was frozen with.
-	ModelSHA256 string           `json:"model_sha256"`
-	Binaries    []studies.Binary `json:"binaries,omitempty"`
-	Pins        studies.Pins     `json:"pins"`
-	ProposedBy  string           `json:"proposed_by"`
-	// ProposedByUID and DecidedByUID are the uids beside the names, as the
-	// socket named the callers: separation of duties compares them.
-	ProposedByUID *int      `json:"proposed_by_uid,omitempty"`
-	ProposedAt    time.Time `json:"proposed_at"`
-	DecidedBy     string    `json:"decided_by,omitempty"`
-	DecidedByUID  *int      `json:"decided_by_uid,omitempty"`
-	DecidedAt     time.Time `json:"decided_at,omitzero"`
-	Why           string    `json:"why,omitempty"`
-}
+type Proposal = api.Proposal
 
 // ErrNoProposal means no proposal has that id.
-var ErrNoProposal = errors.New("no such proposal")
+var ErrNoProposal = api.ErrNoProposal
 
-func (s *Service) proposalDir() string { return s.layout().Proposals() }
+func (pr Proposals) proposalDir() string { return pr.s.layout().Proposals() }
 
 // baselineFile is the approved baseline the next study reads.
-func (s *Service) baselineFile() string { return s.layout().Baseline() }
+func (pr Proposals) baselineFile() string { return pr.s.layout().Baseline() }
 
 // propose writes the proposal of a decision that switches to rec.Arm. The
 // id comes from the study and the comparison, so an idempotent decide that
 // is replayed finds the same proposal rather than writing a second.
-func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies.Design) (Proposal, error) {
+func (pr Proposals) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies.Design) (Proposal, error) {
 	p := Proposal{ID: rec.Study + "-" + shortHash(rec.ComparisonHash), State: ProposalPending, Study: rec.Study, Execution: rec.Execution,
 		DesignHash: snap.DesignHash, ComparisonHash: rec.ComparisonHash, Arm: rec.Arm, ProposedBy: rec.Actor, ProposedByUID: rec.ActorUID, ProposedAt: rec.At}
 	if a := d.Arm(rec.Arm); a != nil {
@@ -78,7 +54,7 @@ func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies
 			p.ModelSHA256, p.Binaries, p.Pins = fa.ModelSHA256, fa.Binaries, fa.Pins
 		}
 	}
-	sd, err := s.study(rec.Study)
+	sd, err := pr.s.study(rec.Study)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -86,24 +62,24 @@ func (s *Service) propose(rec DecisionRecord, snap *studies.Snapshot, d *studies
 	if err != nil {
 		return Proposal{}, err
 	}
-	report := filepath.Join(reports, "report.json")
+	report := reports.JSON()
 	if b, err := os.ReadFile(report); err == nil {
 		sum := sha256.Sum256(b)
 		p.Report, p.ReportSHA256 = report, hex.EncodeToString(sum[:])
 	}
-	s.propMu.Lock()
-	defer s.propMu.Unlock()
-	file, err := s.layout().Proposal(p.ID)
+	pr.s.propMu.Lock()
+	defer pr.s.propMu.Unlock()
+	file, err := pr.s.layout().Proposal(p.ID)
 	if err != nil {
 		return Proposal{}, err
 	}
-	if old, err := s.readProposal(p.ID); err == nil {
+	if old, err := pr.readProposal(p.ID); err == nil {
 		return old, nil
 	}
-	if err := os.MkdirAll(s.proposalDir(), 0o700); err != nil {
+	if err := os.MkdirAll(pr.proposalDir(), 0o700); err != nil {
 		return Proposal{}, err
 	}
-	if err := s.auditProposal(p, "", fmt.Sprintf("study %s decided to switch to %s on comparison %s", p.Study, p.Arm, shortHash(p.ComparisonHash)), p.ProposedBy, p.ProposedAt); err != nil {
+	if err := pr.auditProposal(p, "", fmt.Sprintf("study %s decided to switch to %s on comparison %s", p.Study, p.Arm, shortHash(p.ComparisonHash)), p.ProposedBy, p.ProposedAt); err != nil {
 		return Proposal{}, err
 	}
 	return p, atomicfile.WriteJSON(file, p, 0o600)
@@ -125,12 +101,12 @@ type proposalAuditLine struct {
 // proposal trail. It is written before the proposal's own file, so that no
 // state is ever in force without its line; a write that then fails leaves
 // the proposal as it was, and doing it again adds a second line.
-func (s *Service) auditProposal(p Proposal, from, why, who string, at time.Time) error {
-	return appendAuditLine(s.Home, "proposals", proposalAuditLine{At: at.UTC(), Proposal: p.ID, Study: p.Study, Arm: p.Arm, From: from, To: p.State, Who: who, Why: why})
+func (pr Proposals) auditProposal(p Proposal, from, why, who string, at time.Time) error {
+	return appendAuditLine(pr.s.Home, "proposals", proposalAuditLine{At: at.UTC(), Proposal: p.ID, Study: p.Study, Arm: p.Arm, From: from, To: p.State, Who: who, Why: why})
 }
 
-func (s *Service) readProposal(id string) (Proposal, error) {
-	file, err := s.layout().Proposal(id)
+func (pr Proposals) readProposal(id string) (Proposal, error) {
+	file, err := pr.s.layout().Proposal(id)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -142,15 +118,15 @@ func (s *Service) readProposal(id string) (Proposal, error) {
 	return p, err
 }
 
-// Proposals lists every proposal, oldest first.
-func (s *Service) Proposals() ([]Proposal, error) {
-	files, err := filepath.Glob(filepath.Join(s.proposalDir(), "*.json"))
+// List lists every proposal, oldest first.
+func (pr Proposals) List() ([]Proposal, error) {
+	files, err := filepath.Glob(filepath.Join(pr.proposalDir(), "*.json"))
 	if err != nil {
 		return nil, err
 	}
 	var out []Proposal
 	for _, f := range files {
-		p, err := s.readProposal(strings.TrimSuffix(filepath.Base(f), ".json"))
+		p, err := pr.readProposal(strings.TrimSuffix(filepath.Base(f), ".json"))
 		if err != nil {
 			return nil, err
 		}
@@ -160,34 +136,30 @@ func (s *Service) Proposals() ([]Proposal, error) {
 	return out, nil
 }
 
-// Proposal is one proposal by id.
-func (s *Service) Proposal(id string) (Proposal, error) { return s.readProposal(id) }
+// Get is one proposal by id.
+func (pr Proposals) Get(id string) (Proposal, error) { return pr.readProposal(id) }
 
 // ProposalRequest is `rig proposal approve|reject`.
-type ProposalRequest struct {
-	ID    string `json:"id"`
-	Why   string `json:"why"`
-	Actor string `json:"actor,omitempty"`
-}
+type ProposalRequest = api.ProposalRequest
 
-// DecideProposal moves a pending proposal to approved or rejected (to). It
+// Decide moves a pending proposal to approved or rejected (to). It
 // needs the director role (the daemon's policy, methodRoles) and, under a
 // policy, someone other than who proposed it: the decider of the study may
 // not approve their own switch. Approving writes baseline.json.
-func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to string) (Proposal, error) {
+func (pr Proposals) Decide(ctx context.Context, req ProposalRequest, to string) (Proposal, error) {
 	if to != ProposalApproved && to != ProposalRejected {
 		return Proposal{}, fmt.Errorf("%w: a proposal moves from %s to %s or %s, not %q", studies.ErrTransition, ProposalPending, ProposalApproved, ProposalRejected, to)
 	}
-	actor, err := s.actor(ctx, req.Actor)
+	actor, err := pr.s.actor(ctx, req.Actor)
 	if err != nil {
 		return Proposal{}, err
 	}
 	if strings.TrimSpace(req.Why) == "" {
 		return Proposal{}, fmt.Errorf("%w: say why (--why): the record keeps it beside who and when", ErrBadRequest)
 	}
-	s.propMu.Lock()
-	defer s.propMu.Unlock()
-	p, err := s.readProposal(req.ID)
+	pr.s.propMu.Lock()
+	defer pr.s.propMu.Unlock()
+	p, err := pr.readProposal(req.ID)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -195,19 +167,19 @@ func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to st
 		return Proposal{}, fmt.Errorf("%w: proposal %s is %s (by %s at %s); only a %s proposal can be approved or rejected, and a decided one stays as it is (decide a new study to propose again)",
 			studies.ErrTransition, p.ID, p.State, p.DecidedBy, p.DecidedAt.Format(time.RFC3339), ProposalPending)
 	}
-	if err := s.separateDuties(ctx, dutyProposal, "proposal "+p.ID+" (deciding study "+p.Study+")", proposalParties(p)); err != nil {
+	if err := pr.s.separateDuties(ctx, dutyProposal, "proposal "+p.ID+" (deciding study "+p.Study+")", proposalParties(p)); err != nil {
 		return Proposal{}, err
 	}
 	p.State, p.DecidedBy, p.DecidedByUID, p.DecidedAt, p.Why = to, actor, callerUID(ctx), time.Now().UTC(), req.Why
-	if err := s.auditProposal(p, ProposalPending, req.Why, actor, p.DecidedAt); err != nil {
+	if err := pr.auditProposal(p, ProposalPending, req.Why, actor, p.DecidedAt); err != nil {
 		return Proposal{}, err
 	}
 	if to == ProposalApproved {
-		if err := atomicfile.WriteJSON(s.baselineFile(), p, 0o600); err != nil {
+		if err := atomicfile.WriteJSON(pr.baselineFile(), p, 0o600); err != nil {
 			return Proposal{}, err
 		}
 	}
-	file, err := s.layout().Proposal(p.ID)
+	file, err := pr.s.layout().Proposal(p.ID)
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -216,8 +188,8 @@ func (s *Service) DecideProposal(ctx context.Context, req ProposalRequest, to st
 
 // Baseline is the approved proposal the next study starts from; ok is false
 // when none has been approved on this machine.
-func (s *Service) Baseline() (p Proposal, ok bool, err error) {
-	err = atomicfile.ReadJSON(s.baselineFile(), &p)
+func (pr Proposals) Baseline() (p Proposal, ok bool, err error) {
+	err = atomicfile.ReadJSON(pr.baselineFile(), &p)
 	if errors.Is(err, os.ErrNotExist) {
 		return Proposal{}, false, nil
 	}

@@ -34,7 +34,7 @@ func pendingProposal(t *testing.T, s *Service) Proposal {
 	snap := &studies.Snapshot{DesignHash: "dh", Arms: []studies.FrozenArm{{Name: "fast", ModelSHA256: strings.Repeat("ab", 32), Pins: studies.Pins{Quant: "Q4_K_M", Context: 4096}}}}
 	d := &studies.Design{Arms: []studies.Arm{{Name: "fast", Role: studies.RoleCandidate, Runtime: "llama-server", Model: studies.Model{RegistryName: "fast-1b"}}}}
 	rec := DecisionRecord{Study: "s1", Execution: "exec-1", Verdict: "accept", Arm: "fast", ComparisonHash: strings.Repeat("cd", 32), Actor: "dana (uid 1001)", At: time.Now().UTC()}
-	p, err := s.propose(rec, snap, d)
+	p, err := s.Proposals().propose(rec, snap, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestProposalStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetPolicy(testPolicy(t))
+	s.Access().SetPolicy(testPolicy(t))
 	p := pendingProposal(t, s)
 	if p.State != ProposalPending || p.Pins.Quant != "Q4_K_M" || p.ModelSHA256 == "" || p.ComparisonHash == "" || p.Runtime != "llama-server" {
 		t.Fatalf("proposal %+v: want pending, with the arm's pins, digest, runtime and the comparison hash", p)
@@ -54,29 +54,29 @@ func TestProposalStates(t *testing.T) {
 	if again := pendingProposal(t, s); again.ID != p.ID {
 		t.Errorf("a replayed decision wrote a second proposal %s beside %s", again.ID, p.ID)
 	}
-	if _, ok, _ := s.Baseline(); ok {
+	if _, ok, _ := s.Proposals().Baseline(); ok {
 		t.Fatal("a pending proposal already moved the baseline")
 	}
 
 	// Who may not: the proposer (separation of duties); no reason given.
-	if _, err := s.DecideProposal(as("dana", 1001), ProposalRequest{ID: p.ID, Why: "mine"}, ProposalApproved); !errors.Is(err, ErrForbidden) {
+	if _, err := s.Proposals().Decide(as("dana", 1001), ProposalRequest{ID: p.ID, Why: "mine"}, ProposalApproved); !errors.Is(err, ErrForbidden) {
 		t.Errorf("the proposer approving: %v, want ErrForbidden", err)
 	}
-	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID}, ProposalApproved); !errors.Is(err, ErrBadRequest) {
+	if _, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID}, ProposalApproved); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("approving without a reason: %v, want ErrBadRequest", err)
 	}
-	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "x"}, "published"); !errors.Is(err, studies.ErrTransition) {
+	if _, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "x"}, "published"); !errors.Is(err, studies.ErrTransition) {
 		t.Errorf("an unknown state: %v, want ErrTransition", err)
 	}
-	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: "../etc", Why: "x"}, ProposalApproved); !errors.Is(err, layout.ErrInvalidName) {
+	if _, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: "../etc", Why: "x"}, ProposalApproved); !errors.Is(err, layout.ErrInvalidName) {
 		t.Errorf("a path as id: %v, want layout.ErrInvalidName", err)
 	}
 
-	got, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "faster at the same pass rate"}, ProposalApproved)
+	got, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "faster at the same pass rate"}, ProposalApproved)
 	if err != nil || got.State != ProposalApproved || got.DecidedBy != "dora (uid 1002)" {
 		t.Fatalf("approve = %+v, %v", got, err)
 	}
-	b, ok, err := s.Baseline()
+	b, ok, err := s.Proposals().Baseline()
 	if err != nil || !ok || b.Arm != "fast" || b.ID != p.ID {
 		t.Fatalf("baseline after approval = %+v, %v, %v", b, ok, err)
 	}
@@ -87,11 +87,11 @@ func TestProposalStates(t *testing.T) {
 
 	// Decided once: neither approving again nor rejecting moves it.
 	for _, to := range []string{ProposalApproved, ProposalRejected} {
-		if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "again"}, to); !errors.Is(err, studies.ErrTransition) || !strings.Contains(err.Error(), "is approved") {
+		if _, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "again"}, to); !errors.Is(err, studies.ErrTransition) || !strings.Contains(err.Error(), "is approved") {
 			t.Errorf("%s after approval: %v, want ErrTransition naming the state", to, err)
 		}
 	}
-	list, err := s.Proposals()
+	list, err := s.Proposals().List()
 	if err != nil || len(list) != 1 || list[0].State != ProposalApproved {
 		t.Errorf("list = %+v, %v", list, err)
 	}
@@ -111,16 +111,16 @@ func TestProposalRejectedLeavesTheBaseline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetPolicy(testPolicy(t))
+	s.Access().SetPolicy(testPolicy(t))
 	p := pendingProposal(t, s)
-	got, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "p95 too close to the SLO"}, ProposalRejected)
+	got, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "p95 too close to the SLO"}, ProposalRejected)
 	if err != nil || got.State != ProposalRejected {
 		t.Fatalf("reject = %+v, %v", got, err)
 	}
-	if _, err := os.Stat(s.baselineFile()); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.Proposals().baselineFile()); !os.IsNotExist(err) {
 		t.Errorf("a rejected proposal wrote the baseline: %v", err)
 	}
-	if _, err := s.DecideProposal(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "changed my mind"}, ProposalApproved); !errors.Is(err, studies.ErrTransition) {
+	if _, err := s.Proposals().Decide(as("dora", 1002), ProposalRequest{ID: p.ID, Why: "changed my mind"}, ProposalApproved); !errors.Is(err, studies.ErrTransition) {
 		t.Errorf("approving a rejected proposal: %v, want ErrTransition", err)
 	}
 }

@@ -77,7 +77,7 @@ func startPolicyDaemon(t *testing.T, socketGroup string, grants []map[string]any
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	svc.SetPolicy(p)
+	svc.Access().SetPolicy(p)
 	l, err := listenSocket(socket, socketGroup)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +183,7 @@ func fakeRegistered(t *testing.T, s *Service, name string, registrant *user.User
 	}
 	at := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
 	reg := &studies.Registration{Name: name, DesignHash: dh, Design: canon, Lifecycle: studies.NewLifecycle(dh, display(registrant), at)}
-	if err := s.create(context.Background(), reg, display(registrant), "registered from test"); err != nil {
+	if err := s.Studies().create(context.Background(), reg, display(registrant), "registered from test"); err != nil {
 		t.Fatal(err)
 	}
 	return dh, canon
@@ -224,7 +224,7 @@ func TestRedTeamDecideByRegistrant(t *testing.T) {
 	pd := startPolicyDaemon(t, studio, grants, func(s *Service) map[string]handler {
 		m := s.methods()
 		m["decide"] = method(func(ctx context.Context, r DecideRequest, _ io.Writer) (any, error) {
-			return s.decide(ctx, r, fakeDecidableAnalysis)
+			return s.Reports().decide(ctx, r, fakeDecidableAnalysis)
 		})
 		return m
 	})
@@ -286,7 +286,7 @@ func TestRedTeamDecideByRegistrant(t *testing.T) {
 		t.Fatalf("another Director approving: %s", rep.Error)
 	}
 	uid, _ := strconv.Atoi(dir2.Uid)
-	p, err := pd.svc.Proposal(rec.Proposal)
+	p, err := pd.svc.Proposals().Get(rec.Proposal)
 	if err != nil || p.State != ProposalApproved || p.DecidedBy != display(dir2) {
 		t.Fatalf("proposal %+v (%v): want approved by %s (uid %d)", p, err, display(dir2), uid)
 	}
@@ -379,7 +379,7 @@ func TestRedTeamRegisterRootOnlyFile(t *testing.T) {
 		}
 		t.Logf("%s: refused: %s", c.what, rep.Error)
 	}
-	if names, _ := pd.svc.List(); len(names) != 0 {
+	if names, _ := pd.svc.Studies().List(); len(names) != 0 {
 		t.Fatalf("refused registrations left studies: %v", names)
 	}
 	if rep := callAs(t, pd.bin, pd.socket, staff, "register", RegisterRequest{DesignFile: plain, Design: plainContent}); rep.Error != "" {

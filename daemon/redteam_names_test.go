@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/layout"
 )
 
@@ -24,7 +25,7 @@ import (
 
 // runDaemon starts a real daemon on home with a private socket, lock and
 // HOME, and returns a client once it answers.
-func runDaemon(t *testing.T, home string) Client {
+func runDaemon(t *testing.T, home string) api.Client {
 	t.Helper()
 	tmp := t.TempDir()
 	t.Setenv("HOME", tmp) // the governor's state folder is under HOME
@@ -41,7 +42,7 @@ func runDaemon(t *testing.T, home string) Client {
 			t.Errorf("daemon: %v", err)
 		}
 	})
-	c := Client{Socket: sock}
+	c := api.Client{Socket: sock}
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var names []string
 		err := c.Call(context.Background(), "list", struct{}{}, &names, nil)
@@ -111,7 +112,7 @@ func TestRedTeamStudyNameIsNotAPath(t *testing.T) {
 		for _, m := range methods {
 			req := NameRequest{Name: name, Why: "red team", Audit: true}
 			err := c.Call(context.Background(), m, req, nil, io.Discard)
-			var re *RemoteError
+			var re *api.RemoteError
 			if !errors.As(err, &re) || re.Code != "invalid_name" || !strings.Contains(err.Error(), "[a-z0-9]") {
 				t.Errorf("%s %q: %v (code %q); want refused with code invalid_name, naming the rule", m, name, err, codeOfRemote(err))
 			}
@@ -170,7 +171,7 @@ func studyDir(t *testing.T, s *Service, name string) layout.Study {
 }
 
 func codeOfRemote(err error) string {
-	var re *RemoteError
+	var re *api.RemoteError
 	if errors.As(err, &re) {
 		return re.Code
 	}

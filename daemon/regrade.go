@@ -2,99 +2,41 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	"rig/receipts"
-	"rig/studies"
+	"rig/daemon/api"
 	"rig/studies/run"
-	"rig/tasks"
 )
 
-// RegradeRequest is `rig grade --regrade`.
-type RegradeRequest struct {
-	Study string `json:"study"`
-	// Grader limits the re-grade to trials whose task grader has this name;
-	// empty re-grades every trial with its own task grader.
-	Grader string `json:"grader,omitempty"`
-	// Version is the grader version to grade with; 0 means the newest
-	// registered one.
-	Version int `json:"version,omitempty"`
-	// Execution is the execution whose outputs are re-graded; empty means
-	// the latest finished one.
-	Execution string `json:"execution,omitempty"`
-}
-
-// RegradeRow compares a trial's stored grade with its re-grade.
-type RegradeRow struct {
-	JobKind    string  `json:"job_kind"`
-	Task       string  `json:"task"`
-	Arm        string  `json:"arm"`
-	Repeat     int     `json:"repeat"`
-	OldGrader  string  `json:"old_grader"`
-	OldScore   float64 `json:"old_score"`
-	OldPass    bool    `json:"old_pass"`
-	NewGrader  string  `json:"new_grader"`
-	NewScore   float64 `json:"new_score"`
-	NewPass    bool    `json:"new_pass"`
-	Changed    bool    `json:"changed"`
-	AlreadyHad bool    `json:"already_had,omitempty"` // this version's grade was stored by an earlier re-grade
-}
-
-// RegradeReport is what a re-grade stored and how it compares.
-type RegradeReport struct {
-	Study     string       `json:"study"`
-	Execution string       `json:"execution"`
-	Rows      []RegradeRow `json:"rows"`
-	Written   int          `json:"written"`
-	Changed   int          `json:"changed"`
-	// Skipped says which trials were left alone and why.
-	Skipped []string `json:"skipped,omitempty"`
-}
+// RegradeRequest is `rig grade --regrade`, as the protocol names it.
+type RegradeRequest = api.RegradeRequest
 
 // ErrNotRegradable is a trial whose output rig did not keep in a form a
-// grader can read again.
-var ErrNotRegradable = errors.New("output not kept for re-grading")
-
-// regradeInput is what Regrade reads; the Service fills it from a study.
-type regradeInput struct {
-	Store    *receipts.Store
-	Exec     string
-	RecDir   string // the execution's generation records
-	Banks    map[string]*tasks.Bank
-	Registry *tasks.Registry
-	Grader   string
-	Version  int
-	Now      func() time.Time
-}
+// grader can read again (run.Regrade returns it).
+var ErrNotRegradable = run.ErrNotRegradable
 
 // Regrade re-grades an execution's stored outputs with another version of
 // their graders and stores the new grades beside the old ones, which are
 // never touched. Unknown graders and versions, and outputs rig did not keep,
 // are refused before anything is written; all new grades are written in one
 // transaction.
-func (s *Service) Regrade(ctx context.Context, req RegradeRequest) (*RegradeReport, error) {
+func (rp Reports) Regrade(ctx context.Context, req RegradeRequest) (*api.RegradeReport, error) {
 	if req.Execution != "" {
-		if _, err := s.execution(req.Study, req.Execution); err != nil {
+		if _, err := rp.s.execution(req.Study, req.Execution); err != nil {
 			return nil, err
 		}
 	}
-	snap, err := s.Snapshot(req.Study)
+	snap, err := rp.s.Snapshot(req.Study)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.store(req.Study)
+	st, err := rp.s.store(req.Study)
 	if err != nil {
 		return nil, err
 	}
 	exec := req.Execution
 	if exec == "" {
-		l, err := s.lifecycle(req.Study)
+		l, err := rp.s.lifecycle(req.Study)
 		if err != nil {
 			return nil, err
 		}
@@ -110,185 +52,15 @@ func (s *Service) Regrade(ctx context.Context, req RegradeRequest) (*RegradeRepo
 	if err != nil {
 		return nil, err
 	}
-	x, err := s.execution(req.Study, exec)
+	x, err := rp.s.execution(req.Study, exec)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := regrade(ctx, regradeInput{Store: st, Exec: exec, RecDir: x.Dir(),
-		Banks: banks, Registry: run.Env{NoSandbox: s.NoSandbox}.Graders(), Grader: req.Grader, Version: req.Version})
-	if rep != nil {
-		rep.Study = req.Study
-	}
-	return rep, err
-}
-
-func regrade(ctx context.Context, in regradeInput) (*RegradeReport, error) {
-	if in.Now == nil {
-		in.Now = func() time.Time { return time.Now().UTC() }
-	}
-	if strings.HasPrefix(in.Grader, studies.JudgeGrader) {
-		return nil, fmt.Errorf("--grader %s: a judge's grades come from running its arm; re-grade them by rerunning the study as a new execution (rig study rerun STUDY EXECUTION)", in.Grader)
-	}
-	if in.Grader != "" {
-		// Refuse an unknown grader or version before reading any output.
-		if _, err := pick(in.Registry, in.Grader, in.Version); err != nil {
-			return nil, err
-		}
-	}
-	counted, err := in.Store.Counted(ctx, in.Exec)
+	rep, err := run.Regrade(ctx, run.RegradeInput{Store: st, Exec: exec, RecDir: x.Dir(),
+		Banks: banks, Registry: run.Env{NoSandbox: rp.s.NoSandbox}.Graders(), Grader: req.Grader, Version: req.Version})
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]receipts.TrialKey, 0, len(counted))
-	for k := range counted {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-	existing, err := in.Store.Grades(ctx, in.Exec)
-	if err != nil {
-		return nil, err
-	}
-	stored := map[string]receipts.GradeRecord{}
-	for _, g := range existing {
-		stored[g.Trial().String()+"|"+g.Grader+"|"+g.GraderVersion] = g
-	}
-	rep := &RegradeReport{Execution: in.Exec}
-	var texts map[string]string
-	var grades []receipts.GradeRecord
-	var notKept []string
-	for _, k := range keys {
-		r := counted[k]
-		if r.Grade == nil || r.Outcome == receipts.FailedAtCard {
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s, nothing to re-grade", k, r.Outcome))
-			continue
-		}
-		bank := in.Banks[r.JobKind]
-		if bank == nil {
-			return nil, fmt.Errorf("job kind %s of trial %s has no bank in the snapshot", r.JobKind, k)
-		}
-		task, ok := bank.Task(r.TaskID)
-		if !ok {
-			return nil, fmt.Errorf("trial %s: task %s is not in bank %s", k, r.TaskID, bank.File)
-		}
-		if in.Grader != "" && task.Grader.Name != in.Grader {
-			continue
-		}
-		g, err := pick(in.Registry, task.Grader.Name, in.Version)
-		if err != nil {
-			return nil, fmt.Errorf("trial %s (task %s grades with %s): %w", k, task.ID, task.Grader.Name, err)
-		}
-		newVer := strconv.Itoa(g.Version())
-		if g.Name() == r.Grade.Grader && newVer == r.Grade.GraderVersion {
-			if in.Version == 0 {
-				return nil, fmt.Errorf("trial %s was graded by %s@v%s, the newest version registered (known: %s): nothing newer to re-grade with", k, g.Name(), newVer, strings.Join(in.Registry.Known(), ", "))
-			}
-			return nil, fmt.Errorf("trial %s was graded by %s@v%s already; re-grading is with another version (pass another --version)", k, g.Name(), newVer)
-		}
-		var repo map[string]string
-		if r.Harness == "aider" {
-			var kept bool
-			if repo, kept = studies.KeptRepo(in.RecDir, run.TrialCallID(r)); !kept {
-				notKept = append(notKept, k.String())
-				continue
-			}
-		}
-		row := RegradeRow{JobKind: r.JobKind, Task: r.TaskID, Arm: r.Arm, Repeat: r.Repeat,
-			OldGrader: r.Grade.Grader + "@v" + r.Grade.GraderVersion, OldScore: r.Grade.Score, OldPass: r.Grade.Pass,
-			NewGrader: g.Name() + "@v" + newVer}
-		if old, ok := stored[k.String()+"|"+g.Name()+"|"+newVer]; ok {
-			row.NewScore, row.NewPass, row.AlreadyHad = old.Score, old.Pass, true
-		} else {
-			if texts == nil {
-				if texts, err = run.RecordTexts(in.RecDir); err != nil {
-					return nil, err
-				}
-			}
-			call := run.TrialCallID(r)
-			text, ok := texts[call]
-			if !ok && repo == nil && r.GenerationSHA256 != run.EmptyRecordSum {
-				return nil, fmt.Errorf("trial %s: %w: no row %s in %s", k, ErrNotRegradable, call, in.RecDir)
-			}
-			ng, err := in.Registry.Regrade(ctx, task, tasks.Output{TrialID: call, TaskID: task.ID, Text: text, Files: repo}, g.Version())
-			if err != nil {
-				return nil, err
-			}
-			row.NewScore, row.NewPass = ng.Score, ng.Pass
-			grades = append(grades, receipts.GradeRecord{ExecutionID: in.Exec, Arm: r.Arm, JobKind: r.JobKind, TaskID: r.TaskID,
-				Repeat: r.Repeat, Attempt: r.Attempt, Grader: ng.Grader, GraderVersion: newVer, Score: ng.Score, Pass: ng.Pass,
-				Detail: "re-grade of " + row.OldGrader, GradedAt: in.Now()})
-		}
-		row.Changed = row.NewScore != row.OldScore || row.NewPass != row.OldPass
-		if row.Changed {
-			rep.Changed++
-		}
-		rep.Rows = append(rep.Rows, row)
-	}
-	if len(notKept) > 0 {
-		msg := fmt.Sprintf("%d code trials (%s): their execution predates kept repositories (only the model calls are kept), so the code grader cannot run again on them", len(notKept), strings.Join(firstN(notKept, 3), ", "))
-		if in.Grader != "" {
-			return nil, fmt.Errorf("%w: %s; rerun the study as a new execution to grade code with a new version", ErrNotRegradable, msg)
-		}
-		rep.Skipped = append(rep.Skipped, msg)
-	}
-	if len(rep.Rows) == 0 {
-		return nil, fmt.Errorf("execution %s has no trial to re-grade%s", in.Exec, graderClause(in.Grader))
-	}
-	if err := in.Store.PutGrades(ctx, grades); err != nil {
-		return nil, err
-	}
-	rep.Written = len(grades)
-	return rep, nil
-}
-
-func graderClause(name string) string {
-	if name == "" {
-		return ""
-	}
-	return " graded by " + name
-}
-
-func firstN(xs []string, n int) []string {
-	if len(xs) > n {
-		return append(xs[:n:n], "…")
-	}
-	return xs
-}
-
-// pick returns the named grader at version, or its newest version when
-// version is 0.
-func pick(r *tasks.Registry, name string, version int) (tasks.Grader, error) {
-	if version == 0 {
-		return r.Latest(name)
-	}
-	return r.Get(tasks.GraderRef{Name: name, Version: version})
-}
-
-// WriteText prints the per-task comparison and the totals.
-func (r *RegradeReport) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "study %s, execution %s\n", r.Study, r.Execution)
-	fmt.Fprintf(w, "%-14s %-22s %-28s %3s  %-20s %-20s %s\n", "job kind", "task", "arm", "rep", "old", "new", "")
-	for _, row := range r.Rows {
-		mark := ""
-		if row.Changed {
-			mark = "changed"
-		}
-		if row.AlreadyHad {
-			mark = strings.TrimSpace(mark + " (stored earlier)")
-		}
-		fmt.Fprintf(w, "%-14s %-22s %-28s %3d  %-20s %-20s %s\n", row.JobKind, row.Task, row.Arm, row.Repeat,
-			gradeCell(row.OldGrader, row.OldScore, row.OldPass), gradeCell(row.NewGrader, row.NewScore, row.NewPass), mark)
-	}
-	for _, s := range r.Skipped {
-		fmt.Fprintln(w, "skipped:", s)
-	}
-	_, err := fmt.Fprintf(w, "%d trials re-graded, %d changed, %d new grades stored beside the old ones (old grades untouched)\n", len(r.Rows), r.Changed, r.Written)
-	return err
-}
-
-func gradeCell(grader string, score float64, pass bool) string {
-	p := "fail"
-	if pass {
-		p = "pass"
-	}
-	return fmt.Sprintf("%s %.2f %s", grader, score, p)
+	out := apiRegrade(req.Study, rep)
+	return &out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/analysis"
+	"rig/studies/findings"
 	"rig/studies/report"
 	"rig/studies/run"
 	"rig/studies/studytest"
@@ -132,7 +133,7 @@ func newCardStudy(t *testing.T, sentence string, verdict json.RawMessage) *cardS
 				score = 1
 			}
 			r := receipts.Receipt{SchemaVersion: receipts.SchemaVersion, StudyID: c.name, ExecutionID: "exec-1", DesignHash: dh, Arm: a.Name,
-				JobKind: "extract-json", TaskID: "t" + string(rune('1'+i)), Repeat: 0, Attempt: 1, Outcome: receipts.Scored,
+				JobKind: "extract-json", TaskID: "t" + string(rune('1'+i)), Repeat: 1, Attempt: 1, Outcome: receipts.Scored,
 				ModelDigest: strings.Repeat("a", 64), Runtime: "llama-server", Harness: "llama-server", HarnessVersion: "b1",
 				Pins: map[string]string{"quant": a.Pins.Quant}, Machine: "test machine", WallMS: int64(1000 + 100*ai),
 				GenerationSHA256: strings.Repeat("d", 64), Grade: &receipts.Grade{Score: score, Pass: pass, Grader: "json", GraderVersion: "1"}}
@@ -159,14 +160,14 @@ func rankedArms(a *Analysis) []string {
 func TestReportLeavesOutCellsThatDontFit(t *testing.T) {
 	c := newCardStudy(t, "", nil)
 	ctx := context.Background()
-	a, err := c.svc.Analyse(ctx, c.name, "")
+	a, err := c.svc.Reports().Analyse(ctx, c.name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ranked := rankedArms(a); len(ranked) != 3 || slices.Contains(ranked, c.unfit) {
 		t.Errorf("ranked %v; want the three cells that fit, not %s", ranked, c.unfit)
 	}
-	files, err := c.svc.Report(ctx, c.name, ReportOptions{})
+	files, err := c.svc.Reports().Report(ctx, c.name, ReportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +200,14 @@ func TestReportFailsOnUnreadablePreflight(t *testing.T) {
 				}
 			}
 		}
-		a, err := c.svc.Analyse(ctx, c.name, "")
+		a, err := c.svc.Reports().Analyse(ctx, c.name, "")
 		if err == nil {
 			t.Errorf("verdict %s: Analyse ranked %v; want an error", bad, rankedArms(a))
 		}
 		check("Analyse", err)
-		_, err = c.svc.Report(ctx, c.name, ReportOptions{})
+		_, err = c.svc.Reports().Report(ctx, c.name, ReportOptions{})
 		check("Report", err)
-		_, err = c.svc.Decide(ctx, DecideRequest{Study: c.name, ComparisonHash: "00000000", Rationale: "r", Actor: "a"})
+		_, err = c.svc.Reports().Decide(ctx, DecideRequest{Study: c.name, ComparisonHash: "00000000", Rationale: "r", Actor: "a"})
 		check("Decide", err)
 		if _, err := os.Stat(filepath.Join(studyDir(t, c.svc, c.name).Dir(), "reports")); !os.IsNotExist(err) {
 			t.Errorf("verdict %s: a report was written (%v)", bad, err)
@@ -247,9 +248,9 @@ func (c *countingStore) Preflight(ctx context.Context, arm, profile string) (jso
 func TestReportInputsReadOnce(t *testing.T) {
 	c := newCardStudy(t, "", nil)
 	ctx := context.Background()
-	in := &reportInputs{name: c.name, execID: "exec-1", snap: c.snap, design: c.d}
+	in := &findings.Evidence{Study: c.name, Execution: "exec-1", Snapshot: c.snap, Design: c.d}
 	cs := &countingStore{inputStore: c.st}
-	if err := in.readStore(ctx, cs); err != nil {
+	if err := readStore(ctx, cs, in); err != nil {
 		t.Fatal(err)
 	}
 	if cs.receipts != 1 || cs.grades != 0 || cs.preflights != len(c.d.Arms) {
@@ -259,13 +260,13 @@ func TestReportInputsReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := c.svc.reportData(in, a)
+	data := c.svc.Reports().reportData(in, a)
 	if data.Cards == nil || len(data.Cards.Rows) != len(c.d.Arms) || data.Machine != "test machine" {
 		t.Errorf("report data from the inputs: cards %+v, machine %q", data.Cards, data.Machine)
 	}
 
 	failing := &countingStore{inputStore: c.st, preflightErr: errors.New("bolt: read failed")}
-	err = (&reportInputs{name: c.name, execID: "exec-1", snap: c.snap, design: c.d}).readStore(ctx, failing)
+	err = readStore(ctx, failing, &findings.Evidence{Study: c.name, Execution: "exec-1", Snapshot: c.snap, Design: c.d})
 	if !errors.Is(err, run.ErrVerdictUnreadable) || !strings.Contains(err.Error(), "bolt: read failed") {
 		t.Errorf("a failing preflight read gave %v; want ErrVerdictUnreadable with the cause", err)
 	}
@@ -281,7 +282,7 @@ func TestAnalysisSeedFromDesign(t *testing.T) {
 	ctx := context.Background()
 	seedOf := func(c *cardStudy) (uint64, report.Data) {
 		t.Helper()
-		files, err := c.svc.Report(ctx, c.name, ReportOptions{})
+		files, err := c.svc.Reports().Report(ctx, c.name, ReportOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,6 +337,32 @@ func TestAnalysisSeedFromDesign(t *testing.T) {
 	for _, k := range d1.Kinds {
 		if !strings.Contains(k.Interval, "seed "+strconv.FormatUint(s1, 10)) {
 			t.Errorf("job kind %s's interval %q does not name the seed", k.Name, k.Interval)
+		}
+	}
+}
+
+// TestReportLicencesFromTheRegistry: each of the design's items reaches the
+// report with the use and verdict the study's registry (here the bundled
+// one) rules for it, taken from the registry's lines as values.
+func TestReportLicencesFromTheRegistry(t *testing.T) {
+	c := newCardStudy(t, "", nil)
+	ctx := context.Background()
+	in, err := c.svc.Reports().readInputs(ctx, c.name, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := analyse(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := c.svc.Reports().reportData(in, a)
+	if len(c.d.Items) == 0 || len(data.Licences) != len(c.d.Items) {
+		t.Fatalf("licence rows %+v for items %+v; want one per item", data.Licences, c.d.Items)
+	}
+	for i, it := range c.d.Items {
+		l := data.Licences[i]
+		if l.Item != it.Name || l.Entry != it.RegistryID || l.Use != it.Use || l.Verdict == "" {
+			t.Errorf("licence row %+v for item %+v; want its name, entry, use and a verdict", l, it)
 		}
 	}
 }

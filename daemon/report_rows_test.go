@@ -30,7 +30,7 @@ func TestReportRowsFromReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a0, err := c.svc.Analyse(ctx, c.name, "")
+	a0, err := c.svc.Reports().Analyse(ctx, c.name, "")
 	if err != nil || len(a0.Report.Pairs) == 0 {
 		t.Fatalf("the card study has no pair to show rows for (%v)", err)
 	}
@@ -41,7 +41,7 @@ func TestReportRowsFromReceipts(t *testing.T) {
 	if err := c.st.PutReceipt(ctx, pre); err != nil {
 		t.Fatal(err)
 	}
-	trial := first.Arm + "/" + first.JobKind + "/" + first.TaskID + "/0"
+	trial := studies.TrialKey{Arm: first.Arm, JobKind: first.JobKind, Task: first.TaskID, Repeat: first.Repeat}.String()
 	if _, err := c.st.AppendGovernorEvent(ctx, receipts.GovernorEvent{ExecutionID: "exec-1", Trial: trial + "#2", Kind: "preempt"}); err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +69,11 @@ func TestReportRowsFromReceipts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	a, err := c.svc.Analyse(ctx, c.name, "")
+	a, err := c.svc.Reports().Analyse(ctx, c.name, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := c.svc.Report(ctx, c.name, ReportOptions{})
+	files, err := c.svc.Reports().Report(ctx, c.name, ReportOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

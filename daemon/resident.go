@@ -8,12 +8,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"rig/internal/cgroup"
 	"rig/internal/layout"
 	"rig/scaleout"
 	"syscall"
 	"time"
-
-	"rig/preflight"
 )
 
 // Options are the resident daemon's settings, as `rig daemon` parsed them.
@@ -28,6 +27,11 @@ type Options struct {
 	// Engine, when set, names the Temporal cluster and spool through which
 	// `rig study run --engine temporal` spreads trials over rig workers.
 	Engine *scaleout.Config
+	// Metrics is where /metrics is served (HOST:PORT); empty or "off"
+	// serves none. MetricsDefault says it is the flag's default, whose
+	// port, when taken, gives way to a free loopback one (metrics.Listen).
+	Metrics        string
+	MetricsDefault bool
 }
 
 // PolicyPath is the default policy file: $RIG_POLICY, else
@@ -102,8 +106,8 @@ func reloadOnHangup(ctx context.Context, svc *Service, path string, log *slog.Lo
 					log.Error("policy reload refused; the policy in force stays", "err", err)
 					continue
 				}
-				old := svc.Policy()
-				svc.SetPolicy(p)
+				old := svc.Access().Policy()
+				svc.Access().SetPolicy(p)
 				if err := policyAudit(svc.Home, p, old, "reloaded on SIGHUP"); err != nil {
 					log.Error("recording the policy reload", "err", err)
 				}
@@ -140,31 +144,34 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer svc.Close()
 	svc.NoSandbox = opts.NoSandbox
-	svc.SetPolicy(policy)
+	svc.Access().SetPolicy(policy)
 	if err := policyAudit(opts.Home, policy, nil, "daemon start"); err != nil {
 		return err
 	}
 	log.Info("access", "policy", policy.Describe())
 	reloadOnHangup(ctx, svc, opts.Policy, log)
+	if err := svc.startMetrics(ctx, opts, log); err != nil { // metrics (metrics.go)
+		return err
+	}
 	gov, err := StartGovernor(ctx, svc, log)
 	if err != nil {
 		return err
 	}
 	svc.Gates = gov
 	if opts.Engine != nil {
-		if err := svc.StartEngine(ctx, *opts.Engine); err != nil {
+		if err := svc.Executions().StartEngine(ctx, *opts.Engine); err != nil {
 			return err
 		}
 		defer svc.Engine.Close()
 	}
 	// A daemon killed while a runtime ran in a simulated card left that
 	// card's cgroup behind; remove it before anything resumes.
-	if removed, err := preflight.CleanupStale(ctx); err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+	if removed, err := cgroup.CleanupStale(ctx); err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 		log.Warn("removing stale card reservations", "err", err)
 	} else if len(removed) > 0 {
 		log.Info("removed stale card reservations", "cgroups", removed)
 	}
-	if resumed, err := svc.Resume(ctx); err != nil {
+	if resumed, err := svc.Executions().Resume(ctx); err != nil {
 		log.Error("resuming executions", "err", err)
 	} else {
 		for _, r := range resumed {

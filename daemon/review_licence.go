@@ -11,11 +11,11 @@ import (
 // the line is the reviewer's statement that they read the restriction. An
 // empty or placeholder line is left to the lifecycle, which says so in its
 // own words, as is a review of a study past draft.
-func (s *Service) checkLicenceLine(name string, l *studies.Lifecycle, r studies.Review) error {
+func (sr Studies) checkLicenceLine(name string, l *studies.Lifecycle, r studies.Review) error {
 	if r.Verdict != "pass" || l.State != studies.Draft || strings.TrimSpace(r.LicenceLine) == "" {
 		return nil
 	}
-	reg, d, err := s.registration(name)
+	reg, d, err := sr.registration(name)
 	if err != nil {
 		return err
 	}

@@ -42,10 +42,10 @@ func TestReviewLicenceLineNamesTheRestrictedLicence(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Register(ctx, RegisterRequest{DesignFile: path, Actor: "staff"}); err != nil {
+	if _, err := svc.Studies().Register(ctx, RegisterRequest{DesignFile: path, Actor: "staff"}); err != nil {
 		t.Fatal(err)
 	}
-	info, err := svc.Status(ctx, name)
+	info, err := svc.Studies().Status(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,17 +59,17 @@ func TestReviewLicenceLineNamesTheRestrictedLicence(t *testing.T) {
 		t.Fatalf("status does not carry the restricted entry's terms for the reviewer: %+v", info.LicenceTerms)
 	}
 
-	_, err = svc.Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "x (y)"}, "")
+	_, err = svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "x (y)"}, "")
 	if !errors.Is(err, studies.ErrNoLicenceLine) || !strings.Contains(err.Error(), "gemma-3-270m") {
 		t.Fatalf(`a pass with the line "x (y)" on a restricted licence: %v`, err)
 	}
-	if info, _ := svc.Status(ctx, name); info.State != studies.Draft {
+	if info, _ := svc.Studies().Status(ctx, name); info.State != studies.Draft {
 		t.Fatalf("a refused review moved the study to %s", info.State)
 	}
-	if _, err := svc.Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "licences: gemma-3-270m restricted evaluation read (§3.2); the rest allowed"}, ""); err != nil {
+	if _, err := svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "licences: gemma-3-270m restricted evaluation read (§3.2); the rest allowed"}, ""); err != nil {
 		t.Fatalf("a line naming the restricted licence: %v", err)
 	}
-	if info, _ := svc.Status(ctx, name); info.State != studies.Reviewed {
+	if info, _ := svc.Studies().Status(ctx, name); info.State != studies.Reviewed {
 		t.Fatalf("after a passing review the study is %s", info.State)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -17,38 +18,16 @@ import (
 	"syscall"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/jsonerr"
-	"rig/studies"
 )
 
-// NameRequest names a study, with who asks and why where a method records it.
-type NameRequest struct {
-	Name   string `json:"name"`
-	Actor  string `json:"actor,omitempty"`
-	Why    string `json:"why,omitempty"`
-	Format string `json:"format,omitempty"`
-	// Audit makes export write the store's audit trail instead of receipts.
-	Audit bool `json:"audit,omitempty"`
-}
-
-// DryRunRequest is `rig study dry-run`.
-type DryRunRequest struct {
-	Name   string `json:"name"`
-	Speeds string `json:"speeds,omitempty"`
-}
-
-// ReportRequest is `rig study report`.
-type ReportRequest struct {
-	Name string `json:"name"`
-	ReportOptions
-}
-
-// ReviewRequest is `rig study review`.
-type ReviewRequest struct {
-	Name   string         `json:"name"`
-	Review studies.Review `json:"review"`
-	Why    string         `json:"why"`
-}
+// Request types the Service's own callers name, as the protocol defines them.
+type (
+	NameRequest   = api.NameRequest
+	ReportRequest = api.ReportRequest
+	ReviewRequest = api.ReviewRequest
+)
 
 // handler is one daemon method: it reads its request, may write text for the
 // user, and returns a result to encode.
@@ -68,76 +47,21 @@ func method[Req any](fn func(ctx context.Context, req Req, text io.Writer) (any,
 	}
 }
 
-// methods is what the daemon serves, by name.
+// methods is what the daemon serves, by name (package api's Method
+// constants): the union of each resource's table, in its endpoint_*.go file,
+// as Nomad's endpoints are split.
 func (s *Service) methods() map[string]handler {
-	return map[string]handler{
-		"register": method(func(ctx context.Context, r RegisterRequest, _ io.Writer) (any, error) {
-			return s.Register(ctx, r)
-		}),
-		"review": method(func(ctx context.Context, r ReviewRequest, _ io.Writer) (any, error) {
-			return s.Review(ctx, r.Name, r.Review, r.Why)
-		}),
-		"approve": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
-			return s.Approve(ctx, r.Name, r.Actor, r.Why)
-		}),
-		"withdraw": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
-			return s.Withdraw(ctx, r.Name, r.Actor, r.Why)
-		}),
-		"freeze": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) {
-			return s.Freeze(ctx, r.Name, r.Actor)
-		}),
-		"preflight": method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) { return s.Preflight(ctx, r.Name, w) }),
-		"validate":  method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) { return s.Validate(ctx, r.Name, w) }),
-		"dry-run": method(func(ctx context.Context, r DryRunRequest, w io.Writer) (any, error) {
-			return s.DryRun(ctx, r.Name, r.Speeds, w)
-		}),
-		"run":    method(func(ctx context.Context, r RunRequest, _ io.Writer) (any, error) { return s.Run(ctx, r) }),
-		"cancel": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.Cancel(ctx, r.Name) }),
-		"status": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.Status(ctx, r.Name) }),
-		"grade":  method(func(ctx context.Context, r RegradeRequest, _ io.Writer) (any, error) { return s.Regrade(ctx, r) }),
-		"report": method(func(ctx context.Context, r ReportRequest, _ io.Writer) (any, error) {
-			return s.Report(ctx, r.Name, r.ReportOptions)
-		}),
-		"decide": method(func(ctx context.Context, r DecideRequest, _ io.Writer) (any, error) {
-			return s.Decide(ctx, r)
-		}),
-		"check": method(func(ctx context.Context, r NameRequest, _ io.Writer) (any, error) { return s.CheckStore(ctx, r.Name) }),
-		"merge": method(func(ctx context.Context, r MergeRequest, _ io.Writer) (any, error) { return s.Remerge(ctx, r) }),
-		"engine-replay": method(func(ctx context.Context, r EngineReplayRequest, _ io.Writer) (any, error) {
-			return s.EngineReplay(ctx, r)
-		}),
-		"export": method(func(ctx context.Context, r NameRequest, w io.Writer) (any, error) {
-			if r.Audit {
-				return nil, s.ExportAudit(ctx, r.Name, w)
-			}
-			format := r.Format
-			if format == "" {
-				format = "jsonl"
-			}
-			return nil, s.Export(ctx, r.Name, format, w)
-		}),
-		"ui":            method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.UI(ctx) }),
-		"list":          method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.List() }),
-		"proposal-list": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.Proposals() }),
-		"proposal-show": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) { return s.Proposal(r.ID) }),
-		"proposal-approve": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) {
-			return s.DecideProposal(ctx, r, ProposalApproved)
-		}),
-		"proposal-reject": method(func(ctx context.Context, r ProposalRequest, _ io.Writer) (any, error) {
-			return s.DecideProposal(ctx, r, ProposalRejected)
-		}),
-		"baseline": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) {
-			p, ok, err := s.Baseline()
-			if !ok || err != nil {
-				return nil, err
-			}
-			return p, nil
-		}),
-		"budget": method(func(ctx context.Context, _ struct{}, _ io.Writer) (any, error) { return s.MonthBudget(ctx, time.Now()) }),
-		"budget-set": method(func(ctx context.Context, r BudgetRequest, _ io.Writer) (any, error) {
-			return s.SetMonthlyBudget(ctx, r)
-		}),
+	m := map[string]handler{}
+	for _, part := range s.resources() {
+		maps.Copy(m, part)
 	}
+	return m
+}
+
+// resources is the method table of each resource; no method is in two
+// (TestEveryMethodIsServed).
+func (s *Service) resources() []map[string]handler {
+	return []map[string]handler{s.Studies().methods(), s.Executions().methods(), s.Reports().methods(), s.Proposals().methods(), s.Budget().methods()}
 }
 
 // Serve answers the command line on socket until ctx ends. A socket another
@@ -148,7 +72,7 @@ func (s *Service) Serve(ctx context.Context, socket string) error {
 		return fmt.Errorf("%s: a rig daemon is already running (one per machine; it owns the card)", socket)
 	}
 	os.Remove(socket)
-	l, err := listenSocket(socket, s.Policy().SocketGroup)
+	l, err := listenSocket(socket, s.Access().Policy().SocketGroup)
 	if err != nil {
 		return err
 	}
@@ -199,7 +123,7 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 		if !ok {
 			err = fmt.Errorf("%w: the daemon could not read who is calling (peer credentials)", ErrForbidden)
 		} else {
-			err = s.Policy().authorize(caller, name)
+			err = s.Access().Policy().authorize(caller, name)
 		}
 		var body []byte
 		if err == nil {
@@ -215,7 +139,7 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 		} else if ok {
 			s.Log.Warn("request refused", "method", name, "caller", caller.String(), "err", err)
 		}
-		rep := reply{Text: text.String()}
+		rep := api.Reply{Text: text.String()}
 		if err != nil {
 			rep.Error, rep.Code = err.Error(), codeOf(err)
 		} else if res != nil {

@@ -6,34 +6,31 @@ import (
 	"io"
 	"io/fs"
 
+	"rig/daemon/api"
 	"rig/receipts"
 	"rig/studies/report"
 	"rig/ui"
 )
 
 // UIInfo is `rig ui`'s reply: the workspace's URL, with a single-use token.
-type UIInfo struct {
-	URL string `json:"url"`
-	// Started is false when the workspace was already running.
-	Started bool `json:"started"`
-}
+type UIInfo = api.UIInfo
 
 // UI starts the read-only workspace on loopback, once per daemon, and
 // returns a URL to open it. Each URL's token opens it once (see ui.Server),
 // so a later call returns the same workspace under a fresh token.
-func (s *Service) UI(ctx context.Context) (UIInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ui != nil {
-		url, err := s.ui.NewURL()
+func (rp Reports) UI(ctx context.Context) (UIInfo, error) {
+	rp.s.mu.Lock()
+	defer rp.s.mu.Unlock()
+	if rp.s.ui != nil {
+		url, err := rp.s.ui.NewURL()
 		return UIInfo{URL: url}, err
 	}
-	srv, err := ui.Start(context.WithoutCancel(ctx), uiSource{s})
+	srv, err := ui.Start(context.WithoutCancel(ctx), uiSource(rp))
 	if err != nil {
 		return UIInfo{}, err
 	}
-	s.ui = srv
-	s.Log.Info("workspace started", "addr", srv.Addr)
+	rp.s.ui = srv
+	rp.s.Log.Info("workspace started", "addr", srv.Addr)
 	return UIInfo{URL: srv.URL, Started: true}, nil
 }
 
@@ -42,7 +39,7 @@ func (s *Service) UI(ctx context.Context) (UIInfo, error) {
 type uiSource struct{ s *Service }
 
 func (u uiSource) Studies() ([]string, error) {
-	names, err := u.s.List()
+	names, err := u.s.Studies().List()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -54,7 +51,10 @@ func (u uiSource) Progress(ctx context.Context, name string) (ui.Progress, error
 	if err != nil {
 		return ui.Progress{}, err
 	}
-	p := ui.Progress{Study: name, Executions: execs, Capped: map[string]int{}, Governor: "no governor wired in this daemon"}
+	p := ui.Progress{Study: name, Capped: map[string]int{}, Governor: "no governor wired in this daemon"}
+	for _, e := range execs {
+		p.Executions = append(p.Executions, api.ExecInfo(e))
+	}
 	if st, err := u.s.store(name); err == nil {
 		for _, e := range execs {
 			rs, _ := st.Receipts(ctx, e.ID)
@@ -76,7 +76,7 @@ func (u uiSource) Progress(ctx context.Context, name string) (ui.Progress, error
 }
 
 func (u uiSource) Report(ctx context.Context, name string, w io.Writer) error {
-	in, err := u.s.readInputs(ctx, name, "")
+	in, err := u.s.Reports().readInputs(ctx, name, "")
 	if err != nil {
 		return err
 	}
@@ -84,5 +84,5 @@ func (u uiSource) Report(ctx context.Context, name string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return report.WriteHTML(w, u.s.reportData(in, a))
+	return report.WriteHTML(w, u.s.Reports().reportData(in, a))
 }

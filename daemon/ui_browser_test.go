@@ -29,7 +29,7 @@ func TestBrowserWorkspaceSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newCardStudy(t, "", nil)
-	info, err := c.svc.UI(context.Background())
+	info, err := c.svc.Reports().UI(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestUIServesOnLoopbackWithToken(t *testing.T) {
 	if err := c.st.PutReceipt(ctx, capped); err != nil {
 		t.Fatal(err)
 	}
-	info, err := c.svc.UI(ctx)
+	info, err := c.svc.Reports().UI(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestUIServesOnLoopbackWithToken(t *testing.T) {
 	if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" || len(u.Query().Get("token")) != 64 {
 		t.Fatalf("URL %q: want http://127.0.0.1:PORT/?token=<64 hex>", info.URL)
 	}
-	again, err := c.svc.UI(ctx)
+	again, err := c.svc.Reports().UI(ctx)
 	if au, perr := url.Parse(again.URL); err != nil || perr != nil || au.Host != u.Host || au.Query().Get("token") == u.Query().Get("token") || again.Started {
 		t.Errorf("a second rig ui gave %+v, %v; want the same workspace under a fresh token, not started again", again, err)
 	}

@@ -1,9 +1,9 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 
+	"rig/daemon/api"
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/internal/textcheck"
@@ -13,70 +13,62 @@ import (
 	"rig/studies/run"
 )
 
-// The daemon serves the command line over a unix socket (mode 0600) with one
-// small JSON-over-HTTP protocol: POST /METHOD with the request as the body;
-// the answer is {"result": ..., "text": "..."} or {"error": "...", "code": "..."}.
-// The code keeps an error's class across the socket: the client turns it
-// back into an error that errors.Is matches against the same sentinel.
+// The daemon serves the command line over a unix socket (mode 0600) with the
+// protocol package api defines: POST /METHOD, the reply envelope api.Reply,
+// and a stable code for each class of error, so that errors.Is works across
+// the socket. This file is the server's half of the codes: which sentinel,
+// wherever it lives, carries which code.
 
-type reply struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Text   string          `json:"text,omitempty"`
-	Error  string          `json:"error,omitempty"`
-	Code   string          `json:"code,omitempty"`
-}
-
-// errorCodes is the stable code of every sentinel a caller may test for.
-// Codes are part of the protocol: add new ones, never rename one.
+// errorCodes gives the code of every sentinel a caller may test for; a
+// daemon error carries the code of the first one it matches. Every code of
+// api.Codes is here (TestEveryCodeIsProduced).
 var errorCodes = []struct {
 	code string
 	err  error
 }{
-	{"no_study", ErrNoStudy},
-	{"no_method", ErrNoMethod},
-	{"bad_request", ErrBadRequest},
-	{"not_regradable", ErrNotRegradable},
-	{"gate_refused", run.ErrGate},
-	{"verdict_unreadable", run.ErrVerdictUnreadable},
-	{"stale_asset", studies.ErrStaleAsset},
-	{"tampered", studies.ErrTampered},
-	{"invalid_design", studies.ErrInvalidDesign},
-	{"unset_reference", studies.ErrUnsetReference},
-	{"transition_refused", studies.ErrTransition},
-	{"no_licence_line", studies.ErrNoLicenceLine},
-	{"idempotency_conflict", studies.ErrIdempotencyConflict},
-	{"name_taken", studies.ErrNameTaken},
-	{"over_budget", studies.ErrOverBudget},
-	{"no_speed", studies.ErrNoSpeed},
-	{"empty_plan", studies.ErrEmptyPlan},
-	{"store_conflict", receipts.ErrConflict},
-	{"store_locked", receipts.ErrLocked},
-	{"not_found", receipts.ErrNotFound},
-	{"not_provisioned", provision.ErrNotProvisioned},
-	{"invalid_utf8", textcheck.ErrInvalidUTF8},
-	{"prompt_too_long", runtimes.ErrPromptTooLong},
-	{"identity_mismatch", ErrIdentity},
-	{"forbidden", ErrForbidden},
-	{"policy_refused", ErrPolicy},
-	{"internal", ErrInternal},
-	{"no_proposal", ErrNoProposal},
-	{"monthly_budget", ErrMonthlyBudget},
-	// A name from a request that is not a name (a path, "..", a slash) and
-	// a study folder, store or lifecycle file that is a planted symlink.
-	{"invalid_name", layout.ErrInvalidName},
-	{"link_refused", layout.ErrLink},
+	{api.CodeNoStudy, ErrNoStudy},
+	{api.CodeNoMethod, ErrNoMethod},
+	{api.CodeBadRequest, ErrBadRequest},
+	{api.CodeNotRegradable, ErrNotRegradable},
+	{api.CodeGateRefused, run.ErrGate},
+	{api.CodeVerdictUnreadable, run.ErrVerdictUnreadable},
+	{api.CodeStaleAsset, studies.ErrStaleAsset},
+	{api.CodeTampered, studies.ErrTampered},
+	{api.CodeInvalidDesign, studies.ErrInvalidDesign},
+	{api.CodeUnsetReference, studies.ErrUnsetReference},
+	{api.CodeTransitionRefused, studies.ErrTransition},
+	{api.CodeNoLicenceLine, studies.ErrNoLicenceLine},
+	{api.CodeIdempotencyConflict, studies.ErrIdempotencyConflict},
+	{api.CodeNameTaken, studies.ErrNameTaken},
+	{api.CodeOverBudget, studies.ErrOverBudget},
+	{api.CodeNoSpeed, studies.ErrNoSpeed},
+	{api.CodeEmptyPlan, studies.ErrEmptyPlan},
+	{api.CodeStoreConflict, receipts.ErrConflict},
+	{api.CodeStoreLocked, receipts.ErrLocked},
+	{api.CodeNotFound, receipts.ErrNotFound},
+	{api.CodeNotProvisioned, provision.ErrNotProvisioned},
+	{api.CodeInvalidUTF8, textcheck.ErrInvalidUTF8},
+	{api.CodePromptTooLong, runtimes.ErrPromptTooLong},
+	{api.CodeIdentityMismatch, ErrIdentity},
+	{api.CodeForbidden, ErrForbidden},
+	{api.CodePolicyRefused, ErrPolicy},
+	{api.CodeInternal, ErrInternal},
+	{api.CodeNoProposal, ErrNoProposal},
+	{api.CodeMonthlyBudget, ErrMonthlyBudget},
+	{api.CodeInvalidName, layout.ErrInvalidName},
+	{api.CodeLinkRefused, layout.ErrLink},
 }
 
 // ErrNoMethod means the daemon does not serve the method asked for: it is
 // older or newer than the command line.
-var ErrNoMethod = errors.New("the daemon does not serve this method")
+var ErrNoMethod = api.ErrNoMethod
 
 // ErrBadRequest means a request body did not decode.
-var ErrBadRequest = errors.New("bad request")
+var ErrBadRequest = api.ErrBadRequest
 
 // ErrInternal means handling the request panicked: the daemon kept running,
 // and its log has the stack.
-var ErrInternal = errors.New("internal error in the daemon")
+var ErrInternal = api.ErrInternal
 
 // codeOf is the code of the first sentinel err matches, or "".
 func codeOf(err error) string {
@@ -86,27 +78,4 @@ func codeOf(err error) string {
 		}
 	}
 	return ""
-}
-
-// RemoteError is an error the daemon returned: its message as the daemon
-// wrote it, and the sentinel its code names, so errors.Is sees through it.
-type RemoteError struct {
-	Msg  string
-	Code string
-	err  error
-}
-
-func (e *RemoteError) Error() string { return e.Msg }
-
-// Unwrap is the sentinel named by the error's code (nil for an unknown code).
-func (e *RemoteError) Unwrap() error { return e.err }
-
-func remoteError(msg, code string) error {
-	e := &RemoteError{Msg: msg, Code: code}
-	for _, c := range errorCodes {
-		if c.code == code {
-			e.err = c.err
-		}
-	}
-	return e
 }

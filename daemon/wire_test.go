@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"rig/daemon/api"
 	"rig/internal/textcheck"
 	"rig/studies"
 	"rig/studies/run"
@@ -18,7 +19,7 @@ import (
 
 // serveOn serves methods as the daemon does on a fresh unix socket and
 // returns a client for it.
-func serveOn(t *testing.T, svc *Service, methods map[string]handler) Client {
+func serveOn(t *testing.T, svc *Service, methods map[string]handler) api.Client {
 	t.Helper()
 	sock := filepath.Join(t.TempDir(), "rig.sock")
 	l, err := net.Listen("unix", sock)
@@ -28,12 +29,13 @@ func serveOn(t *testing.T, svc *Service, methods map[string]handler) Client {
 	srv := svc.httpServer(methods)
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
-	return Client{Socket: sock}
+	return api.Client{Socket: sock}
 }
 
 // Errors keep their class across the socket: the client side matches each
-// with errors.Is against the sentinel the daemon's error wrapped, and keeps
-// the daemon's message.
+// with errors.Is against the sentinel the daemon's error wrapped (or, for a
+// sentinel of a package the client does not link, such as run.ErrGate, the
+// api package's sentinel of the same code), and keeps the daemon's message.
 func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 	svc, err := NewService(t.TempDir(), nil)
 	if err != nil {
@@ -63,7 +65,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 	}{
 		{"status", NameRequest{Name: "nosuch"}, ErrNoStudy, `study "nosuch"`},
 		{"stale", struct{}{}, studies.ErrStaleAsset, "model:/m.gguf"},
-		{"gate", struct{}{}, run.ErrGate, "rig study preflight s"},
+		{"gate", struct{}{}, api.ErrGate, "rig study preflight s"},
 		{"no-such-method", struct{}{}, ErrNoMethod, "restart the daemon"},
 		{"utf8", struct{}{}, textcheck.ErrInvalidUTF8, "bank.jsonl:2"},
 	}
@@ -75,7 +77,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.text) {
 			t.Errorf("%s: message %q lost %q", tt.method, err, tt.text)
 		}
-		for _, other := range []error{ErrNoStudy, studies.ErrStaleAsset, run.ErrGate} {
+		for _, other := range []error{ErrNoStudy, studies.ErrStaleAsset, api.ErrGate} {
 			if other != tt.want && errors.Is(err, other) {
 				t.Errorf("%s: %v also matches %v", tt.method, err, other)
 			}

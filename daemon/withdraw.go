@@ -13,32 +13,32 @@ import (
 // becomes withdrawn, audited with the reason, and nothing more is done under
 // its name. The registrant may withdraw their own study, and a Director any
 // study; the name stays taken, so the design goes again under a new name.
-func (s *Service) Withdraw(ctx context.Context, name, actor, why string) (StudyInfo, error) {
-	actor, err := s.actor(ctx, actor)
+func (sr Studies) Withdraw(ctx context.Context, name, actor, why string) (StudyInfo, error) {
+	actor, err := sr.s.actor(ctx, actor)
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	l, err := s.lifecycle(name)
+	l, err := sr.s.lifecycle(name)
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	if err := s.mayWithdraw(ctx, name, l); err != nil {
+	if err := sr.mayWithdraw(ctx, name, l); err != nil {
 		return StudyInfo{}, err
 	}
-	if _, err := s.apply(ctx, name, studies.Event{Kind: studies.EventWithdraw, Actor: actor, At: time.Now().UTC(), Why: why}); err != nil {
+	if _, err := sr.s.apply(ctx, name, studies.Event{Kind: studies.EventWithdraw, Actor: actor, At: time.Now().UTC(), Why: why}); err != nil {
 		return StudyInfo{}, err
 	}
-	s.Log.Info("study withdrawn", "study", name, "actor", actor)
-	return s.Status(ctx, name)
+	sr.s.Log.Info("study withdrawn", "study", name, "actor", actor)
+	return sr.Status(ctx, name)
 }
 
 // mayWithdraw is the one rule of who withdraws: a Director, or whoever
 // registered the study (compared by uid, as separation of duties compares
 // people). Under the single-user policy the one user holds every role; a
 // call inside the daemon's process has no caller and is not refused.
-func (s *Service) mayWithdraw(ctx context.Context, name string, l *studies.Lifecycle) error {
+func (sr Studies) mayWithdraw(ctx context.Context, name string, l *studies.Lifecycle) error {
 	c, ok := CallerFrom(ctx)
-	if !ok || s.Policy().Single() || slices.Contains(s.Policy().RolesOf(c), RoleDirector) {
+	if !ok || sr.s.Access().Policy().Single() || slices.Contains(sr.s.Access().Policy().RolesOf(c), RoleDirector) {
 		return nil
 	}
 	var registrants []string

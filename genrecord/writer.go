@@ -176,6 +176,11 @@ func encodeLine(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// EmptySum is the hex sha256 of no bytes: the GenerationSHA256 a receipt
+// carries for a counted trial that made no model call, so that its evidence
+// says "no call" rather than being missing.
+const EmptySum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
 // Sum returns the hex sha256 of every byte in the record so far, for the
 // receipt.
 func (w *Writer) Sum() string {

@@ -1,6 +1,8 @@
 package genrecord
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -192,5 +194,14 @@ func TestWriterBrokenAfterTornWrite(t *testing.T) {
 	w2.Close()
 	if _, rows, err := ReadAll(path); err != nil || len(rows) != 2 {
 		t.Fatalf("after salvage and append: %d rows, err %v", len(rows), err)
+	}
+}
+
+// EmptySum is what a hash over no bytes gives, so a receipt's "no call"
+// evidence matches a record that really holds nothing.
+func TestEmptySumIsTheHashOfNoBytes(t *testing.T) {
+	sum := sha256.Sum256(nil)
+	if got := hex.EncodeToString(sum[:]); got != EmptySum {
+		t.Fatalf("sha256 of no bytes is %s, EmptySum is %s", got, EmptySum)
 	}
 }

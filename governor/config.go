@@ -132,8 +132,33 @@ func (c *Config) Disable(names ...string) {
 	}
 }
 
-// clone returns a copy whose map can be changed without touching c's.
-func (c Config) clone() Config {
+// SuiteConfig is DefaultConfig with short dwell times, so that a fault is
+// decided within a second: the configuration the fault-injection suite
+// (governor/faults) runs under, and the governor's own tests with it. The
+// suite's table prints the dwells each time includes.
+func SuiteConfig() Config {
+	c := DefaultConfig()
+	c.Poll = 100 * time.Millisecond
+	c.Heartbeat = 200 * time.Millisecond
+	c.ReadTimeout = 80 * time.Millisecond
+	c.Grace = 2 * time.Second
+	set := func(n string, f func(*PolicyConfig)) {
+		p := c.Policies[n]
+		f(&p)
+		c.Policies[n] = p
+	}
+	// A SIGSTOPped runtime is caught by its process state within a poll; the
+	// token-gap limit is for a runtime alive but silent, and must sit above
+	// the slowest normal gap between tokens on a busy CPU host.
+	set(PolicyHungRuntime, func(p *PolicyConfig) { p.Limit, p.FirstToken = 3, 30*time.Second })
+	set(PolicySensorLoss, func(p *PolicyConfig) { p.Limit = 0.4 })
+	set(PolicyCgroupOOM, func(p *PolicyConfig) { p.ClearAfter = 300 * time.Millisecond })
+	set(PolicyGPUError, func(p *PolicyConfig) { p.ClearAfter = 300 * time.Millisecond })
+	return c
+}
+
+// Clone returns a copy whose map can be changed without touching c's.
+func (c Config) Clone() Config {
 	out := c
 	out.Policies = make(map[string]PolicyConfig, len(c.Policies))
 	for k, v := range c.Policies {

@@ -94,7 +94,7 @@ func New(opts Options) (*Governor, error) {
 		sink = SlogSink{Logger: lg}
 	}
 	return &Governor{
-		cfg: cfg.clone(), sensors: slices.Clone(opts.Sensors), policies: buildPolicies(cfg),
+		cfg: cfg.Clone(), sensors: slices.Clone(opts.Sensors), policies: buildPolicies(cfg),
 		sink: sink, log: lg, notify: opts.Notifier, hbPath: opts.HeartbeatPath,
 		trials: map[string]*Watch{}, stopping: map[string]bool{}, latest: map[string]Reading{},
 		readErr: map[string]error{}, inflight: map[string]bool{}, violations: map[string]Verdict{},
@@ -102,7 +102,7 @@ func New(opts Options) (*Governor, error) {
 }
 
 // Config returns the configuration in force.
-func (g *Governor) Config() Config { return g.cfg.clone() }
+func (g *Governor) Config() Config { return g.cfg.Clone() }
 
 // Preemption is why and when a trial was preempted.
 type Preemption struct {

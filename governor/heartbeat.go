@@ -2,11 +2,11 @@ package governor
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"rig/internal/atomicfile"
 	"strings"
 	"time"
+
+	"rig/internal/atomicfile"
 )
 
 // WriteHeartbeat stores t in path atomically (write, fsync, rename), so a
@@ -48,17 +48,5 @@ func CheckHeartbeat(path string, interval time.Duration, now time.Time) error {
 // writeFileAtomic writes through internal/atomicfile, so a crash or a full
 // disk leaves either the old file or the new one, never a half-written one.
 func writeFileAtomic(path string, data []byte) error {
-	return writeFileAtomicW(path, data, nil)
-}
-
-// writeFileAtomicW is writeFileAtomic with the file's writer wrapped, which
-// is how the fault suite makes a write fail with ENOSPC half way.
-func writeFileAtomicW(path string, data []byte, wrap func(io.Writer) io.Writer) error {
-	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
-		if wrap != nil {
-			w = wrap(w)
-		}
-		_, err := w.Write(data)
-		return err
-	})
+	return atomicfile.WriteBytes(path, data, 0o600)
 }

@@ -30,8 +30,27 @@ type Record struct {
 	Failures []string      `json:"failures,omitempty"`
 }
 
-// writeRecord stores r as <dir>/governor-faults-<UTC time>.json.
-func writeRecord(dir string, r Record) (string, error) {
+// ClassResult is one fault class's outcome over its repetitions.
+type ClassResult struct {
+	Class       string    `json:"class"`
+	Expected    string    `json:"expected"`
+	Observed    []string  `json:"observed"` // distinct observed actions
+	Source      string    `json:"source"`
+	Reps        int       `json:"reps"`
+	LatencyMS   []float64 `json:"latency_ms"`
+	P50MS       float64   `json:"p50_ms"`
+	P99MS       float64   `json:"p99_ms"`
+	Marked      bool      `json:"marked"`       // preempted, not scored, every rep
+	Rerun       bool      `json:"rerun"`        // a scored rerun with the parent, every rep
+	NothingLost bool      `json:"nothing_lost"` // every trial scored once, no partial files, events recorded
+	Skipped     string    `json:"skipped,omitempty"`
+	Errors      []string  `json:"errors,omitempty"`
+	Pass        bool      `json:"pass"`
+}
+
+// WriteRecord stores r as <dir>/governor-faults-<UTC time>.json, where
+// LastPass finds it; it returns the path.
+func WriteRecord(dir string, r Record) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}

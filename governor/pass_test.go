@@ -20,7 +20,7 @@ func TestLastPassAndCheckFresh(t *testing.T) {
 		{At: now.Add(-2 * time.Hour), Pass: true, Host: "newest pass"},
 		{At: now.Add(-1 * time.Hour), Pass: false, Host: "failed later"},
 	} {
-		if _, err := writeRecord(dir, r); err != nil {
+		if _, err := WriteRecord(dir, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestReadyForCounted(t *testing.T) {
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "rig governor faults") || !strings.Contains(err.Error(), "heartbeat") {
 		t.Fatalf("nothing there: %v", err)
 	}
-	if _, err := writeRecord(state, Record{At: now.Add(-time.Hour), Pass: true}); err != nil {
+	if _, err := WriteRecord(state, Record{At: now.Add(-time.Hour), Pass: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteHeartbeat(hb, now); err != nil {

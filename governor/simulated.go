@@ -146,3 +146,29 @@ func (s *Simulated) EnergyJoules() (float64, bool) {
 	v, ok := s.values[KeyEnergyJ]
 	return v, ok
 }
+
+// SimulatedGPU is a simulated card sensor reading as a healthy 24 GiB card
+// (its energy counter included): what a worker's fault injection and the
+// energy path's tests put where NVML would be.
+func SimulatedGPU() *Simulated { return NewSimulated("gpu", normalGPU()) }
+
+// Normal readings of a healthy 24 GiB card and host, used as the baseline
+// the simulated classes depart from.
+func normalGPU() map[string]float64 {
+	return map[string]float64{
+		KeyTempC: 62, KeyTempSlowdownC: 87, KeyTempShutdownC: 92,
+		KeyPowerW: 180, KeyPowerLimitW: 300, KeyEnergyJ: 1e6,
+		KeyCardMemBytes: 3 << 30, KeyCardTotalBytes: 24 << 30,
+		KeyClockEvents: 0, KeyThermalThrottle: 0, KeyXIDEvents: 0, KeyXIDLast: 0, KeyDBEEvents: 0,
+	}
+}
+
+// SimulatedHost is a simulated host sensor reading as a healthy host with
+// room in memory and on disk: the baseline the fault suite's host classes
+// depart from.
+func SimulatedHost() *Simulated { return NewSimulated("host", normalHost()) }
+
+func normalHost() map[string]float64 {
+	return map[string]float64{KeyMemUsedFrac: 0.4, KeyMemAvailBytes: 8 << 30, KeyCPUPercent: 30, KeyLoad1: 1,
+		KeyDiskFreeBytes: 50 << 30, KeyDiskFreeFrac: 0.5}
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/internal/gguf"
 	"rig/internal/provision"
 )
 
@@ -126,7 +127,7 @@ func TestCalibrationTableMatchesTheModel(t *testing.T) {
 			t.Errorf("%s: model %s is not provisioned here (have %d files)", r.file, r.model, len(files))
 			continue
 		}
-		f, err := Open(path)
+		f, err := gguf.Open(path)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"rig/internal/gguf"
 )
 
 // Runtimes the memory model knows.
@@ -64,7 +66,7 @@ var modelledArchs = map[string]bool{
 func Modelled(arch string) bool { return modelledArchs[arch] }
 
 // Predict sizes a run of the model in f at profile p on runtime rt.
-func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) {
+func Predict(f *gguf.File, p Profile, rt string, cal *Calibration) (Estimate, error) {
 	if err := p.Validate(); err != nil {
 		return Estimate{}, err
 	}
@@ -100,7 +102,7 @@ func Predict(f *File, p Profile, rt string, cal *Calibration) (Estimate, error) 
 
 // size is Predict's arithmetic, every step checked: an overflow is an error,
 // never a wrapped-around small size.
-func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Estimate) (Estimate, error) {
+func size(f *gguf.File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Estimate) (Estimate, error) {
 	c := &checked{}
 	fail := func(what string) (Estimate, error) { return e, fmt.Errorf("%s: %w", what, c.err) }
 	slots := p.Slots()
@@ -144,8 +146,7 @@ func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Est
 
 	// KV cache: layers × cells × kv_heads × (key_dim + value_dim) × bytes per element.
 	kvt := p.KVGGMLType()
-	tr, ok := typeTraits(kvt)
-	if !ok || tr.BlockSize == 0 {
+	if !kvt.Known() || kvt.BlockSize() == 0 {
 		return e, fmt.Errorf("kv_type %s has no size", kvt)
 	}
 	runCtx := ollamaContext(h, rt, p.Context)
@@ -183,7 +184,7 @@ func size(f *File, p Profile, rt string, rc RuntimeCalibration, h HParams, e Est
 		}
 	}
 	kvBytes := func(elems uint64) uint64 {
-		return c.mul(elems/tr.BlockSize, tr.TypeSize) + c.mul(elems%tr.BlockSize, tr.TypeSize)/tr.BlockSize
+		return c.mul(elems/kvt.BlockSize(), kvt.TypeSize()) + c.mul(elems%kvt.BlockSize(), kvt.TypeSize())/kvt.BlockSize()
 	}
 	kvCard, kvHost := kvBytes(kvCardElems), kvBytes(kvHostElems)
 	e.KVCache = Size(c.add(kvCard, kvHost))

@@ -7,36 +7,38 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rig/internal/gguf"
 )
 
 // fakeModel builds a GGUF header in memory with the given architecture keys
 // and one small tensor per layer, for memory-model tests.
-func fakeModel(t *testing.T, arch string, layers, embd, heads, kvHeads, headDim, swa, vocab int) *File {
+func fakeModel(t *testing.T, arch string, layers, embd, heads, kvHeads, headDim, swa, vocab int) *gguf.File {
 	t.Helper()
-	meta := []KV{
-		{"general.architecture", ValueString, arch},
-		{arch + ".block_count", ValueUint32, uint32(layers)},
-		{arch + ".embedding_length", ValueUint32, uint32(embd)},
-		{arch + ".feed_forward_length", ValueUint32, uint32(4 * embd)},
-		{arch + ".attention.head_count", ValueUint32, uint32(heads)},
-		{arch + ".attention.head_count_kv", ValueUint32, uint32(kvHeads)},
-		{arch + ".attention.key_length", ValueUint32, uint32(headDim)},
-		{arch + ".attention.value_length", ValueUint32, uint32(headDim)},
-		{arch + ".vocab_size", ValueUint32, uint32(vocab)},
+	meta := []gguf.KV{
+		{Key: "general.architecture", Type: gguf.ValueString, Value: arch},
+		{Key: arch + ".block_count", Type: gguf.ValueUint32, Value: uint32(layers)},
+		{Key: arch + ".embedding_length", Type: gguf.ValueUint32, Value: uint32(embd)},
+		{Key: arch + ".feed_forward_length", Type: gguf.ValueUint32, Value: uint32(4 * embd)},
+		{Key: arch + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(heads)},
+		{Key: arch + ".attention.head_count_kv", Type: gguf.ValueUint32, Value: uint32(kvHeads)},
+		{Key: arch + ".attention.key_length", Type: gguf.ValueUint32, Value: uint32(headDim)},
+		{Key: arch + ".attention.value_length", Type: gguf.ValueUint32, Value: uint32(headDim)},
+		{Key: arch + ".vocab_size", Type: gguf.ValueUint32, Value: uint32(vocab)},
 	}
 	if swa > 0 {
-		meta = append(meta, KV{arch + ".attention.sliding_window", ValueUint32, uint32(swa)})
+		meta = append(meta, gguf.KV{Key: arch + ".attention.sliding_window", Type: gguf.ValueUint32, Value: uint32(swa)})
 	}
-	var ts []Tensor
+	var ts []gguf.Tensor
 	for l := 0; l < layers; l++ {
-		ts = append(ts, Tensor{TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 4}, Type: TypeQ8_0}, make([]byte, 4*34)})
+		ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 4}, Type: gguf.TypeQ8_0}, Data: make([]byte, 4*34)})
 	}
-	ts = append(ts, Tensor{TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: TypeF16}, make([]byte, 32*8*2)})
+	ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: gguf.TypeF16}, Data: make([]byte, 32*8*2)})
 	var buf bytes.Buffer
-	if err := Encode(&buf, meta, ts); err != nil {
+	if err := gguf.Encode(&buf, meta, ts); err != nil {
 		t.Fatal(err)
 	}
-	f, err := Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), arch+".gguf")
+	f, err := gguf.Read(bytes.NewReader(buf.Bytes()), int64(buf.Len()), arch+".gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func mustCal(t *testing.T) *Calibration {
 	return c
 }
 
-func predict(t *testing.T, f *File, p Profile) Estimate {
+func predict(t *testing.T, f *gguf.File, p Profile) Estimate {
 	t.Helper()
 	p.Simulated = true
 	if p.CardMemory == 0 {
@@ -149,11 +151,11 @@ func TestOffloadSplitsCardAndHost(t *testing.T) {
 }
 
 func TestQuantPinMismatchIsAnError(t *testing.T) {
-	b, err := TinyGGUF(TinyOptions{Seed: 1})
+	b, err := gguf.Tiny(gguf.TinyOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := Read(bytes.NewReader(b), int64(len(b)), "tiny.gguf")
+	f, err := gguf.Read(bytes.NewReader(b), int64(len(b)), "tiny.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +202,7 @@ func TestDecide(t *testing.T) {
 
 func TestRunOnTinyModel(t *testing.T) {
 	path := t.TempDir() + "/tiny.gguf"
-	if err := WriteTinyGGUF(path, TinyOptions{Seed: 4}); err != nil {
+	if err := gguf.WriteTiny(path, gguf.TinyOptions{Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer

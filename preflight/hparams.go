@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"rig/internal/gguf"
 )
 
 // HParams are the model shapes the memory model needs, read from GGUF
@@ -53,7 +55,7 @@ var ErrBadHParam = errors.New("implausible hyperparameter")
 // ReadHParams extracts the shapes; a missing required key, or a count or size
 // outside what the file and the architecture make possible, is an error that
 // names the file, the key, its value and the bound.
-func ReadHParams(f *File) (HParams, error) {
+func ReadHParams(f *gguf.File) (HParams, error) {
 	h := HParams{Arch: f.Architecture()}
 	if h.Arch == "" {
 		return h, fmt.Errorf("%s: general.architecture: missing (not a model file rig can size)", f.Path)
@@ -68,7 +70,7 @@ func ReadHParams(f *File) (HParams, error) {
 		if !ok {
 			return 0, false, nil
 		}
-		v, ok := asUint(raw)
+		v, ok := gguf.AsUint(raw)
 		if !ok {
 			if isNegative(raw) {
 				return 0, true, bad(key, raw, "negative")
@@ -242,7 +244,7 @@ func ReadHParams(f *File) (HParams, error) {
 		}
 	}
 	if ft, ok := f.Uint("general.file_type"); ok {
-		h.FileType = FileTypeName(ft)
+		h.FileType = gguf.FileTypeName(ft)
 	}
 	return h, nil
 }
@@ -264,7 +266,7 @@ func isNegative(v any) bool {
 // perLayer reads a key that is either one integer or an array of one per
 // layer, each bounded to lo..hi; ok reports whether the key is present. The
 // layer count must already be bounded: it sizes the result.
-func perLayer(f *File, key string, layers int, lo, hi uint64) (out []int, ok bool, err error) {
+func perLayer(f *gguf.File, key string, layers int, lo, hi uint64) (out []int, ok bool, err error) {
 	v, ok := f.Get(key)
 	if !ok {
 		return nil, false, nil
@@ -282,7 +284,7 @@ func perLayer(f *File, key string, layers int, lo, hi uint64) (out []int, ok boo
 		return nil
 	}
 	out = make([]int, layers)
-	if n, isInt := asUint(v); isInt {
+	if n, isInt := gguf.AsUint(v); isInt {
 		if n < lo || n > hi {
 			return nil, true, bad(n, "outside %d..%d", lo, hi)
 		}
@@ -322,21 +324,6 @@ func perLayer(f *File, key string, layers int, lo, hi uint64) (out []int, ok boo
 		out[i] = int(n)
 	}
 	return out, true, nil
-}
-
-// FileTypeName maps general.file_type (llama_ftype) to the quant name users pin.
-func FileTypeName(ft uint64) string {
-	names := map[uint64]string{
-		0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
-		10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
-		16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S",
-		22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M",
-		28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE",
-	}
-	if n, ok := names[ft]; ok {
-		return n
-	}
-	return fmt.Sprintf("file_type %d", ft)
 }
 
 // layerOf returns the block index of a tensor named blk.N.*, or -1.

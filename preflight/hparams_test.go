@@ -9,26 +9,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rig/internal/gguf"
 )
 
 // encodeModel writes meta and n one-row tensors, one per layer.
-func encodeModel(t testing.TB, meta []KV, n int) []byte {
+func encodeModel(t testing.TB, meta []gguf.KV, n int) []byte {
 	t.Helper()
-	var ts []Tensor
+	var ts []gguf.Tensor
 	for l := 0; l < n; l++ {
-		ts = append(ts, Tensor{TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 1}, Type: TypeQ8_0}, make([]byte, 34)})
+		ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 1}, Type: gguf.TypeQ8_0}, Data: make([]byte, 34)})
 	}
-	ts = append(ts, Tensor{TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: TypeF16}, make([]byte, 32*8*2)})
+	ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: gguf.TypeF16}, Data: make([]byte, 32*8*2)})
 	var buf bytes.Buffer
-	if err := Encode(&buf, meta, ts); err != nil {
+	if err := gguf.Encode(&buf, meta, ts); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
 }
 
-func readModel(t testing.TB, b []byte) *File {
+func readModel(t testing.TB, b []byte) *gguf.File {
 	t.Helper()
-	f, err := Read(bytes.NewReader(b), int64(len(b)), "hostile.gguf")
+	f, err := gguf.Read(bytes.NewReader(b), int64(len(b)), "hostile.gguf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,34 +41,34 @@ func TestHParamsRefuseImplausibleValues(t *testing.T) {
 	const a = "llama"
 	cases := []struct {
 		name string
-		set  []KV
+		set  []gguf.KV
 		want []string // substrings of the error
 	}{
-		{"block_count 2^32-1", []KV{{a + ".block_count", ValueUint32, uint32(math.MaxUint32)}}, []string{"llama.block_count = 4294967295", "1..4096"}},
-		{"block_count 2^64-1", []KV{{a + ".block_count", ValueUint64, uint64(math.MaxUint64)}}, []string{"llama.block_count = 18446744073709551615"}},
-		{"block_count negative", []KV{{a + ".block_count", ValueInt32, int32(-1)}}, []string{"llama.block_count = -1", "negative"}},
-		{"block_count zero", []KV{{a + ".block_count", ValueUint32, uint32(0)}}, []string{"llama.block_count = 0"}},
-		{"more layers than tensors", []KV{{a + ".block_count", ValueUint32, uint32(100)}}, []string{"llama.block_count = 100", "tensors"}},
-		{"head_count 0", []KV{{a + ".attention.head_count", ValueUint32, uint32(0)}}, []string{"llama.attention.head_count = 0"}},
-		{"head_count huge", []KV{{a + ".attention.head_count", ValueUint32, uint32(1 << 20)}}, []string{"llama.attention.head_count = 1048576", "0..4096"}},
-		{"head_count does not divide embd", []KV{{a + ".attention.head_count", ValueUint32, uint32(3)}, {a + ".attention.head_count_kv", ValueUint32, uint32(1)}}, []string{"llama.attention.head_count = 3", "does not divide"}},
-		{"head_count_kv above heads", []KV{{a + ".attention.head_count_kv", ValueUint32, uint32(8)}}, []string{"llama.attention.head_count_kv = 8", "0..4"}},
-		{"head_count_kv short array", []KV{{a + ".attention.head_count_kv", ValueArray, []uint32{2, 2, 2}}}, []string{"llama.attention.head_count_kv = [3 entries]", "one entry per layer (4)"}},
-		{"head_count_kv negative entry", []KV{{a + ".attention.head_count_kv", ValueArray, []int32{2, -1, 2, 2}}}, []string{"llama.attention.head_count_kv = -1", "layer 1 is negative"}},
-		{"embedding_length huge", []KV{{a + ".embedding_length", ValueUint64, uint64(1 << 40)}}, []string{"llama.embedding_length = 1099511627776"}},
-		{"feed_forward_length huge", []KV{{a + ".feed_forward_length", ValueUint32, uint32(1 << 31)}}, []string{"llama.feed_forward_length = 2147483648"}},
-		{"context_length huge", []KV{{a + ".context_length", ValueUint64, uint64(1 << 40)}}, []string{"llama.context_length = 1099511627776", "0..16777216"}},
-		{"vocab_size huge", []KV{{a + ".vocab_size", ValueUint32, uint32(1 << 30)}}, []string{"llama.vocab_size = 1073741824"}},
-		{"key_length zero", []KV{{a + ".attention.key_length", ValueUint32, uint32(0)}}, []string{"llama.attention.key_length = 0"}},
-		{"value_length huge", []KV{{a + ".attention.value_length", ValueUint32, uint32(1 << 30)}}, []string{"llama.attention.value_length = 1073741824"}},
-		{"sliding_window beyond context", []KV{{a + ".attention.sliding_window", ValueUint32, uint32(8192)}}, []string{"llama.attention.sliding_window = 8192", "0..4096"}},
-		{"sliding_window_pattern huge", []KV{{a + ".attention.sliding_window", ValueUint32, uint32(512)}, {a + ".attention.sliding_window_pattern", ValueUint32, uint32(1 << 20)}}, []string{"llama.attention.sliding_window_pattern = 1048576"}},
-		{"ssm inner huge", []KV{{a + ".ssm.inner_size", ValueUint64, uint64(1 << 62)}}, []string{"llama.ssm.inner_size = 4611686018427387904"}},
-		{"ssm state huge", []KV{{a + ".ssm.inner_size", ValueUint32, uint32(128)}, {a + ".ssm.state_size", ValueUint32, uint32(math.MaxUint32)}}, []string{"llama.ssm.state_size = 4294967295"}},
+		{"block_count 2^32-1", []gguf.KV{{Key: a + ".block_count", Type: gguf.ValueUint32, Value: uint32(math.MaxUint32)}}, []string{"llama.block_count = 4294967295", "1..4096"}},
+		{"block_count 2^64-1", []gguf.KV{{Key: a + ".block_count", Type: gguf.ValueUint64, Value: uint64(math.MaxUint64)}}, []string{"llama.block_count = 18446744073709551615"}},
+		{"block_count negative", []gguf.KV{{Key: a + ".block_count", Type: gguf.ValueInt32, Value: int32(-1)}}, []string{"llama.block_count = -1", "negative"}},
+		{"block_count zero", []gguf.KV{{Key: a + ".block_count", Type: gguf.ValueUint32, Value: uint32(0)}}, []string{"llama.block_count = 0"}},
+		{"more layers than tensors", []gguf.KV{{Key: a + ".block_count", Type: gguf.ValueUint32, Value: uint32(100)}}, []string{"llama.block_count = 100", "tensors"}},
+		{"head_count 0", []gguf.KV{{Key: a + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(0)}}, []string{"llama.attention.head_count = 0"}},
+		{"head_count huge", []gguf.KV{{Key: a + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(1 << 20)}}, []string{"llama.attention.head_count = 1048576", "0..4096"}},
+		{"head_count does not divide embd", []gguf.KV{{Key: a + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(3)}, {Key: a + ".attention.head_count_kv", Type: gguf.ValueUint32, Value: uint32(1)}}, []string{"llama.attention.head_count = 3", "does not divide"}},
+		{"head_count_kv above heads", []gguf.KV{{Key: a + ".attention.head_count_kv", Type: gguf.ValueUint32, Value: uint32(8)}}, []string{"llama.attention.head_count_kv = 8", "0..4"}},
+		{"head_count_kv short array", []gguf.KV{{Key: a + ".attention.head_count_kv", Type: gguf.ValueArray, Value: []uint32{2, 2, 2}}}, []string{"llama.attention.head_count_kv = [3 entries]", "one entry per layer (4)"}},
+		{"head_count_kv negative entry", []gguf.KV{{Key: a + ".attention.head_count_kv", Type: gguf.ValueArray, Value: []int32{2, -1, 2, 2}}}, []string{"llama.attention.head_count_kv = -1", "layer 1 is negative"}},
+		{"embedding_length huge", []gguf.KV{{Key: a + ".embedding_length", Type: gguf.ValueUint64, Value: uint64(1 << 40)}}, []string{"llama.embedding_length = 1099511627776"}},
+		{"feed_forward_length huge", []gguf.KV{{Key: a + ".feed_forward_length", Type: gguf.ValueUint32, Value: uint32(1 << 31)}}, []string{"llama.feed_forward_length = 2147483648"}},
+		{"context_length huge", []gguf.KV{{Key: a + ".context_length", Type: gguf.ValueUint64, Value: uint64(1 << 40)}}, []string{"llama.context_length = 1099511627776", "0..16777216"}},
+		{"vocab_size huge", []gguf.KV{{Key: a + ".vocab_size", Type: gguf.ValueUint32, Value: uint32(1 << 30)}}, []string{"llama.vocab_size = 1073741824"}},
+		{"key_length zero", []gguf.KV{{Key: a + ".attention.key_length", Type: gguf.ValueUint32, Value: uint32(0)}}, []string{"llama.attention.key_length = 0"}},
+		{"value_length huge", []gguf.KV{{Key: a + ".attention.value_length", Type: gguf.ValueUint32, Value: uint32(1 << 30)}}, []string{"llama.attention.value_length = 1073741824"}},
+		{"sliding_window beyond context", []gguf.KV{{Key: a + ".attention.sliding_window", Type: gguf.ValueUint32, Value: uint32(8192)}}, []string{"llama.attention.sliding_window = 8192", "0..4096"}},
+		{"sliding_window_pattern huge", []gguf.KV{{Key: a + ".attention.sliding_window", Type: gguf.ValueUint32, Value: uint32(512)}, {Key: a + ".attention.sliding_window_pattern", Type: gguf.ValueUint32, Value: uint32(1 << 20)}}, []string{"llama.attention.sliding_window_pattern = 1048576"}},
+		{"ssm inner huge", []gguf.KV{{Key: a + ".ssm.inner_size", Type: gguf.ValueUint64, Value: uint64(1 << 62)}}, []string{"llama.ssm.inner_size = 4611686018427387904"}},
+		{"ssm state huge", []gguf.KV{{Key: a + ".ssm.inner_size", Type: gguf.ValueUint32, Value: uint32(128)}, {Key: a + ".ssm.state_size", Type: gguf.ValueUint32, Value: uint32(math.MaxUint32)}}, []string{"llama.ssm.state_size = 4294967295"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := readModel(t, encodeModel(t, PlausibleMeta(a, c.set...), 4))
+			f := readModel(t, encodeModel(t, gguf.PlausibleMeta(a, c.set...), 4))
 			_, err := ReadHParams(f)
 			if err == nil {
 				t.Fatal("read; want a refusal")
@@ -85,9 +87,9 @@ func TestHParamsRefuseImplausibleValues(t *testing.T) {
 }
 
 func TestHParamsAcceptPerLayerArrays(t *testing.T) {
-	f := readModel(t, encodeModel(t, PlausibleMeta("llama",
-		KV{"llama.attention.head_count_kv", ValueArray, []int32{2, 0, 2, 1}},
-		KV{"llama.feed_forward_length", ValueArray, []uint32{128, 256, 128, 128}}), 4))
+	f := readModel(t, encodeModel(t, gguf.PlausibleMeta("llama",
+		gguf.KV{Key: "llama.attention.head_count_kv", Type: gguf.ValueArray, Value: []int32{2, 0, 2, 1}},
+		gguf.KV{Key: "llama.feed_forward_length", Type: gguf.ValueArray, Value: []uint32{128, 256, 128, 128}}), 4))
 	h, err := ReadHParams(f)
 	if err != nil {
 		t.Fatal(err)
@@ -98,7 +100,7 @@ func TestHParamsAcceptPerLayerArrays(t *testing.T) {
 }
 
 func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
-	f := readModel(t, encodeModel(t, PlausibleMeta("rwkv6"), 4))
+	f := readModel(t, encodeModel(t, gguf.PlausibleMeta("rwkv6"), 4))
 	if _, err := ReadHParams(f); err != nil {
 		t.Fatalf("shapes of an unknown architecture still read: %v", err)
 	}
@@ -109,7 +111,7 @@ func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
 		}
 	}
 	path := t.TempDir() + "/rwkv.gguf"
-	b := encodeModel(t, PlausibleMeta("rwkv6"), 4)
+	b := encodeModel(t, gguf.PlausibleMeta("rwkv6"), 4)
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +123,14 @@ func TestUnknownArchitectureCannotBeDecided(t *testing.T) {
 
 func TestEstimateOverflowIsAnError(t *testing.T) {
 	const a = "llama"
-	meta := PlausibleMeta(a,
-		KV{a + ".block_count", ValueUint32, uint32(4096)},
-		KV{a + ".embedding_length", ValueUint32, uint32(4096)},
-		KV{a + ".context_length", ValueUint32, uint32(1 << 24)},
-		KV{a + ".attention.head_count", ValueUint32, uint32(4096)},
-		KV{a + ".attention.head_count_kv", ValueUint32, uint32(4096)},
-		KV{a + ".attention.key_length", ValueUint32, uint32(1 << 16)},
-		KV{a + ".attention.value_length", ValueUint32, uint32(1 << 16)},
+	meta := gguf.PlausibleMeta(a,
+		gguf.KV{Key: a + ".block_count", Type: gguf.ValueUint32, Value: uint32(4096)},
+		gguf.KV{Key: a + ".embedding_length", Type: gguf.ValueUint32, Value: uint32(4096)},
+		gguf.KV{Key: a + ".context_length", Type: gguf.ValueUint32, Value: uint32(1 << 24)},
+		gguf.KV{Key: a + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(4096)},
+		gguf.KV{Key: a + ".attention.head_count_kv", Type: gguf.ValueUint32, Value: uint32(4096)},
+		gguf.KV{Key: a + ".attention.key_length", Type: gguf.ValueUint32, Value: uint32(1 << 16)},
+		gguf.KV{Key: a + ".attention.value_length", Type: gguf.ValueUint32, Value: uint32(1 << 16)},
 	)
 	f := readModel(t, encodeModel(t, meta, 4096))
 	if _, err := ReadHParams(f); err != nil {
@@ -154,31 +156,31 @@ func TestDecideNeverFitsAnAbsurdEstimate(t *testing.T) {
 // anything); a prediction holds at least the tensor data, and never shrinks as
 // the context grows.
 func FuzzPredict(f *testing.F) {
-	for _, o := range []TinyOptions{{Seed: 1, Layers: 1, Embd: 32, Heads: 2, KVHeads: 1, FF: 32}, {Seed: 2}} {
-		b, err := TinyGGUF(o)
+	for _, o := range []gguf.TinyOptions{{Seed: 1, Layers: 1, Embd: 32, Heads: 2, KVHeads: 1, FF: 32}, {Seed: 2}} {
+		b, err := gguf.Tiny(o)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(b, uint32(2048), uint32(4096), uint8(1), true, false)
 	}
 	const a = "llama"
-	for _, set := range [][]KV{
+	for _, set := range [][]gguf.KV{
 		nil,
-		{{a + ".block_count", ValueUint32, uint32(math.MaxUint32)}},
-		{{a + ".attention.head_count", ValueUint32, uint32(0)}},
-		{{a + ".context_length", ValueUint64, uint64(math.MaxUint64)}},
-		{{a + ".attention.sliding_window", ValueUint32, uint32(512)}},
-		{{a + ".attention.head_count_kv", ValueArray, []int32{2, 0, 2, 2}}, {a + ".ssm.inner_size", ValueUint32, uint32(128)}, {a + ".ssm.state_size", ValueUint32, uint32(16)}, {a + ".ssm.conv_kernel", ValueUint32, uint32(4)}},
-		{{"general.architecture", ValueString, "rwkv6"}},
+		{{Key: a + ".block_count", Type: gguf.ValueUint32, Value: uint32(math.MaxUint32)}},
+		{{Key: a + ".attention.head_count", Type: gguf.ValueUint32, Value: uint32(0)}},
+		{{Key: a + ".context_length", Type: gguf.ValueUint64, Value: uint64(math.MaxUint64)}},
+		{{Key: a + ".attention.sliding_window", Type: gguf.ValueUint32, Value: uint32(512)}},
+		{{Key: a + ".attention.head_count_kv", Type: gguf.ValueArray, Value: []int32{2, 0, 2, 2}}, {Key: a + ".ssm.inner_size", Type: gguf.ValueUint32, Value: uint32(128)}, {Key: a + ".ssm.state_size", Type: gguf.ValueUint32, Value: uint32(16)}, {Key: a + ".ssm.conv_kernel", Type: gguf.ValueUint32, Value: uint32(4)}},
+		{{Key: "general.architecture", Type: gguf.ValueString, Value: "rwkv6"}},
 	} {
-		f.Add(encodeModel(f, PlausibleMeta(a, set...), 4), uint32(1<<24), uint32(7), uint8(255), false, true)
+		f.Add(encodeModel(f, gguf.PlausibleMeta(a, set...), 4), uint32(1<<24), uint32(7), uint8(255), false, true)
 	}
 	cal, err := DefaultCalibration()
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, data []byte, c1, c2 uint32, np uint8, sim, ollama bool) {
-		g, err := Read(bytes.NewReader(data), int64(len(data)), "fuzz.gguf")
+		g, err := gguf.Read(bytes.NewReader(data), int64(len(data)), "fuzz.gguf")
 		if err != nil {
 			return
 		}

@@ -1,6 +1,10 @@
 package preflight
 
-import "slices"
+import (
+	"slices"
+
+	"rig/internal/gguf"
+)
 
 // ollamaEngineArchs are the architectures Ollama 0.17.4 runs on its own Go
 // engine (fs/ggml's OllamaEngineRequired); every other architecture runs on
@@ -17,7 +21,7 @@ func ollamaEngine(arch string) bool { return slices.Contains(ollamaEngineArchs, 
 // model whose output head reuses the token embeddings: it loads the input
 // and output layers into separate buffers, so the shared matrix is read
 // twice, where llama.cpp keeps one copy.
-func ollamaTiedCopy(f *File, h HParams, rt string) uint64 {
+func ollamaTiedCopy(f *gguf.File, h HParams, rt string) uint64 {
 	if rt != RuntimeOllama || !h.TiedOutput || !ollamaEngine(h.Arch) {
 		return 0
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"rig/internal/gguf"
 )
 
 // sameConstants is the committed calibration with Ollama's constants set to
@@ -121,7 +123,7 @@ func TestCommittedErrorsReachVerdicts(t *testing.T) {
 func TestOllamaRunsAtMostTheTrainedContext(t *testing.T) {
 	cal := sameConstants(t)
 	meta := fakeModel(t, "llama", 4, 256, 4, 2, 64, 0, 1000)
-	meta.Metadata = append(meta.Metadata, KV{"llama.context_length", ValueUint32, uint32(8192)})
+	meta.Metadata = append(meta.Metadata, gguf.KV{Key: "llama.context_length", Type: gguf.ValueUint32, Value: uint32(8192)})
 	p := Profile{Name: "sim", CardMemory: 8 * GiB, Context: 32768, Simulated: true}
 	ls, err := Predict(meta, p, RuntimeLlamaServer, cal)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"rig/internal/gguf"
 	"rig/internal/jsonerr"
 	"rig/internal/sizecap"
 )
@@ -17,7 +18,8 @@ const OffloadAll = -1
 // Profile is what a run is held to: the card's memory, the context, the
 // quant, the KV-cache type, how many layers sit on the card, the host's
 // memory and the parallel slots. A simulated profile is enforced with a
-// Reservation; a real one names an NVML card.
+// memory cgroup (cgroup.Reservation, in internal/cgroup); a real one names
+// an NVML card.
 type Profile struct {
 	Name          string `json:"name"`
 	CardMemory    Size   `json:"card_memory"`
@@ -39,13 +41,13 @@ type Profile struct {
 var ErrBadProfile = errors.New("bad card profile")
 
 // KVTypes are the KV-cache element types rig accepts.
-var kvTypes = map[string]GGMLType{"f16": TypeF16, "f32": TypeF32, "bf16": TypeBF16, "q8_0": TypeQ8_0, "q4_0": TypeQ4_0, "q4_1": TypeQ4_1, "q5_0": TypeQ5_0, "q5_1": TypeQ5_1, "iq4_nl": TypeIQ4_NL}
+var kvTypes = map[string]gguf.GGMLType{"f16": gguf.TypeF16, "f32": gguf.TypeF32, "bf16": gguf.TypeBF16, "q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1, "q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL}
 
 // KVGGMLType is the cache element type.
-func (p Profile) KVGGMLType() GGMLType {
+func (p Profile) KVGGMLType() gguf.GGMLType {
 	t, ok := kvTypes[strings.ToLower(p.CacheType())]
 	if !ok {
-		return TypeF16
+		return gguf.TypeF16
 	}
 	return t
 }

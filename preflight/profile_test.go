@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"rig/internal/gguf"
 )
 
 func TestParseSize(t *testing.T) {
@@ -65,7 +67,7 @@ func TestParseProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.CardMemory != 8*GiB || p.Context != 8192 || p.KVGGMLType() != TypeQ8_0 || p.Slots() != 2 || !p.Simulated || p.HostMemory != 32*GiB {
+	if p.CardMemory != 8*GiB || p.Context != 8192 || p.KVGGMLType() != gguf.TypeQ8_0 || p.Slots() != 2 || !p.Simulated || p.HostMemory != 32*GiB {
 		t.Errorf("parsed %+v", p)
 	}
 	bad := []struct{ spec, field string }{

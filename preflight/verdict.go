@@ -7,6 +7,8 @@ import (
 	"io"
 	"math"
 	"time"
+
+	"rig/internal/gguf"
 )
 
 // Outcomes of a verdict.
@@ -168,7 +170,7 @@ func Run(ctx context.Context, w io.Writer, modelPath string, p Profile, runtime 
 			return Verdict{}, err
 		}
 	}
-	f, err := Open(modelPath)
+	f, err := gguf.Open(modelPath)
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -30,7 +30,8 @@ const (
 	// Capped: hit a turn or time cap; graded, but reported apart because a cap
 	// one model hits first censors it.
 	Capped Outcome = "capped"
-	// Error: rig or the runtime failed; not scored, rerun.
+	// Error: rig or the runtime failed; not scored, and rerun only by a new
+	// execution (rig study rerun), never at once (see Rerun).
 	Error Outcome = "error"
 )
 
@@ -39,6 +40,14 @@ const (
 func (o Outcome) Counted() bool {
 	return o == Scored || o == FailedAtCard || o == Capped
 }
+
+// Rerun is the rerun rule, the one both the local runner and the
+// scale-out workflow follow: only a preempted attempt (the governor, a
+// crashed runtime or a lost worker stopped it, so nothing was scored) gets
+// another attempt in the same execution. An error stays on record as the
+// trial's last word until `rig study rerun`: the same task would most
+// likely fail the same way, and retrying it at once would hide that.
+func (o Outcome) Rerun() bool { return o == Preempted }
 
 // Valid reports whether o is one of the outcome classes.
 func (o Outcome) Valid() bool {

@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/provision"
 	"rig/runtimes"
-	"rig/studies"
-	"rig/studies/run"
 )
 
 // ReplayCostGoal is the largest replay cost, as a multiple of the original
@@ -233,8 +232,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 			if err != nil {
 				return nil, fit, fmt.Errorf("%s, row %s: %w", kind, id, err)
 			}
-			p := studies.Pins{Sampling: studies.Sampling{Temperature: samp.Temperature, TopK: samp.TopK, TopP: samp.TopP, MinP: samp.MinP, Seed: int64(samp.Seed)}, StopCap: n}
-			row := run.GenerationRow(id, req.Model, genrecord.RoleCandidate, p, genrecord.DefaultK, res)
+			row := callrow.Row(id, req.Model, genrecord.RoleCandidate, callrow.Sampling(samp, n), genrecord.DefaultK, res)
 			if err := w.Append(row); err != nil {
 				return nil, fit, err
 			}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/provision"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/tasks"
 )
 
@@ -59,7 +59,7 @@ func replayAiderCalls(t *testing.T, in provision.Installed, kind string) {
 		if kind == "llama-server" && len(c.PromptTokenIDs) == 0 {
 			t.Errorf("Aider's call %d on llama-server kept no prompt token ids", i+1)
 		}
-		rows = append(rows, run.GenerationRow(fmt.Sprintf("aider-%d", i+1), goalModel, genrecord.RoleAider, pins, genrecord.DefaultK, c))
+		rows = append(rows, callrow.Row(fmt.Sprintf("aider-%d", i+1), goalModel, genrecord.RoleAider, callrow.Sampling(armSampling(pins), pins.StopCap), genrecord.DefaultK, c))
 	}
 	driverRows := len(rows)
 
@@ -78,7 +78,7 @@ func replayAiderCalls(t *testing.T, in provision.Installed, kind string) {
 			t.Fatal(err)
 		}
 		res.CallID = fmt.Sprintf("legacy-call-%d", i+1)
-		rows = append(rows, run.GenerationRow(fmt.Sprintf("legacy-%d", i+1), goalModel, genrecord.RoleAider, studies.Pins{Sampling: pins.Sampling, StopCap: 32}, genrecord.DefaultK, res))
+		rows = append(rows, callrow.Row(fmt.Sprintf("legacy-%d", i+1), goalModel, genrecord.RoleAider, callrow.Sampling(armSampling(pins), 32), genrecord.DefaultK, res))
 	}
 	set := replaySet{work: work}
 	rec, err := set.record("aider.jsonl", stack.header.Pins, rows)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/tasks"
 )
 
@@ -78,7 +78,7 @@ func TestWallCapKeepsTheCallsBeforeIt(t *testing.T) {
 		if len(c.Steps) == 0 || c.OutputTokens == 0 {
 			t.Errorf("call %d kept without its tokens: %+v", i+1, c)
 		}
-		rows = append(rows, run.GenerationRow(fmt.Sprintf("wall-cut/call-%d", i+1), goalModel, genrecord.RoleAider, pins, genrecord.DefaultK, c))
+		rows = append(rows, callrow.Row(fmt.Sprintf("wall-cut/call-%d", i+1), goalModel, genrecord.RoleAider, callrow.Sampling(armSampling(pins), pins.StopCap), genrecord.DefaultK, c))
 	}
 	if ar.OutputTokens != ar.Calls[0].OutputTokens+ar.Calls[1].OutputTokens {
 		t.Errorf("output tokens %d are not the two kept calls' %d + %d", ar.OutputTokens, ar.Calls[0].OutputTokens, ar.Calls[1].OutputTokens)

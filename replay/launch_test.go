@@ -7,11 +7,10 @@ import (
 	"testing"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/runtimes"
-	"rig/studies"
-	"rig/studies/run"
 )
 
 // TestReplayLaunchRunsTheRecordsWay: replay starts the build of the
@@ -70,8 +69,8 @@ func TestReplayAtTheRecordsContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pins := run.RecordPins(rt.Pins(), replayDesignHash, "", "")
-	row := run.GenerationRow("long", m.Name, genrecord.RoleCandidate, studies.Pins{StopCap: 6}, genrecord.DefaultK, res)
+	pins := callrow.Pins(rt.Pins(), replayDesignHash, "", "")
+	row := callrow.Row("long", m.Name, genrecord.RoleCandidate, genrecord.Sampling{MaxTokens: 6}, genrecord.DefaultK, res)
 	rt.Stop(ctx)
 	if n := len(row.PromptTokenIDs) + len(row.Output); n <= genrecord.DefaultContext || pins.Context != 8192 {
 		t.Fatalf("the row has %d tokens and the record says context %d; the test needs more than %d at 8192", n, pins.Context, genrecord.DefaultContext)

@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"rig/genrecord"
+	"rig/internal/layout"
 	"rig/receipts"
-	"rig/studies/run"
 )
 
 // ReceiptSum is what one trial's receipt says of its arm's generation
@@ -38,7 +37,10 @@ func RecordArm(path string) (string, error) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.As(err, &torn) {
 		return "", err
 	}
-	return strings.TrimSuffix(strings.TrimPrefix(filepath.Base(path), "generations-"), ".jsonl"), nil
+	if arm, ok := layout.ArmOfGeneration(path); ok {
+		return arm, nil
+	}
+	return "", fmt.Errorf("%s: its first row names no arm, and its file name is not generations-ARM.jsonl (name the arm's receipts another way)", path)
 }
 
 // SumsOf keeps the receipts of arm that vouch for a record: a trial that
@@ -46,7 +48,7 @@ func RecordArm(path string) (string, error) {
 func SumsOf(rs []receipts.Receipt, arm string) []ReceiptSum {
 	var out []ReceiptSum
 	for _, r := range rs {
-		if r.Arm != arm || r.GenerationSHA256 == "" || r.GenerationSHA256 == run.EmptyRecordSum {
+		if r.Arm != arm || r.GenerationSHA256 == "" || r.GenerationSHA256 == genrecord.EmptySum {
 			continue
 		}
 		out = append(out, ReceiptSum{Trial: r.Trial().String(), Attempt: r.Attempt, SHA256: r.GenerationSHA256})

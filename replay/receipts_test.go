@@ -10,7 +10,7 @@ import (
 
 	"rig/genrecord"
 	"rig/receipts"
-	"rig/studies/run"
+	"rig/studies"
 	"rig/studies/studytest"
 )
 
@@ -98,8 +98,13 @@ func TestCheckReceiptsRefusesAChangedRecord(t *testing.T) {
 	}
 }
 
+// callID names a trial's row in the fixture's records as the runner does.
+func callID(r receipts.Receipt) string {
+	return studies.TrialKey{Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat}.CallID(r.Attempt)
+}
+
 func TestStoreSumsReadsTheExecutionsReceipts(t *testing.T) {
-	ex := studytest.StoredExecution(t, run.TrialCallID)
+	ex := studytest.StoredExecution(t, callID)
 	storePath := ex.Store.Path()
 	if err := ex.Store.Close(); err != nil { // a second open would wait on the lock
 		t.Fatal(err)
@@ -131,7 +136,7 @@ func TestStoreSumsReadsTheExecutionsReceipts(t *testing.T) {
 func TestSumsOfSkipsReceiptsThatVouchForNothing(t *testing.T) {
 	rs := []receipts.Receipt{
 		{Arm: "a", TaskID: "x", Repeat: 1, Attempt: 1, GenerationSHA256: strings.Repeat("1", 64)},
-		{Arm: "a", TaskID: "y", Repeat: 1, Attempt: 1, GenerationSHA256: run.EmptyRecordSum},
+		{Arm: "a", TaskID: "y", Repeat: 1, Attempt: 1, GenerationSHA256: genrecord.EmptySum},
 		{Arm: "a", TaskID: "z", Repeat: 1, Attempt: 2},
 		{Arm: "b", TaskID: "x", Repeat: 1, Attempt: 1, GenerationSHA256: strings.Repeat("2", 64)},
 	}

@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/runtimes"
-	"rig/studies"
-	"rig/studies/run"
 )
 
 // rescorer re-scores kept rows through the pinned runtime: llama-server forces
@@ -25,7 +24,7 @@ type rescorer struct {
 }
 
 func (r rescorer) Stack(context.Context) (genrecord.Pins, error) {
-	p := run.RecordPins(r.rt.Pins(), r.header.Pins.DesignHash, r.header.Pins.StudyID, r.header.Pins.ExecutionID)
+	p := callrow.Pins(r.rt.Pins(), r.header.Pins.DesignHash, r.header.Pins.StudyID, r.header.Pins.ExecutionID)
 	return p, nil
 }
 
@@ -67,7 +66,7 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 	if err != nil {
 		return nil, err
 	}
-	return run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output, nil
+	return callrow.Row(row.RowID, row.Arm, row.Role, genrecord.Sampling{}, row.K, res).Output, nil
 }
 
 // Tokenize and Detokenize are the pinned runtime's tokenizer, with which

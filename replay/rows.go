@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/provision"
 	"rig/runtimes"
-	"rig/studies"
-	"rig/studies/run"
 )
 
 // replayStack is one provisioned model running on one runtime, started for
@@ -50,7 +49,7 @@ func startReplayStackOf(ctx context.Context, in provision.Installed, kind string
 		return nil, fmt.Errorf("starting %s with %s (%s): %w", kind, m.Name, m.Quant, err)
 	}
 	h := genrecord.Header{Kind: genrecord.KindHeader, SchemaVersion: genrecord.SchemaVersion,
-		Pins: run.RecordPins(rt.Pins(), replayDesignHash, "", "")}
+		Pins: callrow.Pins(rt.Pins(), replayDesignHash, "", "")}
 	return &replayStack{rt: rt, model: m.Name, header: h}, nil
 }
 
@@ -133,8 +132,7 @@ func (s *replayStack) generateRows(ctx context.Context, prefix string, n, maxTok
 		if err != nil {
 			return out, fmt.Errorf("%s on %s, row %s: %w", s.model, s.rt.Name(), id, err)
 		}
-		p := studies.Pins{Sampling: studies.Sampling{Temperature: samp.Temperature, TopK: samp.TopK, TopP: samp.TopP, MinP: samp.MinP, Seed: int64(samp.Seed)}, StopCap: maxTokens}
-		row := run.GenerationRow(id, s.model, genrecord.RoleCandidate, p, genrecord.DefaultK, res)
+		row := callrow.Row(id, s.model, genrecord.RoleCandidate, callrow.Sampling(samp, maxTokens), genrecord.DefaultK, res)
 		row.Kind = genrecord.KindRow
 		out = append(out, liveRow{row: row, messages: msgs})
 	}
@@ -338,7 +336,7 @@ func (c claimedStack) Rescore(ctx context.Context, row genrecord.Row) ([]genreco
 			*c.firstErr = (*c.firstErr)[:200] + "…"
 		}
 	}
-	out := run.GenerationRow(row.RowID, row.Arm, row.Role, studies.Pins{}, row.K, res).Output
+	out := callrow.Row(row.RowID, row.Arm, row.Role, genrecord.Sampling{}, row.K, res).Output
 	for i := range out {
 		// Ids of another vocabulary say nothing; compare the text.
 		out[i].ID = nil

@@ -26,7 +26,7 @@ func (o *Ollama) completionOllama(ctx context.Context, req Request) (Result, err
 	// truncated or shifted.
 	gen := &api.GenerateRequest{Model: o.model, Prompt: req.Prompt, Raw: true, Stream: &stream, Options: o.options(req),
 		Logprobs: true, TopLogprobs: req.TopK, Truncate: &off, Shift: &off}
-	o.meter.reset()
+	peak := o.meter.start()
 	start := time.Now()
 	var last api.GenerateResponse
 	err := o.client.Generate(gctx, gen, func(r api.GenerateResponse) error {
@@ -36,6 +36,6 @@ func (o *Ollama) completionOllama(ctx context.Context, req Request) (Result, err
 		return nil
 	})
 	res.Wall = time.Since(start)
-	res.PeakMemory = o.meter.read()
+	res.PeakMemory = peak.read()
 	return o.endCall(res, err, ollamaEnd{Done: last.Done, DoneReason: last.DoneReason, Metrics: last.Metrics}, req, "raw generate")
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"rig/internal/cgroup"
 	"rig/internal/offload"
 	"strconv"
 	"strings"
@@ -183,26 +184,9 @@ func defaultThreads() int {
 	return max(1, len(processTreeCPUs())-1)
 }
 
+// processTreeCPUs lists the CPUs rig's process tree may use (its cpuset).
 func processTreeCPUs() []int {
-	b, err := os.ReadFile("/sys/fs/cgroup/cpuset/cpuset.effective_cpus")
-	if err != nil {
-		b, _ = os.ReadFile("/sys/devices/system/cpu/online")
-	}
-	var cpus []int
-	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
-		lo, hi, found := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			continue
-		}
-		z := a
-		if found {
-			z, _ = strconv.Atoi(hi)
-		}
-		for i := a; i <= z; i++ {
-			cpus = append(cpus, i)
-		}
-	}
+	cpus, _ := cgroup.CPUs()
 	return cpus
 }
 
@@ -476,12 +460,12 @@ func (s *LlamaServer) Generate(ctx context.Context, req Request) (Result, error)
 	if req.Grammar != "" {
 		body["grammar"] = req.Grammar
 	}
-	s.meter.reset()
+	peak := s.meter.start()
 	start := time.Now()
 	var out lsCompletion
 	err := s.call(ctx, "POST", "/completion", body, &out)
 	res.Wall = time.Since(start)
-	res.PeakMemory = s.meter.read()
+	res.PeakMemory = peak.read()
 	if err != nil {
 		return res, err
 	}

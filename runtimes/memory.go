@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"rig/internal/cgroup"
 )
 
 // peakMeter measures the peak memory of a runtime's whole process tree for one
@@ -23,30 +25,37 @@ func (p peakMeter) source() string {
 	return "vmhwm-sum"
 }
 
-// reset starts a new measurement window.
-func (p peakMeter) reset() {
+// peakWindow is one call's measurement, from start to read.
+type peakWindow struct {
+	m peakMeter
+	w *cgroup.Window // nil without a cgroup, or when its peak cannot be read
+}
+
+// start opens a measurement window: a cgroup peak window (see cgroup.Window
+// for what each version can reset), or cleared VmHWM marks.
+func (p peakMeter) start() peakWindow {
 	if p.cgroup != "" {
-		// v1: writing 0 resets max_usage; v2 (6.12+): any write resets memory.peak for this fd.
-		_ = os.WriteFile(filepath.Join(p.cgroup, "memory.max_usage_in_bytes"), []byte("0"), 0)
-		return
+		if w, err := cgroup.OpenWindow(p.cgroup); err == nil {
+			return peakWindow{m: p, w: w}
+		}
 	}
 	for _, pid := range ProcessTree(p.root) {
 		_ = os.WriteFile(filepath.Join("/proc", strconv.Itoa(pid), "clear_refs"), []byte("5"), 0)
 	}
+	return peakWindow{m: p}
 }
 
-// read returns the peak in bytes since the last reset.
-func (p peakMeter) read() int64 {
-	if p.cgroup != "" {
-		for _, name := range []string{"memory.max_usage_in_bytes", "memory.peak"} {
-			if b, err := os.ReadFile(filepath.Join(p.cgroup, name)); err == nil {
-				v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-				return v
-			}
+// read returns the peak in bytes since start and ends the window.
+func (pw peakWindow) read() int64 {
+	if pw.w != nil {
+		v, err := pw.w.Peak()
+		_ = pw.w.Close()
+		if err == nil {
+			return int64(v)
 		}
 	}
 	var sum int64
-	for _, pid := range ProcessTree(p.root) {
+	for _, pid := range ProcessTree(pw.m.root) {
 		sum += vmHWM(pid)
 	}
 	return sum

@@ -17,8 +17,8 @@ import (
 
 	"github.com/ollama/ollama/api"
 
+	"rig/internal/gguf"
 	"rig/internal/offload"
-	"rig/preflight"
 )
 
 // Ollama drives a private `ollama serve`: its own HOME and models directory,
@@ -395,7 +395,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	off := false
 	chat := &api.ChatRequest{Model: o.model, Messages: msgs, Stream: &stream, Options: o.options(req), Think: think, Logprobs: true, TopLogprobs: req.TopK,
 		Truncate: &off, Shift: &off}
-	o.meter.reset()
+	peak := o.meter.start()
 	start := time.Now()
 	var last api.ChatResponse
 	err := o.client.Chat(gctx, chat, func(r api.ChatResponse) error {
@@ -406,7 +406,7 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 		return nil
 	})
 	res.Wall = time.Since(start)
-	res.PeakMemory = o.meter.read()
+	res.PeakMemory = peak.read()
 	if rerr := <-rendered; rerr != nil && err == nil {
 		err = fmt.Errorf("rendering the prompt: %w", rerr)
 	}
@@ -653,17 +653,14 @@ func manifestDigest(modelsDir, model string) (string, error) {
 // Ollama would quietly run the trained length instead, the downgrade a
 // pinned run must never get.
 func ollamaHoldsContext(model string, context int) error {
-	f, err := preflight.Open(model)
+	f, err := gguf.Open(model)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %v", model, ErrModelFile, err)
 	}
-	h, err := preflight.ReadHParams(f)
-	if err != nil {
-		return fmt.Errorf("%s: %w: %v", model, ErrModelFile, err)
-	}
-	if h.ContextLen > 0 && context > h.ContextLen {
+	trained, _ := f.ContextLength()
+	if trained > 0 && context > 0 && uint64(context) > trained {
 		return fmt.Errorf("%s: context %d: %w: Ollama lowers a context above the model's trained length (%d) to that length without saying so; pin a context of at most %d, or run this context on llama-server as its own arm",
-			model, context, ErrPinNotHeld, h.ContextLen, h.ContextLen)
+			model, context, ErrPinNotHeld, trained, trained)
 	}
 	return nil
 }

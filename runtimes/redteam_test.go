@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"rig/internal/cgroup"
 )
 
 // The red-team tests of the sandbox: each is an attack run from inside a real
@@ -676,7 +678,7 @@ func TestRedTeamConcurrentCgroups(t *testing.T) {
 			if d == "" {
 				continue
 			}
-			if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+			if err := cgroup.Join(d, cmd.Process.Pid); err != nil {
 				t.Fatalf("moving process %d into %s: %v", i, d, err)
 			}
 		}

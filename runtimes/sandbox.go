@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"rig/internal/cgroup"
 )
 
 // The sandbox is rig re-executing itself in three stages:
@@ -595,8 +597,8 @@ func sandboxExec() int {
 		if dir == "" || (i == 1 && dir == spec.CgroupDir) {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
-			return fail(fmt.Errorf("joining cgroup %s: %w", dir, err))
+		if err := cgroup.Join(dir, os.Getpid()); err != nil {
+			return fail(err)
 		}
 	}
 	if spec.NoSandbox {

@@ -20,12 +20,12 @@ func (s *LlamaServer) Speed(ctx context.Context, prompt string, maxTokens int) (
 		"prompt": prompt, "n_predict": maxTokens, "cache_prompt": false, "stream": false,
 		"temperature": 0, "seed": 0, "samplers": []string{"top_k", "top_p", "min_p", "temperature"},
 	}
-	s.meter.reset()
+	peak := s.meter.start()
 	start := time.Now()
 	var out lsCompletion
 	err := s.call(ctx, "POST", "/completion", body, &out)
 	res.Wall = time.Since(start)
-	res.PeakMemory = s.meter.read()
+	res.PeakMemory = peak.read()
 	if err != nil {
 		return res, err
 	}
@@ -49,7 +49,7 @@ func (o *Ollama) Speed(ctx context.Context, prompt string, maxTokens int) (Resul
 		Options: o.options(Request{Sampling: Sampling{Temperature: 0}, MaxTokens: maxTokens})}
 	res := Result{RenderedPrompt: prompt, PeakSource: o.meter.source()}
 	var last api.GenerateResponse
-	o.meter.reset()
+	peak := o.meter.start()
 	start := time.Now()
 	err := o.client.Generate(gctx, req, func(r api.GenerateResponse) error {
 		res.Text += r.Response
@@ -57,7 +57,7 @@ func (o *Ollama) Speed(ctx context.Context, prompt string, maxTokens int) (Resul
 		return nil
 	})
 	res.Wall = time.Since(start)
-	res.PeakMemory = o.meter.read()
+	res.PeakMemory = peak.read()
 	if err != nil {
 		if o.exited() {
 			return res, o.crashed("mid-call")

@@ -3,7 +3,7 @@ package runtimes
 import (
 	"fmt"
 
-	"rig/preflight"
+	"rig/internal/gguf"
 )
 
 // familyTemplate is a model family's native chat format, used only when the
@@ -47,7 +47,7 @@ var gemmaTemplate = familyTemplate{
 // chatTemplate reports whether the model file carries its own chat template,
 // and otherwise its family's.
 func chatTemplate(model string) (own bool, ft familyTemplate, err error) {
-	f, err := preflight.Open(model)
+	f, err := gguf.Open(model)
 	if err != nil {
 		return false, ft, fmt.Errorf("%s: %w: %v", model, ErrModelFile, err)
 	}

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"rig/preflight"
+	"rig/internal/cgroup"
 )
 
 // prepareContainedWorld settles, before any stage starts, everything the
@@ -219,8 +219,8 @@ func treeBytes(dirs []string) int64 {
 // its cgroups and the watch on its writable folders.
 type treeLimits struct {
 	limits  Limits
-	memory  *preflight.Reservation // made here when the tree had no memory cgroup
-	pids    *preflight.PidsGroup
+	memory  *cgroup.Reservation // made here when the tree had no memory cgroup
+	pids    *cgroup.PidsGroup
 	scratch []string
 	base    int64
 	root    string
@@ -233,8 +233,8 @@ type treeLimits struct {
 
 func (t *treeLimits) makeGroups(ctx context.Context, spec *SandboxSpec) error {
 	if spec.Limits.MemoryBytes > 0 && spec.CgroupDir == "" {
-		res, err := preflight.Reserve(ctx, preflight.Size(spec.Limits.MemoryBytes))
-		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+		res, err := cgroup.Reserve(ctx, uint64(spec.Limits.MemoryBytes))
+		if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 			return err
 		}
 		if err == nil {
@@ -244,8 +244,8 @@ func (t *treeLimits) makeGroups(ctx context.Context, spec *SandboxSpec) error {
 		// Without a memory cgroup the exec stage caps the address space instead.
 	}
 	if spec.Limits.Processes > 0 {
-		g, err := preflight.NewPidsGroup(spec.Limits.Processes, spec.CgroupDir)
-		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+		g, err := cgroup.NewPidsGroup(spec.Limits.Processes, spec.CgroupDir)
+		if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 			return err
 		}
 		if err == nil {

@@ -14,9 +14,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"rig/internal/metrics"
 )
 
 // Config names the Temporal cluster and the spool. On a single host and in
@@ -39,6 +42,9 @@ type Config struct {
 	ServerName string `json:"server_name,omitempty"`
 	// Spool is the folder the workers and the coordinator share.
 	Spool string `json:"spool"`
+	// Metrics, when set, gets the activities this client's workers run:
+	// trial attempts on a worker, merges on the coordinator (metrics.go).
+	Metrics *metrics.Set `json:"-"`
 }
 
 func (c Config) namespace() string {
@@ -76,6 +82,9 @@ func (c Config) Dial(ctx context.Context, identity string, log *slog.Logger) (cl
 	opts := client.Options{HostPort: c.Address, Namespace: c.namespace(), Identity: identity,
 		// The SDK's own chatter stays at warnings.
 		Logger: tlog.NewStructuredLogger(slog.New(levelFilter{log.Handler(), slog.LevelWarn}))}
+	if c.Metrics != nil {
+		opts.Interceptors = []interceptor.ClientInterceptor{&activityMetrics{m: c.Metrics}}
+	}
 	if c.TLS || c.APIKeyFile != "" || c.CAFile != "" || c.CertFile != "" {
 		tc := &tls.Config{ServerName: c.ServerName, MinVersion: tls.VersionTLS12}
 		if c.CAFile != "" {

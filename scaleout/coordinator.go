@@ -2,6 +2,7 @@ package scaleout
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -19,12 +22,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
 
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
-	"rig/internal/offload"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/run"
@@ -48,13 +49,18 @@ type Coordinator struct {
 	studies Studies
 	queue   string
 	log     *slog.Logger
-	worker  worker.Worker
+	workers []worker.Worker // the home's queue and the host-named one (HostCoordinatorQueue)
+	closing atomic.Bool     // Close has begun: a follower's end is the daemon's stop
 
 	mu      sync.Mutex // one merge at a time: records are appended in order
 	writers map[string]*genrecord.Writer
 
 	followMu sync.Mutex
 	follows  map[string]*Handle // by WorkflowID: the executions followed now
+
+	served servedQueues // when each trial queue last returned a trial (QueueServed)
+
+	trust trust // what the merge's own checks read once (trust.go)
 }
 
 func (c *Coordinator) follow(study, execution string, h *Handle) {
@@ -74,6 +80,7 @@ func (c *Coordinator) unfollow(study, execution string) {
 
 // stored tells the execution's handle, if one follows it, of a receipt.
 func (c *Coordinator) stored(rec receipts.Receipt) {
+	c.cfg.Metrics.TrialFinished(string(rec.Outcome), float64(rec.WallMS)/1000) // metrics: every receipt merged or recorded lost
 	c.followMu.Lock()
 	h := c.follows[WorkflowID(rec.StudyID, rec.ExecutionID)]
 	c.followMu.Unlock()
@@ -82,11 +89,57 @@ func (c *Coordinator) stored(rec receipts.Receipt) {
 	}
 }
 
-// CoordinatorQueue is the coordinator's task queue: one per daemon home, so
-// a workflow submitted before a restart finds the same daemon after it.
-func CoordinatorQueue(home string) string {
+// CoordinatorQueue is the coordinator's task queue, named by the identity
+// of its daemon's home (layout.Home.Identity: a random id written into the
+// home once): a workflow submitted before a restart finds the same daemon
+// after it, on this machine or, with the home moved, on another.
+func CoordinatorQueue(identity string) string {
+	return "rig.coordinator." + identity
+}
+
+// HostCoordinatorQueue is the queue a coordinator had before homes had an
+// identity: the host's name and a hash of the home's path. A workflow
+// submitted then schedules its activities there, so the coordinator serves
+// it too, for as long as such workflows may run (until they end; only on
+// the host that submitted them).
+func HostCoordinatorQueue(home string) string {
 	h, _ := os.Hostname()
 	return "rig.coordinator." + h + "." + shortHash(home)
+}
+
+// coordinatorBeat is how often a coordinator activity heartbeats. The
+// workflows give them a heartbeat timeout (coordinatorHeartbeatTimeout):
+// an activity left on a daemon that died is handed to the restarted one
+// within it, not at the end of its whole timeout.
+const (
+	coordinatorBeat             = 5 * time.Second
+	coordinatorHeartbeatTimeout = 30 * time.Second
+)
+
+// beat heartbeats the activity of ctx until the returned stop is called.
+// Outside an activity (rig study merge, the tests) it does nothing.
+func beat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(coordinatorBeat)
+		defer t.Stop()
+		// No beat at once: most coordinator activities end within
+		// milliseconds, and a beat after the end is an error in the log.
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // NewCoordinator dials the cluster and starts the coordinator's worker.
@@ -94,36 +147,56 @@ func NewCoordinator(ctx context.Context, cfg Config, home string, st Studies, lo
 	if log == nil {
 		log = slog.Default()
 	}
-	queue := CoordinatorQueue(home)
+	id, err := layout.Home(home).Identity()
+	if err != nil {
+		return nil, err
+	}
+	queue := CoordinatorQueue(id)
 	cl, err := cfg.Dial(ctx, queue, log)
 	if err != nil {
 		return nil, err
 	}
 	c := &Coordinator{cfg: cfg, client: cl, studies: st, queue: queue, log: log, writers: map[string]*genrecord.Writer{}}
-	w := worker.New(cl, queue, worker.Options{})
-	RegisterWorkflows(w)
-	w.RegisterActivityWithOptions(c.plan, activity.RegisterOptions{Name: actPlan})
-	w.RegisterActivityWithOptions(c.chunk, activity.RegisterOptions{Name: actChunk})
-	w.RegisterActivityWithOptions(c.merge, activity.RegisterOptions{Name: actMerge})
-	w.RegisterActivityWithOptions(c.recordLost, activity.RegisterOptions{Name: actRecordLost})
-	if err := w.Start(); err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("starting the coordinator's worker on %s: %w", queue, err)
+	// The home's queue, and the host-named one of workflows submitted
+	// before homes had an identity (HostCoordinatorQueue).
+	for _, q := range []string{queue, HostCoordinatorQueue(home)} {
+		w := worker.New(cl, q, worker.Options{})
+		RegisterCoordinator(w, c)
+		if err := w.Start(); err != nil {
+			c.stopWorkers()
+			cl.Close()
+			return nil, fmt.Errorf("starting the coordinator's worker on %s: %w", q, err)
+		}
+		c.workers = append(c.workers, w)
 	}
-	c.worker = w
 	return c, nil
 }
 
-// RegisterWorkflows registers rig's workflows with a Temporal worker.
-func RegisterWorkflows(w worker.Worker) {
-	w.RegisterWorkflowWithOptions(StudyWorkflow, workflow.RegisterOptions{Name: StudyWorkflowName})
-	w.RegisterWorkflowWithOptions(ChunkWorkflow, workflow.RegisterOptions{Name: ChunkWorkflowName})
-	w.RegisterWorkflowWithOptions(ReplayWorkflow, workflow.RegisterOptions{Name: ReplayWorkflowName})
+func (c *Coordinator) stopWorkers() {
+	for _, w := range c.workers {
+		w.Stop()
+	}
+	c.workers = nil
 }
 
-// Close stops the coordinator's worker and closes the record writers.
+// Close stops the coordinator on a clean stop, in the order that leaves
+// every execution as it is on the engine: the followers first (told the
+// daemon is stopping, so none records its execution as failed when its
+// wait on the engine ends), then the workers and the client, then the
+// record writers. The daemon closes the study stores after this.
 func (c *Coordinator) Close() {
-	c.worker.Stop()
+	c.closing.Store(true)
+	c.followMu.Lock()
+	hs := make([]*Handle, 0, len(c.follows))
+	for _, h := range c.follows {
+		hs = append(hs, h)
+	}
+	c.followMu.Unlock()
+	for _, h := range hs {
+		h.cancel()
+		<-h.done
+	}
+	c.stopWorkers()
 	c.client.Close()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -140,19 +213,13 @@ func (c *Coordinator) Client() client.Client { return c.client }
 func (c *Coordinator) Queue() string { return c.queue }
 
 // CheckDesign refuses what this engine does not run yet, before anything is
-// submitted: judge phases, card sub-studies and stopping rules run on the
-// daemon's own card.
+// submitted: judge phases and card sub-studies run on the daemon's own
+// card. A stopping rule runs here, checked between blocks (CheckStop).
 func CheckDesign(d *studies.Design) error {
 	for _, jk := range d.JobKinds {
 		if jk.Grader.Name == studies.JudgeGrader {
 			return fmt.Errorf("job kind %s is judged: the temporal engine does not run judge phases yet; run this study on the daemon's own card (rig study run without --engine)", jk.Name)
 		}
-	}
-	if d.Stopping != nil {
-		// The engine runs chunks of trials on many workers at once, with no
-		// check between blocks: it would run every trial and report a
-		// study that claims a stopping rule it never applied.
-		return errors.New("design field stopping: the temporal engine does not check a stopping rule between blocks yet; run this study on the daemon's own card (rig study run without --engine), or remove stopping from the design")
 	}
 	if d.IsCardStudy() {
 		return errors.New("a card sub-study holds each arm to simulated cards on one machine: run it on the daemon's own card (rig study run without --engine)")
@@ -162,7 +229,9 @@ func CheckDesign(d *studies.Design) error {
 
 // Submit starts the execution's workflow, or finds the one already started
 // with the same id: a second submit of the same execution is the same run.
-func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Snapshot, e receipts.Execution) error {
+// The options count only when the workflow starts: a resubmit follows it
+// as it was started.
+func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Snapshot, e receipts.Execution, opts RunOptions) error {
 	d, err := snap.DesignValue()
 	if err != nil {
 		return err
@@ -170,8 +239,11 @@ func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Sn
 	if err := CheckDesign(d); err != nil {
 		return err
 	}
+	if err := opts.Check(); err != nil {
+		return err
+	}
 	in := StudyInput{Study: study, Execution: e.ID, DesignHash: snap.DesignHash, Coordinator: c.queue,
-		Chunk: DefaultChunk, InFlight: DefaultInFlight, ChunksAtOnce: 2}
+		Chunk: DefaultChunk, InFlight: cmp.Or(opts.InFlight, DefaultInFlight), ChunksAtOnce: 2, StartWait: cmp.Or(opts.StartWait, DefaultStartWait)}
 	_, err = c.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: WorkflowID(study, e.ID), TaskQueue: c.queue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -212,20 +284,18 @@ func (c *Coordinator) planOf(study, execution string) (*studies.Plan, *studies.S
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	plan, err := studies.NewPlan(d, snap.Tasks(), studies.PlanOptions{Seed: int64(e.PlanSeed)})
+	plan, err := run.PlanOf(d, snap, e)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
 	return plan, snap, d, st, nil
 }
 
-// plan lays out the execution's plan, records it, and publishes the
-// snapshot and banks to the spool for the workers.
-func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error) {
-	if in.NoModel {
-		size := max(in.Chunk, 1)
-		return PlanInfo{Trials: in.Synthetic, Chunks: (in.Synthetic + size - 1) / size}, nil
-	}
+// Plan lays out the execution's plan, records it, and publishes the
+// snapshot, its banks and the execution's derived walls to the spool for
+// the workers.
+func (c *Coordinator) Plan(ctx context.Context, in StudyInput) (PlanInfo, error) {
+	defer beat(ctx)()
 	plan, snap, _, _, err := c.planOf(in.Study, in.Execution)
 	if err != nil {
 		return PlanInfo{}, err
@@ -237,32 +307,48 @@ func (c *Coordinator) plan(ctx context.Context, in StudyInput) (PlanInfo, error)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return PlanInfo{}, err
 	}
-	if err := atomicfile.WriteJSON(layout.Records(dir).Plan(), plan, 0o600); err != nil {
+	if err := run.KeepPlan(layout.Records(dir), plan); err != nil {
 		return PlanInfo{}, err
 	}
-	if err := publish(c.cfg.Spool, in.Study, in.Execution, snap); err != nil {
+	d, err := snap.DesignValue()
+	if err != nil {
+		return PlanInfo{}, err
+	}
+	var walls map[string]studies.WallDerivation
+	if len(d.AutoWallJobKinds()) > 0 {
+		// Derived once by the daemon when the execution started: every
+		// worker holds a trial to the wall a local run would.
+		if err := atomicfile.ReadJSON(layout.Records(dir).Walls(), &walls); err != nil {
+			return PlanInfo{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("study %s: the design's wall caps are auto and the execution has no derived walls (%v): the daemon derives them when it starts the execution", in.Study, err), ErrMismatch, nil)
+		}
+	}
+	if err := publish(c.cfg.Spool, in.Study, in.Execution, snap, walls); err != nil {
 		return PlanInfo{}, err
 	}
 	size := max(in.Chunk, 1)
+	stopping, err := run.CheckStopping(d, plan)
+	if err != nil {
+		return PlanInfo{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("study %s: %v", in.Study, err), ErrMismatch, nil)
+	}
+	if stopping {
+		bounds := blockBounds(plan, size)
+		return PlanInfo{Trials: len(plan.Trials), Chunks: len(bounds), Stopping: true, Bounds: bounds}, nil
+	}
 	return PlanInfo{Trials: len(plan.Trials), Chunks: (len(plan.Trials) + size - 1) / size}, nil
 }
 
-// chunk is one chunk's trials, each with its queue and next attempt.
-func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial, error) {
-	if in.NoModel {
-		size := max(in.Chunk, 1)
-		var out []PlannedTrial
-		for i := in.Index * size; i < min((in.Index+1)*size, in.Synthetic); i++ {
-			out = append(out, PlannedTrial{Key: fmt.Sprintf("no-model/scheduling/t%07d/1", i), Queue: in.NoModelQueue, Attempt: 1})
-		}
-		return out, nil
-	}
+// Chunk is one chunk's trials, each with its queue and next attempt.
+func (c *Coordinator) Chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial, error) {
+	defer beat(ctx)()
 	plan, snap, d, st, err := c.planOf(in.Study, in.Execution)
 	if err != nil {
 		return nil, err
 	}
 	size := max(in.Chunk, 1)
 	lo, hi := in.Index*size, min((in.Index+1)*size, len(plan.Trials))
+	if in.Hi > 0 {
+		lo, hi = in.Lo, min(in.Hi, len(plan.Trials))
+	}
 	if lo >= hi {
 		return nil, nil
 	}
@@ -271,9 +357,9 @@ func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 		return nil, err
 	}
 	var out []PlannedTrial
-	for _, t := range plan.Trials[lo:hi] {
+	for j, t := range plan.Trials[lo:hi] {
 		rk := receipts.TrialKey{Arm: t.Key.Arm, TaskID: t.Key.Task, Repeat: t.Key.Repeat}
-		pt := PlannedTrial{Key: t.Key.String()}
+		pt := PlannedTrial{Key: t.Key.String(), Index: lo + j, Block: t.Block}
 		if _, ok := counted[rk]; ok {
 			pt.Done = true
 			out = append(out, pt)
@@ -287,29 +373,42 @@ func (c *Coordinator) chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 		if arm == nil || !ok {
 			return nil, fmt.Errorf("trial %s: arm %s is not in the snapshot", t.Key, t.Key.Arm)
 		}
-		pt.Runtime = offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
-		for _, b := range fa.Binaries {
-			if b.Component == pt.Runtime {
-				pt.BinarySHA256 = b.SHA256
-			}
-		}
+		pt.Runtime, pt.BinarySHA256 = snap.ArmRuntime(*arm)
 		pt.ModelSHA256 = fa.ModelSHA256
-		pt.Queue = Queue(pt.Runtime, pt.BinarySHA256, ArmCardClass(d, *arm))
+		pt.CardClass = ArmCardClass(d, *arm)
+		pt.Queue = Queue(pt.Runtime, pt.BinarySHA256, pt.CardClass)
 		out = append(out, pt)
 	}
 	return out, nil
 }
 
-// merge brings one trial attempt's spool entry into the store, exactly once
+// Merge brings one trial attempt's spool entry into the store, exactly once
 // per key and attempt: the same receipt twice is a no-op, and a different
 // receipt for a key and attempt already merged is kept as a divergent
 // duplicate and never overwrites the first.
-func (c *Coordinator) merge(ctx context.Context, tr TrialResult) (MergeResult, error) {
+func (c *Coordinator) Merge(ctx context.Context, tr TrialResult) (MergeResult, error) {
+	defer beat(ctx)()
 	key, err := studies.ParseTrialKey(tr.Key)
 	if err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
 	}
-	return c.MergeEntry(ctx, tr.Study, tr.Execution, key, tr)
+	if err := checkCaller(ctx, tr); err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
+	}
+	// The names are checked before any becomes a path (the log below).
+	if _, err := execSpool(c.cfg.Spool, tr.Study, tr.Execution); err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, err)
+	}
+	// The digests came through the engine: noted before the merge, so a
+	// merge cut off here is finished from the spool held to them.
+	if err := c.noteReported(tr); err != nil {
+		return MergeResult{}, err
+	}
+	m, err := c.MergeEntry(ctx, tr.Study, tr.Execution, key, tr)
+	if err == nil {
+		c.noteMerged(tr.Study, key.Arm) // the queue is served (QueueServed)
+	}
+	return m, err
 }
 
 // MergeEntry is merge without the engine: what `rig worker merge` and the
@@ -332,7 +431,11 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	if err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, receiptFile))
+	if err := c.checkRequest(ctx, st, study, execution, key, tr); err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
+	}
+	entry := layout.Records(dir)
+	raw, err := os.ReadFile(entry.Receipt())
 	if err != nil {
 		return MergeResult{}, spoolError("spool entry %s: %v", dir, err)
 	}
@@ -349,27 +452,35 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	if err := checkReceipt(rec, snap, study, execution, rk, tr.Attempt); err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
-	recordPath := filepath.Join(dir, run.RecordFile)
+	if rec.JobKind != key.JobKind {
+		// The store's key has no job kind: held to the planned key here,
+		// or the grade would be checked against another bank's task.
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: job_kind %s is not trial %s's", dir, rec.JobKind, key), ErrMismatch, nil)
+	}
+	recordPath := entry.TrialRecord()
 	if tr.RecordSHA256 != "" {
 		got, err := fileSHA256(recordPath)
 		if err != nil {
 			return MergeResult{}, spoolError("spool entry %s: %v", dir, err)
 		}
 		if got != tr.RecordSHA256 || got != rec.GenerationSHA256 {
-			return MergeResult{}, spoolError("spool entry %s: %s has sha256 %s, the worker sent %s and its receipt says %s (not merged)", dir, run.RecordFile, got, tr.RecordSHA256, rec.GenerationSHA256)
+			return MergeResult{}, spoolError("spool entry %s: %s has sha256 %s, the worker sent %s and its receipt says %s (not merged)", dir, filepath.Base(recordPath), got, tr.RecordSHA256, rec.GenerationSHA256)
 		}
+	}
+	if err := c.checkGrade(ctx, snap, rec, recordPath, tr.RecordSHA256 != ""); err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, err := st.Receipt(ctx, execution, rk, tr.Attempt); err == nil {
 		if old.Pins["spool_receipt_sha256"] == tr.ReceiptSHA256 {
-			return MergeResult{Outcome: string(old.Outcome), Already: true}, nil
+			return MergeResult{Outcome: old.Outcome, Already: true}, nil
 		}
 		if err := st.PutDivergent(ctx, receipts.Divergent{Receipt: rec, Digest: tr.ReceiptSHA256, Worker: tr.Worker}); err != nil {
 			return MergeResult{}, err
 		}
 		c.log.Warn("divergent duplicate kept apart", "study", study, "trial", key.String(), "attempt", tr.Attempt, "worker", tr.Worker)
-		return MergeResult{Outcome: string(old.Outcome), Divergent: true}, nil
+		return MergeResult{Outcome: old.Outcome, Divergent: true}, nil
 	} else if !errors.Is(err, receipts.ErrNotFound) {
 		return MergeResult{}, err
 	}
@@ -381,7 +492,7 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 		}
 		rec.GenerationSHA256 = sum
 	}
-	if err := copyRepos(filepath.Join(dir, "repos"), filepath.Join(execDir, "repos")); err != nil {
+	if err := copyRepos(entry.Repos(), layout.Records(execDir).Repos()); err != nil {
 		return MergeResult{}, err
 	}
 	if rec.Pins == nil {
@@ -396,7 +507,7 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 		return MergeResult{}, err
 	}
 	c.stored(rec)
-	return MergeResult{Outcome: string(rec.Outcome)}, nil
+	return MergeResult{Outcome: rec.Outcome}, nil
 }
 
 // checkReceipt holds a worker's receipt to the frozen snapshot.
@@ -411,14 +522,44 @@ func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, study, execution
 		return fmt.Errorf("the receipt is of trial %s attempt %d, not %s attempt %d", rec.Trial(), rec.Attempt, rk, attempt)
 	case !ok:
 		return fmt.Errorf("arm %s is not in the snapshot", rk.Arm)
-	case rec.Outcome != receipts.FailedAtCard && rec.ModelDigest != fa.ModelSHA256 && rec.Pins["ollama_digest"] == "":
+	case rec.ModelDigest != fa.ModelSHA256:
+		// Every runtime reports the GGUF's own sha256 (Ollama's blob is
+		// the file's digest), and a runtime that never started leaves the
+		// frozen one (run's newReceipt): no receipt has another.
 		return fmt.Errorf("model_digest %s is not the frozen model's %s", rec.ModelDigest, fa.ModelSHA256)
 	}
-	if got := rec.Pins["binary_sha256"]; got != "" {
-		for _, b := range fa.Binaries {
-			if b.Component == offload.Component(rec.Runtime, fa.Pins.Offload.Backend) && b.SHA256 != got {
-				return fmt.Errorf("pins.binary_sha256 %s is not the frozen %s binary's %s", got, b.Component, b.SHA256)
-			}
+	d, err := snap.DesignValue()
+	if err != nil {
+		return err
+	}
+	arm := d.Arm(rk.Arm)
+	if arm == nil {
+		return fmt.Errorf("arm %s is not in the frozen design", rk.Arm)
+	}
+	if rec.Runtime != studies.BaseRuntime(arm.Runtime) {
+		return fmt.Errorf("runtime %s is not the frozen arm's %s", rec.Runtime, studies.BaseRuntime(arm.Runtime))
+	}
+	kind, want := snap.ArmRuntime(*arm)
+	got := rec.Pins["binary_sha256"]
+	switch {
+	case got == "" && rec.Outcome == receipts.FailedAtCard:
+		// The one honest receipt without the pin: the runtime was killed
+		// (or refused the offload pin) while it loaded the model, before it
+		// reported its build (run's recordFailedAtCard).
+	case want == "":
+		return fmt.Errorf("the snapshot holds no %s binary for arm %s, so no receipt of it can be checked (freeze the study again)", kind, rk.Arm)
+	case got != want:
+		return fmt.Errorf("pins.binary_sha256 %q is not the frozen %s binary's %s", got, kind, want)
+	}
+	if studies.BaseRuntime(arm.Runtime) == "ollama" && rec.Outcome != receipts.FailedAtCard {
+		// A started Ollama reports the digest of the manifest it built
+		// from the frozen blob (runtimes.Ollama's pins).
+		d := rec.Pins["ollama_digest"]
+		if !ollamaDigest.MatchString(d) {
+			return fmt.Errorf("pins.ollama_digest %q is not an Ollama manifest digest (64 hex): a started Ollama reports one", d)
+		}
+		if pin := strings.TrimPrefix(arm.Model.OllamaDigest, "sha256:"); pin != "" && pin != d {
+			return fmt.Errorf("pins.ollama_digest %s is not the design's model.ollama_digest %s", d, pin)
 		}
 	}
 	return rec.Validate()
@@ -494,7 +635,8 @@ func (c *Coordinator) CloseRecords(execDir string) {
 // worker did finish it (its result was lost on the way: the engine was
 // down, say) and left a whole spool entry, that entry is merged instead,
 // so the trial is not run again.
-func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
+func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
+	defer beat(ctx)()
 	snap, _, st, _, err := c.load(l.Study, l.Execution)
 	if err != nil {
 		return MergeResult{}, err
@@ -505,7 +647,7 @@ func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResul
 	}
 	rk := receipts.TrialKey{Arm: key.Arm, TaskID: key.Task, Repeat: key.Repeat}
 	if r, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
-		return MergeResult{Outcome: string(r.Outcome), Already: true}, nil // recorded before a retry of this activity
+		return MergeResult{Outcome: r.Outcome, Already: true}, nil // recorded before a retry of this activity
 	}
 	if !l.Final {
 		if m, ok, err := c.mergeFinished(ctx, l.Study, l.Execution, key, l.Attempt); err != nil || ok {
@@ -526,15 +668,20 @@ func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResul
 		return MergeResult{}, err
 	}
 	c.stored(rec)
-	return MergeResult{Outcome: string(rec.Outcome)}, nil
+	return MergeResult{Outcome: rec.Outcome}, nil
 }
 
 // mergeFinished merges a whole spool entry of the attempt, if a worker left
-// one although its result never reached the engine. Its digests did not
-// travel, so the entry is held to its own receipt: the record's sha256 must
-// be the receipt's.
+// one although its merge never finished: the engine reported its digests
+// (the merge activity noted them, then failed or its daemon died). An entry
+// whose digests never travelled through the engine is not merged: anyone
+// who can write the spool could have left it (refused by name in the log).
 func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string, key studies.TrialKey, attempt int) (MergeResult, bool, error) {
 	x, err := execSpool(c.cfg.Spool, study, execution)
+	if err != nil {
+		return MergeResult{}, false, err
+	}
+	st, err := c.studies.Store(study)
 	if err != nil {
 		return MergeResult{}, false, err
 	}
@@ -544,6 +691,7 @@ func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string
 	if err != nil {
 		return MergeResult{}, false, nil
 	}
+	var vouched map[string]reported
 	for _, e := range ents {
 		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || strings.HasSuffix(e.Name(), partial) {
 			continue
@@ -552,13 +700,18 @@ func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string
 		if err != nil {
 			continue
 		}
-		tr := TrialResult{Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name()}
-		if tr.ReceiptSHA256, err = fileSHA256(filepath.Join(dir, e.Name(), receiptFile)); err != nil {
+		if vouched == nil {
+			if vouched, err = c.vouched(ctx, st, study, execution); err != nil {
+				return MergeResult{}, false, err
+			}
+		}
+		v, ok := vouched[e.Name()]
+		if !ok {
+			c.log.Warn("a spool entry of a lost attempt the engine never reported: not merged", "study", study, "entry", e.Name())
 			continue
 		}
-		if s, err := fileSHA256(filepath.Join(dir, e.Name(), run.RecordFile)); err == nil {
-			tr.RecordSHA256 = s
-		}
+		tr := TrialResult{Study: study, Execution: execution, Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name(),
+			ReceiptSHA256: v.ReceiptSHA256, RecordSHA256: v.RecordSHA256}
 		m, err := c.MergeEntry(ctx, study, execution, key, tr)
 		if err != nil {
 			c.log.Warn("a finished spool entry of a lost attempt could not be merged", "entry", e.Name(), "err", err)
@@ -606,15 +759,27 @@ type RemergeSummary struct {
 	// Partial counts entries a worker never finished (a .partial folder):
 	// never merged.
 	Partial int `json:"partial"`
+	// Refused names the entries not merged because the coordinator cannot
+	// vouch for their digests (the engine never reported them): the spool is
+	// only a transport, so an entry someone wrote there is not a receipt.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // Remerge brings every finished spool entry of an execution in again. It
 // is idempotent: entries already merged are no-ops, so running it after a
-// finished run changes nothing; an entry the engine never merged (its
-// coordinator was down, say) is merged now.
+// finished run changes nothing; an entry whose merge the engine began but
+// never finished (its coordinator was down, say) is merged now. The spool
+// is only a transport: an entry is merged only with the digests the engine
+// reported for it (reported.jsonl, or its merged receipt's pins), never
+// with digests read from the spool itself, and every other entry, or one
+// refused as a mismatch, is named in Refused and not merged.
 func (c *Coordinator) Remerge(ctx context.Context, study, execution string) (RemergeSummary, error) {
 	var sum RemergeSummary
 	x, err := execSpool(c.cfg.Spool, study, execution)
+	if err != nil {
+		return sum, err
+	}
+	st, err := c.studies.Store(study)
 	if err != nil {
 		return sum, err
 	}
@@ -622,6 +787,10 @@ func (c *Coordinator) Remerge(ctx context.Context, study, execution string) (Rem
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return sum, fmt.Errorf("spool of %s/%s: %w", study, execution, err)
+	}
+	vouched, err := c.vouched(ctx, st, study, execution)
+	if err != nil {
+		return sum, err
 	}
 	for _, e := range ents {
 		if !e.IsDir() {
@@ -632,18 +801,26 @@ func (c *Coordinator) Remerge(ctx context.Context, study, execution string) (Rem
 			sum.Partial++
 			continue
 		}
+		v, ok := vouched[e.Name()]
+		if !ok {
+			sum.Refused = append(sum.Refused, e.Name()+": the engine never reported this entry's digests, so nothing vouches for it")
+			continue
+		}
 		key, attempt, worker, err := parseEntryName(e.Name())
 		if err != nil {
-			return sum, err
+			sum.Refused = append(sum.Refused, e.Name()+": "+err.Error())
+			continue
 		}
-		tr := TrialResult{Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name()}
-		if tr.ReceiptSHA256, err = fileSHA256(filepath.Join(dir, e.Name(), receiptFile)); err != nil {
-			return sum, err
-		}
-		if s, err := fileSHA256(filepath.Join(dir, e.Name(), run.RecordFile)); err == nil {
-			tr.RecordSHA256 = s
-		}
+		tr := TrialResult{Study: study, Execution: execution, Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name(),
+			ReceiptSHA256: v.ReceiptSHA256, RecordSHA256: v.RecordSHA256}
 		m, err := c.MergeEntry(ctx, study, execution, key, tr)
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && (appErr.Type() == ErrMismatch || appErr.Type() == ErrSpool) {
+			// Refused, or files that are not what the engine reported (cut,
+			// or edited since): the rest of the spool is merged all the same.
+			sum.Refused = append(sum.Refused, e.Name()+": "+appErr.Message())
+			continue
+		}
 		if err != nil {
 			return sum, err
 		}

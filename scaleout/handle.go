@@ -25,9 +25,11 @@ type Handle struct {
 	done   chan struct{}
 	c      *Coordinator
 	id     string
-	// doneAtStart is what was done when following began: the rate is of
-	// the trials since.
-	doneAtStart int
+	// since counts the trials done that finished after following began:
+	// the rate is of those alone. Trials a restarted daemon merges in its
+	// first seconds finished while it was down, and counted over those
+	// seconds they made a rate of hundreds a minute.
+	since int
 }
 
 // Info is the execution's progress now.
@@ -76,7 +78,6 @@ func (c *Coordinator) Follow(study string, e receipts.Execution, ended func(ctx 
 	for _, r := range rs {
 		h.count(r)
 	}
-	h.doneAtStart = h.info.Done
 	c.follow(study, e.ID, h)
 	resCh := make(chan error, 1)
 	var res StudyResult
@@ -86,6 +87,12 @@ func (c *Coordinator) Follow(study string, e receipts.Execution, ended func(ctx 
 		defer cancel()
 		err := <-resCh
 		c.unfollow(study, e.ID)
+		if err != nil && c.closing.Load() {
+			// The daemon is stopping, not the workflow: the execution goes
+			// on on the workers, and the restarted daemon follows it again.
+			c.log.Info("stopped following: the daemon is stopping; the execution goes on on the engine", "study", study, "execution", e.ID)
+			return
+		}
 		h.finish(st, study, e.ID, res, err, ended)
 	}()
 	return h, nil
@@ -112,9 +119,13 @@ func (h *Handle) count(r receipts.Receipt) {
 func (h *Handle) note(r receipts.Receipt) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	done := h.info.Done
 	h.count(r)
 	h.info.Current = r.Trial().String()
-	if n := h.info.Done - h.doneAtStart; n > 0 {
+	if h.info.Done > done && !r.FinishedAt.Before(h.info.StartedAt) {
+		h.since++
+	}
+	if n := h.since; n > 0 {
 		el := time.Since(h.info.StartedAt)
 		h.info.RatePerMin = float64(n) / el.Minutes()
 		left := h.info.Planned - h.info.Done
@@ -133,6 +144,19 @@ func (h *Handle) finish(st *receipts.Store, study, exec string, res StudyResult,
 		status, kind, why = receipts.Failed, studies.EventCancel, "failed: "+err.Error()
 	case res.Errors > 0:
 		why = fmt.Sprintf("every planned trial ran; %d ended in error and are not scored (the report names them; rig study rerun %s retries them)", res.Errors, study)
+	}
+	if err == nil {
+		// As the local runner ends: the stopping rule's last look, and a
+		// settled one ends the execution stopped_early.
+		seq, ok := storedStop(ctx, st, exec)
+		switch {
+		case res.Stopped && ok:
+			status, why = receipts.StoppedEarly, run.DescribeStop(seq)
+		case res.Stopped:
+			status, why = receipts.StoppedEarly, fmt.Sprintf("stopped early: the stopping rule settled every monitored comparison (%d planned trials not run)", res.NotRun)
+		case ok:
+			why += "; " + run.DescribeStop(seq)
+		}
 	}
 	h.c.CloseRecords(h.c.studies.ExecDir(study, exec))
 	if e := st.SetExecutionStatus(ctx, exec, receipts.Running, status, "rig daemon", why); e != nil {

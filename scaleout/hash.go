@@ -3,6 +3,7 @@ package scaleout
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -16,8 +17,6 @@ func sha256Hex(b []byte) string {
 
 func shortHash(s string) string { return sha256Hex([]byte(s))[:12] }
 
-var unsafeQueue = regexp.MustCompile(`[^a-z0-9._-]+`)
-
 // Queue is the task queue of trials that need this runtime build on this
 // card class: a trial and, later, its replay land on the same stack.
 func Queue(runtime, binarySHA256, cardClass string) string {
@@ -28,16 +27,46 @@ func Queue(runtime, binarySHA256, cardClass string) string {
 	return "rig.trials." + runtime + "." + b + "." + cardClass
 }
 
-// CardClass turns a card's name into a queue-name element: "cpu" for no
-// card, else the GPU's name in lower case.
-func CardClass(gpu string) string {
-	if strings.TrimSpace(gpu) == "" {
+// CardClass is a card's class in queue names: the card's name as NVML
+// gives it (or as a design writes it) and its memory, normalized so that
+// both sides meet. Lower case; vendor and brand words dropped ("nvidia",
+// "geforce", "tesla", "quadro"), and a memory size written in the name
+// ("80GB"), since the memory is given apart; every other run of characters
+// outside a-z0-9 one "-"; then the memory rounded to whole GiB. So NVML's
+// "NVIDIA H200" with 143771 MiB is "h200-140gib", and a design's
+// {"gpu": "H200", "memory_mib": 143771} the same. No name is "cpu".
+func CardClass(name string, memoryBytes uint64) string {
+	var words []string
+	for _, w := range nonWord.Split(strings.ToLower(name), -1) {
+		if w == "" || vendorWords[w] || sizeWord.MatchString(w) {
+			continue
+		}
+		words = append(words, w)
+	}
+	if len(words) == 0 {
 		return "cpu"
 	}
-	return strings.Trim(unsafeQueue.ReplaceAllString(strings.ToLower(gpu), "-"), "-")
+	if gib := (memoryBytes + 1<<29) >> 30; gib > 0 {
+		words = append(words, fmt.Sprintf("%dgib", gib))
+	}
+	return strings.Join(words, "-")
 }
 
-// ArmCardClass is the card class an arm's trials need.
+var (
+	nonWord     = regexp.MustCompile(`[^a-z0-9]+`)
+	sizeWord    = regexp.MustCompile(`^[0-9]+(gb|gib|g)$`)
+	vendorWords = map[string]bool{"nvidia": true, "geforce": true, "tesla": true, "quadro": true, "amd": true, "radeon": true, "intel": true}
+)
+
+// ArmCardClass is the card class an arm's trials need: its card profile's
+// GPU and memory through CardClass, as a worker's NVML reading goes. A
+// simulated card is a reservation on any machine: its class is the name
+// alone, never its reserved size.
 func ArmCardClass(d *studies.Design, a studies.Arm) string {
-	return CardClass(studies.CardOf(d, a).GPU)
+	p := studies.CardOf(d, a)
+	var mem uint64
+	if !p.Simulated && p.MemoryMiB > 0 {
+		mem = uint64(p.MemoryMiB) << 20
+	}
+	return CardClass(p.GPU, mem)
 }

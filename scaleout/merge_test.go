@@ -15,10 +15,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rig/genrecord"
+	"rig/internal/layout"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/run"
 	"rig/studies/studytest"
+	"rig/tasks"
 
 	"rig/runtimes"
 )
@@ -46,8 +48,30 @@ func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
 	if err := x.Store.PutExecution(ctx, receipts.Execution{ID: "exec-2", Attempt: 1, Status: receipts.Running, DesignHash: studytest.ExecutionHash}); err != nil {
 		t.Fatal(err)
 	}
-	snap := &studies.Snapshot{DesignHash: studytest.ExecutionHash, Arms: []studies.FrozenArm{
-		{Name: "a", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: "llama-server", SHA256: binarySHA}}}}}
+	// A real design and a real bank on disk: the coordinator lays out the
+	// plan from them and grades with the bank's own graders.
+	bankPath := filepath.Join(t.TempDir(), "qa.jsonl")
+	lines := `{"schema_version":1,"job_kind":"qa","bank_version":"1","description":"capitals and sums"}
+{"id":"capital","job_kind":"qa","template_id":"t","difficulty":"easy","input":{"prompt":"capital?"},"key":{"answer":"Paris"},"grader":{"name":"exact","version":1},"holdout":false,"source":"private"}
+{"id":"sum","job_kind":"qa","template_id":"t","difficulty":"easy","input":{"prompt":"2+2?"},"key":{"answer":"4"},"grader":{"name":"exact","version":1},"holdout":false,"source":"private"}
+`
+	if err := os.WriteFile(bankPath, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bank, err := tasks.LoadBank(bankPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &studies.Design{Name: "s1", Repeats: 2,
+		Arms:     []studies.Arm{{Name: "a", Role: studies.RoleIncumbent, Runtime: "llama-server"}},
+		JobKinds: []studies.JobKind{{Name: "qa", RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}}}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &studies.Snapshot{DesignHash: studytest.ExecutionHash, Design: raw, Arms: []studies.FrozenArm{
+		{Name: "a", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: "llama-server", SHA256: binarySHA}}}},
+		Banks: []studies.FrozenBank{{JobKind: "qa", Bank: studies.Bank{Path: bankPath, SHA256: bank.Hash, Tasks: []string{"capital", "sum"}}}}}
 	f := fakeStudies{snap: snap, st: x.Store, dir: t.TempDir()}
 	spool := t.TempDir()
 	c := &Coordinator{cfg: Config{Spool: spool}, studies: f, log: slog.Default(), writers: map[string]*genrecord.Writer{}}
@@ -64,37 +88,58 @@ func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
 // worker's activity would return.
 func writeEntry(t *testing.T, spool, worker, text string, edit func(*receipts.Receipt)) TrialResult {
 	t.Helper()
-	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
-	entry := entryName(key.String(), 1, worker)
+	return writeEntryOf(t, spool, studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}, 1, worker, text, edit)
+}
+
+// writeEntryOf is writeEntry for another trial key and attempt.
+func writeEntryOf(t *testing.T, spool string, key studies.TrialKey, attempt int, worker, text string, edit func(*receipts.Receipt)) TrialResult {
+	t.Helper()
+	entry := entryName(key.String(), attempt, worker)
 	dir := filepath.Join(spool, "s1", "exec-2", "trials", entry)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	pins := genrecord.Pins{ModelSHA256: modelSHA, ModelName: "m", Runtime: "llama-server", RuntimeVersion: "b1", BinarySHA256: binarySHA,
 		Libraries: map[string]string{}, BuildFlags: "cpu", MachineLine: "test", DesignHash: studytest.ExecutionHash, StudyID: "s1", ExecutionID: "exec-2"}
-	os.Remove(filepath.Join(dir, run.RecordFile))
-	w, err := genrecord.OpenWriter(filepath.Join(dir, run.RecordFile), pins)
+	os.Remove(layout.Records(dir).TrialRecord())
+	w, err := genrecord.OpenWriter(layout.Records(dir).TrialRecord(), pins)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Append(genrecord.Row{RowID: key.String() + "#1", Arm: "a", Prompt: "capital?", Role: genrecord.RoleCandidate, K: 1,
+	if err := w.Append(genrecord.Row{RowID: key.CallID(attempt), Arm: "a", Prompt: "capital?", Role: genrecord.RoleCandidate, K: 1,
 		Output: []genrecord.Step{}, StopReason: genrecord.StopEOS, Text: text}); err != nil {
 		t.Fatal(err)
 	}
 	sum := w.Sum()
 	w.Close()
 	r := receipts.Receipt{SchemaVersion: receipts.SchemaVersion, StudyID: "s1", ExecutionID: "exec-2", DesignHash: studytest.ExecutionHash,
-		Arm: "a", JobKind: "qa", TaskID: "capital", Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: modelSHA,
-		Runtime: "llama-server", Harness: "llama-server", HarnessVersion: "b1", Pins: map[string]string{"binary_sha256": binarySHA},
-		Machine: "test", GenerationSHA256: sum, Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, Detail: text}
+		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, Outcome: receipts.Scored, ModelName: "m", ModelDigest: modelSHA,
+		Runtime: "llama-server", Harness: "llama-server", HarnessVersion: "b1", Pins: map[string]string{"binary_sha256": binarySHA, "quant": "Q8_0"},
+		Machine: "test", GenerationSHA256: sum, Grade: exactGrade(t, key.Task, text), Detail: text}
+	if attempt > 1 {
+		r.ParentAttempt = attempt - 1
+	}
 	if edit != nil {
 		edit(&r)
 	}
 	raw, _ := json.Marshal(r)
-	if err := os.WriteFile(filepath.Join(dir, receiptFile), raw, 0o644); err != nil {
+	if err := os.WriteFile(layout.Records(dir).Receipt(), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return TrialResult{Key: key.String(), Attempt: 1, Worker: worker, Entry: entry, ReceiptSHA256: sha256Hex(raw), RecordSHA256: sum, Outcome: "scored"}
+	return TrialResult{Study: "s1", Execution: "exec-2", Key: key.String(), Attempt: attempt, Worker: worker, Entry: entry, ReceiptSHA256: sha256Hex(raw), RecordSHA256: sum, Outcome: "scored"}
+}
+
+// exactGrade is what an honest worker's runner grades text with for the
+// fixture's task: the exact grader against its key ("Paris", "4").
+func exactGrade(t *testing.T, task, text string) *receipts.Grade {
+	t.Helper()
+	key := map[string]string{"capital": `{"answer":"Paris"}`, "sum": `{"answer":"4"}`}[task]
+	tk := tasks.Task{ID: task, JobKind: "qa", Key: json.RawMessage(key), Grader: tasks.GraderRef{Name: "exact", Version: 1}}
+	g, err := tasks.NewRegistry(tasks.Exact{}).Grade(context.Background(), tk, tasks.Output{TaskID: task, Text: text})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
 }
 
 func export(t *testing.T, st *receipts.Store) string {
@@ -189,7 +234,7 @@ func TestMergeRefusesACutOrForeignEntry(t *testing.T) {
 
 	// Cut mid-file: the receipt is shorter than the worker sent.
 	tr := writeEntry(t, spool, "w1", "Paris", nil)
-	path := filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry, receiptFile)
+	path := layout.Records(filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry)).Receipt()
 	raw, _ := os.ReadFile(path)
 	os.WriteFile(path, raw[:len(raw)/2], 0o644)
 	_, err := merge(t, c, tr)
@@ -202,7 +247,7 @@ func TestMergeRefusesACutOrForeignEntry(t *testing.T) {
 	}
 	// Cut record: the receipt is whole, its record is not.
 	tr = writeEntry(t, spool, "w1", "Paris", nil)
-	rec := filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry, run.RecordFile)
+	rec := layout.Records(filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry)).TrialRecord()
 	data, _ := os.ReadFile(rec)
 	os.WriteFile(rec, data[:len(data)-10], 0o644)
 	if _, err := merge(t, c, tr); !errors.As(err, &appErr) || appErr.Type() != ErrSpool {
@@ -242,12 +287,12 @@ func TestEntryNamesRoundTrip(t *testing.T) {
 }
 
 func TestQueueNames(t *testing.T) {
-	q := Queue("llama-server", binarySHA, CardClass("NVIDIA H200"))
-	if q != "rig.trials.llama-server.bbbbbbbbbbbbbbbb.nvidia-h200" {
+	q := Queue("llama-server", binarySHA, CardClass("NVIDIA H200", 143771<<20))
+	if q != "rig.trials.llama-server.bbbbbbbbbbbbbbbb.h200-140gib" {
 		t.Errorf("queue %q", q)
 	}
-	if CardClass("") != "cpu" {
-		t.Errorf("no card is %q", CardClass(""))
+	if CardClass("", 0) != "cpu" {
+		t.Errorf("no card is %q", CardClass("", 0))
 	}
 }
 

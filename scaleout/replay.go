@@ -14,12 +14,11 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"rig/genrecord"
-	"rig/internal/offload"
+	"rig/internal/layout"
 	"rig/receipts"
 	"rig/replay"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // ReplayWorkflowName replays a sample of an engine execution's trials, each
@@ -102,7 +101,7 @@ func (w *Worker) replayEntry(ctx context.Context, study, execution string, e Rep
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	path := filepath.Join(entry, run.RecordFile)
+	path := layout.Records(entry).TrialRecord()
 	sum, err := replay.ReplayRecord(ctx, replay.ReplayRequest{File: path, NoSandbox: w.opts.NoSandbox, WorkDir: filepath.Join(w.opts.WorkDir, "replay"),
 		Options: genrecord.ReplayOptions{WantSum: e.RecordSHA256}})
 	if err != nil {
@@ -149,21 +148,14 @@ func (c *Coordinator) ReplaySample(ctx context.Context, study, execution string,
 		list := byArm[a]
 		rng.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
 		arm := d.Arm(a)
-		fa, ok := snap.Arm(a)
-		if arm == nil || !ok {
+		if _, ok := snap.Arm(a); arm == nil || !ok {
 			continue
 		}
-		kind := offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+		kind, bin := snap.ArmRuntime(*arm)
 		if kind != studies.BaseRuntime(arm.Runtime) {
 			// Replay relaunches the CPU build (replay/record.go); a card's
 			// records are not replayed on workers until it relaunches theirs.
 			return nil, fmt.Errorf("arm %s runs on the CUDA build: replay on workers relaunches the CPU build only, so its records are not replayed here (docs/gpu.md)", a)
-		}
-		var bin string
-		for _, b := range fa.Binaries {
-			if b.Component == kind {
-				bin = b.SHA256
-			}
 		}
 		for _, r := range list[:min(perArm, len(list))] {
 			key := studies.TrialKey{Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat}

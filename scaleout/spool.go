@@ -34,10 +34,8 @@ import (
 // study, the execution and the entry's name come from a workflow's input or
 // a worker's result, and the layout checks each before it is joined.
 
-const (
-	receiptFile = "receipt.json"
-	partial     = ".partial"
-)
+// partial marks a spool entry a worker is still writing.
+const partial = ".partial"
 
 func execSpool(spool, study, execution string) (layout.SpoolExecution, error) {
 	return layout.Spool(spool).Execution(study, execution)
@@ -64,9 +62,10 @@ func spoolError(format string, args ...any) error {
 }
 
 // publish writes the snapshot the workers run from, with its banks copied
-// beside it: a worker needs no access to the coordinator's home. It is
-// idempotent: an existing publication is checked, not rewritten.
-func publish(spool, study, execution string, snap *studies.Snapshot) error {
+// beside it (a worker needs no access to the coordinator's home) and the
+// execution's derived walls when it has auto wall caps. It is idempotent:
+// the same publication twice writes the same files.
+func publish(spool, study, execution string, snap *studies.Snapshot, walls map[string]studies.WallDerivation) error {
 	x, err := execSpool(spool, study, execution)
 	if err != nil {
 		return err
@@ -94,6 +93,11 @@ func publish(spool, study, execution string, snap *studies.Snapshot) error {
 		}
 		pub.Banks[i].Path = dst
 	}
+	if walls != nil {
+		if err := atomicfile.WriteJSON(x.Walls(), walls, 0o644); err != nil {
+			return err
+		}
+	}
 	return atomicfile.WriteJSON(x.Snapshot(), &pub, 0o644)
 }
 
@@ -108,21 +112,32 @@ func (e *NoSnapshotError) Error() string {
 		e.Study, e.Execution, e.Path, e.Err)
 }
 
-// readPublished reads a published snapshot and checks its design hash.
-func readPublished(spool, study, execution, designHash string) (*studies.Snapshot, error) {
+// readPublished reads a published snapshot, checks its design hash, and
+// reads the execution's derived walls when its design has auto wall caps.
+func readPublished(spool, study, execution, designHash string) (*studies.Snapshot, map[string]studies.WallDerivation, error) {
 	x, err := execSpool(spool, study, execution)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	path := x.Snapshot()
 	var snap studies.Snapshot
 	if err := atomicfile.ReadJSON(path, &snap); err != nil {
-		return nil, &NoSnapshotError{Study: study, Execution: execution, Path: path, Err: err}
+		return nil, nil, &NoSnapshotError{Study: study, Execution: execution, Path: path, Err: err}
 	}
 	if snap.DesignHash != designHash {
-		return nil, fmt.Errorf("%s: design hash %s, the trial's is %s", path, snap.DesignHash, designHash)
+		return nil, nil, fmt.Errorf("%s: design hash %s, the trial's is %s", path, snap.DesignHash, designHash)
 	}
-	return &snap, nil
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, nil, err
+	}
+	var walls map[string]studies.WallDerivation
+	if len(d.AutoWallJobKinds()) > 0 {
+		if err := atomicfile.ReadJSON(x.Walls(), &walls); err != nil {
+			return nil, nil, &NoSnapshotError{Study: study, Execution: execution, Path: x.Walls(), Err: err}
+		}
+	}
+	return &snap, walls, nil
 }
 
 // parseEntryName reads entryName's form back.

@@ -1,6 +1,16 @@
 package scaleout
 
-import "time"
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"rig/receipts"
+)
 
 // Names of the workflows and activities, as registered with Temporal.
 const (
@@ -12,10 +22,61 @@ const (
 	actRunTrial   = "rig.run-trial"    // worker: one attempt of one trial
 	actMerge      = "rig.merge"        // coordinator: brings one trial's spool into the store
 	actRecordLost = "rig.record-lost"  // coordinator: an attempt whose worker was lost
-	// ActNoModel is the scheduling-path activity of `rig bench scale`: it
-	// runs no model, so the fan-out of a large plan can be measured alone.
-	ActNoModel = "rig.no-model-trial"
+	// coordinator: whether a worker serves a queue a trial timed out on
+	// (from versionStartWait on)
+	actQueueServed = "rig.queue-served"
+	// coordinator: the stopping rule's look at the end of a block (from
+	// versionStopping on)
+	actCheckStop = "rig.check-stop"
 )
+
+// CoordinatorActivities are the coordinator's side of the workflows, run on
+// its task queue. A Coordinator serves them from the studies' stores; a
+// bench (scaleout/scalebench) plugs in a synthetic plan of its own, so the
+// workflows carry no bench-only switch.
+type CoordinatorActivities interface {
+	// Plan lays out the execution's plan and publishes what workers need.
+	Plan(ctx context.Context, in StudyInput) (PlanInfo, error)
+	// Chunk is one chunk's trials, each with its queue and next attempt.
+	Chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial, error)
+	// Merge brings one attempt's spool entry in.
+	Merge(ctx context.Context, tr TrialResult) (MergeResult, error)
+	// RecordLost records an attempt whose worker never came back.
+	RecordLost(ctx context.Context, l LostAttempt) (MergeResult, error)
+	// QueueServed says whether a worker serves a queue on which a trial
+	// waited its whole start wait: a busy queue is served, one no worker
+	// polls is not.
+	QueueServed(ctx context.Context, q QueueCheck) (QueueState, error)
+	// CheckStop takes the design's stopping rule's look at the end of a
+	// block, over the counted receipts, and stores it on the execution.
+	CheckStop(ctx context.Context, s StopCheck) (StopResult, error)
+}
+
+// RegisterCoordinator registers rig's workflows and a's activities with a
+// worker of the coordinator's task queue.
+func RegisterCoordinator(w worker.Worker, a CoordinatorActivities) {
+	RegisterWorkflows(w)
+	w.RegisterActivityWithOptions(a.Plan, activity.RegisterOptions{Name: actPlan})
+	w.RegisterActivityWithOptions(a.Chunk, activity.RegisterOptions{Name: actChunk})
+	w.RegisterActivityWithOptions(a.Merge, activity.RegisterOptions{Name: actMerge})
+	w.RegisterActivityWithOptions(a.RecordLost, activity.RegisterOptions{Name: actRecordLost})
+	w.RegisterActivityWithOptions(a.QueueServed, activity.RegisterOptions{Name: actQueueServed})
+	w.RegisterActivityWithOptions(a.CheckStop, activity.RegisterOptions{Name: actCheckStop})
+}
+
+// RegisterWorkflows registers rig's workflows with a Temporal worker, or
+// with a replayer (the replay test of the kept histories).
+func RegisterWorkflows(w worker.WorkflowRegistry) {
+	w.RegisterWorkflowWithOptions(StudyWorkflow, workflow.RegisterOptions{Name: StudyWorkflowName})
+	w.RegisterWorkflowWithOptions(ChunkWorkflow, workflow.RegisterOptions{Name: ChunkWorkflowName})
+	w.RegisterWorkflowWithOptions(ReplayWorkflow, workflow.RegisterOptions{Name: ReplayWorkflowName})
+}
+
+// RegisterTrialActivity registers run as the trial activity with a worker
+// of a trial queue: a rig worker's runner, or a bench's synthetic trial.
+func RegisterTrialActivity(w worker.Worker, run func(context.Context, TrialInput) (TrialResult, error)) {
+	w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: actRunTrial})
+}
 
 // Application error types a worker returns; the workflow reads them.
 const (
@@ -36,8 +97,48 @@ const (
 // under Temporal's limit of 50,000, and its pending activities under 2,000.
 const DefaultChunk = 500
 
-// DefaultInFlight is how many of a chunk's trials are scheduled at once.
+// DefaultInFlight is how many of a chunk's trials of one task queue are
+// scheduled at once (rig study run --in-flight). Each queue has its own
+// limit, so the fleet's throughput grows with its queues; two chunks
+// overlap at a chunk's tail, so a queue can briefly hold twice this.
 const DefaultInFlight = 16
+
+// MaxInFlight bounds --in-flight: a chunk's pending activities stay under
+// Temporal's limit of 2,000 per workflow whatever the queues.
+const MaxInFlight = DefaultChunk
+
+// RunOptions are a submit's settings, from rig study run's flags; the zero
+// value is the defaults.
+type RunOptions struct {
+	// InFlight is how many trials of one task queue a chunk schedules at
+	// once; 0 is DefaultInFlight.
+	InFlight int
+	// StartWait is how long a trial waits for a worker of its queue to take
+	// it before it ends as an error receipt; 0 is DefaultStartWait.
+	StartWait time.Duration
+}
+
+// DefaultStartWait is how long a trial waits on its task queue for a
+// worker (Temporal's ScheduleToStart timeout) before it ends as an error
+// receipt naming the queue and what would serve it. Ten minutes outlasts a
+// worker's restart and a model's load on a busy queue; a queue no worker
+// serves at all is then said plainly instead of waiting forever.
+const DefaultStartWait = 10 * time.Minute
+
+// MinStartWait bounds --start-wait from below: under it a healthy but busy
+// queue would turn trials into error receipts.
+const MinStartWait = 10 * time.Second
+
+// Check refuses settings the engine cannot honour, naming the flag.
+func (o RunOptions) Check() error {
+	if o.InFlight < 0 || o.InFlight > MaxInFlight {
+		return fmt.Errorf("--in-flight %d: want 1 to %d trials per task queue (0 is the default, %d)", o.InFlight, MaxInFlight, DefaultInFlight)
+	}
+	if o.StartWait != 0 && o.StartWait < MinStartWait {
+		return fmt.Errorf("--start-wait %s: want at least %s (0 is the default, %s)", o.StartWait, MinStartWait, DefaultStartWait)
+	}
+	return nil
+}
 
 // StudyInput starts one execution's workflow. Its id is the study and the
 // execution, so a second submit of the same execution is the same run.
@@ -47,28 +148,38 @@ type StudyInput struct {
 	DesignHash  string `json:"design_hash"`
 	Coordinator string `json:"coordinator"` // the coordinator's task queue
 	Chunk       int    `json:"chunk"`
-	InFlight    int    `json:"in_flight"`
-	// NoModel runs ActNoModel on NoModelQueue instead of the trials: a
-	// plan of Synthetic trials that exercises only the scheduling path
-	// (rig bench scale). No study is read and nothing is stored.
-	NoModel      bool   `json:"no_model,omitempty"`
-	Synthetic    int    `json:"synthetic,omitempty"`
-	NoModelQueue string `json:"no_model_queue,omitempty"`
+	// InFlight is per task queue in each chunk (before versionPerQueue:
+	// per chunk).
+	InFlight int `json:"in_flight"`
 	// ChunksAtOnce is how many chunks run side by side; two overlap the
 	// tail of one chunk with the head of the next.
 	ChunksAtOnce int `json:"chunks_at_once"`
+	// StartWait is how long a trial waits for a worker of its queue
+	// (0: DefaultStartWait; from versionStartWait on).
+	StartWait time.Duration `json:"start_wait,omitempty"`
 }
 
 // PlanInfo is the plan's size as the coordinator laid it out.
 type PlanInfo struct {
 	Trials int `json:"trials"`
 	Chunks int `json:"chunks"`
+	// Stopping: the design has a stopping rule. Chunks then run one at a
+	// time, each a run of whole plan blocks starting at its Bounds entry,
+	// and the rule is checked at every block's end.
+	Stopping bool  `json:"stopping,omitempty"`
+	Bounds   []int `json:"bounds,omitempty"`
 }
 
 // ChunkInput is one child workflow's part of the plan.
 type ChunkInput struct {
 	StudyInput
 	Index int `json:"index"`
+	// Lo and Hi, when Hi > 0, are the chunk's plan trials [Lo, Hi), whole
+	// blocks, for a design with a stopping rule (Stopping); else the chunk
+	// is the Index-th run of Chunk trials.
+	Lo       int  `json:"lo,omitempty"`
+	Hi       int  `json:"hi,omitempty"`
+	Stopping bool `json:"stopping,omitempty"`
 }
 
 // PlannedTrial is one trial as a chunk runs it.
@@ -82,6 +193,11 @@ type PlannedTrial struct {
 	Runtime      string `json:"runtime"`
 	BinarySHA256 string `json:"binary_sha256"`
 	ModelSHA256  string `json:"model_sha256"`
+	// CardClass is the card class the queue is named by ("cpu" for none).
+	CardClass string `json:"card_class,omitempty"`
+	// Index is the trial's place in the plan, Block its plan block.
+	Index int `json:"index,omitempty"`
+	Block int `json:"block,omitempty"`
 }
 
 // TrialInput is what a worker gets for one attempt.
@@ -106,10 +222,10 @@ type TrialResult struct {
 	Attempt   int    `json:"attempt"`
 	Worker    string `json:"worker"`
 	// Entry is the spool entry's folder, relative to the execution's spool.
-	Entry         string `json:"entry"`
-	ReceiptSHA256 string `json:"receipt_sha256"`
-	RecordSHA256  string `json:"record_sha256"` // of the trial's own record; empty when no call was made
-	Outcome       string `json:"outcome"`
+	Entry         string           `json:"entry"`
+	ReceiptSHA256 string           `json:"receipt_sha256"`
+	RecordSHA256  string           `json:"record_sha256"` // of the trial's own record; empty when no call was made
+	Outcome       receipts.Outcome `json:"outcome"`
 	// Runtime is the worker's runtime fingerprint: kind and binary sha256.
 	Runtime string `json:"runtime"`
 	// Started is when the worker's runner took the trial (engine overhead).
@@ -118,7 +234,7 @@ type TrialResult struct {
 
 // MergeResult is what the coordinator did with a spool entry.
 type MergeResult struct {
-	Outcome string `json:"outcome"`
+	Outcome receipts.Outcome `json:"outcome"`
 	// Already: the same receipt was merged before (a no-op).
 	Already bool `json:"already,omitempty"`
 	// Divergent: another receipt with a different digest holds this key and
@@ -146,4 +262,40 @@ type StudyResult struct {
 	Errors  int            `json:"errors"`
 	Retried int            `json:"retried"`
 	Workers map[string]int `json:"workers"`
+	// Stopped: the stopping rule settled every monitored comparison, and
+	// NotRun planned trials were never scheduled.
+	Stopped bool `json:"stopped,omitempty"`
+	NotRun  int  `json:"not_run,omitempty"`
+}
+
+// StopCheck asks for the stopping rule's look at the end of the block
+// whose last trial is the plan's Through-th.
+type StopCheck struct {
+	Study     string `json:"study"`
+	Execution string `json:"execution"`
+	Through   int    `json:"through"`
+}
+
+// StopResult is the look: Stopped when every monitored comparison is
+// settled (no further trial is scheduled); Why is its audit line.
+type StopResult struct {
+	Stopped bool   `json:"stopped"`
+	Why     string `json:"why"`
+	NotRun  int    `json:"not_run,omitempty"`
+}
+
+// QueueCheck asks whether a worker serves Queue: a trial of the execution
+// waited Within on it and no worker took it.
+type QueueCheck struct {
+	Study     string        `json:"study"`
+	Execution string        `json:"execution"`
+	Queue     string        `json:"queue"`
+	Within    time.Duration `json:"within"`
+}
+
+// QueueState is the coordinator's answer: Served means the trial waits on
+// (its workers are busy), else it ends as an error receipt.
+type QueueState struct {
+	Served bool   `json:"served"`
+	Why    string `json:"why"`
 }

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/receipts"
@@ -34,7 +35,7 @@ type WorkerOptions struct {
 	// WorkDir holds the runtimes' scratch while trials run.
 	WorkDir   string
 	Installed provision.Installed
-	// Gates are the worker's own governor (governor/gates).
+	// Gates are the worker's own governor (studies/run/gates).
 	Gates     run.Gates
 	NoSandbox bool
 	Log       *slog.Logger
@@ -47,6 +48,10 @@ type WorkerOptions struct {
 	// Study, when set, must have a published snapshot at start: a worker
 	// started for a study it cannot run refuses at once.
 	Study, Execution string
+	// ModelsDir is a shared models folder: a model a trial names is found
+	// there by its sha256 (file SHA256, SHA256.gguf or sha256-SHA256) when
+	// it is not provisioned in the worker's own cache.
+	ModelsDir string
 }
 
 // Worker hosts the trial runner for the engine: one runtime at a time.
@@ -56,7 +61,18 @@ type Worker struct {
 	log    *slog.Logger
 
 	runMu sync.Mutex // one trial at a time: one runtime per card
+	slot  *cardSlot  // the pollers' one slot: a trial is taken only when it can run now
 	hosts map[string]*run.Host
+	// attempt runs a trial the checks let through (runAttempt; a test's
+	// fake trial activity replaces it).
+	attempt func(ctx context.Context, in TrialInput, model string) (TrialResult, error)
+
+	healthMu sync.Mutex
+	failed   []Failed          // the checks failed at the last look; empty while polling
+	missing  map[string]string // model sha256 a trial named and not found here → the snapshot's path
+	// the study check's last result and when (Run's goroutine only)
+	studyFailed []Failed
+	studyAt     time.Time
 
 	pollMu  sync.Mutex
 	pollers map[string]worker.Worker // by queue, while taking trials
@@ -107,8 +123,12 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{opts: opts, client: cl, log: opts.Log, hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
-		refused: map[string]string{}}, nil
+	w := &Worker{opts: opts, client: cl, log: opts.Log, slot: newCardSlot(), hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
+		refused: map[string]string{}, missing: map[string]string{},
+		failed: []Failed{{Check: "start", Why: "not polling yet: the worker is starting"}}}
+	w.attempt = w.runAttempt
+	w.checkBuilds()
+	return w, nil
 }
 
 // Queues are the task queues this worker serves.
@@ -117,9 +137,10 @@ func (w *Worker) Queues() []string { return slices.Clone(w.opts.Queues) }
 // ID is the worker's name.
 func (w *Worker) ID() string { return w.opts.ID }
 
-// Run takes trials until ctx ends. While the governor is not ready (its
-// heartbeat stale, its fault suite not passed, a policy held) the worker
-// stops polling, so the engine hands its trials to others.
+// Run takes trials until ctx ends. While a check fails (health.go: the
+// governor not ready, the study's snapshot or a model not here, no queue
+// its builds serve) the worker stops polling, so the engine hands its
+// trials to others, and says why in its log and through Ready.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.client.Close()
 	defer w.stopPolling("shutting down")
@@ -130,12 +151,29 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var saidIdle time.Time // when the log last said why no trial is taken
+	saidWhy := ""
 	for {
-		err := w.opts.Gates.Ready(ctx)
-		if err != nil {
-			w.stopPolling("governor not ready: " + err.Error())
+		failed := w.check(ctx)
+		w.healthMu.Lock()
+		w.failed = failed
+		w.healthMu.Unlock()
+		if len(failed) > 0 {
+			why := (&NotReadyError{Worker: w.opts.ID, Failed: failed}).Error()
+			w.stopPolling(why)
+			// At start, every minute, and when the reasons change: a worker
+			// held from its first second has no poller to stop, and would
+			// otherwise sit idle with nothing in its log.
+			if time.Since(saidIdle) >= time.Minute || why != saidWhy {
+				for _, f := range failed {
+					w.log.Warn("takes no trials: "+f.Check+" not ready", "worker", w.opts.ID, "why", f.Why)
+				}
+				saidIdle, saidWhy = time.Now(), why
+			}
 		} else if err := w.startPolling(); err != nil {
 			return err
+		} else {
+			saidWhy = ""
 		}
 		select {
 		case <-ctx.Done():
@@ -159,14 +197,21 @@ func (w *Worker) startPolling() error {
 		if _, ok := w.refused[q]; ok {
 			continue
 		}
+		// Every queue's poller draws on the worker's one card slot (slot.go),
+		// one poll at a time per queue: the worker takes a trial only when
+		// it can run it now.
+		tuner, err := w.slot.tuner()
+		if err != nil {
+			return err
+		}
 		p := worker.New(w.client, q, worker.Options{
-			Identity:                           w.opts.ID,
-			MaxConcurrentActivityExecutionSize: 1,
-			DisableWorkflowWorker:              true,
-			WorkerStopTimeout:                  5 * time.Second,
+			Identity:                   w.opts.ID,
+			Tuner:                      tuner,
+			ActivityTaskPollerBehavior: worker.NewPollerBehaviorSimpleMaximum(worker.PollerBehaviorSimpleMaximumOptions{MaximumNumberOfPollers: 1}),
+			DisableWorkflowWorker:      true,
+			WorkerStopTimeout:          5 * time.Second,
 		})
-		p.RegisterActivityWithOptions(w.runTrial, activity.RegisterOptions{Name: actRunTrial})
-		p.RegisterActivityWithOptions(w.noModel, activity.RegisterOptions{Name: ActNoModel})
+		RegisterTrialActivity(p, w.runTrial)
 		p.RegisterActivityWithOptions(w.replayEntry, activity.RegisterOptions{Name: actReplay})
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("polling %s: %w", q, err)
@@ -215,7 +260,17 @@ func refuse(format string, args ...any) error {
 // runTrial is the trial activity: the worker's checks, then one attempt on
 // the runner, its evidence left in the spool.
 func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, error) {
-	started := time.Now().UTC()
+	// One trial at a time. The card slot (slot.go) starts no poll while a
+	// trial runs, but a poll already out on another queue can still bring
+	// one: it goes back at once, to be taken by a worker that can run it,
+	// rather than wait here behind the running one.
+	if !w.runMu.TryLock() {
+		return TrialResult{}, refuse("worker %s: busy with another trial; %s goes back to its queue at once (refused, not run)", w.opts.ID, in.Key)
+	}
+	defer w.runMu.Unlock()
+	// The heartbeat starts with the activity.
+	stop := heartbeat(ctx, in.Key)
+	defer stop()
 	// The runtime's stack must be the queue's: a build that differs is
 	// refused, never run, and the queue is no longer served here.
 	b, err := runtimes.BuildOf(w.opts.Installed, in.Runtime)
@@ -231,13 +286,33 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 		w.stopPolling("governor not ready: " + err.Error())
 		return TrialResult{}, refuse("worker %s: governor not ready: %v (refused, not run)", w.opts.ID, err)
 	}
+	if _, err := studies.ParseTrialKey(in.Key); err != nil {
+		return TrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
+	}
+	// The model by its content, this worker's own copy: a model not here
+	// is refused (never a lost attempt), and the worker stops polling until
+	// it is here.
+	model, err := w.trialModel(in)
+	if err != nil {
+		w.stopPolling("model not here: " + err.Error())
+		return TrialResult{}, refuse("worker %s: trial %s: %v (refused, not run)", w.opts.ID, in.Key, err)
+	}
+	return w.attempt(ctx, in, model)
+}
+
+// runAttempt runs one attempt on the runner, the model file being model,
+// and leaves its evidence in the spool.
+func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (TrialResult, error) {
+	started := time.Now().UTC()
 	key, err := studies.ParseTrialKey(in.Key)
 	if err != nil {
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
 	}
-	w.runMu.Lock()
-	defer w.runMu.Unlock()
-	host, err := w.host(in)
+	b, err := runtimes.BuildOf(w.opts.Installed, in.Runtime)
+	if err != nil {
+		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
+	}
+	host, err := w.host(in, model)
 	if err != nil {
 		var nosnap *NoSnapshotError
 		if errors.As(err, &nosnap) {
@@ -245,8 +320,6 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 		}
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
 	}
-	stop := heartbeat(ctx, in.Key)
-	defer stop()
 	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue)
 	x, err := execSpool(w.opts.Config.Spool, in.Study, in.Execution)
 	if err != nil {
@@ -265,13 +338,14 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	if err != nil {
 		return TrialResult{}, err
 	}
-	if err := atomicfile.WriteBytes(filepath.Join(tmp, receiptFile), raw, 0o644); err != nil {
+	files := layout.Records(tmp)
+	if err := atomicfile.WriteBytes(files.Receipt(), raw, 0o644); err != nil {
 		return TrialResult{}, err
 	}
 	out := TrialResult{Study: in.Study, Execution: in.Execution, Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Entry: entry, ReceiptSHA256: sha256Hex(raw),
-		Outcome: string(res.Receipt.Outcome), Runtime: in.Runtime + "@" + b.BinarySHA256, Started: started}
-	if _, err := os.Stat(filepath.Join(tmp, run.RecordFile)); err == nil {
-		if out.RecordSHA256, err = fileSHA256(filepath.Join(tmp, run.RecordFile)); err != nil {
+		Outcome: res.Receipt.Outcome, Runtime: in.Runtime + "@" + b.BinarySHA256, Started: started}
+	if _, err := os.Stat(files.TrialRecord()); err == nil {
+		if out.RecordSHA256, err = fileSHA256(files.TrialRecord()); err != nil {
 			return TrialResult{}, err
 		}
 	}
@@ -304,21 +378,33 @@ func heartbeat(ctx context.Context, detail string) (stop func()) {
 }
 
 // host is the runner for one execution, made on the first trial of it.
-func (w *Worker) host(in TrialInput) (*run.Host, error) {
+// Its snapshot's model paths are this worker's own files of the same
+// sha256 (model for the trial's arm), not the coordinator's paths.
+func (w *Worker) host(in TrialInput, model string) (*run.Host, error) {
 	id := in.Study + "/" + in.Execution
 	if h, ok := w.hosts[id]; ok {
 		return h, nil
 	}
-	snap, err := readPublished(w.opts.Config.Spool, in.Study, in.Execution, in.DesignHash)
+	snap, walls, err := readPublished(w.opts.Config.Spool, in.Study, in.Execution, in.DesignHash)
 	if err != nil {
 		return nil, err
+	}
+	for i, a := range snap.Arms {
+		switch {
+		case a.Name == mustArm(in.Key) && model != "":
+			snap.Arms[i].ModelPath = model
+		case a.ModelSHA256 != "":
+			if p, err := w.localModel(a.ModelSHA256, a.ModelPath); err == nil {
+				snap.Arms[i].ModelPath = p
+			}
+		}
 	}
 	fa, ok := snap.Arm(mustArm(in.Key))
 	if ok && fa.ModelSHA256 != in.ModelSHA256 {
 		return nil, fmt.Errorf("trial %s: the snapshot's model is %s, the trial's %s", in.Key, fa.ModelSHA256, in.ModelSHA256)
 	}
 	h, err := run.NewHost(run.Env{Gates: w.opts.Gates, Log: w.log, NoSandbox: w.opts.NoSandbox, Installed: w.opts.Installed},
-		run.HostSpec{Study: in.Study, Snapshot: snap, Exec: execOf(in), WorkDir: filepath.Join(w.opts.WorkDir, in.Study, in.Execution)})
+		run.HostSpec{Study: in.Study, Snapshot: snap, Exec: execOf(in), WorkDir: filepath.Join(w.opts.WorkDir, in.Study, in.Execution), Walls: walls})
 	if err != nil {
 		return nil, err
 	}
@@ -336,10 +422,4 @@ func execOf(in TrialInput) receipts.Execution { return receipts.Execution{ID: in
 func mustArm(key string) string {
 	k, _ := studies.ParseTrialKey(key)
 	return k.Arm
-}
-
-// noModel is the scheduling path alone (rig bench scale): it runs no model
-// and writes nothing.
-func (w *Worker) noModel(ctx context.Context, in TrialInput) (TrialResult, error) {
-	return TrialResult{Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Outcome: "scored", Started: time.Now().UTC()}, nil
 }

@@ -1,12 +1,16 @@
 package scaleout
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
 
+	"go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"rig/receipts"
 )
 
 // WorkflowID is the id of one execution's workflow: the idempotency key of
@@ -25,6 +29,9 @@ func coordinatorOptions(ctx workflow.Context, queue string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           queue,
 		StartToCloseTimeout: 5 * time.Minute,
+		// The coordinator's activities heartbeat (beat): one left on a
+		// daemon that died is retried on the restarted one within this.
+		HeartbeatTimeout: coordinatorHeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 			NonRetryableErrorTypes: []string{ErrMismatch}},
 	})
@@ -39,6 +46,9 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 	if err := workflow.ExecuteActivity(cctx, actPlan, in).Get(ctx, &info); err != nil {
 		return StudyResult{}, err
 	}
+	if info.Stopping && workflow.GetVersion(ctx, versionStopping, workflow.DefaultVersion, 1) >= 1 {
+		return studyByBlocks(ctx, in, info)
+	}
 	total := StudyResult{Trials: info.Trials, Workers: map[string]int{}}
 	at := max(in.ChunksAtOnce, 1)
 	var pending []workflow.ChildWorkflowFuture
@@ -47,12 +57,7 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 		if err := f.Get(ctx, &r); err != nil {
 			return err
 		}
-		total.Counted += r.Counted
-		total.Errors += r.Errors
-		total.Retried += r.Retried
-		for w, n := range r.Workers {
-			total.Workers[w] += n
-		}
+		total.add(r)
 		return nil
 	}
 	for i := range info.Chunks {
@@ -75,7 +80,28 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 	return total, nil
 }
 
-// ChunkWorkflow runs one chunk's trials, InFlight at a time in plan order.
+// Change ids of the workflows, each one change behind workflow.GetVersion
+// so that the kept histories of the versions before it still replay
+// (docs/scale-out.md, Changing the workflows; TestReplayRecordedHistories).
+const (
+	// versionPerQueue (v1): a chunk's in-flight limit holds per task
+	// queue, each queue taking its trials in plan order on its own, so a
+	// queue with few workers no longer holds back the others' trials.
+	// Before it: InFlight trials of the chunk at once, in plan order.
+	versionPerQueue = "per-queue-in-flight"
+	// versionStartWait (v1): a trial waits StartWait for a worker of its
+	// queue (Temporal's ScheduleToStart timeout), then ends as an error
+	// receipt naming the queue and what would serve it. Before it: a trial
+	// on a queue no worker served waited forever.
+	versionStartWait = "schedule-to-start"
+	// versionStopping (v1): a design with a stopping rule runs its chunks
+	// one at a time and each chunk block by block, the coordinator taking
+	// the rule's look after every block; a settled look schedules no
+	// further trial. Before it: such designs were refused at submit.
+	versionStopping = "stopping-rule"
+)
+
+// ChunkWorkflow runs one chunk's trials, InFlight at a time per task queue.
 func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 	cctx := coordinatorOptions(ctx, in.Coordinator)
 	var trials []PlannedTrial
@@ -83,6 +109,133 @@ func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 		return StudyResult{}, err
 	}
 	res := StudyResult{Trials: len(trials), Workers: map[string]int{}}
+	if workflow.GetVersion(ctx, versionPerQueue, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return res, chunkInPlanOrder(ctx, in, trials, &res)
+	}
+	if in.Stopping && workflow.GetVersion(ctx, versionStopping, workflow.DefaultVersion, 1) >= 1 {
+		return res, chunkByBlocks(ctx, in, trials, &res)
+	}
+	return res, runPerQueue(ctx, in.StudyInput, trials, &res)
+}
+
+// studyByBlocks runs the plan of a design with a stopping rule: its chunks
+// (whole blocks each) one at a time, in plan order, until one reports that
+// the rule settled every monitored comparison. The trials after that are
+// never scheduled; the coordinator has recorded them as not run.
+func studyByBlocks(ctx workflow.Context, in StudyInput, info PlanInfo) (StudyResult, error) {
+	total := StudyResult{Trials: info.Trials, Workers: map[string]int{}}
+	for i, lo := range info.Bounds {
+		hi := info.Trials
+		if i+1 < len(info.Bounds) {
+			hi = info.Bounds[i+1]
+		}
+		cw := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: fmt.Sprintf("%s/chunk-%d", WorkflowID(in.Study, in.Execution), i),
+		})
+		var r StudyResult
+		if err := workflow.ExecuteChildWorkflow(cw, ChunkWorkflowName, ChunkInput{StudyInput: in, Index: i, Lo: lo, Hi: hi, Stopping: true}).Get(ctx, &r); err != nil {
+			return total, err
+		}
+		total.add(r)
+		if r.Stopped {
+			total.Stopped, total.NotRun = true, r.NotRun
+			break
+		}
+	}
+	return total, nil
+}
+
+// chunkByBlocks runs a chunk of whole plan blocks one block at a time (its
+// trials side by side, InFlight per queue), and after each block asks the
+// coordinator for the stopping rule's look, exactly where the local runner
+// takes it. A settled look ends the chunk with Stopped.
+func chunkByBlocks(ctx workflow.Context, in ChunkInput, trials []PlannedTrial, res *StudyResult) error {
+	cctx := coordinatorOptions(ctx, in.Coordinator)
+	for lo := 0; lo < len(trials); {
+		hi := lo + 1
+		for hi < len(trials) && trials[hi].Block == trials[lo].Block {
+			hi++
+		}
+		if err := runPerQueue(ctx, in.StudyInput, trials[lo:hi], res); err != nil {
+			return err
+		}
+		var s StopResult
+		if err := workflow.ExecuteActivity(cctx, actCheckStop, StopCheck{Study: in.Study, Execution: in.Execution, Through: trials[hi-1].Index}).Get(ctx, &s); err != nil {
+			return err
+		}
+		if s.Stopped {
+			res.Stopped, res.NotRun = true, s.NotRun
+			return nil
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// add sums one trial's (or chunk's) result into res.
+func (res *StudyResult) add(r StudyResult) {
+	res.Counted += r.Counted
+	res.Errors += r.Errors
+	res.Retried += r.Retried
+	for w, n := range r.Workers {
+		res.Workers[w] += n
+	}
+}
+
+// runPerQueue runs trials that have no counted receipt yet, at most
+// InFlight of each task queue at once. Each queue takes its own trials in
+// plan order, so trials waiting on a queue with few workers do not hold a
+// slot another queue could use. It returns when every trial has ended.
+func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult) error {
+	var queues []string // in order of first appearance: deterministic
+	byQueue := map[string][]PlannedTrial{}
+	for _, t := range trials {
+		if t.Done {
+			res.Counted++
+			continue
+		}
+		if _, ok := byQueue[t.Queue]; !ok {
+			queues = append(queues, t.Queue)
+		}
+		byQueue[t.Queue] = append(byQueue[t.Queue], t)
+	}
+	limit := int64(max(in.InFlight, 1))
+	wg := workflow.NewWaitGroup(ctx)
+	var firstErr error
+	for _, q := range queues {
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			sem := workflow.NewSemaphore(ctx, limit)
+			running := workflow.NewWaitGroup(ctx)
+			for _, t := range byQueue[q] {
+				if err := sem.Acquire(ctx, 1); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					break
+				}
+				running.Add(1)
+				workflow.Go(ctx, func(ctx workflow.Context) {
+					defer running.Done()
+					defer sem.Release(1)
+					r, err := runTrial(ctx, in, t)
+					if err != nil && firstErr == nil {
+						firstErr = err
+					}
+					res.add(r)
+				})
+			}
+			running.Wait(ctx)
+		})
+	}
+	wg.Wait(ctx)
+	return firstErr
+}
+
+// chunkInPlanOrder is the chunk as v0 ran it, kept for its histories:
+// InFlight trials of the chunk at once, slots taken in plan order.
+func chunkInPlanOrder(ctx workflow.Context, in ChunkInput, trials []PlannedTrial, res *StudyResult) error {
 	sem := workflow.NewSemaphore(ctx, int64(max(in.InFlight, 1)))
 	wg := workflow.NewWaitGroup(ctx)
 	var firstErr error
@@ -92,7 +245,7 @@ func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 			continue
 		}
 		if err := sem.Acquire(ctx, 1); err != nil {
-			return res, err
+			return err
 		}
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
@@ -102,16 +255,11 @@ func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			res.Counted += r.Counted
-			res.Errors += r.Errors
-			res.Retried += r.Retried
-			for w, n := range r.Workers {
-				res.Workers[w] += n
-			}
+			res.add(r)
 		})
 	}
 	wg.Wait(ctx)
-	return res, firstErr
+	return firstErr
 }
 
 // runTrial runs one trial to a counted receipt or an error receipt: a
@@ -123,6 +271,7 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 	mctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           in.Coordinator,
 		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    coordinatorHeartbeatTimeout, // as coordinatorOptions
 		// A spool entry that is still incomplete after these tries was cut
 		// off: the attempt is lost and rerun.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
@@ -130,13 +279,16 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 	})
 	attempt, parent := t.Attempt, t.Parent
 	refusals, lost := 0, 0
-	act := actRunTrial
-	if in.NoModel {
-		act = ActNoModel
+	var startWait time.Duration
+	if workflow.GetVersion(ctx, versionStartWait, workflow.DefaultVersion, 1) >= 1 {
+		startWait = cmp.Or(in.StartWait, DefaultStartWait)
 	}
 	for {
 		wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			TaskQueue: t.Queue,
+			// No worker of the queue took it within this: nothing serves
+			// the queue (0, before versionStartWait: no limit).
+			ScheduleToStartTimeout: startWait,
 			// A trial's own caps bound it; this only catches a worker that
 			// keeps heartbeating on a trial that never ends.
 			StartToCloseTimeout: 24 * time.Hour,
@@ -148,8 +300,16 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 		})
 		ti := TrialInput{Study: in.Study, Execution: in.Execution, DesignHash: in.DesignHash, Key: t.Key, Attempt: attempt, Parent: parent,
 			Queue: t.Queue, Runtime: t.Runtime, BinarySHA256: t.BinarySHA256, ModelSHA256: t.ModelSHA256}
+		lostAttempt := func(why string) (MergeResult, error) {
+			lost++
+			var m MergeResult
+			err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
+				Attempt: attempt, Parent: parent, Why: why, Final: lost >= maxLostAttempts}).Get(ctx, &m)
+			return m, err
+		}
 		var tr TrialResult
-		err := workflow.ExecuteActivity(wctx, act, ti).Get(ctx, &tr)
+		var m MergeResult
+		err := workflow.ExecuteActivity(wctx, actRunTrial, ti).Get(ctx, &tr)
 		var appErr *temporal.ApplicationError
 		switch {
 		case err != nil && temporal.IsCanceledError(err):
@@ -160,6 +320,25 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 				return res, err
 			}
 			continue
+		case err != nil && startWait > 0 && isStartTimeout(err):
+			// Busy workers do not poll: the coordinator tells a busy queue
+			// (the same attempt waits again) from one no worker serves (an
+			// error receipt that says what would, instead of a trial that
+			// waits forever).
+			var q QueueState
+			if err := workflow.ExecuteActivity(cctx, actQueueServed, QueueCheck{Study: in.Study, Execution: in.Execution, Queue: t.Queue,
+				Within: startWait}).Get(ctx, &q); err != nil {
+				return res, err
+			}
+			if q.Served {
+				continue
+			}
+			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
+				Attempt: attempt, Parent: parent, Why: unserved(t, startWait), Final: true}).Get(ctx, nil); err != nil {
+				return res, err
+			}
+			res.Errors++
+			return res, nil
 		case err != nil && errors.As(err, &appErr) && (appErr.Type() == ErrMismatch || appErr.Type() == ErrRefused):
 			// The stack cannot be the frozen one, or no worker would take
 			// it: an error receipt, never a silent gap.
@@ -171,61 +350,54 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 			return res, nil
 		case err != nil:
 			// The worker died, was cut off or failed before it recorded
-			// anything: the attempt is lost, and the next one reruns it
-			// (unless it had finished and only its result was lost).
-			lost++
-			final := lost >= maxLostAttempts
-			var m MergeResult
-			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: err.Error(), Final: final}).Get(ctx, &m); err != nil {
+			// anything: the attempt is lost (unless it had finished and only
+			// its result was lost: then the coordinator merges it).
+			if m, err = lostAttempt(err.Error()); err != nil {
 				return res, err
 			}
-			switch {
-			case m.Outcome == "error":
-				res.Errors++
-				return res, nil
-			case m.Outcome != "preempted" && m.Outcome != "":
-				res.Counted++
-				return res, nil
+		default:
+			if err := workflow.ExecuteActivity(mctx, actMerge, tr).Get(ctx, &m); err != nil {
+				if temporal.IsCanceledError(err) {
+					return res, err
+				}
+				// The coordinator recognizes an entry it can still bring
+				// in (a recovered merge): its answer is the outcome.
+				if m, err = lostAttempt("its spool entry could not be brought in: " + err.Error()); err != nil {
+					return res, err
+				}
+			} else {
+				res.Workers[tr.Worker]++
 			}
+		}
+		// The rerun rule, the runner's own (receipts.Outcome.Rerun).
+		switch {
+		case m.Outcome.Rerun() || m.Outcome == "":
 			res.Retried++
 			parent, attempt = attempt, attempt+1
 			continue
-		}
-		if in.NoModel {
-			res.Counted++
-			res.Workers[tr.Worker]++
-			return res, nil
-		}
-		var m MergeResult
-		if err := workflow.ExecuteActivity(mctx, actMerge, tr).Get(ctx, &m); err != nil {
-			if temporal.IsCanceledError(err) {
-				return res, err
-			}
-			lost++
-			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: "its spool entry could not be brought in: " + err.Error(), Final: lost >= maxLostAttempts}).Get(ctx, nil); err != nil {
-				return res, err
-			}
-			if lost >= maxLostAttempts {
-				res.Errors++
-				return res, nil
-			}
-			res.Retried++
-			parent, attempt = attempt, attempt+1
-			continue
-		}
-		res.Workers[tr.Worker]++
-		switch m.Outcome {
-		case "preempted":
-			res.Retried++
-			parent, attempt = attempt, attempt+1
-			continue
-		case "error":
+		case m.Outcome == receipts.Error:
 			res.Errors++
 		default:
 			res.Counted++
 		}
 		return res, nil
 	}
+}
+
+// isStartTimeout says the trial activity timed out waiting for a worker of
+// its queue (ScheduleToStart), not while running.
+func isStartTimeout(err error) bool {
+	var te *temporal.TimeoutError
+	return errors.As(err, &te) && te.TimeoutType() == enums.TIMEOUT_TYPE_SCHEDULE_TO_START
+}
+
+// unserved is the error receipt's detail for a trial no worker took: the
+// queue, and the worker that would serve it.
+func unserved(t PlannedTrial, wait time.Duration) string {
+	card := t.CardClass
+	if card == "" {
+		card = "as the queue names it"
+	}
+	return fmt.Sprintf("no worker took it from task queue %s within %s (--start-wait): the queue is served by rig worker on a machine whose %s build has sha256 %s, with card class %s; start one there (docs/scale-out.md, Launching workers), then rig study rerun",
+		t.Queue, wait, t.Runtime, t.BinarySHA256, card)
 }

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"rig/preflight"
+	"rig/internal/gguf"
 	"rig/tasks"
 )
 
@@ -20,7 +20,7 @@ func BankUsedFile(bank string) string { return filepath.Join(BankAuditDir(bank),
 
 // GGUFQuant reads a model file's quant from its GGUF header.
 func GGUFQuant(path string) (string, error) {
-	f, err := preflight.Open(path)
+	f, err := gguf.Open(path)
 	if err != nil {
 		return "", err
 	}
@@ -28,7 +28,7 @@ func GGUFQuant(path string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%s: no general.file_type in the GGUF header", path)
 	}
-	return preflight.FileTypeName(ft), nil
+	return gguf.FileTypeName(ft), nil
 }
 
 // SampleByTemplate takes n tasks in turn from each template, so a sample

@@ -119,6 +119,24 @@ func ArmComponents(a Arm) []string {
 	return cs
 }
 
+// ArmRuntime is the arm's runtime build as frozen: the provisioned
+// component its model runs on (its base runtime's, the CUDA build in place
+// of the CPU one when its offload pin names backend "cuda") and that
+// binary's frozen digest ("" when the snapshot froze none). It is the one
+// lookup of an arm's binary: the runner, the scale-out plan, the merge and
+// replay on workers all use it.
+func (s *Snapshot) ArmRuntime(a Arm) (component, binarySHA256 string) {
+	component = offload.Component(BaseRuntime(a.Runtime), a.Pins.Offload.Backend)
+	if fa, ok := s.Arm(a.Name); ok {
+		for _, b := range fa.Binaries {
+			if b.Component == component {
+				binarySHA256 = b.SHA256
+			}
+		}
+	}
+	return component, binarySHA256
+}
+
 // AssetSet maps an asset key ("model:PATH", "runtime:COMPONENT",
 // "bank:JOBKIND", "licences:PATH" for the study's licence registry file,
 // "licences:bundled") to its hex SHA-256, as recorded at registration.

@@ -169,14 +169,26 @@ func licenceAssetSHA256(key string) (string, error) {
 // study registered before registries were recorded has a zero record: the
 // bundled registry alone.
 func LicenceLinesFor(items []Item, rec LicenceRecord) ([]string, error) {
-	sl, err := OpenLicences(LicenceRegistryChoice{Path: rec.Registry, From: cmp.Or(rec.From, "the study's registration")})
+	res, err := LicenceResultFor(items, rec)
 	if err != nil {
 		return nil, err
 	}
-	res := sl.Result(items)
 	var out []string
 	for _, l := range res.Lines {
 		out = append(out, l.Sourced())
 	}
 	return out, res.Err()
+}
+
+// LicenceResultFor rules on the items against the study's recorded
+// registry, as LicenceLinesFor does, and gives the lines as values: a
+// reader that needs an item's use or verdict takes them from the line
+// instead of parsing its text. A registry that cannot be read is the error;
+// items the registry blocks are in the result's Blocks.
+func LicenceResultFor(items []Item, rec LicenceRecord) (licences.Result, error) {
+	sl, err := OpenLicences(LicenceRegistryChoice{Path: rec.Registry, From: cmp.Or(rec.From, "the study's registration")})
+	if err != nil {
+		return licences.Result{}, err
+	}
+	return sl.Result(items), nil
 }

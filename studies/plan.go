@@ -27,6 +27,12 @@ func (k TrialKey) String() string {
 	return k.Arm + "/" + k.JobKind + "/" + k.Task + "/" + strconv.Itoa(k.Repeat)
 }
 
+// CallID is the call id the generation row of the key's attempt carries:
+// "arm/jobkind/task/repeat#attempt". A receipt names its row by it.
+func (k TrialKey) CallID(attempt int) string {
+	return k.String() + "#" + strconv.Itoa(attempt)
+}
+
 // ParseTrialKey reads String's form; the task id may itself contain '/'.
 func ParseTrialKey(s string) (TrialKey, error) {
 	parts := strings.Split(s, "/")

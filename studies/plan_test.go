@@ -167,6 +167,18 @@ func TestTrialKeyRoundTrip(t *testing.T) {
 	}
 }
 
+// A call id is the form records already on disk carry, so a receipt still
+// finds its row; a rerun's row is its own.
+func TestTrialKeyCallID(t *testing.T) {
+	k := TrialKey{"a", "fix-test", "repo/case", 2}
+	if got := k.CallID(3); got != "a/fix-test/repo/case/2#3" {
+		t.Errorf("CallID(3) = %q, want the stored form a/fix-test/repo/case/2#3", got)
+	}
+	if k.CallID(1) == k.CallID(2) {
+		t.Error("two attempts share a call id")
+	}
+}
+
 // Each attempt of a snapshot gets its own plan order, and the same attempt
 // always the same one, so a resumed execution rebuilds the plan it started.
 func TestPlanSeedPerAttempt(t *testing.T) {

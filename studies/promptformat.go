@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"rig/preflight"
+	"rig/internal/gguf"
 )
 
 // Prompt formats an arm may declare: how a task's prompt reaches the model.
@@ -84,7 +84,7 @@ type FormatReader func(path string) (ModelFormat, error)
 
 // GGUFFormat reads a ModelFormat from a GGUF header.
 func GGUFFormat(path string) (ModelFormat, error) {
-	f, err := preflight.Open(path)
+	f, err := gguf.Open(path)
 	if err != nil {
 		return ModelFormat{}, err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"rig/preflight"
+	"rig/internal/gguf"
 )
 
 func TestPromptFormatField(t *testing.T) {
@@ -72,10 +72,10 @@ func TestInstructFromMetadata(t *testing.T) {
 func TestBaseModelRefusedInChat(t *testing.T) {
 	dir := t.TempDir()
 	chat, base := filepath.Join(dir, "chat.gguf"), filepath.Join(dir, "base.gguf")
-	if err := preflight.WriteTinyGGUF(chat, preflight.TinyOptions{Seed: 1, ChatTemplate: "{% for m in messages %}{{ m['content'] }}{% endfor %}"}); err != nil {
+	if err := gguf.WriteTiny(chat, gguf.TinyOptions{Seed: 1, ChatTemplate: "{% for m in messages %}{{ m['content'] }}{% endfor %}"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := preflight.WriteTinyGGUF(base, preflight.TinyOptions{Seed: 2}); err != nil {
+	if err := gguf.WriteTiny(base, gguf.TinyOptions{Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SMOLLM2_GGUF": chat, "SMOLLM2_REQUANT_Q8_0_GGUF": base}

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/layout"
-	"rig/studies/run"
 )
 
 // Source is what the workspace shows; the daemon implements it.
@@ -35,7 +35,7 @@ type Source interface {
 // Progress is one study's executions with what ExecInfo does not count.
 type Progress struct {
 	Study      string         `json:"study"`
-	Executions []run.ExecInfo `json:"executions"`
+	Executions []api.ExecInfo `json:"executions"`
 	// Capped counts, per execution id, the receipts that hit a cap.
 	Capped map[string]int `json:"capped"`
 	// Governor is the governor's state: "ready", "held: WHY", or why there

@@ -13,8 +13,15 @@ import (
 // so the test stays within minutes on two cores.
 func aiderDesign(t *testing.T, name string) string {
 	t.Helper()
+	return aiderDesignWithWall(t, name, "5m")
+}
+
+// aiderDesignWithWall is aiderDesign with its wall cap ("auto" to derive it
+// from the validation runs' speed).
+func aiderDesignWithWall(t *testing.T, name, wall string) string {
+	t.Helper()
 	d, kind := demoDesignFor(t, name, "fix-test", 1)
-	kind["harness_caps"] = map[string]any{"turns": 1, "tokens": 64, "wall": "5m"}
+	kind["harness_caps"] = map[string]any{"turns": 1, "tokens": 64, "wall": wall}
 	var arms []any
 	for _, a := range d["arms"].([]any) {
 		am := a.(map[string]any)
@@ -68,6 +75,70 @@ func TestAiderStudyTrialsOnRealRuntimes(t *testing.T) {
 		t.Logf("rig replay %s:\n%s", filepath.Base(rec), got)
 		if !strings.Contains(got, "aider") || !strings.Contains(got, "summary: reproduced") {
 			t.Errorf("the kept Aider calls of %s did not all reproduce:\n%s", arm, got)
+		}
+	}
+}
+
+// TestAutoWallsAreTheSameOnWorkersAsLocally runs a design whose wall cap is
+// "auto" on this machine (exec-1) and then through the engine on two
+// workers (exec-2): every receipt of both holds its trial to the same
+// derived wall, and the engine's run ends with a counted receipt per trial.
+// Before the one runner, a worker was given no derived wall, so it refused
+// every trial of such a design and each ended as an error receipt.
+func TestAutoWallsAreTheSameOnWorkersAsLocally(t *testing.T) {
+	e := newRigEnv(t)
+	_, _, addr, spool := e.startDevServer()
+	e.ensureGovernorPass()
+	e.startDaemon("--temporal", addr, "--spool", spool)
+	name := "auto-wall"
+	e.prepare(aiderDesignWithWall(t, name, "auto"), name)
+
+	local := e.rig(true, "study", "run", name)
+	if m := regexp.MustCompile(`done: (\d+)/(\d+) trials`).FindStringSubmatch(local); m == nil || m[1] != m[2] || m[2] != "2" {
+		t.Fatalf("the local run did not finish its 2 trials:\n%s", local)
+	}
+	e.startWorker(addr, spool, "w1")
+	e.startWorker(addr, spool, "w2")
+	engine := e.rig(true, "study", "rerun", name, "exec-1", "--engine", "temporal")
+	if m := regexp.MustCompile(`done: (\d+)/(\d+) trials`).FindStringSubmatch(engine); m == nil || m[1] != m[2] || m[2] != "2" {
+		t.Fatalf("the engine's run did not finish its 2 trials:\n%s", engine)
+	}
+
+	walls := map[string]map[string]bool{} // execution → the harness_caps its counted receipts name
+	counted := map[string]int{}           // execution and trial → its counted receipts
+	for _, r := range e.exportReceipts(name) {
+		if !r.Outcome.Counted() {
+			// A preempted attempt is rerun; the next one must count.
+			t.Logf("%s %s/%s attempt %d: %s, %s", r.ExecutionID, r.Arm, r.TaskID, r.Attempt, r.Outcome, r.Detail)
+			continue
+		}
+		counted[r.ExecutionID+" "+r.Trial().String()]++
+		if r.ExecutionID == "exec-2" && r.Pins["worker"] != "w1" && r.Pins["worker"] != "w2" {
+			t.Errorf("exec-2 %s/%s: run by %q, want a worker", r.Arm, r.TaskID, r.Pins["worker"])
+		}
+		if walls[r.ExecutionID] == nil {
+			walls[r.ExecutionID] = map[string]bool{}
+		}
+		walls[r.ExecutionID][r.Pins["harness_caps"]] = true
+	}
+	t.Logf("wall caps on the receipts: %v", walls)
+	if len(counted) != 4 {
+		t.Errorf("counted receipts per trial: %v; want the 2 trials of each execution", counted)
+	}
+	for k, n := range counted {
+		if n != 1 {
+			t.Errorf("%s has %d counted receipts, want 1", k, n)
+		}
+	}
+	if len(walls["exec-1"]) != 1 || len(walls["exec-2"]) != 1 {
+		t.Fatalf("want one wall cap per execution, got %v", walls)
+	}
+	for caps := range walls["exec-1"] {
+		if !strings.Contains(caps, "(auto: ") {
+			t.Errorf("exec-1's receipts name %q, want a derived (auto) wall", caps)
+		}
+		if !walls["exec-2"][caps] {
+			t.Errorf("the workers' receipts name %v, the local run's %q: want the same wall", walls["exec-2"], caps)
 		}
 	}
 }

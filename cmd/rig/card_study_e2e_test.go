@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/preflight"
+	"rig/internal/cgroup"
 	"rig/receipts"
 )
 
@@ -94,7 +94,7 @@ func (e *rigEnv) exportReceipts(name string) []receipts.Receipt {
 // reservationsOf lists the card reservations made by one rig process.
 func reservationsOf(t *testing.T, pid int) []string {
 	t.Helper()
-	all, err := preflight.List()
+	all, err := cgroup.List()
 	if err != nil {
 		t.Fatalf("listing card reservations: %v", err)
 	}
@@ -114,7 +114,7 @@ func reservationsOf(t *testing.T, pid int) []string {
 // never retried at a smaller context; the cells that fit are scored; and no
 // reservation outlives the run.
 func TestCardStudyDoesntFitIsRecordedNotRetried(t *testing.T) {
-	if _, err := preflight.List(); err != nil {
+	if _, err := cgroup.List(); err != nil {
 		t.Skipf("no writable memory cgroup on this machine, so a simulated card cannot be enforced: %v", err)
 	}
 	e := newRigEnv(t)
@@ -198,7 +198,7 @@ func TestCardStudyDoesntFitIsRecordedNotRetried(t *testing.T) {
 // runs inside a card reservation; the next daemon removes the reservation
 // before it resumes, and the execution still finishes.
 func TestCardReservationRemovedAfterDaemonKill(t *testing.T) {
-	if _, err := preflight.List(); err != nil {
+	if _, err := cgroup.List(); err != nil {
 		t.Skipf("no writable memory cgroup on this machine, so a simulated card cannot be enforced: %v", err)
 	}
 	e := newRigEnv(t)

@@ -27,6 +27,13 @@ machine line, each build's pins and the CPU backend each loaded.
 Goal: Ollama at least 0.75× llama-server's generation and 0.6× its prompt
 tokens/s, for every model and thread count.
 
+Where a generation goal is missed at a thread count that takes every core,
+the bench says why: it runs the model again at one thread fewer, once with
+the freed core idle and once with it kept busy. A runtime whose time per
+token rises with the spare core taken (beyond llama-server's rise) needs
+that core for work outside its compute threads (sampling, detokenizing,
+streaming), not faster kernels. --probe runs it where the goal is met too.
+
   rig bench runtimes
   rig bench runtimes --model gemma-3-270m --threads 1 --reps 5 --json
 
@@ -54,6 +61,7 @@ Exit status 1 when a goal is missed.`,
 	cmd.Flags().IntVar(&req.Context, "context", 2048, "context every runtime is started with")
 	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the runtimes' logs here (default: a temporary directory, removed after)")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.Flags().BoolVar(&req.Probe, "probe", false, "at a thread count that takes every core, probe where each runtime's generation gap comes from even where the goal is met (it is probed wherever a goal is missed)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }

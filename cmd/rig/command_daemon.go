@@ -1,36 +1,38 @@
 package main
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
-	"rig/scaleout"
+	"rig/daemon/api"
+	"rig/internal/metrics"
 )
 
 func homeDir(cmd *cobra.Command) string {
 	if h, _ := cmd.Flags().GetString("home"); h != "" {
 		return h
 	}
-	return daemon.DefaultHome()
+	return api.DefaultHome()
 }
 
 func socketPath(cmd *cobra.Command) string {
 	if s, _ := cmd.Flags().GetString("socket"); s != "" {
 		return s
 	}
-	return filepath.Join(homeDir(cmd), "rig.sock")
+	return api.SocketIn(homeDir(cmd))
 }
+
+// client is the daemon's typed client on the socket the flags name: every
+// call a command makes to the daemon goes through it.
+func client(cmd *cobra.Command) api.Client { return api.Client{Socket: socketPath(cmd)} }
 
 func newDaemonCommand() *cobra.Command {
 	var noSandbox bool
 	var policy string
-	var engine *scaleout.Config
+	var engine *daemon.EngineConfig
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the resident process that owns the card and runs studies",
@@ -69,11 +71,16 @@ With --temporal HOST:PORT and --spool DIR it is also the coordinator of
 scale-out runs (rig study run NAME --engine temporal): it submits them to
 that Temporal cluster and merges what the rig workers return.
 
+It serves Prometheus metrics at http://127.0.0.1:9479/metrics (--metrics
+HOST:PORT elsewhere, off for none; a default port already taken gives way to
+a free loopback one, logged). docs/scale-out.md lists them.
+
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts := daemon.Options{Home: homeDir(cmd), Socket: socketPath(cmd), NoSandbox: noSandbox, Policy: policy,
 				Log: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+			opts.Metrics, opts.MetricsDefault = metricsAddr(cmd) // metrics (metrics.go)
 			if engine.Address != "" || engine.Spool != "" {
 				if err := engine.Check(); err != nil {
 					return err
@@ -86,11 +93,7 @@ that Temporal cluster and merges what the rig workers return.
 	engine = engineFlags(cmd)
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without network namespaces (recorded on every receipt)")
 	cmd.Flags().StringVar(&policy, "policy", daemon.PolicyPath(), "the policy file (roles of users and groups); empty: single-user mode")
+	metricsFlag(cmd, metrics.DaemonAddr)
 	cmd.AddCommand(newDaemonWaitCommand())
 	return cmd
-}
-
-// callDaemon sends one request to the daemon on socket (see daemon.Client).
-func callDaemon(ctx context.Context, socket, method string, req, out any, text io.Writer) error {
-	return daemon.Client{Socket: socket}.Call(ctx, method, req, out, text)
 }

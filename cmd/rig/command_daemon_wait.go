@@ -3,10 +3,11 @@ package main
 import (
 	"fmt"
 	"net"
-	"rig/daemon"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"rig/daemon/api"
 )
 
 // newDaemonWaitCommand builds `rig daemon wait`: scripts that start the
@@ -34,7 +35,7 @@ Exit status 0 once the daemon answers, 1 when the timeout passes first.`,
 					return nil
 				}
 				if time.Now().After(deadline) {
-					return fmt.Errorf("%w on %s within %s (start one with: rig daemon &; if one was started, its own output says why it stopped)", daemon.ErrNoDaemon, sock, timeout)
+					return fmt.Errorf("%w on %s within %s (start one with: rig daemon &; if one was started, its own output says why it stopped)", api.ErrNoDaemon, sock, timeout)
 				}
 				select {
 				case <-cmd.Context().Done():

@@ -1,23 +1,13 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"rig/governor"
-	"rig/governor/gates"
-	"rig/internal/offload"
-	"rig/internal/provision"
+	"rig/daemon"
 	"rig/preflight"
-	"rig/runtimes"
 )
 
 func newGovernorCardCommand() *cobra.Command {
@@ -45,83 +35,7 @@ fails when the governor did not preempt. Without a card it says so and stops.
 			if modelFile == "" {
 				return errors.New("--model: give a GGUF (rig runtimes synth-model writes one)")
 			}
-			in, err := provision.Load()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			out := cmd.OutOrStdout()
-			nv, err := governor.OpenNVML(ctx, 0)
-			if err != nil {
-				return fmt.Errorf("governor card-check: no card: %w", err)
-			}
-			nv.Close() // only to refuse early; the governor opens its own
-			build, err := runtimes.BuildOf(in, offload.ComponentLlamaServerCUDA)
-			if err != nil {
-				return err
-			}
-			sum, err := runtimes.FileSHA256(modelFile)
-			if err != nil {
-				return err
-			}
-			home, err := os.MkdirTemp("", "rig-card-check-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(home)
-			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			g, err := gates.Start(ctx, gates.Options{Home: home, Sink: governor.SlogSink{Logger: log}, Log: log})
-			if err != nil {
-				return err
-			}
-			rt, err := build.Start(ctx, runtimes.Config{Model: modelFile, ModelName: filepath.Base(modelFile), ModelSHA256: sum,
-				Context: 4096, WorkDir: filepath.Join(home, "rt"), NoSandbox: noSandbox,
-				Offload: offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}})
-			if err != nil {
-				return err
-			}
-			defer rt.Stop(context.Background())
-			if rep := rt.Pins().Load; rep != nil {
-				fmt.Fprintf(out, "load report: %s\n", rep)
-			}
-			guard, err := g.Watch(ctx, "card-check", rt.Sandbox(), uint64(limit))
-			if err != nil {
-				return err
-			}
-			started := time.Now()
-			gctx, stop := context.WithTimeout(ctx, time.Minute)
-			defer stop()
-			// Generations go on until the governor preempts or a minute
-			// passes: a random-weight model may stop early, and the check
-			// must not depend on how long it talks.
-			var mu sync.Mutex
-			var genErr error
-			go func() {
-				for gctx.Err() == nil {
-					_, err := rt.Generate(gctx, runtimes.Request{CallID: "card-check", Messages: []runtimes.Message{{Role: "user", Content: "Write a long story."}},
-						Sampling: runtimes.Sampling{Temperature: 0, Seed: 1}, MaxTokens: 2048})
-					mu.Lock()
-					genErr = err
-					mu.Unlock()
-					if err != nil && gctx.Err() == nil {
-						stop()
-					}
-				}
-			}()
-			select {
-			case <-guard.Preempted():
-			case <-gctx.Done():
-			}
-			stop()
-			why := guard.End()
-			if why == "" {
-				mu.Lock()
-				defer mu.Unlock()
-				return fmt.Errorf("governor card-check: the governor did not preempt a runtime held to %s of card memory within a minute (last generation: %v)", limit, genErr)
-			}
-			fmt.Fprintf(out, "preempted after %s: %s\n", time.Since(started).Round(time.Millisecond), why)
-			return nil
+			return daemon.CardCheck(cmd.Context(), daemon.CardCheckOptions{Model: modelFile, Budget: uint64(limit), NoSandbox: noSandbox}, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&modelFile, "model", "", "the GGUF to load on the card")

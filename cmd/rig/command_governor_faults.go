@@ -6,11 +6,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/governor/faults"
 	"rig/internal/provision"
 )
 
 func newGovernorFaultsCommand() *cobra.Command {
-	opts := governor.FaultOptions{}
+	opts := faults.Options{}
 	cmd := &cobra.Command{
 		Use:   "faults",
 		Short: "Run the governor's fault-injection suite and store a dated record",
@@ -24,7 +25,7 @@ study runs refuse to start when the newest passing record is older than a day
 (see rig governor status); the nightly timer runs this.
 
 A run with --class is partial and never passes: it is for working on one
-class. Classes: ` + strings.Join(governor.FaultClassNames(), ", ") + `.
+class. Classes: ` + strings.Join(faults.ClassNames(), ", ") + `.
 
 Example:
   rig governor faults
@@ -34,7 +35,7 @@ Exit status 0 when every class passed and the record was stored; 1 when a
 class failed or was skipped, or the record cannot be written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := governor.RunFaults(cmd.Context(), cmd.OutOrStdout(), opts)
+			_, err := faults.Run(cmd.Context(), cmd.OutOrStdout(), opts)
 			return err
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"rig/governor"
+	"rig/governor/faults"
 )
 
 // A run of one class is partial: it prints the class, stores its record and
@@ -16,10 +17,10 @@ func TestGovernorFaultsPartialRunNeverPasses(t *testing.T) {
 		t.Skip("runs a live governor for a few seconds")
 	}
 	state := t.TempDir()
-	class := governor.FaultClassNames()[0]
+	class := faults.ClassNames()[0]
 	out, err := runRig(t, "governor", "faults", "--class", class, "--repetitions", "1",
 		"--state-dir", state, "--work-dir", t.TempDir())
-	if !errors.Is(err, governor.ErrSuiteFailed) {
+	if !errors.Is(err, faults.ErrSuiteFailed) {
 		t.Fatalf("err = %v, want ErrSuiteFailed for a partial run\n%s", err, out)
 	}
 	if !strings.Contains(out, class) {

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/governor/faults"
 	"rig/internal/provision"
 )
 
 func newGovernorSoakCommand() *cobra.Command {
-	opts := governor.FaultOptions{}
+	opts := faults.Options{}
 	var d time.Duration
 	cmd := &cobra.Command{
 		Use:   "soak",
@@ -29,7 +30,7 @@ Exit status 0 when no trial was preempted; 1 when one was, the runtime is not
 provisioned (run make setup), or the soak was interrupted.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := governor.Soak(cmd.Context(), cmd.OutOrStdout(), d, opts)
+			res, err := faults.Soak(cmd.Context(), cmd.OutOrStdout(), d, opts)
 			if err != nil {
 				return err
 			}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"rig/governor"
+	"rig/governor/faults"
 	"rig/internal/provision"
 )
 
@@ -17,7 +17,7 @@ func TestGovernorSoakNeedsRuntime(t *testing.T) {
 	if err == nil {
 		t.Fatal("soak without an installed runtime succeeded")
 	}
-	if !errors.Is(err, governor.ErrNotInstalled) && !strings.Contains(err.Error(), "installed.env") {
+	if !errors.Is(err, faults.ErrNotInstalled) && !strings.Contains(err.Error(), "installed.env") {
 		t.Errorf("err = %v, want ErrNotInstalled or a message naming installed.env", err)
 	}
 }
@@ -33,7 +33,7 @@ func TestGovernorSoakReal(t *testing.T) {
 		t.Skipf("no %s (run make setup)", env)
 	}
 	out, err := runRig(t, "governor", "soak", "--duration", "3s", "--state-dir", t.TempDir(), "--work-dir", t.TempDir())
-	if errors.Is(err, governor.ErrNotInstalled) {
+	if errors.Is(err, faults.ErrNotInstalled) {
 		t.Skipf("runtime not installed: %v", err)
 	}
 	// A loaded test machine can trip the hung-runtime policy for real; the

@@ -4,16 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
+	"rig/daemon/api"
 )
 
 func newGradeCommand() *cobra.Command {
-	var req daemon.RegradeRequest
+	var req api.RegradeRequest
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "grade --regrade STUDY [--grader NAME --version N] [--execution ID]",
@@ -48,7 +49,7 @@ execution.`,
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), string(b))
 				return err
 			}
-			return rep.WriteText(cmd.OutOrStdout())
+			return printRegrade(cmd.OutOrStdout(), rep)
 		},
 	}
 	cmd.Flags().StringVar(&req.Study, "regrade", "", "the study whose stored outputs are re-graded")
@@ -61,21 +62,44 @@ execution.`,
 
 // regradeStudy asks the daemon, which holds the study's store open; with no
 // daemon running it opens the store itself.
-func regradeStudy(cmd *cobra.Command, req daemon.RegradeRequest) (*daemon.RegradeReport, error) {
-	var rep daemon.RegradeReport
-	err := callDaemon(cmd.Context(), socketPath(cmd), "grade", req, &rep, cmd.ErrOrStderr())
+func regradeStudy(cmd *cobra.Command, req api.RegradeRequest) (api.RegradeReport, error) {
+	rep, err := client(cmd).Regrade(cmd.Context(), req)
 	switch {
-	case err == nil:
-		return &rep, nil
-	case errors.Is(err, daemon.ErrNoDaemon):
-		svc, err := daemon.NewService(homeDir(cmd), slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
-		if err != nil {
-			return nil, err
-		}
-		defer svc.Close()
-		return svc.Regrade(cmd.Context(), req)
-	case errors.Is(err, daemon.ErrNoMethod):
-		return nil, fmt.Errorf("the running rig daemon does not serve re-grades and holds the study's store: stop it (or restart it from this build) and run rig grade again: %w", err)
+	case errors.Is(err, api.ErrNoDaemon):
+		return daemon.RegradeWithoutDaemon(cmd.Context(), homeDir(cmd), req)
+	case errors.Is(err, api.ErrNoMethod):
+		return rep, fmt.Errorf("the running rig daemon does not serve re-grades and holds the study's store: stop it (or restart it from this build) and run rig grade again: %w", err)
 	}
-	return nil, err
+	return rep, err
+}
+
+// printRegrade prints the per-trial comparison of old and new grades and
+// the totals.
+func printRegrade(w io.Writer, r api.RegradeReport) error {
+	fmt.Fprintf(w, "study %s, execution %s\n", r.Study, r.Execution)
+	fmt.Fprintf(w, "%-14s %-22s %-28s %3s  %-20s %-20s %s\n", "job kind", "task", "arm", "rep", "old", "new", "")
+	for _, row := range r.Rows {
+		mark := ""
+		if row.Changed {
+			mark = "changed"
+		}
+		if row.AlreadyHad {
+			mark = strings.TrimSpace(mark + " (stored earlier)")
+		}
+		fmt.Fprintf(w, "%-14s %-22s %-28s %3d  %-20s %-20s %s\n", row.JobKind, row.Task, row.Arm, row.Repeat,
+			gradeCell(row.OldGrader, row.OldScore, row.OldPass), gradeCell(row.NewGrader, row.NewScore, row.NewPass), mark)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintln(w, "skipped:", s)
+	}
+	_, err := fmt.Fprintf(w, "%d trials re-graded, %d changed, %d new grades stored beside the old ones (old grades untouched)\n", len(r.Rows), r.Changed, r.Written)
+	return err
+}
+
+func gradeCell(grader string, score float64, pass bool) string {
+	p := "fail"
+	if pass {
+		p = "pass"
+	}
+	return fmt.Sprintf("%s %.2f %s", grader, score, p)
 }

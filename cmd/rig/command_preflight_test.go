@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"rig/internal/gguf"
 	"rig/preflight"
 )
 
 func TestPreflight(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := preflight.WriteTinyGGUF(model, preflight.TinyOptions{Seed: 5}); err != nil {
+	if err := gguf.WriteTiny(model, gguf.TinyOptions{Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -51,7 +52,7 @@ func TestPreflight(t *testing.T) {
 
 func TestPreflightJSON(t *testing.T) {
 	model := filepath.Join(t.TempDir(), "tiny.gguf")
-	if err := preflight.WriteTinyGGUF(model, preflight.TinyOptions{Seed: 6}); err != nil {
+	if err := gguf.WriteTiny(model, gguf.TinyOptions{Seed: 6}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := runRig(t, "preflight", model, "--profile", "8GiB", "--context", "2048", "--json")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon"
+	"rig/daemon/api"
 )
 
 // newProposalCommand builds `rig proposal`: the publish proposals a
@@ -39,8 +40,8 @@ proposal (another must).
 		Short: "Print one proposal as JSON",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var p daemon.Proposal
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "proposal-show", daemon.ProposalRequest{ID: args[0]}, &p, nil); err != nil {
+			p, err := client(cmd).Proposal(cmd.Context(), api.ProposalRequest{ID: args[0]})
+			if err != nil {
 				return err
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
@@ -53,8 +54,8 @@ proposal (another must).
 		Short: "List every proposal with its state",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var ps []daemon.Proposal
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "proposal-list", struct{}{}, &ps, nil); err != nil {
+			ps, err := client(cmd).Proposals(cmd.Context())
+			if err != nil {
 				return err
 			}
 			if len(ps) == 0 {
@@ -66,20 +67,21 @@ proposal (another must).
 			return nil
 		},
 	}
-	cmd.AddCommand(list, show, proposalDecideCommand("approve", daemon.ProposalApproved), proposalDecideCommand("reject", daemon.ProposalRejected))
+	cmd.AddCommand(list, show, proposalDecideCommand("approve", api.ProposalApproved, api.Client.ApproveProposal),
+		proposalDecideCommand("reject", api.ProposalRejected, api.Client.RejectProposal))
 	return cmd
 }
 
-func proposalDecideCommand(verb, to string) *cobra.Command {
-	var req daemon.ProposalRequest
+func proposalDecideCommand(verb, to string, decide func(api.Client, context.Context, api.ProposalRequest) (api.Proposal, error)) *cobra.Command {
+	var req api.ProposalRequest
 	cmd := &cobra.Command{
 		Use:   verb + " ID --why TEXT",
 		Short: fmt.Sprintf("Move a pending proposal to %s (director role)", to),
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.ID = args[0]
-			var p daemon.Proposal
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "proposal-"+verb, req, &p, nil); err != nil {
+			p, err := decide(client(cmd), cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			printProposal(cmd.OutOrStdout(), p)
@@ -91,7 +93,7 @@ func proposalDecideCommand(verb, to string) *cobra.Command {
 	return cmd
 }
 
-func printProposal(w io.Writer, p daemon.Proposal) {
+func printProposal(w io.Writer, p api.Proposal) {
 	fmt.Fprintf(w, "%s  %s  study %s: %s (%s, model sha256 %.12s) on comparison %.12s, proposed by %s at %s",
 		p.ID, p.State, p.Study, p.Arm, p.Runtime, p.ModelSHA256, p.ComparisonHash, p.ProposedBy, p.ProposedAt.Format(time.RFC3339))
 	if p.DecidedBy != "" {
@@ -119,22 +121,22 @@ rig study dry-run prints the month's budget. Setting it needs the operator role.
 		Short: "Print this month's cap, what is spent and what is left",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var m daemon.MonthStatus
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "budget", struct{}{}, &m, nil); err != nil {
+			m, err := client(cmd).Budget(cmd.Context())
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), m.String())
 			return nil
 		},
 	}
-	var req daemon.BudgetRequest
+	var req api.BudgetRequest
 	set := &cobra.Command{
 		Use:   "set --wall DURATION --energy-wh WH --why TEXT",
 		Short: "Set the monthly cap (operator role)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var b daemon.MonthlyBudget
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "budget-set", req, &b, nil); err != nil {
+			b, err := client(cmd).SetBudget(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "monthly budget %s and %.1f Wh, set by %s\n", b.WallTime, b.EnergyWh, b.SetBy)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/governor"
+	"rig/internal/gguf"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
@@ -21,7 +22,7 @@ import (
 // synthShapes are realistic model shapes for synth-model: the layer count,
 // width, heads and feed-forward of well-known open models, so that a card's
 // memory and kernels see what a real model of that size asks of them.
-var synthShapes = map[string]preflight.TinyOptions{
+var synthShapes = map[string]gguf.TinyOptions{
 	"tiny": {},
 	"135m": {Layers: 30, Embd: 576, Heads: 9, KVHeads: 3, FF: 1536, Context: 8192},
 	"1b":   {Layers: 22, Embd: 2048, Heads: 32, KVHeads: 4, FF: 5632, Context: 32768},
@@ -55,7 +56,7 @@ report says so). Attention and embeddings are F16, feed-forward Q8_0.
 			o.Seed = seed
 			o.ChatTemplate = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
 			started := time.Now()
-			if err := preflight.WriteTinyGGUF(out, o); err != nil {
+			if err := gguf.WriteTiny(out, o); err != nil {
 				return err
 			}
 			st, err := os.Stat(out)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,12 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
-	"rig/genrecord"
-	"rig/receipts"
-	"rig/scaleout"
+	"rig/daemon/api"
 	"rig/studies"
 	"rig/studies/report"
-	"rig/studies/run"
 )
 
 func newStudyCommand() *cobra.Command {
@@ -47,10 +45,26 @@ approve.
   rig study withdraw NAME --why "..."        before a counted run (registrant or Director)`,
 	}
 	cmd.AddCommand(newStudyInitCommand(), studyRegisterCommand(), studyReviewCommand(), studyApproveCommand(), studyWithdrawCommand(),
-		studySimpleCommand("freeze", "Freeze the design: pins resolved to digests, tasks validated, snapshot hashed"),
-		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile"),
-		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked"),
-		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)"),
+		studySimpleCommand("freeze", "Freeze the design: pins resolved to digests, tasks validated, snapshot hashed",
+			func(ctx context.Context, c api.Client, req api.NameRequest, _ io.Writer) error {
+				_, err := c.Freeze(ctx, req)
+				return err
+			}),
+		studySimpleCommand("preflight", "Decide and record, per arm, whether it fits at the study's card profile",
+			func(ctx context.Context, c api.Client, req api.NameRequest, text io.Writer) error {
+				_, err := c.Preflight(ctx, req, text)
+				return err
+			}),
+		studySimpleCommand("validate", "Make one free validation run per harness: records, runtime and containment checked",
+			func(ctx context.Context, c api.Client, req api.NameRequest, text io.Writer) error {
+				_, err := c.Validate(ctx, req, text)
+				return err
+			}),
+		studySimpleCommand("cancel", "Stop the study's running execution (its receipts stay)",
+			func(ctx context.Context, c api.Client, req api.NameRequest, _ io.Writer) error {
+				_, err := c.Cancel(ctx, req)
+				return err
+			}),
 		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyMergeCommand(), studyReplayCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
@@ -95,7 +109,7 @@ the existing study; the same key with another design is a conflict.`,
 			if err != nil {
 				return fmt.Errorf("read design: %w", err)
 			}
-			req := daemon.RegisterRequest{DesignFile: path, Design: design, Key: key, Actor: actor, Name: name}
+			req := api.RegisterRequest{DesignFile: path, Design: design, Key: key, Actor: actor, Name: name}
 			// The daemon may run elsewhere with another working directory and
 			// environment: it gets absolute paths, and this shell's setting.
 			if req.Registry, err = absOrEmpty(registry); err != nil {
@@ -104,8 +118,8 @@ the existing study; the same key with another design is a conflict.`,
 			if req.ConfiguredRegistry, err = absOrEmpty(os.Getenv(studies.LicenceRegistryEnv)); err != nil {
 				return err
 			}
-			var info daemon.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "register", req, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Register(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -145,8 +159,8 @@ licence's name), or at least one entry when none is restricted.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// The terms first: a reviewer writes the licence line having
 			// seen what each licence allows and restricts.
-			var now daemon.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "status", daemon.NameRequest{Name: args[0]}, &now, nil); err != nil {
+			now, err := client(cmd).Status(cmd.Context(), api.NameRequest{Name: args[0]})
+			if err != nil {
 				return err
 			}
 			printLicenceTerms(cmd.OutOrStdout(), args[0], now.LicenceTerms)
@@ -154,8 +168,8 @@ licence's name), or at least one entry when none is restricted.
 				return fmt.Errorf("a pass needs --licence-line: your statement on the licence check, naming the licences above (nothing was recorded)")
 			}
 			fmt.Fprintln(cmd.OutOrStdout())
-			var info daemon.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "review", daemon.ReviewRequest{Name: args[0], Review: r, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Review(cmd.Context(), api.ReviewRequest{Name: args[0], Review: r, Why: why})
+			if err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -177,8 +191,8 @@ func studyApproveCommand() *cobra.Command {
 		Short: "Record the Director's approval of a reviewed study",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info daemon.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "approve", daemon.NameRequest{Name: args[0], Actor: director, Why: why}, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Approve(cmd.Context(), api.NameRequest{Name: args[0], Actor: director, Why: why})
+			if err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)
@@ -190,27 +204,29 @@ func studyApproveCommand() *cobra.Command {
 	return cmd
 }
 
-func studySimpleCommand(method, short string) *cobra.Command {
+// studyCall is one of the daemon's calls on a named study whose reply the
+// command does not print; what the daemon wrote for the user goes to text.
+type studyCall func(ctx context.Context, c api.Client, req api.NameRequest, text io.Writer) error
+
+func studySimpleCommand(use, short string, call studyCall) *cobra.Command {
 	var actor string
 	cmd := &cobra.Command{
-		Use:   method + " NAME",
+		Use:   use + " NAME",
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out any
-			call := func(text io.Writer) error {
-				return callDaemon(cmd.Context(), socketPath(cmd), method, daemon.NameRequest{Name: args[0], Actor: actor}, &out, text)
-			}
+			req := api.NameRequest{Name: args[0], Actor: actor}
+			send := func(text io.Writer) error { return call(cmd.Context(), client(cmd), req, text) }
 			var err error
-			if method == "validate" {
-				err = withHeartbeat(cmd.Context(), cmd.OutOrStdout(), socketPath(cmd), args[0], "validating", call)
+			if use == "validate" {
+				err = withHeartbeat(cmd.Context(), cmd.OutOrStdout(), socketPath(cmd), args[0], "validating", send)
 			} else {
-				err = call(cmd.OutOrStdout())
+				err = send(cmd.OutOrStdout())
 			}
 			if err != nil {
 				return err
 			}
-			if method == "freeze" {
+			if use == "freeze" {
 				_, err := printStatus(cmd, args[0])
 				return err
 			}
@@ -224,6 +240,8 @@ func studySimpleCommand(method, short string) *cobra.Command {
 func studyRunCommand() *cobra.Command {
 	var key, actor, engine string
 	var detach bool
+	var inFlight int
+	var startWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "run NAME",
 		Short: "Start a counted run of a frozen study and follow its progress",
@@ -244,8 +262,8 @@ many receipts each worker returned. See docs/scale-out.md.
   rig study run demo --engine temporal    on the workers`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info run.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Actor: actor, Engine: engine}, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Run(cmd.Context(), api.RunRequest{Study: args[0], Key: key, Actor: actor, Engine: engine, InFlight: inFlight, StartWait: startWait})
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d)\n", info.ID, info.Attempt)
@@ -261,19 +279,23 @@ many receipts each worker returned. See docs/scale-out.md.
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key returns the same execution")
 	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
+	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once (default %d)", daemon.EngineDefaultInFlight))
+	cmd.Flags().DurationVar(&startWait, "start-wait", 0, fmt.Sprintf("with --engine temporal: how long a trial waits for a worker of its task queue before it ends as an error receipt naming the queue, when no worker serves it (default %s)", daemon.EngineDefaultStartWait))
 	cmd.Flags().BoolVar(&detach, "detach", false, "return at once; follow with rig study status")
 	return cmd
 }
 
 func studyRerunCommand() *cobra.Command {
 	var key, engine string
+	var inFlight int
+	var startWait time.Duration
 	cmd := &cobra.Command{
 		Use:   "rerun NAME EXECUTION",
 		Short: "Run a frozen study again as a new execution whose parent is EXECUTION",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var info run.ExecInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "run", daemon.RunRequest{Study: args[0], Key: key, Parent: args[1], Engine: engine}, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Run(cmd.Context(), api.RunRequest{Study: args[0], Key: key, Parent: args[1], Engine: engine, InFlight: inFlight, StartWait: startWait})
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "execution %s started (attempt %d, parent %s)\n", info.ID, info.Attempt, info.Parent)
@@ -285,6 +307,8 @@ func studyRerunCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
 	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
+	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once (default %d)", daemon.EngineDefaultInFlight))
+	cmd.Flags().DurationVar(&startWait, "start-wait", 0, fmt.Sprintf("with --engine temporal: how long a trial waits for a worker of its task queue before it ends as an error receipt naming the queue, when no worker serves it (default %s)", daemon.EngineDefaultStartWait))
 	return cmd
 }
 
@@ -307,16 +331,27 @@ func workerCounts(ws map[string]int) string {
 
 // follow prints progress until the execution ends.
 func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
-	last := ""
+	last, engine := "", false
 	for {
-		var info daemon.StudyInfo
-		if err := callDaemon(ctx, socketPath(cmd), "status", daemon.NameRequest{Name: name}, &info, nil); err != nil {
+		info, err := client(cmd).Status(ctx, api.NameRequest{Name: name})
+		if err != nil && engine && (errors.Is(err, api.ErrNoDaemon) || errors.Is(err, api.ErrDaemonStopped)) {
+			// The workers and the engine run the trials, not the daemon:
+			// the run goes on, and its merges wait for the coordinator.
+			gone := api.ErrNoDaemon
+			if errors.Is(err, api.ErrDaemonStopped) {
+				gone = api.ErrDaemonStopped
+			}
+			return fmt.Errorf("%w (socket %s): execution %s goes on on the workers through the engine, and its receipts wait for the coordinator: start the daemon again with the same --temporal and --spool it had (or the same RIG_TEMPORAL and RIG_SPOOL), then follow the run with: rig study status %s",
+				gone, socketPath(cmd), id, name)
+		}
+		if err != nil {
 			return err
 		}
 		for _, e := range info.Executions {
 			if e.ID != id {
 				continue
 			}
+			engine = e.Engine != ""
 			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %d failed (not scored), %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.Failed, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
 			if e.Engine != "" {
 				line += ", " + workerCounts(e.Workers)
@@ -325,7 +360,7 @@ func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 				fmt.Fprintf(cmd.OutOrStdout(), "[%s] %s\n", time.Now().Format("15:04:05"), line)
 				last = line
 			}
-			if e.Status != "running" {
+			if e.Status != api.ExecStatusRunning {
 				if e.Error != "" {
 					return fmt.Errorf("execution %s %s: %s", id, e.Status, e.Error)
 				}
@@ -369,9 +404,9 @@ when, from which state to which, and why.`,
 	}
 }
 
-func printStatus(cmd *cobra.Command, name string) (daemon.StudyInfo, error) {
-	var info daemon.StudyInfo
-	if err := callDaemon(cmd.Context(), socketPath(cmd), "status", daemon.NameRequest{Name: name}, &info, cmd.OutOrStdout()); err != nil {
+func printStatus(cmd *cobra.Command, name string) (api.StudyInfo, error) {
+	info, err := client(cmd).Status(cmd.Context(), api.NameRequest{Name: name})
+	if err != nil {
 		return info, err
 	}
 	printStudy(cmd.OutOrStdout(), info)
@@ -405,8 +440,8 @@ func studyListCommand() *cobra.Command {
 		Use:   "list",
 		Short: "List the studies registered on this machine",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var names []string
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "list", struct{}{}, &names, nil); err != nil {
+			names, err := client(cmd).List(cmd.Context())
+			if err != nil {
 				return err
 			}
 			for _, n := range names {
@@ -417,7 +452,7 @@ func studyListCommand() *cobra.Command {
 	}
 }
 
-func printStudy(w io.Writer, info daemon.StudyInfo) {
+func printStudy(w io.Writer, info api.StudyInfo) {
 	fmt.Fprintf(w, "study      %s", info.Name)
 	if info.Replayed {
 		fmt.Fprint(w, " (idempotent repeat: existing study returned)")
@@ -446,7 +481,7 @@ func printStudy(w io.Writer, info daemon.StudyInfo) {
 		}
 		fmt.Fprintln(w)
 	}
-	info.WriteGates(w)
+	printGates(w, info)
 	if info.Activity != "" {
 		fmt.Fprintf(w, "now        %s\n", info.Activity)
 	}
@@ -462,7 +497,7 @@ func firstLineOf(s string) string {
 }
 
 func studyReportCommand() *cobra.Command {
-	var opts daemon.ReportOptions
+	var opts api.ReportOptions
 	var screenshot string
 	cmd := &cobra.Command{
 		Use:   "report NAME",
@@ -488,7 +523,7 @@ replay is kept with the execution, so later reports show it without
 (every figure rendered) and saves a PNG of it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var files daemon.ReportFiles
+			var files api.ReportFiles
 			what := "analysing"
 			if opts.ReplaySample > 0 {
 				// The daemon answers once, at the end; say what the wait is for.
@@ -496,7 +531,9 @@ replay is kept with the execution, so later reports show it without
 				what = "replaying and analysing"
 			}
 			err := withHeartbeat(cmd.Context(), cmd.OutOrStdout(), socketPath(cmd), args[0], what, func(text io.Writer) error {
-				return callDaemon(cmd.Context(), socketPath(cmd), "report", daemon.ReportRequest{Name: args[0], ReportOptions: opts}, &files, text)
+				var err error
+				files, err = client(cmd).Report(cmd.Context(), api.ReportRequest{Name: args[0], ReportOptions: opts})
+				return err
 			})
 			if err != nil {
 				return err
@@ -520,7 +557,7 @@ replay is kept with the execution, so later reports show it without
 
 // checkInBrowser renders the report in headless Chromium, checks that every
 // figure the data calls for is in the rendered page, and saves a screenshot.
-func checkInBrowser(ctx context.Context, files daemon.ReportFiles, png string) error {
+func checkInBrowser(ctx context.Context, files api.ReportFiles, png string) error {
 	bin, err := report.FindBrowser()
 	if err != nil {
 		return err
@@ -553,7 +590,7 @@ func checkInBrowser(ctx context.Context, files daemon.ReportFiles, png string) e
 }
 
 func studyDecideCommand() *cobra.Command {
-	var req daemon.DecideRequest
+	var req api.DecideRequest
 	cmd := &cobra.Command{
 		Use:   "decide NAME --comparison HASH --rationale TEXT",
 		Short: "Record the decision the pre-registered rule assigns, citing the comparison you read",
@@ -568,8 +605,8 @@ request is a conflict.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Study = args[0]
-			var rec daemon.DecisionRecord
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "decide", req, &rec, cmd.OutOrStdout()); err != nil {
+			rec, err := client(cmd).Decide(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "decision   %s (%s)\nnext baseline %s\nrecorded by %s at %s\n", rec.Action, rec.Verdict, rec.NextBaseline, rec.Actor, rec.At.Format(time.RFC3339))
@@ -603,23 +640,26 @@ and an entry a worker never finished is left alone. Running it twice changes
 nothing: rig receipts export prints the same bytes.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req := daemon.MergeRequest{Study: args[0]}
+			req := api.MergeRequest{Study: args[0]}
 			if len(args) == 2 {
 				req.Execution = args[1]
 			}
-			var sum scaleout.RemergeSummary
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "merge", req, &sum, nil); err != nil {
+			sum, err := client(cmd).Merge(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "spool entries: %d; merged now %d, already merged %d, divergent duplicates kept apart %d, unfinished (never merged) %d\n",
 				sum.Entries, sum.Merged, sum.Already, sum.Divergent, sum.Partial)
+			for _, r := range sum.Refused {
+				fmt.Fprintf(cmd.OutOrStdout(), "refused (not merged): %s\n", r)
+			}
 			return nil
 		},
 	}
 }
 
 func studyReplayCommand() *cobra.Command {
-	var req daemon.EngineReplayRequest
+	var req api.EngineReplayRequest
 	cmd := &cobra.Command{
 		Use:   "replay NAME",
 		Short: "Replay a sample of a scale-out execution's trials on the workers, each on the queue it ran on",
@@ -635,15 +675,15 @@ replays through the daemon instead.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req.Study = args[0]
-			var out []scaleout.ReplayResult
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "engine-replay", req, &out, nil); err != nil {
+			out, err := client(cmd).EngineReplay(cmd.Context(), req)
+			if err != nil {
 				return err
 			}
 			bad := 0
 			for _, r := range out {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-40s attempt %d on %s via %s: %s (%d/%d rows reproduced, max |Δ| %.3g)\n",
 					r.Key, r.Attempt, r.Worker, r.Queue, r.Status, r.Reproduced, r.Replayed, r.MaxAbsDiff)
-				if r.Status != string(genrecord.StatusReproduced) {
+				if r.Status != api.ReplayReproduced {
 					bad++
 				}
 			}
@@ -665,8 +705,8 @@ func studyCheckCommand() *cobra.Command {
 		Short: "Check the study store's integrity: receipts decode, keys unique, no trial scored twice",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var sum receipts.Summary
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "check", daemon.NameRequest{Name: args[0]}, &sum, nil); err != nil {
+			sum, err := client(cmd).Check(cmd.Context(), api.NameRequest{Name: args[0]})
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "store ok: %d executions, %d receipts (%d counted), %d audit entries, %d governor events\n",
@@ -692,7 +732,7 @@ against difficulty for each model.
   rig receipts export demo-small-models --audit     the audit trail: who did what, when`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return callDaemon(cmd.Context(), socketPath(cmd), "export", daemon.NameRequest{Name: args[0], Format: format, Audit: audit}, nil, cmd.OutOrStdout())
+			return client(cmd).Export(cmd.Context(), api.NameRequest{Name: args[0], Format: format, Audit: audit}, cmd.OutOrStdout())
 		},
 	}
 	export.Flags().StringVar(&format, "format", "jsonl", "jsonl or csv")
@@ -720,7 +760,8 @@ and says which. A plan over the design's wall-time or energy cap is refused
 				}
 				speeds = abs
 			}
-			return callDaemon(cmd.Context(), socketPath(cmd), "dry-run", daemon.DryRunRequest{Name: args[0], Speeds: speeds}, nil, cmd.OutOrStdout())
+			_, err := client(cmd).DryRun(cmd.Context(), api.DryRunRequest{Name: args[0], Speeds: speeds}, cmd.OutOrStdout())
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&speeds, "speeds", "", "a pilot's speed table (JSON)")

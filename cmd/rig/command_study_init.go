@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon"
 	"rig/studies"
 )
 
@@ -46,8 +45,8 @@ written.`,
 			// the incumbent the next study should start from.
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
 			defer cancel()
-			var b daemon.Proposal
-			if err := callDaemon(ctx, socketPath(cmd), "baseline", struct{}{}, &b, nil); err != nil || b.ID == "" {
+			b, ok, err := client(cmd).Baseline(ctx)
+			if err != nil || !ok {
 				return nil
 			}
 			note := fmt.Sprintf("\n# The approved baseline (proposal %s, approved by %s): make it the incumbent arm.\n#   model.registry_name: %s\n#   model.sha256: %s\n#   runtime: %s\n#   pins: quant %s, context %d, stop_cap %d, runtime_build %q\n",

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon"
+	"rig/daemon/api"
 )
 
 func studyWithdrawCommand() *cobra.Command {
@@ -27,8 +27,8 @@ rig study register DESIGN --name NEW-NAME).`,
 			if why == "" {
 				return errors.New("--why: a withdrawal needs its reason, for the audit log (e.g. --why \"two prompts too long; going again with them excluded\")")
 			}
-			var info daemon.StudyInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "withdraw", daemon.NameRequest{Name: args[0], Why: why}, &info, cmd.OutOrStdout()); err != nil {
+			info, err := client(cmd).Withdraw(cmd.Context(), api.NameRequest{Name: args[0], Why: why})
+			if err != nil {
 				return err
 			}
 			printStudy(cmd.OutOrStdout(), info)

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/studies/run"
 	"rig/tasks"
+	"rig/tasks/sandboxed"
 )
 
 func newTasksAuditCommand() *cobra.Command {
@@ -35,7 +35,7 @@ failed, the bank does not parse or the record cannot be written.`,
 			if dir == "" {
 				dir = defaultAuditDir(args[0])
 			}
-			_, err := tasks.RunAudit(cmd.Context(), cmd.OutOrStdout(), args[0], dir, run.Env{NoSandbox: noSandbox}.Graders())
+			_, err := tasks.RunAudit(cmd.Context(), cmd.OutOrStdout(), args[0], dir, sandboxed.Graders(noSandbox))
 			return err
 		},
 	}

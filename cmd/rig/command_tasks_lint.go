@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"rig/studies/run"
 	"rig/tasks"
+	"rig/tasks/sandboxed"
 )
 
 func newTasksLintCommand() *cobra.Command {
@@ -28,7 +28,7 @@ Exit status 0 when the bank parses and has no exact duplicates or failing
 keys; 1 otherwise. Near duplicates and warnings are printed but do not fail.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := tasks.RunLint(cmd.Context(), cmd.OutOrStdout(), args[0], run.Env{NoSandbox: noSandbox}.Graders())
+			_, err := tasks.RunLint(cmd.Context(), cmd.OutOrStdout(), args[0], sandboxed.Graders(noSandbox))
 			return err
 		},
 	}

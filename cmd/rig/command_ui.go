@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"rig/daemon"
 )
 
 func newUICommand() *cobra.Command {
@@ -38,8 +36,8 @@ The daemon must be running (rig daemon, or the systemd unit).`,
 		Example: "  rig ui\n  xdg-open \"$(rig ui)\"",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var info daemon.UIInfo
-			if err := callDaemon(cmd.Context(), socketPath(cmd), "ui", struct{}{}, &info, nil); err != nil {
+			info, err := client(cmd).UI(cmd.Context())
+			if err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), info.URL)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -13,16 +12,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"rig/daemon"
-	"rig/governor"
-	"rig/governor/gates"
+	"rig/daemon/api"
+	"rig/internal/metrics"
 	"rig/internal/provision"
-	"rig/scaleout"
 )
 
 // engineFlags adds the flags naming the Temporal cluster and the spool, the
 // same for the daemon (the coordinator) and a worker.
-func engineFlags(cmd *cobra.Command) *scaleout.Config {
-	c := &scaleout.Config{}
+func engineFlags(cmd *cobra.Command) *daemon.EngineConfig {
+	c := &daemon.EngineConfig{}
 	f := cmd.Flags()
 	f.StringVar(&c.Address, "temporal", os.Getenv("RIG_TEMPORAL"), "the Temporal frontend, HOST:PORT ($RIG_TEMPORAL); single host: rig engine dev")
 	f.StringVar(&c.Namespace, "namespace", "default", "the Temporal namespace")
@@ -37,10 +35,11 @@ func engineFlags(cmd *cobra.Command) *scaleout.Config {
 }
 
 func newWorkerCommand() *cobra.Command {
-	var id, installedEnv, study, execution string
+	var id, installedEnv, study, execution, models string
 	var queues []string
-	var noSandbox, faults bool
-	var cfg *scaleout.Config
+	var noSandbox, faults, dryRun bool
+	var card int
+	var cfg *daemon.EngineConfig
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run trials of frozen studies handed out by Temporal (one process per card)",
@@ -52,15 +51,30 @@ and governor a local run uses, one runtime at a time. A trial's receipt and
 generation record go to the shared spool; the coordinator (the daemon that
 owns the study) merges them exactly once.
 
-It refuses, without running anything:
-  - a trial whose runtime build differs from this machine's (and then stops
-    serving that queue);
-  - a trial of a study whose snapshot the spool does not hold;
-  - every trial while its governor is not ready (fault suite not passed,
-    heartbeat stale, a policy held): it stops polling until it is.
+It takes a trial only when it can run it now: one slot, shared by the
+pollers of all its queues. It checks itself before it polls, and stops
+polling while a check fails (saying why in its log, at start and every
+minute, and on /healthz):
+  - its governor not ready (fault suite not passed, heartbeat stale, a
+    policy held);
+  - the snapshot of the --study it was started for not in the spool;
+  - a model a trial names not here: models are found by sha256 in this
+    worker's cache or the --models folder, not at the coordinator's path;
+  - no queue its runtime builds serve.
+It refuses, without running anything, a trial whose runtime build differs
+from this machine's (and then stops serving that queue), a trial of a study
+whose snapshot the spool does not hold, and a trial that arrives while
+another runs (it goes back to its queue at once).
 
-Launch one per card with what the site already runs: deploy/systemd,
-deploy/slurm (sbatch --array) or deploy/kubernetes. See docs/scale-out.md.
+It serves Prometheus metrics at http://127.0.0.1:9480/metrics and its health
+at /healthz on the same address (200 while polling, 503 with the reasons;
+--metrics HOST:PORT elsewhere, off for none; give each worker its own).
+
+Launch one per card (--card N, the card's NVML index) with what the site
+already runs: deploy/systemd, deploy/slurm (sbatch --array) or
+deploy/kubernetes. --dry-run prints where a worker would look (its folders
+and the fault-suite pass its governor would find) without connecting. See
+docs/scale-out.md.
 
   rig engine dev --db /var/lib/rig/temporal.db &      a single host's server
   rig worker --temporal 127.0.0.1:7233 --spool /srv/rig-spool
@@ -69,62 +83,36 @@ deploy/slurm (sbatch --array) or deploy/kubernetes. See docs/scale-out.md.
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-			in, err := provision.LoadFile(installedEnv)
+			o := daemon.WorkerOptions{Engine: *cfg, ID: id, Card: card, Home: homeDir(cmd), InstalledEnv: installedEnv,
+				Queues: queues, Study: study, Execution: execution, ModelsDir: models, NoSandbox: noSandbox, FaultInjection: faults, Log: log}
+			if dryRun {
+				o.Settings().Print(cmd.OutOrStdout(), time.Now())
+				return nil
+			}
+			m, err := workerMetrics(cmd) // metrics (metrics.go): nil with --metrics off
 			if err != nil {
 				return err
 			}
-			if id == "" {
-				h, _ := os.Hostname()
-				id = fmt.Sprintf("%s-%d", h, os.Getpid())
+			o.Metrics = m
+			o.Started = func(ctx context.Context, ready func(context.Context) error) error {
+				return serveWorkerMetrics(ctx, cmd, m, ready, log)
 			}
-			home := homeDir(cmd)
-			g, err := gates.Start(ctx, gates.Options{Home: home, Sink: governor.SlogSink{Logger: log}, Log: log,
-				// Each worker's own heartbeat: several on one machine never vouch for each other.
-				Heartbeat: filepath.Join(governor.DefaultStateDir(), "heartbeat-worker-"+id)})
-			if err != nil {
-				return err
-			}
-			if faults {
-				// Fault injection for the scale-out suite: SIGUSR1 stalls
-				// this worker's governor for a minute (its heartbeat goes stale).
-				usr := make(chan os.Signal, 1)
-				signal.Notify(usr, syscall.SIGUSR1)
-				go func() {
-					for range usr {
-						log.Warn("fault injection: governor stalled for 60s", "worker", id)
-						g.Stall(60 * time.Second)
-					}
-				}()
-			}
-			w, err := scaleout.NewWorker(ctx, scaleout.WorkerOptions{Config: *cfg, ID: id, WorkDir: filepath.Join(home, "worker", id),
-				Installed: in, Gates: g, NoSandbox: noSandbox, Log: log, Queues: queues, CardClass: scaleout.CardClass(cardName(ctx)),
-				Study: study, Execution: execution})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "worker %s: serving %v on %s (namespace %s), spool %s\n", w.ID(), w.Queues(), cfg.Address, cfg.Namespace, cfg.Spool)
-			return w.Run(ctx)
+			return daemon.RunWorker(ctx, o, cmd.OutOrStdout())
 		},
 	}
 	cfg = engineFlags(cmd)
 	cmd.Flags().StringVar(&id, "id", "", "the worker's name in receipts and status (default HOST-PID)")
+	cmd.Flags().IntVar(&card, "card", 0, "the card this worker runs on, by NVML index as nvidia-smi lists them (one worker per card; pair it with CUDA_VISIBLE_DEVICES=N and CUDA_DEVICE_ORDER=PCI_BUS_ID)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the settings this worker would run with (id, card, folders, the fault-suite pass its governor would find) and exit without connecting")
 	cmd.Flags().StringVar(&installedEnv, "installed-env", provision.Path(), "env file naming the provisioned runtimes")
 	cmd.Flags().StringSliceVar(&queues, "queue", nil, "serve these task queues instead of the ones this machine's builds name (each trial is still checked against this machine's builds)")
 	cmd.Flags().StringVar(&study, "study", "", "refuse to start unless the spool holds this study's snapshot (with --execution)")
 	cmd.Flags().StringVar(&execution, "execution", "", "the execution --study names")
+	cmd.Flags().StringVar(&models, "models", os.Getenv("RIG_MODELS"), "a shared models folder ($RIG_MODELS): a model not provisioned in this worker's cache is found here by its sha256 (file SHA256, SHA256.gguf or sha256-SHA256), never by the coordinator's path")
 	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run runtimes without namespaces (recorded on every receipt)")
+	metricsFlag(cmd, metrics.WorkerAddr)
 	cmd.Flags().BoolVar(&faults, "fault-injection", false, "let SIGUSR1 stall this worker's governor for 60s (the scale-out fault suite)")
 	return cmd
-}
-
-// cardName is this machine's first NVIDIA card's name, empty without one.
-func cardName(ctx context.Context) string {
-	nv, err := governor.OpenNVML(ctx, 0)
-	if err != nil {
-		return ""
-	}
-	defer nv.Close()
-	return nv.DeviceName()
 }
 
 func newEngineCommand() *cobra.Command {
@@ -143,23 +131,12 @@ tests; a studio's production names an existing cluster instead.
   rig daemon --temporal 127.0.0.1:7233 --spool ~/.local/share/rig/spool &
   rig worker --temporal 127.0.0.1:7233 --spool ~/.local/share/rig/spool &`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := provision.LoadFile(installedEnv)
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			s := &scaleout.DevServer{Bin: in.Temporal, DB: db, Port: port, Log: db + ".log"}
-			if err := s.Start(ctx); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "temporal dev server on %s (state %s, log %s)\n", s.Address(), db, s.Log)
-			go func() { <-ctx.Done(); s.Stop() }()
-			s.Wait()
-			return nil
+			return daemon.RunEngineDev(ctx, daemon.EngineDevOptions{InstalledEnv: installedEnv, DB: db, Port: port}, cmd.OutOrStdout())
 		},
 	}
-	dev.Flags().StringVar(&db, "db", filepath.Join(daemon.DefaultHome(), "temporal.db"), "the server's SQLite file")
+	dev.Flags().StringVar(&db, "db", filepath.Join(api.DefaultHome(), "temporal.db"), "the server's SQLite file")
 	dev.Flags().IntVar(&port, "port", 7233, "the frontend's port on 127.0.0.1")
 	dev.Flags().StringVar(&installedEnv, "installed-env", provision.Path(), "env file naming the provisioned components")
 	cmd.AddCommand(dev)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"rig/daemon"
+	"rig/daemon/api"
 )
 
 // heartbeatEvery is how long a command waiting on a long daemon request
@@ -35,8 +35,7 @@ func heartbeat(ctx context.Context, w io.Writer, socket, study, what string, eve
 			}
 			line := fmt.Sprintf("[%s] still %s, %s so far", time.Now().Format("15:04:05"), what, time.Since(start).Round(time.Second))
 			sctx, scancel := context.WithTimeout(ctx, every/2)
-			var info daemon.StudyInfo
-			if callDaemon(sctx, socket, "status", daemon.NameRequest{Name: study}, &info, nil) == nil && info.Activity != "" {
+			if info, err := (api.Client{Socket: socket}).Status(sctx, api.NameRequest{Name: study}); err == nil && info.Activity != "" {
 				line += ": now " + info.Activity
 			}
 			scancel()

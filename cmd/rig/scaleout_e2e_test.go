@@ -83,9 +83,14 @@ func (w *workerProc) waitLog(t *testing.T, re *regexp.Regexp, n int, limit time.
 // worker as the next attempt with its parent, nothing from the wrong build,
 // no trial taken by the stalled worker, a clean store check, a second merge
 // that changes nothing, and a report with replayed samples.
-func TestScaleOutOnRealWorkers(t *testing.T) {
-	e := newRigEnv(t)
-	in, err := provision.Load()
+// startDevServer starts a real Temporal dev server on a free loopback port
+// (its database in the test's home) and returns its address and the spool
+// folder the daemon and the workers share.
+func (e *rigEnv) startDevServer() (srv *scaleout.DevServer, in provision.Installed, addr, spool string) {
+	t := e.t
+	t.Helper()
+	var err error
+	in, err = provision.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +101,18 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &scaleout.DevServer{Bin: in.Temporal, DB: filepath.Join(e.home, "temporal.db"), Port: port, Log: filepath.Join(e.home, "temporal.log")}
-	ctx := context.Background()
-	if err := srv.Start(ctx); err != nil {
+	srv = &scaleout.DevServer{Bin: in.Temporal, DB: filepath.Join(e.home, "temporal.db"), Port: port, Log: filepath.Join(e.home, "temporal.log")}
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	addr, spool := srv.Address(), filepath.Join(e.home, "spool")
+	return srv, in, srv.Address(), filepath.Join(e.home, "spool")
+}
+
+func TestScaleOutOnRealWorkers(t *testing.T) {
+	e := newRigEnv(t)
+	srv, in, addr, spool := e.startDevServer()
+	ctx := context.Background()
 
 	e.ensureGovernorPass()
 	e.startDaemon("--temporal", addr, "--spool", spool)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"rig/daemon"
+	"rig/daemon/api"
 	"rig/internal/provision"
 )
 
@@ -120,7 +121,7 @@ func TestBigInputsThroughDaemon(t *testing.T) {
 			t.Errorf("daemon: %v\n%s", err, stderr.Bytes())
 		}
 	})
-	c := daemon.Client{Socket: sock}
+	c := api.Client{Socket: sock}
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		var names []string
 		if err := c.Call(context.Background(), "list", struct{}{}, &names, nil); err == nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"rig/daemon"
+	"rig/daemon/api"
 	"rig/internal/provision"
 )
 
@@ -90,7 +91,7 @@ func TestHostileCorpusThroughDaemon(t *testing.T) {
 			t.Errorf("daemon: %v", err)
 		}
 	})
-	c := daemon.Client{Socket: sock}
+	c := api.Client{Socket: sock}
 	// list answers: the daemon is up (and, later, still up) with no study.
 	list := func() ([]string, error) {
 		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -158,7 +159,7 @@ func TestHostileCorpusThroughDaemon(t *testing.T) {
 		switch {
 		case err == nil:
 			t.Errorf("%s: registered", rel)
-		case errors.Is(err, daemon.ErrDaemonStopped) || errors.Is(err, daemon.ErrNoDaemon):
+		case errors.Is(err, api.ErrDaemonStopped) || errors.Is(err, api.ErrNoDaemon):
 			t.Fatalf("%s: the daemon stopped: %v", rel, err)
 		case !strings.Contains(err.Error(), filepath.Base(rel)):
 			t.Errorf("%s: the daemon's refusal does not name the file: %v", rel, err)

@@ -11,6 +11,7 @@ import (
 	"rig/daemon"
 	"rig/genrecord"
 	"rig/governor"
+	"rig/internal/gguf"
 	"rig/licences"
 	"rig/preflight"
 	"rig/studies"
@@ -65,7 +66,7 @@ func open(kind, path string) error {
 	ctx := context.Background()
 	switch kind {
 	case kindDesigns:
-		// As `rig study register` validates it (daemon.Service.Register).
+		// As `rig study register` validates it (daemon.Studies.Register).
 		_, err := studies.LoadDesign(ctx, path, studies.ValidateOptions{File: path, Lookup: designLookup, Quant: studies.GGUFQuant})
 		return err
 	case kindRegistries:
@@ -83,7 +84,7 @@ func open(kind, path string) error {
 	case kindGGUF:
 		// As `rig preflight MODEL` and the daemon's preflight read it:
 		// header, hyperparameters, then the prediction at a real profile.
-		f, err := preflight.Open(path)
+		f, err := gguf.Open(path)
 		if err != nil {
 			return err
 		}

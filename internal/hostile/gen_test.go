@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"rig/genrecord"
-	"rig/preflight"
+	"rig/internal/gguf"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/hostile from the generator (go generate ./internal/hostile)")
@@ -818,19 +818,19 @@ func genPolicies(c candidates) {
 // --- GGUF -----------------------------------------------------------------
 
 // ggufMeta is a plausible llama header of a file type; set replaces or adds keys.
-func ggufMeta(fileType uint32, set ...preflight.KV) []preflight.KV {
-	return preflight.PlausibleMeta("llama", append([]preflight.KV{{Key: "general.file_type", Type: preflight.ValueUint32, Value: fileType}}, set...)...)
+func ggufMeta(fileType uint32, set ...gguf.KV) []gguf.KV {
+	return gguf.PlausibleMeta("llama", append([]gguf.KV{{Key: "general.file_type", Type: gguf.ValueUint32, Value: fileType}}, set...)...)
 }
 
 // ggufModel encodes meta with one small tensor per layer and an embedding.
-func ggufModel(t testing.TB, meta []preflight.KV, layers int) []byte {
-	var ts []preflight.Tensor
+func ggufModel(t testing.TB, meta []gguf.KV, layers int) []byte {
+	var ts []gguf.Tensor
 	for l := 0; l < layers; l++ {
-		ts = append(ts, preflight.Tensor{Info: preflight.TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 1}, Type: preflight.TypeQ8_0}, Data: make([]byte, 34)})
+		ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: fmt.Sprintf("blk.%d.attn_q.weight", l), Dims: []uint64{32, 1}, Type: gguf.TypeQ8_0}, Data: make([]byte, 34)})
 	}
-	ts = append(ts, preflight.Tensor{Info: preflight.TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: preflight.TypeF16}, Data: make([]byte, 32*8*2)})
+	ts = append(ts, gguf.Tensor{Info: gguf.TensorInfo{Name: "token_embd.weight", Dims: []uint64{32, 8}, Type: gguf.TypeF16}, Data: make([]byte, 32*8*2)})
 	var buf bytes.Buffer
-	if err := preflight.Encode(&buf, meta, ts); err != nil {
+	if err := gguf.Encode(&buf, meta, ts); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -839,7 +839,7 @@ func ggufModel(t testing.TB, meta []preflight.KV, layers int) []byte {
 // manyTensors is the biggest valid header in the corpus
 // (valid/gguf/many-tensors.gguf), the one BenchmarkPreflightCorpus times.
 func manyTensors(t testing.TB) []byte {
-	b, err := preflight.LargeHeader()
+	b, err := gguf.LargeHeader()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -878,7 +878,7 @@ func genGGUF(t testing.TB, c candidates) {
 	// The SmolLM2 stand-ins carry a chat template as the instruction-tuned
 	// file does, so the valid designs' chat arms pass the base-model check;
 	// the Gemma one carries none, as the provisioned base model.
-	chat := preflight.KV{Key: "tokenizer.chat_template", Type: preflight.ValueString, Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}
+	chat := gguf.KV{Key: "tokenizer.chat_template", Type: gguf.ValueString, Value: "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"}
 	c.add("valid/"+kindGGUF, "smollm2-q4_1.gguf", ggufModel(t, ggufMeta(3, chat), 4))
 	c.add("valid/"+kindGGUF, "gemma3-q4_k_m.gguf", ggufModel(t, ggufMeta(15), 4))
 	c.add("valid/"+kindGGUF, "smollm2-q8_0.gguf", ggufModel(t, ggufMeta(7, chat), 4))
@@ -895,7 +895,7 @@ func genGGUF(t testing.TB, c candidates) {
 		copy(b[off:], bytes.Repeat([]byte{0xff}, 8))
 		c.add(kindGGUF, fmt.Sprintf("ff-at-%04d.gguf", off), b)
 	}
-	u32, u64 := preflight.ValueUint32, preflight.ValueUint64
+	u32, u64 := gguf.ValueUint32, gguf.ValueUint64
 	for name, data := range map[string][]byte{
 		"magic-wrong.gguf":          rawHeader("GGUX", 3, 0, 0),
 		"magic-ggml.gguf":           rawHeader("ggml", 3, 0, 0),
@@ -924,26 +924,26 @@ func genGGUF(t testing.TB, c candidates) {
 		"tensor-dim-overflow.gguf":  rawHeader("GGUF", 3, 1, 0, le("w", uint32(2), uint64(1<<40), uint64(1<<40), uint32(0), uint64(0))),
 		"tensor-offset-past.gguf":   rawHeader("GGUF", 3, 1, 0, le("w", uint32(1), uint64(32), uint32(0), uint64(1<<50))),
 		"tensor-name-huge.gguf":     rawHeader("GGUF", 3, 1, 0, le(uint64(1<<62))),
-		"alignment-zero.gguf":       ggufModel(t, ggufMeta(7, preflight.KV{Key: "general.alignment", Type: u32, Value: uint32(0)}), 4),
-		"alignment-odd.gguf":        ggufModel(t, ggufMeta(7, preflight.KV{Key: "general.alignment", Type: u32, Value: uint32(3)}), 4),
-		"layers-max.gguf":           ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.block_count", Type: u32, Value: uint32(math.MaxUint32)}), 4),
-		"layers-zero.gguf":          ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.block_count", Type: u32, Value: uint32(0)}), 4),
-		"heads-zero.gguf":           ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.attention.head_count", Type: u32, Value: uint32(0)}), 4),
-		"kv-heads-over-heads.gguf":  ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.attention.head_count_kv", Type: u32, Value: uint32(64)}), 4),
-		"embd-max.gguf":             ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.embedding_length", Type: u64, Value: uint64(math.MaxUint64)}), 4),
-		"embd-zero.gguf":            ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.embedding_length", Type: u32, Value: uint32(0)}), 4),
-		"context-max.gguf":          ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.context_length", Type: u64, Value: uint64(math.MaxUint64)}), 4),
-		"ff-max.gguf":               ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.feed_forward_length", Type: u64, Value: uint64(1 << 62)}), 4),
+		"alignment-zero.gguf":       ggufModel(t, ggufMeta(7, gguf.KV{Key: "general.alignment", Type: u32, Value: uint32(0)}), 4),
+		"alignment-odd.gguf":        ggufModel(t, ggufMeta(7, gguf.KV{Key: "general.alignment", Type: u32, Value: uint32(3)}), 4),
+		"layers-max.gguf":           ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.block_count", Type: u32, Value: uint32(math.MaxUint32)}), 4),
+		"layers-zero.gguf":          ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.block_count", Type: u32, Value: uint32(0)}), 4),
+		"heads-zero.gguf":           ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.attention.head_count", Type: u32, Value: uint32(0)}), 4),
+		"kv-heads-over-heads.gguf":  ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.attention.head_count_kv", Type: u32, Value: uint32(64)}), 4),
+		"embd-max.gguf":             ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.embedding_length", Type: u64, Value: uint64(math.MaxUint64)}), 4),
+		"embd-zero.gguf":            ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.embedding_length", Type: u32, Value: uint32(0)}), 4),
+		"context-max.gguf":          ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.context_length", Type: u64, Value: uint64(math.MaxUint64)}), 4),
+		"ff-max.gguf":               ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.feed_forward_length", Type: u64, Value: uint64(1 << 62)}), 4),
 		"arch-missing.gguf":         ggufModel(t, ggufMeta(7)[1:], 4),
-		"arch-unmodelled.gguf":      ggufModel(t, ggufMeta(7, preflight.KV{Key: "general.architecture", Type: preflight.ValueString, Value: "rwkv6"}), 4),
-		"arch-wrong-type.gguf":      ggufModel(t, ggufMeta(7, preflight.KV{Key: "general.architecture", Type: u32, Value: uint32(1)}), 4),
-		"layers-wrong-type.gguf":    ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.block_count", Type: preflight.ValueString, Value: "four"}), 4),
-		"kv-heads-array-short.gguf": ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.attention.head_count_kv", Type: preflight.ValueArray, Value: []uint32{2}}), 4),
-		"kv-heads-array-zero.gguf":  ggufModel(t, ggufMeta(7, preflight.KV{Key: "llama.attention.head_count_kv", Type: preflight.ValueArray, Value: []uint32{2, 0, 2, 2}}), 4),
-		"duplicate-key.gguf":        ggufModel(t, append(ggufMeta(7), preflight.KV{Key: "llama.block_count", Type: u32, Value: uint32(8)}), 4),
-		"key-invalid-utf8.gguf":     ggufModel(t, append(ggufMeta(7), preflight.KV{Key: "llama.\xff\xfe", Type: u32, Value: uint32(1)}), 4),
-		"key-empty.gguf":            ggufModel(t, append(ggufMeta(7), preflight.KV{Key: "", Type: u32, Value: uint32(1)}), 4),
-		"arch-nul.gguf":             ggufModel(t, ggufMeta(7, preflight.KV{Key: "general.architecture", Type: preflight.ValueString, Value: "lla\x00ma"}), 4),
+		"arch-unmodelled.gguf":      ggufModel(t, ggufMeta(7, gguf.KV{Key: "general.architecture", Type: gguf.ValueString, Value: "rwkv6"}), 4),
+		"arch-wrong-type.gguf":      ggufModel(t, ggufMeta(7, gguf.KV{Key: "general.architecture", Type: u32, Value: uint32(1)}), 4),
+		"layers-wrong-type.gguf":    ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.block_count", Type: gguf.ValueString, Value: "four"}), 4),
+		"kv-heads-array-short.gguf": ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.attention.head_count_kv", Type: gguf.ValueArray, Value: []uint32{2}}), 4),
+		"kv-heads-array-zero.gguf":  ggufModel(t, ggufMeta(7, gguf.KV{Key: "llama.attention.head_count_kv", Type: gguf.ValueArray, Value: []uint32{2, 0, 2, 2}}), 4),
+		"duplicate-key.gguf":        ggufModel(t, append(ggufMeta(7), gguf.KV{Key: "llama.block_count", Type: u32, Value: uint32(8)}), 4),
+		"key-invalid-utf8.gguf":     ggufModel(t, append(ggufMeta(7), gguf.KV{Key: "llama.\xff\xfe", Type: u32, Value: uint32(1)}), 4),
+		"key-empty.gguf":            ggufModel(t, append(ggufMeta(7), gguf.KV{Key: "", Type: u32, Value: uint32(1)}), 4),
+		"arch-nul.gguf":             ggufModel(t, ggufMeta(7, gguf.KV{Key: "general.architecture", Type: gguf.ValueString, Value: "lla\x00ma"}), 4),
 	} {
 		c.add(kindGGUF, name, data)
 	}

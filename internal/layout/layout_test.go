@@ -135,3 +135,36 @@ func TestSpool(t *testing.T) {
 		}
 	}
 }
+
+// A home's identity is made once and read back the same, by any reader of
+// the home (another process, a copy moved elsewhere); a damaged file is
+// refused naming it, never silently replaced.
+func TestHomeIdentityIsMadeOnceAndKept(t *testing.T) {
+	dir := t.TempDir()
+	h := Home(dir)
+	first, err := h.Identity()
+	if err != nil || len(first) != 32 {
+		t.Fatalf("first identity %q, %v", first, err)
+	}
+	again, err := Home(dir).Identity()
+	if err != nil || again != first {
+		t.Fatalf("read again: %q, %v; want %q", again, err, first)
+	}
+	other, err := Home(t.TempDir()).Identity()
+	if err != nil || other == first {
+		t.Errorf("another home's identity %q (%v) is this one's %q", other, err, first)
+	}
+	moved := t.TempDir()
+	if err := os.Rename(h.IdentityFile(), Home(moved).IdentityFile()); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := Home(moved).Identity(); err != nil || got != first {
+		t.Errorf("a moved home's identity %q, %v; want %q", got, err, first)
+	}
+	if err := os.WriteFile(Home(moved).IdentityFile(), []byte("../x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Home(moved).Identity(); err == nil || !strings.Contains(err.Error(), Home(moved).IdentityFile()) {
+		t.Errorf("a damaged identity: %v; want refused naming the file", err)
+	}
+}

@@ -15,6 +15,8 @@ import (
 
 	gp "github.com/gpustack/gguf-parser-go"
 
+	"rig/internal/cgroup"
+	"rig/internal/gguf"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/runtimes"
@@ -178,7 +180,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 			return err
 		}
 	}
-	if _, err := preflight.CleanupStale(ctx); err != nil {
+	if _, err := cgroup.CleanupStale(ctx); err != nil {
 		opts.Logger.Warn("stale reservations remain", "err", err)
 	}
 	b, err := open(ctx, opts)
@@ -189,7 +191,7 @@ func Run(ctx context.Context, w io.Writer, opts Options) error {
 	var rows []Row
 	for _, rt := range opts.Runtimes {
 		for _, m := range opts.Models {
-			f, err := preflight.Open(m.Path)
+			f, err := gguf.Open(m.Path)
 			if err != nil {
 				return err
 			}
@@ -283,7 +285,7 @@ func Measure(ctx context.Context, opts Options, runtime string, m provision.Mode
 	if err != nil {
 		return Row{}, err
 	}
-	f, err := preflight.Open(m.Path)
+	f, err := gguf.Open(m.Path)
 	if err != nil {
 		return Row{}, err
 	}
@@ -335,7 +337,14 @@ func (b *bench) measure(ctx context.Context, r *Row, m provision.Model, trained 
 	return b.measureLlamaServer(ctx, r, cfg)
 }
 
-func oomKills(res *preflight.Reservation) uint64 {
+// reservationPeak is the reservation's peak, 0 when it cannot be read (the
+// row then shows no measurement).
+func reservationPeak(res *cgroup.Reservation) preflight.Size {
+	p, _ := res.Peak()
+	return preflight.Size(p)
+}
+
+func oomKills(res *cgroup.Reservation) uint64 {
 	oom, _ := res.OOM()
 	return oom.Kills
 }
@@ -351,9 +360,9 @@ func relErr(pred, meas preflight.Size) float64 {
 // llama.cpp run without mmap.
 func parserEstimate(ref *gp.GGUFFile, p preflight.Profile) preflight.Size {
 	kt := gp.GGMLTypeF16
-	if p.KVGGMLType() == preflight.TypeQ8_0 {
+	if p.KVGGMLType() == gguf.TypeQ8_0 {
 		kt = gp.GGMLTypeQ8_0
-	} else if p.KVGGMLType() == preflight.TypeQ4_0 {
+	} else if p.KVGGMLType() == gguf.TypeQ4_0 {
 		kt = gp.GGMLTypeQ4_0
 	}
 	slots := max(p.Parallel, 1)

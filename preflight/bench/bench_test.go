@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"rig/internal/gguf"
 	"rig/internal/provision"
 	"rig/preflight"
 	"rig/runtimes"
@@ -197,7 +198,7 @@ func TestIntegrationTinyGGUFLoadsInLlamaServer(t *testing.T) {
 	in := provisionedOrSkip(t, preflight.RuntimeLlamaServer)
 	path := filepath.Join(t.TempDir(), "tiny.gguf")
 	tmpl := "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
-	if err := preflight.WriteTinyGGUF(path, preflight.TinyOptions{Seed: 11, Context: 8192, ChatTemplate: tmpl}); err != nil {
+	if err := gguf.WriteTiny(path, gguf.TinyOptions{Seed: 11, Context: 8192, ChatTemplate: tmpl}); err != nil {
 		t.Fatal(err)
 	}
 	opts := Options{Installed: in, Limit: 2 * preflight.GiB, RunTimeout: 2 * time.Minute}
@@ -213,7 +214,7 @@ func TestIntegrationTinyGGUFLoadsInLlamaServer(t *testing.T) {
 func TestIntegrationRunBelowPredictionIsKilled(t *testing.T) {
 	in := provisionedOrSkip(t, preflight.RuntimeLlamaServer)
 	m := in.Models["smollm2-135m-instruct"]
-	f, err := preflight.Open(m.Path)
+	f, err := gguf.Open(m.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +251,7 @@ func TestIntegrationOllamaPeakWithinCalibratedError(t *testing.T) {
 	if rc.Runs == 0 {
 		t.Fatalf("preflight/calibration.json: runtimes.ollama: runs 0, the constants are guesses (run rig bench preflight --runtime ollama --fit)")
 	}
-	f, err := preflight.Open(m.Path)
+	f, err := gguf.Open(m.Path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rig/governor"
+	"rig/internal/gguf"
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
@@ -118,7 +119,7 @@ func measureCard(ctx context.Context, nv *governor.NVML, build runtimes.Build, c
 	defer cancel()
 	p := preflight.Profile{Name: fmt.Sprintf("card-%d-%s", contextLen, kv), CardMemory: 1 << 40, Context: contextLen, KVType: kv,
 		OffloadLayers: preflight.OffloadAll, Parallel: 1, Backend: offload.BackendCUDA}
-	if f, err := preflight.Open(m.Path); err == nil {
+	if f, err := gguf.Open(m.Path); err == nil {
 		e, err := preflight.Predict(f, p, preflight.RuntimeLlamaServer, cal)
 		if errors.Is(err, preflight.ErrUncalibrated) {
 			// No CUDA constants yet: the CPU ones' split, so the table still

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"rig/internal/gguf"
 	"rig/preflight"
 )
 
@@ -36,7 +37,7 @@ func TestIntegrationFitDryRunEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := preflight.Open(model)
+	f, err := gguf.Open(model)
 	if err != nil {
 		t.Fatal(err)
 	}

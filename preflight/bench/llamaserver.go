@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
+	"rig/internal/cgroup"
 	"rig/preflight"
 	"rig/runtimes"
 )
@@ -19,7 +20,7 @@ func (b *bench) measureLlamaServer(ctx context.Context, r *Row, cfg runtimes.Con
 	if err := warmFile(cfg.Model); err != nil {
 		return err
 	}
-	res, err := preflight.Reserve(ctx, b.opts.Limit)
+	res, err := cgroup.Reserve(ctx, uint64(b.opts.Limit))
 	if err != nil {
 		return err
 	}
@@ -27,7 +28,7 @@ func (b *bench) measureLlamaServer(ctx context.Context, r *Row, cfg runtimes.Con
 	cfg.CgroupDir, cfg.VerboseLog = res.Dir(), true
 	rt, err := b.builds[preflight.RuntimeLlamaServer].Start(ctx, cfg)
 	if err != nil {
-		r.Measured, _ = res.Peak()
+		r.Measured = reservationPeak(res)
 		r.Logged = parseBuffers(readLog(cfg.WorkDir, preflight.RuntimeLlamaServer))
 		return fmt.Errorf("llama-server did not start (oom kills %d): %w", oomKills(res), err)
 	}
@@ -36,7 +37,7 @@ func (b *bench) measureLlamaServer(ctx context.Context, r *Row, cfg runtimes.Con
 	r.Stack = rt.Pins().Stack
 	_, cerr := ls.Raw(ctx, "/completion", map[string]any{"prompt": benchPrompt(cfg.Context), "n_predict": 16, "temperature": 0})
 	peak, perr := res.Peak()
-	r.Measured = peak
+	r.Measured = preflight.Size(peak)
 	r.Logged = parseBuffers(readLog(cfg.WorkDir, preflight.RuntimeLlamaServer))
 	if cerr != nil {
 		return fmt.Errorf("completion (oom kills %d): %w", oomKills(res), cerr)

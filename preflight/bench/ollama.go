@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"rig/internal/cgroup"
 	"rig/preflight"
 	"rig/runtimes"
 )
@@ -66,7 +67,7 @@ func (b *bench) measureOllama(ctx context.Context, r *Row, cfg runtimes.Config) 
 	if err := warmFile(b.store.blobs[cfg.Model]); err != nil {
 		return err
 	}
-	res, err := preflight.Reserve(ctx, b.opts.Limit)
+	res, err := cgroup.Reserve(ctx, uint64(b.opts.Limit))
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func (b *bench) measureOllama(ctx context.Context, r *Row, cfg runtimes.Config) 
 	cfg.CgroupDir, cfg.ModelStore = res.Dir(), b.store.models()
 	rt, err := b.builds[preflight.RuntimeOllama].Start(ctx, cfg)
 	if err != nil {
-		r.Measured, _ = res.Peak()
+		r.Measured = reservationPeak(res)
 		r.Logged = ollamaBuffers(readLog(cfg.WorkDir, preflight.RuntimeOllama))
 		return fmt.Errorf("ollama did not start (oom kills %d): %w", oomKills(res), err)
 	}
@@ -94,7 +95,7 @@ func (b *bench) measureOllama(ctx context.Context, r *Row, cfg runtimes.Config) 
 		r.Own = ollamaTotal(log) // the same number, from the log
 	}
 	peak, perr := res.Peak()
-	r.Measured = peak
+	r.Measured = preflight.Size(peak)
 	if gerr != nil {
 		return fmt.Errorf("ollama generate (oom kills %d): %w", oomKills(res), gerr)
 	}

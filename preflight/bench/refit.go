@@ -10,6 +10,7 @@ import (
 
 	gp "github.com/gpustack/gguf-parser-go"
 
+	"rig/internal/gguf"
 	"rig/preflight"
 )
 
@@ -50,7 +51,7 @@ func Refit(ctx context.Context, w io.Writer, opts Options, tables []string) erro
 			if idx < 0 {
 				return fmt.Errorf("bench: %s: model %q is not among the models measured (%d given); run with the same --other-quants as the table's run", path, r.Model, len(opts.Models))
 			}
-			f, err := preflight.Open(opts.Models[idx].Path)
+			f, err := gguf.Open(opts.Models[idx].Path)
 			if err != nil {
 				return err
 			}

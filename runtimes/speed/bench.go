@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,9 @@ type Request struct {
 	PromptTokens, GenTokens, Context int
 	WorkDir                          string
 	NoSandbox                        bool
+	// Probe runs the spare-core probe (cause.go) for every runtime at a
+	// thread count that takes every core, not only where a goal is missed.
+	Probe bool
 }
 
 // Call is one measured call, as the runtime timed it and as rig did.
@@ -65,9 +69,13 @@ type Row struct {
 	// out); TPOT the runtime's generation time per token of the tg call.
 	// Percentiles are over the calls (with 3 repetitions, p99 is the
 	// slowest).
-	TTFT       Percentiles `json:"ttft_ms"`
-	TPOT       Percentiles `json:"tpot_ms"`
-	PeakMemory int64       `json:"peak_memory_bytes"`
+	TTFT Percentiles `json:"ttft_ms"`
+	TPOT Percentiles `json:"tpot_ms"`
+	// TPOTBusy is the spare-core probe's: the same tg call made right after
+	// each measured one, with the cores the runtime does not compute on
+	// kept busy (cause.go). Nil outside the probe.
+	TPOTBusy   *Percentiles `json:"tpot_busy_ms,omitempty"`
+	PeakMemory int64        `json:"peak_memory_bytes"`
 	// Coverage is the share of each call's wall time that the runtime's
 	// own prompt and generation times account for (min and max): below 1
 	// by the HTTP and tokenizer overhead, never above.
@@ -116,7 +124,10 @@ type Result struct {
 	Context      int     `json:"context"`
 	Reps         int     `json:"reps"`
 	Cells        []Cell  `json:"cells"`
-	Pass         bool    `json:"pass"`
+	// Causes probe each missed generation goal at a thread count that
+	// takes every core (cause.go).
+	Causes []Cause `json:"causes,omitempty"`
+	Pass   bool    `json:"pass"`
 }
 
 // Run measures every model × thread count: each runtime started on the
@@ -162,13 +173,28 @@ func Run(ctx context.Context, req Request) (Result, error) {
 			return res, err
 		}
 		for _, threads := range req.Threads {
-			cell, pins, err := runCell(ctx, req, builds, m, threads, filepath.Join(work, fmt.Sprintf("%s-t%d", name, threads)))
+			cell, pins, err := runCell(ctx, req, builds, m, threads, 0, filepath.Join(work, fmt.Sprintf("%s-t%d", name, threads)))
 			if err != nil {
 				return res, fmt.Errorf("bench runtimes: %s at %d threads: %w", name, threads, err)
 			}
 			res.Cells = append(res.Cells, cell)
 			for _, r := range cell.Ratios {
 				res.Pass = res.Pass && r.Pass
+				if (r.TG >= GenerationGoal && !req.Probe) || threads < 2 || threads < runtime.NumCPU() {
+					continue
+				}
+				// Every core computes: probe whether the gap is work
+				// that wants a spare core.
+				cs, err := probeCause(cell, r.Runtime, func(t, spare int) (Cell, error) {
+					c, _, err := runCell(ctx, req, builds, m, t, spare, filepath.Join(work, fmt.Sprintf("%s-t%d-probe", name, t)))
+					return c, err
+				})
+				if err != nil {
+					return res, fmt.Errorf("bench runtimes: probing %s's gap on %s at %d threads: %w", r.Runtime, name, threads, err)
+				}
+				cs.OpenMP, cs.RefOpenMP = openMP(pins[r.Runtime].CPU), openMP(lsCPU)
+				cs.Reading = cs.read()
+				res.Causes = append(res.Causes, cs)
 			}
 			for _, kind := range req.Runtimes {
 				if p := pins[kind]; !seen[kind] {
@@ -236,7 +262,10 @@ type speeder interface {
 	Speed(ctx context.Context, prompt string, maxTokens int) (runtimes.Result, error)
 }
 
-func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build, m provision.Model, threads int, work string) (Cell, map[string]runtimes.Pins, error) {
+// runCell measures one model at one thread count on every runtime. With
+// spare > 0 each tg call is made twice in a row, the second time with spare
+// cores kept busy ("tg-busy": the spare-core probe, cause.go).
+func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build, m provision.Model, threads, spare int, work string) (Cell, map[string]runtimes.Pins, error) {
 	cell := Cell{Model: m.Name, Quant: m.Quant, Threads: threads}
 	started := map[string]speeder{}
 	defer func() {
@@ -283,11 +312,25 @@ func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build,
 	for rep := 0; rep < req.Reps; rep++ {
 		for i := 0; i < n; i++ {
 			kind := req.Runtimes[(i+rep)%n]
-			for _, c := range []struct {
+			calls := []struct {
 				kind, prompt string
 				max          int
-			}{{"pp", pp[rep], 1}, {"tg", countingPrompt(1 + 100*rep), req.GenTokens}} {
+			}{{"pp", pp[rep], 1}, {"tg", countingPrompt(1 + 100*rep), req.GenTokens}}
+			if spare > 0 {
+				calls = append(calls, struct {
+					kind, prompt string
+					max          int
+				}{"tg-busy", countingPrompt(1 + 100*rep), req.GenTokens})
+			}
+			for _, c := range calls {
+				var stop func()
+				if c.kind == "tg-busy" {
+					stop = spin(spare)
+				}
 				r, err := started[kind].Speed(ctx, c.prompt, c.max)
+				if stop != nil {
+					stop()
+				}
 				if err != nil {
 					return cell, nil, fmt.Errorf("%s %s rep %d: %w", kind, c.kind, rep+1, err)
 				}
@@ -326,7 +369,7 @@ var errTiming = errors.New("the runtime's own times do not fit the call's wall t
 // reports no time or no token cannot give a rate.
 func (c Call) check() error {
 	timed := c.PromptTime
-	if c.Kind == "tg" {
+	if c.Kind != "pp" {
 		timed += c.OutputTime
 		if c.OutputTokens == 0 || c.OutputTime <= 0 {
 			return fmt.Errorf("%w: %d output tokens in %s", errTiming, c.OutputTokens, c.OutputTime)
@@ -342,7 +385,7 @@ func (c Call) check() error {
 }
 
 func (r *Row) summarize() {
-	var pp, tg, ttft, tpot []float64
+	var pp, tg, ttft, tpot, busy []float64
 	r.Coverage = [2]float64{1, 0}
 	for _, c := range r.Calls {
 		r.PeakMemory = max(r.PeakMemory, c.PeakMemory)
@@ -355,12 +398,19 @@ func (r *Row) summarize() {
 			timed += c.OutputTime
 			tg = append(tg, float64(c.OutputTokens)/c.OutputTime.Seconds())
 			tpot = append(tpot, ms(c.OutputTime)/float64(c.OutputTokens))
+		case "tg-busy":
+			timed += c.OutputTime
+			busy = append(busy, ms(c.OutputTime)/float64(c.OutputTokens))
 		}
 		cov := timed.Seconds() / c.Wall.Seconds()
 		r.Coverage = [2]float64{min(r.Coverage[0], cov), max(r.Coverage[1], cov)}
 	}
 	r.PP, r.TG = statOf(pp), statOf(tg)
 	r.TTFT, r.TPOT = percentilesOf(ttft), percentilesOf(tpot)
+	if len(busy) > 0 {
+		p := percentilesOf(busy)
+		r.TPOTBusy = &p
+	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -37,6 +37,12 @@ func (r Result) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if len(r.Causes) > 0 {
+		fmt.Fprintln(w, "\nwhere the generation gap comes from (probed at one thread fewer, the freed cores idle, then busy):")
+		for _, c := range r.Causes {
+			fmt.Fprintf(w, "  %s\n", c.Reading)
+		}
+	}
 	fmt.Fprintln(w, "\nbuilds:")
 	for _, b := range r.Builds {
 		fmt.Fprintf(w, "  %s %s (binary sha256 %s)\n    build: %s\n", b.Runtime, b.Version, short(b.BinarySHA256), b.BuildFlags)

@@ -134,8 +134,15 @@ func PassCoverage(ctx context.Context, opts CoverageOptions) ([]CoverageCell, er
 	return cells, nil
 }
 
-// run simulates one cell.
+// run simulates one cell with the analysis's intervals.
 func (c *CoverageCell) run(seed, stream uint64) {
+	c.runWith(seed, stream, rateInterval, deltaInterval)
+}
+
+// runWith simulates one cell with the given interval makers, so a test can
+// measure a published alternative on the very studies the analysis's
+// intervals see.
+func (c *CoverageCell) runWith(seed, stream uint64, arm func(ys []float64, trials int, level float64) Interval, delta func(cs, bs []float64, trials int, level float64) Interval) {
 	rng := rand.New(rand.NewPCG(seed, 0xc0fe+stream))
 	scale := math.Sqrt(1 + c.Spread*c.Spread)
 	n, r := c.Tasks, c.Repeats
@@ -169,10 +176,10 @@ func (c *CoverageCell) run(seed, stream uint64) {
 		var iv Interval
 		truth := p
 		if paired {
-			iv = deltaInterval(ys, bs, n*r, coverageLevel)
+			iv = delta(ys, bs, n*r, coverageLevel)
 			truth = p - q
 		} else {
-			iv = rateInterval(ys, n*r, coverageLevel)
+			iv = arm(ys, n*r, coverageLevel)
 		}
 		if float64(iv.Lo) <= truth && truth <= float64(iv.Hi) {
 			hit++

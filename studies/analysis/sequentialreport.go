@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -72,6 +73,13 @@ func (s *Sequential) stopClause() string {
 	}
 	return fmt.Sprintf("stopped early at check %d (%s): %s; %d planned trials not run; monitored pairs use the sequential p-values and confidence sequences, valid at this stopping time",
 		s.Look.Check+1, s.Stopping.Method, s.Look.Reason, len(s.NotRun))
+}
+
+// NotRunID is how Sequential.NotRun names a planned trial: "arm|job
+// kind|task#repeat". The runner writes it and the report reads it; dropNotRun
+// matches on the part before '#'.
+func NotRunID(arm, jobKind, task string, repeat int) string {
+	return arm + "|" + jobKind + "|" + task + "#" + strconv.Itoa(repeat)
 }
 
 // dropNotRun moves the missing pairs an early stop explains (every lacking

@@ -7,13 +7,14 @@ import (
 	"fmt"
 	"time"
 
+	"rig/genrecord"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
 )
 
 // newReceipt starts a trial's receipt from the arm and the runtime's pins.
-func (x *execution) newReceipt(arm studies.Arm, key studies.TrialKey, attempt, parent int, rp runtimes.Pins) receipts.Receipt {
+func (x *trialRunner) newReceipt(arm studies.Arm, key studies.TrialKey, attempt, parent int, rp runtimes.Pins) receipts.Receipt {
 	digest := rp.ModelSHA256
 	if digest == "" {
 		if fa, ok := x.snap.Arm(arm.Name); ok {
@@ -36,7 +37,7 @@ func (x *execution) newReceipt(arm studies.Arm, key studies.TrialKey, attempt, p
 }
 
 // pinMap is the receipt's pins, with the card the trial ran at.
-func (x *execution) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string {
+func (x *trialRunner) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string {
 	m := pinMap(arm, rp)
 	card := studies.CardOf(x.design, arm)
 	m["card"] = card.Name
@@ -52,7 +53,7 @@ func (x *execution) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string 
 // card: the kernel killed it for memory while it loaded the model inside
 // the card's reservation, or it placed the model otherwise than its offload
 // pin says (partly on the host). Either is recorded, never retried smaller.
-func (x *execution) failedAtCard(startErr error) bool {
+func (x *trialRunner) failedAtCard(startErr error) bool {
 	if startErr == nil {
 		return false
 	}
@@ -61,8 +62,8 @@ func (x *execution) failedAtCard(startErr error) bool {
 
 // recordFailedAtCard stores the receipt of a trial whose runtime failed at
 // the card (failedAtCard).
-func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key studies.TrialKey, startErr error) (receipts.Outcome, error) {
-	attempt, parent, err := x.nextAttempt(ctx, receiptTrial(key))
+func (x *trialRunner) recordFailedAtCard(ctx context.Context, sink Sink, arm studies.Arm, key studies.TrialKey, startErr error) (receipts.Outcome, error) {
+	attempt, parent, err := sink.NextAttempt(ctx, receiptTrial(key))
 	if err != nil {
 		return "", err
 	}
@@ -81,8 +82,8 @@ func (x *execution) recordFailedAtCard(ctx context.Context, arm studies.Arm, key
 		}
 	}
 	rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
-	rec.GenerationSHA256 = EmptyRecordSum
-	if err := x.putReceipt(ctx, rec); err != nil {
+	rec.GenerationSHA256 = genrecord.EmptySum
+	if err := sink.PutReceipt(ctx, rec); err != nil {
 		return "", err
 	}
 	return rec.Outcome, nil

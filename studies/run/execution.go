@@ -10,10 +10,9 @@ import (
 	"time"
 
 	"rig/genrecord"
-	"rig/internal/atomicfile"
+	"rig/genrecord/callrow"
+	"rig/internal/cgroup"
 	"rig/internal/layout"
-	"rig/internal/offload"
-	"rig/internal/provision"
 	"rig/preflight"
 	"rig/receipts"
 	"rig/runtimes"
@@ -78,53 +77,40 @@ type ExecInfo struct {
 	Workers map[string]int `json:"workers,omitempty"`
 }
 
-// execution is one running Execution's working state.
+// execution is one running Execution's working state on this machine: the
+// plan's loop around the one trial runner, with the study's store and the
+// execution's records as its sink, the monitor, the judge phase and the
+// progress a Handle shows.
 type execution struct {
-	env       Env
-	study     string
-	design    *studies.Design
-	snap      *studies.Snapshot
-	store     *receipts.Store
-	exec      receipts.Execution
-	installed provision.Installed
-	graders   *tasks.Registry
-	banks     map[string]*tasks.Bank
-	topK      int
-	workDir   string
-	recDir    string
-	state     *Handle
-	writers   map[string]*genrecord.Writer
-	res       *preflight.Reservation
-	// validating marks a validation run, which uses its own short caps.
-	validating bool
+	*trialRunner
+	store   *receipts.Store
+	recDir  string
+	state   *Handle
+	writers map[string]*genrecord.Writer
 	// ended is told once the execution has ended and its status is stored.
 	ended func(ctx context.Context, kind, why string)
-	// walls are the derived walls of the job kinds whose harness_caps.wall
-	// is auto, fixed when the execution starts.
-	walls map[string]studies.WallDerivation
 	// mon is the design's stopping rule at work, nil without one; notRun
 	// are the planned trials an early stop left unrun.
 	mon    *monitor
 	notRun []string
-	// hosted, when set, is the one trial a scale-out worker runs now: its
-	// attempt comes from the engine, and its receipt and generation rows go
-	// to the worker's spool instead of the store and the execution's records.
-	hosted *hostedTrial
 	// prices are the dry run's price of one trial per arm, for the ETA
 	// until an arm's own trials are measured (Spec.Prices).
 	prices map[string]time.Duration
 }
 
+// records is the execution's folder as the layout names its files.
+func (x *execution) records() layout.Records { return layout.Records(x.recDir) }
+
 // loop runs every planned trial that has no counted receipt yet.
 func (x *execution) loop(ctx context.Context) error {
-	plan, err := studies.NewPlan(x.design, x.snap.Tasks(), studies.PlanOptions{Seed: int64(x.exec.PlanSeed)})
+	plan, err := PlanOf(x.design, x.snap, x.exec)
 	if err != nil {
 		return err
 	}
 	if err := x.cardPlan(ctx, plan); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteJSON(layout.Records(x.recDir).Plan(), plan, 0o600); err != nil {
+	if err := KeepPlan(x.records(), plan); err != nil {
 		return err
 	}
 	if err := x.recoverPreemptions(ctx); err != nil {
@@ -146,13 +132,8 @@ func (x *execution) loop(ctx context.Context) error {
 			w.Close()
 		}
 	}()
-	arms := map[string]studies.Arm{}
-	for _, a := range x.design.Arms {
-		arms[a.Name] = a
-	}
-	var cur runtimes.Runtime
-	var curArm string
-	defer func() { x.stopArm(context.Background(), cur) }()
+	defer x.release(context.Background())
+	sink := storeSink{x}
 	started := time.Now()
 	doneAtStart := len(counted)
 	est := newETA(x.prices)
@@ -169,7 +150,7 @@ func (x *execution) loop(ctx context.Context) error {
 			if x.mon != nil {
 				x.mon.record(rc)
 				if err := x.checkStop(ctx, plan, i, counted); errors.Is(err, ErrStoppedEarly) {
-					return x.stopEarly(ctx, err, &cur)
+					return x.stopEarly(ctx, err)
 				} else if err != nil {
 					return err
 				}
@@ -179,53 +160,21 @@ func (x *execution) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		arm := arms[t.Key.Arm]
 		began := time.Now()
 		for {
 			x.state.mu.Lock()
 			x.state.info.Current = t.Key.String()
 			x.state.mu.Unlock()
-			if cur == nil || curArm != arm.Name {
-				x.stopArm(ctx, cur)
-				cur = nil
-				rt, err := x.startArm(ctx, arm)
-				if x.failedAtCard(err) {
-					// The card is too small even to load the model: a
-					// failure at this card, recorded, never retried smaller.
-					outcome, rerr := x.recordFailedAtCard(ctx, arm, t.Key, err)
-					x.stopArm(ctx, nil)
-					if rerr != nil {
-						return fmt.Errorf("trial %s: %w", t.Key, rerr)
-					}
-					if outcome.Counted() {
-						break
-					}
-					continue
-				}
-				if err != nil {
-					x.stopArm(ctx, nil)
-					return fmt.Errorf("arm %s: %w", arm.Name, err)
-				}
-				cur, curArm = rt, arm.Name
-			}
-			outcome, err := x.runTrial(ctx, arm, cur, t.Key)
+			outcome, err := x.Trial(ctx, sink, t.Key)
 			if err != nil {
-				return fmt.Errorf("trial %s: %w", t.Key, err)
-			}
-			if outcome == receipts.Preempted || outcome == receipts.Error || outcome == receipts.FailedAtCard {
-				// The runtime was stopped or died; the next attempt gets a fresh one.
-				x.stopArm(ctx, cur)
-				cur = nil
+				return err
 			}
 			if outcome == receipts.Error {
 				x.state.mu.Lock()
 				x.state.info.Failed++
 				x.state.mu.Unlock()
 			}
-			if outcome.Counted() || outcome == receipts.Error {
-				// An error is not retried here: the same task would most
-				// likely fail the same way. It stays on record, and
-				// rig study rerun gives it a new attempt.
+			if !outcome.Rerun() {
 				break
 			}
 			x.state.mu.Lock()
@@ -240,25 +189,24 @@ func (x *execution) loop(ctx context.Context) error {
 		n := x.state.info.Done - doneAtStart
 		if el := time.Since(started); n > 0 {
 			x.state.info.RatePerMin = float64(n) / el.Minutes()
-			est.observe(arm.Name, time.Since(began))
+			est.observe(t.Key.Arm, time.Since(began))
 			x.state.info.ETA = est.left(remaining(plan, i, counted)).Round(time.Second).String()
 		}
 		x.state.mu.Unlock()
 		if x.mon != nil {
 			if err := x.checkStop(ctx, plan, i, nil); errors.Is(err, ErrStoppedEarly) {
-				return x.stopEarly(ctx, err, &cur)
+				return x.stopEarly(ctx, err)
 			} else if err != nil {
 				return err
 			}
 		}
 	}
 	// The judge phase starts its own arm, in its own reservation.
-	x.stopArm(ctx, cur)
-	cur = nil
+	x.release(ctx)
 	return x.judge(ctx)
 }
 
-func (x *execution) waitForGates(ctx context.Context) error {
+func (x *trialRunner) waitForGates(ctx context.Context) error {
 	for {
 		if x.env.Gates == nil {
 			return fmt.Errorf("%w: no governor is wired", ErrGate)
@@ -274,20 +222,18 @@ func (x *execution) waitForGates(ctx context.Context) error {
 	}
 }
 
-func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Runtime, error) {
+func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.Runtime, error) {
 	fa, ok := x.snap.Arm(arm.Name)
 	if !ok {
 		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
 	}
-	kind := offload.Component(studies.BaseRuntime(arm.Runtime), arm.Pins.Offload.Backend)
+	kind, frozen := x.snap.ArmRuntime(arm)
 	build, err := runtimes.BuildOf(x.installed, kind)
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range fa.Binaries {
-		if b.Component == kind && b.SHA256 != build.BinarySHA256 {
-			return nil, &studies.StaleAssetError{Asset: kind + " binary " + build.Binary, Want: b.SHA256, Got: build.BinarySHA256}
-		}
+	if frozen != "" && frozen != build.BinarySHA256 {
+		return nil, &studies.StaleAssetError{Asset: kind + " binary " + build.Binary, Want: frozen, Got: build.BinarySHA256}
 	}
 	cfg := runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
 		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
@@ -303,8 +249,8 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 		// Each start gets a fresh reservation, made before the runtime
 		// starts so its whole process tree is inside the card; its peak and
 		// OOM counters then belong to this arm alone.
-		res, err := preflight.Reserve(ctx, preflight.Size(card.MemoryMiB)*preflight.MiB)
-		if err != nil && !errors.Is(err, preflight.ErrNoCgroup) {
+		res, err := cgroup.Reserve(ctx, uint64(preflight.Size(card.MemoryMiB)*preflight.MiB))
+		if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
 			return nil, err
 		}
 		if res != nil {
@@ -318,7 +264,7 @@ func (x *execution) startArm(ctx context.Context, arm studies.Arm) (runtimes.Run
 }
 
 // stopArm stops a runtime (nil is fine) and removes its card reservation.
-func (x *execution) stopArm(ctx context.Context, rt runtimes.Runtime) {
+func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
 	if rt != nil {
 		rt.Stop(ctx)
 	}
@@ -334,7 +280,7 @@ func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, err
 	if w, ok := x.writers[arm]; ok {
 		return w, nil
 	}
-	w, err := genrecord.OpenWriter(layout.Records(x.recDir).Generation(arm), RecordPins(rp, x.snap.DesignHash, x.study, x.exec.ID))
+	w, err := genrecord.OpenWriter(x.records().Generation(arm), callrow.Pins(rp, x.snap.DesignHash, x.study, x.exec.ID))
 	if err != nil {
 		return nil, err
 	}
@@ -345,9 +291,9 @@ func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, err
 // runTrial runs one attempt of a trial under the governor's watch and stores
 // its receipt. Only an error that makes the execution unsafe to continue is
 // returned; a preempted or failed attempt is a receipt.
-func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
+func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
 	rk := receiptTrial(key)
-	attempt, parent, err := x.nextAttempt(ctx, rk)
+	attempt, parent, err := sink.NextAttempt(ctx, rk)
 	if err != nil {
 		return "", err
 	}
@@ -399,7 +345,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	start := time.Now()
 	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID)
 	if out.files != nil {
-		if err := studies.KeepRepo(x.recDir, callID, out.files); err != nil {
+		if err := KeepRepo(sink.Records(), callID, out.files); err != nil {
 			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
 		}
 	}
@@ -492,7 +438,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 		}
 	}
 	if len(out.calls) > 0 {
-		w, err := x.trialWriter(arm.Name, rp)
+		w, err := sink.Writer(arm.Name, rp)
 		if err != nil {
 			return "", err
 		}
@@ -504,7 +450,7 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 			if c.CallID == "" || out.harness == "aider" {
 				c.CallID = fmt.Sprintf("%s/call-%d", callID, i+1)
 			}
-			if err := w.Append(GenerationRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
+			if err := w.Append(generationRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
 				return "", err
 			}
 		}
@@ -512,19 +458,16 @@ func (x *execution) runTrial(ctx context.Context, arm studies.Arm, rt runtimes.R
 	}
 	if rec.Outcome.Counted() && rec.GenerationSHA256 == "" {
 		// A harness that made no model call still needs evidence of that.
-		rec.GenerationSHA256 = EmptyRecordSum
+		rec.GenerationSHA256 = genrecord.EmptySum
 		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
 	}
-	if err := x.putReceipt(ctx, rec); err != nil {
+	if err := sink.PutReceipt(ctx, rec); err != nil {
 		return "", err
 	}
 	return rec.Outcome, nil
 }
 
-// EmptyRecordSum is the sha256 of no bytes: the record of a trial with no call.
-const EmptyRecordSum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-func (x *execution) oomKilled() bool {
+func (x *trialRunner) oomKilled() bool {
 	o, err := x.res.OOM()
 	return err == nil && o.Kills > 0
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -51,11 +50,6 @@ type BlindingRecord struct {
 	Map     tasks.BlindMap `json:"map"`
 }
 
-// blindingPath is where a judge arm's blinding maps are kept.
-func blindingPath(recDir, judge string) string {
-	return filepath.Join(recDir, "blinding-"+judge+".json")
-}
-
 // judgeGroup is one task at one repeat: every counted trial the judge
 // grades together, under labels.
 type judgeGroup struct {
@@ -96,7 +90,7 @@ func (x *execution) judgeKind(ctx context.Context, jk studies.JobKind) error {
 	}
 	ids := x.identities(jk)
 	blinding := map[string]BlindingRecord{}
-	if err := atomicfile.ReadJSON(blindingPath(x.recDir, judge.Name), &blinding); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := atomicfile.ReadJSON(x.records().Blinding(judge.Name), &blinding); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	var rt runtimes.Runtime
@@ -272,7 +266,7 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 	// The key is written before the call, apart from it: a crash after the
 	// call still leaves the labels' owners on disk.
 	blinding[bkey] = BlindingRecord{JobKind: jk.Name, Task: g.task, Repeat: g.repeat, Call: callID, Map: bmap}
-	if err := atomicfile.WriteJSON(blindingPath(x.recDir, judge.Name), blinding, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(x.records().Blinding(judge.Name), blinding, 0o600); err != nil {
 		return false, err
 	}
 	labels := make([]string, len(items))
@@ -292,7 +286,7 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 	if err != nil {
 		return false, err
 	}
-	if err := w.Append(GenerationRow(callID, judge.Name, genrecord.RoleJudge, judge.Pins, x.topK, res)); err != nil {
+	if err := w.Append(generationRow(callID, judge.Name, genrecord.RoleJudge, judge.Pins, x.topK, res)); err != nil {
 		return false, err
 	}
 	if err := tasks.AssertNoIdentity(res.RenderedPrompt, ids); err != nil {
@@ -367,7 +361,7 @@ func (x *execution) watchedCall(ctx context.Context, rt runtimes.Runtime, req ru
 
 // TrialCallID is the call id a trial's generation row carries.
 func TrialCallID(r receipts.Receipt) string {
-	return fmt.Sprintf("%s#%d", studies.TrialKey{Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat}, r.Attempt)
+	return studies.TrialKey{Arm: r.Arm, JobKind: r.JobKind, Task: r.TaskID, Repeat: r.Repeat}.CallID(r.Attempt)
 }
 
 // judgeGrammar holds a llama-server judge to one line per label, in the

@@ -65,8 +65,8 @@ func TestJudgePromptNamingAnArmIsRefused(t *testing.T) {
 	d.Arms[0].Name = "answer"
 	bank := &tasks.Bank{File: "b.jsonl", Tasks: []tasks.Task{{ID: "t1", JobKind: "extract-json", Input: tasks.Input{Prompt: "Say hi."},
 		Grader: tasks.GraderRef{Name: "exact", Version: 1}, Key: []byte(`{"answer":"hi"}`)}}}
-	x := &execution{design: d, snap: &studies.Snapshot{Hash: "h"}, exec: receipts.Execution{ID: "exec-1"}, banks: map[string]*tasks.Bank{"extract-json": bank},
-		graders: tasks.DefaultRegistry(nil)}
+	x := &execution{trialRunner: &trialRunner{design: d, snap: &studies.Snapshot{Hash: "h"}, exec: receipts.Execution{ID: "exec-1"}, banks: map[string]*tasks.Bank{"extract-json": bank},
+		graders: tasks.DefaultRegistry(nil)}}
 	g := judgeGroup{task: "t1", repeat: 1, recs: []receipts.Receipt{
 		{Arm: "answer", JobKind: "extract-json", TaskID: "t1", Repeat: 1, Attempt: 1, ModelName: "SmolLM2-135M-Instruct"},
 		{Arm: "gemma3-ollama", JobKind: "extract-json", TaskID: "t1", Repeat: 1, Attempt: 1, ModelName: "Gemma-3-270M"},
@@ -84,7 +84,7 @@ func TestJudgePromptNamingAnArmIsRefused(t *testing.T) {
 func TestJudgePendingSkipsGradedTasks(t *testing.T) {
 	ctx := context.Background()
 	in := studytest.StoredExecution(t, TrialCallID)
-	x := &execution{store: in.Store, exec: receipts.Execution{ID: in.Exec}}
+	x := &execution{trialRunner: &trialRunner{exec: receipts.Execution{ID: in.Exec}}, store: in.Store}
 	jk := studies.JobKind{Name: "qa", Grader: studies.Grader{Name: studies.JudgeGrader, Version: studies.JudgeGraderVersion}, Judge: "judge-1"}
 	pending, err := x.pendingGroups(ctx, jk, studies.JudgeName("judge-1"), "1")
 	if err != nil || len(pending) != 2 || len(pending[0].recs) != 2 {
@@ -120,7 +120,7 @@ func TestJudgeIdentitiesNameEveryJudgedArm(t *testing.T) {
 		{Name: "smollm2-llama-server", ModelPath: "/models/smollm2-135m-q4_1.gguf", ModelSHA256: strings.Repeat("a", 64)},
 		{Name: "smollm2-q8-llama-server", ModelPath: "/models/smollm2-135m-q8_0.gguf", ModelSHA256: strings.Repeat("b", 64)},
 	}}
-	ids := (&execution{design: d, snap: snap}).identities(d.JobKinds[0])
+	ids := (&execution{trialRunner: &trialRunner{design: d, snap: snap}}).identities(d.JobKinds[0])
 	for _, must := range []string{"smollm2-llama-server", "smollm2-q8-llama-server", "SmolLM2-135M-Instruct", "SmolLM2-135M-Instruct-Q8_0", "smollm2-135m-instruct-q8_0", "smollm2-135m-instruct"} {
 		if !containsFold(ids, must) {
 			t.Errorf("identities %q lack %q", ids, must)

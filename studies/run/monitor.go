@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"rig/receipts"
-	"rig/runtimes"
 	"rig/studies"
 	"rig/studies/analysis"
 )
@@ -235,7 +234,7 @@ func (x *execution) checkStop(ctx context.Context, plan *studies.Plan, i int, co
 	x.notRun = nil
 	for _, t := range plan.Trials[i+1:] {
 		if _, ok := counted[receiptTrial(t.Key)]; !ok {
-			x.notRun = append(x.notRun, fmt.Sprintf("%s|%s|%s#%d", t.Key.Arm, t.Key.JobKind, t.Key.Task, t.Key.Repeat))
+			x.notRun = append(x.notRun, analysis.NotRunID(t.Key.Arm, t.Key.JobKind, t.Key.Task, t.Key.Repeat))
 		}
 	}
 	if err := x.putStop(ctx, x.mon.sequential(true, x.notRun)); err != nil {
@@ -247,9 +246,8 @@ func (x *execution) checkStop(ctx context.Context, plan *studies.Plan, i int, co
 
 // stopEarly ends the trial loop at an early stop: the runtime goes, and
 // the trials that ran still get their judge's grades.
-func (x *execution) stopEarly(ctx context.Context, stop error, cur *runtimes.Runtime) error {
-	x.stopArm(ctx, *cur)
-	*cur = nil
+func (x *execution) stopEarly(ctx context.Context, stop error) error {
+	x.release(ctx)
 	if err := x.judge(ctx); err != nil {
 		return err
 	}

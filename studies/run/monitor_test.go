@@ -61,7 +61,7 @@ func stopExecution(t *testing.T, d *studies.Design, plan *studies.Plan) (*execut
 	if err := st.PutExecution(ctx, exec); err != nil {
 		t.Fatal(err)
 	}
-	x := &execution{env: Env{Log: slog.Default()}, study: d.Name, design: d, store: st, exec: exec}
+	x := &execution{trialRunner: &trialRunner{env: Env{Log: slog.Default()}, study: d.Name, design: d, exec: exec}, store: st}
 	if x.mon, err = newMonitor(d, plan); err != nil {
 		t.Fatal(err)
 	}

@@ -2,18 +2,18 @@ package run
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"rig/genrecord"
+	"rig/internal/atomicfile"
+	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
 	"rig/studies"
 	"rig/tasks"
+	"rig/tasks/sandboxed"
 )
 
 // Env is everything an execution needs from the process that hosts it: the
@@ -27,6 +27,9 @@ type Env struct {
 	NoSandbox bool
 	// Installed is what this machine has provisioned (internal/provision.Load).
 	Installed provision.Installed
+	// Stored, when set, is told of each receipt a local execution stored
+	// (the daemon's metrics); a worker's receipts are counted as merged.
+	Stored func(rec receipts.Receipt)
 }
 
 func (env Env) log() *slog.Logger {
@@ -39,7 +42,7 @@ func (env Env) log() *slog.Logger {
 // Graders is the task graders' registry, with test commands run inside the
 // loopback-only sandbox unless NoSandbox.
 func (env Env) Graders() *tasks.Registry {
-	return tasks.DefaultRegistry(sandboxRunner{noSandbox: env.NoSandbox})
+	return sandboxed.Graders(env.NoSandbox)
 }
 
 // Spec is one execution of a frozen study.
@@ -84,6 +87,19 @@ func LoadBanks(snap *studies.Snapshot) (map[string]*tasks.Bank, error) {
 	return banks, nil
 }
 
+// PlanOf is an execution's plan, laid out from its seed: the same trials in
+// the same blocks wherever it is laid out (the daemon's loop, the engine's
+// coordinator, a resume).
+func PlanOf(d *studies.Design, snap *studies.Snapshot, exec receipts.Execution) (*studies.Plan, error) {
+	return studies.NewPlan(d, snap.Tasks(), studies.PlanOptions{Seed: int64(exec.PlanSeed)})
+}
+
+// KeepPlan writes the plan the execution runs into its records: the one
+// writer of plan.json.
+func KeepPlan(records layout.Records, plan *studies.Plan) error {
+	return atomicfile.WriteJSON(records.Plan(), plan, 0o600)
+}
+
 // Handle follows one running execution.
 type Handle struct {
 	mu     sync.Mutex
@@ -110,32 +126,15 @@ func (h *Handle) Done() <-chan struct{} { return h.done }
 // receipt and, when the runtime answered, generation rows. A resumed
 // execution continues where it stopped; no trial is scored twice.
 func Start(env Env, spec Spec) (*Handle, error) {
-	env.Log = env.log()
-	d, err := spec.Snapshot.DesignValue()
+	r, err := newTrialRunner(env, spec.Study, spec.Snapshot, spec.Exec, layout.Records(spec.Dir).Work(), spec.Walls)
 	if err != nil {
 		return nil, err
 	}
-	x := &execution{env: env, study: spec.Study, design: d, snap: spec.Snapshot, store: spec.Store, exec: spec.Exec,
-		installed: env.Installed, graders: env.Graders(),
-		topK: d.TopK, writers: map[string]*genrecord.Writer{}, walls: spec.Walls, ended: spec.Ended, prices: spec.Prices}
-	if x.topK == 0 {
-		x.topK = studies.DefaultTopK
-	}
-	x.recDir = spec.Dir
-	x.workDir = filepath.Join(x.recDir, "work")
-	if err := os.MkdirAll(x.workDir, 0o700); err != nil {
-		return nil, err
-	}
-	if x.banks, err = LoadBanks(spec.Snapshot); err != nil {
-		return nil, err
-	}
+	x := &execution{trialRunner: r, store: spec.Store, recDir: spec.Dir, writers: map[string]*genrecord.Writer{},
+		ended: spec.Ended, prices: spec.Prices}
 	var walls []string
-	for _, jk := range d.AutoWallJobKinds() {
-		wd, ok := spec.Walls[jk]
-		if !ok {
-			return nil, fmt.Errorf("job kind %s: harness_caps.wall is %q and no derived wall was given to the runner", jk, studies.AutoWall)
-		}
-		walls = append(walls, wd.String())
+	for _, jk := range r.design.AutoWallJobKinds() {
+		walls = append(walls, spec.Walls[jk].String())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	x.state = &Handle{cancel: cancel, done: make(chan struct{}),

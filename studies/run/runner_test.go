@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,9 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	var endedKind string
+	var told []receipts.Receipt // Env.Stored: what the daemon's metrics are told
+	var toldMu sync.Mutex
+	env.Stored = func(r receipts.Receipt) { toldMu.Lock(); told = append(told, r); toldMu.Unlock() }
 	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
 		Ended: func(_ context.Context, kind, _ string) { endedKind = kind }})
 	if err != nil {
@@ -85,6 +89,11 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	if err != nil || len(counted) != want {
 		t.Fatalf("%d counted receipts (%v), want %d", len(counted), err, want)
 	}
+	toldMu.Lock()
+	if len(told) != want || told[0].WallMS <= 0 {
+		t.Errorf("Env.Stored was told of %d receipts (first %+v), want the %d stored", len(told), told, want)
+	}
+	toldMu.Unlock()
 	// Every receipt carries the containment read back inside its runtime.
 	for _, r := range counted {
 		if r.Pins["loopback_only"] != "true" || !strings.Contains(r.Pins["containment"], "no_new_privs=true, capabilities none") || !strings.HasPrefix(r.Pins["interfaces"], "lo ") {

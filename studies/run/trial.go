@@ -1,7 +1,6 @@
 package run
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -9,10 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"rig/genrecord"
-	"rig/internal/offload"
+	"rig/genrecord/callrow"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
@@ -38,7 +36,7 @@ func samplingOf(p studies.Pins) runtimes.Sampling {
 // harnessCaps are the caps a harness run of the job kind gets in this
 // execution: the validation's own in a validation run, else the design's,
 // with an auto wall derived from this machine's measured speed.
-func (x *execution) harnessCaps(jobKind string) studies.AiderCaps {
+func (x *trialRunner) harnessCaps(jobKind string) studies.AiderCaps {
 	if x.validating {
 		return studies.ValidationCaps
 	}
@@ -72,7 +70,7 @@ func taskRequest(arm studies.Arm, bank *tasks.Bank, task tasks.Task, callID stri
 }
 
 // generate runs one trial's model work on a started runtime.
-func (x *execution) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string) (trialOutput, error) {
+func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string) (trialOutput, error) {
 	out := trialOutput{harness: studies.HarnessOf(arm.Runtime)}
 	if out.harness != "aider" {
 		req, err := taskRequest(arm, bank, task, callID, x.topK)
@@ -127,56 +125,9 @@ func (x *execution) generate(ctx context.Context, arm studies.Arm, rt runtimes.R
 	return out, nil
 }
 
-// GenerationRow converts a runtime's call into a generation-record row.
-func GenerationRow(rowID, arm string, role genrecord.Role, p studies.Pins, k int, r runtimes.Result) genrecord.Row {
-	row := genrecord.Row{
-		Kind: genrecord.KindRow, RowID: rowID, Arm: arm, Prompt: r.CallID, Role: role,
-		RenderedPrompt: r.RenderedPrompt, PromptTokenIDs: r.PromptTokenIDs, K: k,
-		Sampling: genrecord.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP,
-			MinP: p.Sampling.MinP, Seed: p.Sampling.Seed, MaxTokens: p.StopCap},
-		StopReason:           genrecord.StopReason(r.StopReason),
-		RuntimeTokenCount:    r.OutputTokens,
-		LogprobsMissingSteps: r.LogprobsMissing,
-		WallMS:               float64(r.Wall) / float64(time.Millisecond),
-		Text:                 r.Text,
-	}
-	if r.StopReason == "" {
-		row.StopReason = genrecord.StopEOS
-	}
-	for _, st := range r.Steps {
-		lp := st.Logprob
-		gs := genrecord.Step{Text: st.Text, Bytes: st.Bytes, Logprob: &lp, ID: idPtr(st.ID)}
-		for _, t := range st.Top {
-			gs.Top = append(gs.Top, genrecord.Alt{ID: idPtr(t.ID), Text: t.Text, Bytes: t.Bytes, Logprob: t.Logprob})
-		}
-		row.Output = append(row.Output, gs)
-	}
-	return row
-}
-
-func idPtr(id int) *int {
-	if id < 0 {
-		return nil
-	}
-	v := id
-	return &v
-}
-
-// RecordPins is the generation record's header for one arm's runtime.
-func RecordPins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
-	p := genrecord.Pins{
-		ModelSHA256: rp.ModelSHA256, ModelName: rp.ModelName, OllamaDigest: rp.OllamaDigest,
-		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
-		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
-		DesignHash: designHash, StudyID: study, ExecutionID: exec, Context: rp.Context,
-	}
-	// The CPU path writes no offload pin, so its records read as every
-	// record before the pin did.
-	if rp.Offload.BackendName() != offload.BackendCPU {
-		o := rp.Offload
-		p.Offload = &o
-	}
-	return p
+// generationRow is callrow.Row for a call made under an arm's pins.
+func generationRow(rowID, arm string, role genrecord.Role, p studies.Pins, k int, r runtimes.Result) genrecord.Row {
+	return callrow.Row(rowID, arm, role, callrow.Sampling(samplingOf(p), p.StopCap), k, r)
 }
 
 // pinMap flattens an arm's pins for the receipt.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"rig/genrecord"
+	"rig/genrecord/callrow"
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
 	"rig/receipts"
@@ -37,13 +37,14 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 	seen := map[string]bool{}
 	var out []ValidationRecord
 	var prev []ValidationRecord
-	_ = atomicfile.ReadJSON(filepath.Join(dir, "validation.json"), &prev) // none yet is fine
+	_ = atomicfile.ReadJSON(layout.Records(dir).ValidationRecord(), &prev) // none yet is fine
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	x := &execution{env: env, study: name, design: d, snap: snap, installed: env.Installed, graders: env.Graders(),
-		topK: max(d.TopK, studies.DefaultTopK), writers: map[string]*genrecord.Writer{}, workDir: dir, recDir: dir,
-		exec: receipts.Execution{ID: "validation"}, validating: true}
+	// The validation's own runner: no banks of the plan, its own short
+	// caps, and nothing it does goes to a store.
+	x := &trialRunner{env: env, study: name, design: d, snap: snap, installed: env.Installed, graders: env.Graders(),
+		topK: max(d.TopK, studies.DefaultTopK), workDir: dir, exec: receipts.Execution{ID: "validation"}, validating: true}
 	// A harness that passed on this snapshot keeps its record: a demo or a
 	// study resumed after one harness failed reruns only that harness.
 	passedBefore := map[string]ValidationRecord{}
@@ -144,12 +145,12 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		}
 		rec.Speed = measuredSpeed(gen)
 		if len(gen.calls) > 0 {
-			wr, err := genrecord.OpenWriter(path, RecordPins(pins, snap.DesignHash, name, "validation"))
+			wr, err := genrecord.OpenWriter(path, callrow.Pins(pins, snap.DesignHash, name, "validation"))
 			if err != nil {
 				return out, err
 			}
 			for i, c := range gen.calls {
-				if err := wr.Append(GenerationRow(fmt.Sprintf("validation-%d", i+1), arm.Name, genrecord.RoleCandidate, arm.Pins, x.topK, c)); err != nil {
+				if err := wr.Append(generationRow(fmt.Sprintf("validation-%d", i+1), arm.Name, genrecord.RoleCandidate, arm.Pins, x.topK, c)); err != nil {
 					rec.Problems = append(rec.Problems, "generation row rejected: "+err.Error())
 				}
 				if len(c.Steps) > 0 && len(c.Steps[0].Top) != x.topK {
@@ -181,7 +182,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		}
 		out = append(out, rec)
 	}
-	if err := atomicfile.WriteJSON(filepath.Join(dir, "validation.json"), out, 0o600); err != nil {
+	if err := atomicfile.WriteJSON(layout.Records(dir).ValidationRecord(), out, 0o600); err != nil {
 		return out, err
 	}
 	var failed []string

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"rig/genrecord"
+	"rig/internal/layout"
 	"rig/receipts"
 	"rig/studies"
 	"rig/tasks"
@@ -143,7 +144,7 @@ func StoredExecution(t testing.TB, callID func(receipts.Receipt) string) Executi
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), "s1")
+	st, err := receipts.Open(layout.Records(dir).Store(), "s1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func StoredExecution(t testing.TB, callID func(receipts.Receipt) string) Executi
 		BinarySHA256: strings.Repeat("b", 64), Libraries: map[string]string{"libllama.so": strings.Repeat("c", 64)}, BuildFlags: "cpu", MachineLine: "test", DesignHash: ExecutionHash, StudyID: "s1", ExecutionID: "exec-1"}
 	reg := tasks.NewRegistry(tasks.Exact{})
 	for _, arm := range []string{"a", "b"} {
-		w, err := genrecord.OpenWriter(filepath.Join(dir, "generations-"+arm+".jsonl"), pins)
+		w, err := genrecord.OpenWriter(layout.Records(dir).Generation(arm), pins)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,254 @@
+package scalebench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"rig/daemon/api"
+	"rig/internal/provision"
+	"rig/scaleout"
+	"rig/studies"
+)
+
+// Options is one `rig bench scale`.
+type Options struct {
+	// Bin is the rig binary the throughput run starts as its daemon and
+	// workers.
+	Bin string
+	// Fanout and Overhead are the synthetic plans' sizes; Tasks the
+	// throughput study's task count, cut from Design.
+	Fanout, Overhead, Tasks int
+	Design                  string
+	SkipThroughput          bool
+}
+
+// Run measures the engine on a private Temporal dev server (127.0.0.1
+// only), side by side in one run, and returns the figures' lines.
+func Run(ctx context.Context, o Options, out io.Writer) ([]string, error) {
+	in, err := provision.Load()
+	if err != nil {
+		return nil, err
+	}
+	if in.Temporal == "" {
+		return nil, fmt.Errorf("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
+	}
+	home, err := os.MkdirTemp("", "rig-bench-scale-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(home)
+	srv := &scaleout.DevServer{Bin: in.Temporal, Log: filepath.Join(home, "temporal.log")}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	fmt.Fprintf(out, "temporal dev server on %s (in memory)\n", srv.Address())
+	var lines []string
+	if !o.SkipThroughput {
+		l, err := throughput(ctx, out, o, srv.Address(), home)
+		if err != nil {
+			return nil, fmt.Errorf("throughput: %w", err)
+		}
+		lines = append(lines, l...)
+	}
+	l, err := scheduling(ctx, out, srv.Address(), home, o.Overhead, o.Fanout)
+	if err != nil {
+		return nil, err
+	}
+	return append(lines, l...), nil
+}
+
+// scheduling times the engine alone: the overhead of handing a trial to
+// a runner, and a large plan's fan-out.
+func scheduling(ctx context.Context, out io.Writer, addr, home string, overhead, fanout int) ([]string, error) {
+	eng, err := Start(ctx, addr, filepath.Join(home, "spool"))
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	var lines []string
+	// One trial in flight is the engine's own latency; a study's default
+	// window is a burst of them at each chunk's start.
+	for i, inFlight := range []int{1, scaleout.DefaultInFlight} {
+		n := overhead
+		if inFlight == 1 {
+			n = min(overhead, 500)
+		}
+		fmt.Fprintf(out, "overhead: %d synthetic trials, %d in flight…\n", n, inFlight)
+		if _, _, err := eng.Run(ctx, fmt.Sprintf("overhead-%d", i), n, inFlight, 1); err != nil {
+			return nil, err
+		}
+		ov := eng.Waits()
+		lines = append(lines, fmt.Sprintf("engine overhead per trial (scheduled → runner started), %d trials, %d in flight: p50 %s (goal ≤ 50ms), p99 %s (goal ≤ 200ms)",
+			len(ov), inFlight, Percentile(ov, 0.50).Round(100*time.Microsecond), Percentile(ov, 0.99).Round(100*time.Microsecond)))
+	}
+
+	fmt.Fprintf(out, "fan-out: %d synthetic trials in chunks of %d…\n", fanout, scaleout.DefaultChunk)
+	el, res, err := eng.Run(ctx, "fanout", fanout, 256, 8)
+	if err != nil {
+		return nil, err
+	}
+	eng.Waits()
+	parent, err := eng.HistoryOf(ctx, "fanout", "")
+	if err != nil {
+		return nil, err
+	}
+	child, err := eng.HistoryOf(ctx, "fanout", "/chunk-0")
+	if err != nil {
+		return nil, err
+	}
+	chunks := (fanout + scaleout.DefaultChunk - 1) / scaleout.DefaultChunk
+	lines = append(lines, fmt.Sprintf("fan-out of %d trials (%d chunks of %d): %s, %.0f trials/s through the engine; %d counted",
+		fanout, chunks, scaleout.DefaultChunk, el.Round(time.Second), float64(fanout)/el.Seconds(), res.Counted),
+		fmt.Sprintf("history: the parent %d events / %s, a chunk %d events / %s (Temporal's limits: 51,200 events and 50 MiB per workflow)",
+			parent.Events, mib(parent.Bytes), child.Events, mib(child.Bytes)))
+	return lines, nil
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// throughput runs the same small study through the engine with one
+// worker, then with two, on the real runtimes, and compares trials/min.
+func throughput(ctx context.Context, out io.Writer, o Options, addr, home string) ([]string, error) {
+	bin, designPath, tasks := o.Bin, o.Design, o.Tasks
+	raw, err := studies.ReadDesignFile(designPath)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run rig bench scale from the repository, or name a design with --design)", err)
+	}
+	// The bench study is the design cut to --tasks tasks and one repeat,
+	// its banks named by absolute path, since it is written elsewhere.
+	d, err := studies.ParseDesign(designPath, raw)
+	if err != nil {
+		return nil, err
+	}
+	name := "bench-scale"
+	d.Name, d.Repeats, d.AllowPathsOutside = name, 1, true
+	for i := range d.JobKinds {
+		jk := &d.JobKinds[i]
+		if !filepath.IsAbs(jk.TaskBank) {
+			if jk.TaskBank, err = filepath.Abs(filepath.Join(filepath.Dir(designPath), jk.TaskBank)); err != nil {
+				return nil, err
+			}
+		}
+		jk.SampleTasks = tasks
+	}
+	d.Power.TaskCount = tasks
+	dpath := filepath.Join(home, "design.json")
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(dpath, b, 0o600); err != nil {
+		return nil, err
+	}
+	rhome := filepath.Join(home, "rig")
+	os.MkdirAll(rhome, 0o700)
+	env := append(os.Environ(), "RIG_HOME="+rhome, "RIG_DAEMON_LOCK="+filepath.Join(rhome, "daemon.lock"))
+	rig := func(args ...string) (string, error) {
+		c := exec.CommandContext(ctx, bin, args...)
+		c.Env = env
+		o, err := c.CombinedOutput()
+		if err != nil {
+			return string(o), fmt.Errorf("rig %s: %w\n%s", strings.Join(args, " "), err, o)
+		}
+		return string(o), nil
+	}
+	spool := filepath.Join(home, "spool")
+	dm := exec.CommandContext(ctx, bin, "daemon", "--temporal", addr, "--spool", spool)
+	dm.Env = env
+	dlog, _ := os.Create(filepath.Join(home, "daemon.log"))
+	defer dlog.Close()
+	dm.Stdout, dm.Stderr = dlog, dlog
+	if err := dm.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { dm.Process.Signal(syscall.SIGTERM); dm.Wait() }()
+	for i := 0; i < 200; i++ {
+		if c, err := net.Dial("unix", filepath.Join(rhome, "rig.sock")); err == nil {
+			c.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := rig("governor", "status"); err != nil {
+		fmt.Fprintln(out, "throughput: the governor's fault suite first (counted runs need a pass)…")
+		if _, err := rig("governor", "faults"); err != nil {
+			return nil, err
+		}
+	}
+	fmt.Fprintf(out, "throughput: registering, freezing, preflighting and validating a %d-task, two-arm study…\n", tasks)
+	for _, args := range [][]string{{"study", "register", dpath},
+		{"study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference"},
+		{"study", "approve", name}, {"study", "freeze", name}, {"study", "preflight", name}, {"study", "validate", name}} {
+		if _, err := rig(args...); err != nil {
+			return nil, err
+		}
+	}
+	cl := api.Client{Socket: api.SocketIn(rhome)}
+	var rates []float64
+	parent := ""
+	for _, n := range []int{1, 2} {
+		var ws []*exec.Cmd
+		for i := 1; i <= n; i++ {
+			w := exec.CommandContext(ctx, bin, "worker", "--temporal", addr, "--spool", spool, "--id", fmt.Sprintf("bench-%d-of-%d", i, n))
+			w.Env = env
+			wl, _ := os.Create(filepath.Join(home, fmt.Sprintf("worker-%d-of-%d.log", i, n)))
+			w.Stdout, w.Stderr = wl, wl
+			if err := w.Start(); err != nil {
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+		fmt.Fprintf(out, "throughput: the study through %d worker(s)…\n", n)
+		start := time.Now()
+		info, err := cl.Run(ctx, api.RunRequest{Study: name, Parent: parent, Engine: "temporal", Key: fmt.Sprintf("bench-scale-%d", n)})
+		if err == nil {
+			info, err = finished(ctx, cl, name, info.ID)
+		}
+		el := time.Since(start)
+		for _, w := range ws {
+			w.Process.Signal(syscall.SIGTERM)
+			w.Wait()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if info.Done != info.Planned || info.Planned == 0 {
+			return nil, fmt.Errorf("the run with %d worker(s) ended %s with %d of %d trials done (%s)", n, info.Status, info.Done, info.Planned, info.Error)
+		}
+		rates = append(rates, float64(info.Done)/el.Minutes())
+		fmt.Fprintf(out, "throughput: %d worker(s): %d trials in %s\n", n, info.Done, el.Round(time.Second))
+		parent = info.ID
+	}
+	return []string{fmt.Sprintf("throughput, same study, each runtime on one thread: 1 worker %.1f trials/min, 2 workers %.1f trials/min: %.2f× (goal ≥ 1.7×)",
+		rates[0], rates[1], rates[1]/rates[0])}, nil
+}
+
+// finished follows execution id of study until it is no longer running.
+func finished(ctx context.Context, cl api.Client, study, id string) (api.ExecInfo, error) {
+	for {
+		st, err := cl.Status(ctx, api.NameRequest{Name: study})
+		if err != nil {
+			return api.ExecInfo{}, err
+		}
+		for _, x := range st.Executions {
+			if x.ID == id && x.Status != api.ExecStatusRunning {
+				return x, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return api.ExecInfo{}, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}

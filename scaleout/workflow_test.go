@@ -1,0 +1,257 @@
+package scaleout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+)
+
+// testsuiteEnv is the SDK's in-memory workflow environment with rig's
+// workflows and c's activities registered, and run as the trial activity.
+func testsuiteEnv(t *testing.T, c CoordinatorActivities, run func(context.Context, TrialInput) (TrialResult, error)) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(StudyWorkflow, workflow.RegisterOptions{Name: StudyWorkflowName})
+	env.RegisterWorkflowWithOptions(ChunkWorkflow, workflow.RegisterOptions{Name: ChunkWorkflowName})
+	env.RegisterActivityWithOptions(c.Plan, activity.RegisterOptions{Name: actPlan})
+	env.RegisterActivityWithOptions(c.Chunk, activity.RegisterOptions{Name: actChunk})
+	env.RegisterActivityWithOptions(c.Merge, activity.RegisterOptions{Name: actMerge})
+	env.RegisterActivityWithOptions(c.RecordLost, activity.RegisterOptions{Name: actRecordLost})
+	env.RegisterActivityWithOptions(c.QueueServed, activity.RegisterOptions{Name: actQueueServed})
+	env.RegisterActivityWithOptions(c.CheckStop, activity.RegisterOptions{Name: actCheckStop})
+	env.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: actRunTrial})
+	return env
+}
+
+func queueTrials(q string, n int, from int) []PlannedTrial {
+	var out []PlannedTrial
+	for i := range n {
+		out = append(out, PlannedTrial{Key: fmt.Sprintf("a/jk/%s-t%d/1", q, from+i), Queue: q, Attempt: 1})
+	}
+	return out
+}
+
+// A unit test on the SDK's testsuite: trials of a queue whose worker is
+// busy come first in plan order, and with one in flight per queue the
+// other queue's trials still run: the slow queue's first trial finishes
+// only after every trial of the other queue has. Under v0's rule (one slot
+// for the chunk, taken in plan order) the slow trial would hold the only
+// slot and wait out its two seconds, and the chunk would fail.
+func TestTestsuitePerQueueInFlightDoesNotBlockOtherQueues(t *testing.T) {
+	trials := append(queueTrials("rig.test.slow", 2, 0), queueTrials("rig.test.fast", 4, 2)...)
+	c := &fakeCoordinator{trials: trials}
+	f := &fakeTrials{}
+	var mu sync.Mutex
+	fastLeft := 4
+	fastDone := make(chan struct{})
+	run := func(ctx context.Context, in TrialInput) (TrialResult, error) {
+		if in.Queue == "rig.test.slow" {
+			select {
+			case <-fastDone:
+			case <-time.After(2 * time.Second):
+				return TrialResult{}, errors.New("fake: the slow queue's trial waited for the fast queue's, which never ran")
+			}
+			return f.run(ctx, in)
+		}
+		r, err := f.run(ctx, in)
+		mu.Lock()
+		if fastLeft--; fastLeft == 0 {
+			close(fastDone)
+		}
+		mu.Unlock()
+		return r, err
+	}
+	env := testsuiteEnv(t, c, run)
+	env.ExecuteWorkflow(ChunkWorkflowName, ChunkInput{StudyInput: StudyInput{Study: "s", Execution: "e", Coordinator: "coord", Chunk: 10, InFlight: 1}})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Counted != 6 || res.Errors != 0 {
+		t.Fatalf("chunk result %+v, want 6 counted", res)
+	}
+	for q, n := range f.most {
+		if n != 1 {
+			t.Errorf("queue %s had %d trials in flight at once, want 1 (--in-flight 1)", q, n)
+		}
+	}
+}
+
+// On the real dev server: two queues, each limited to two in flight; each
+// queue reaches its limit and never passes it, and both run side by side.
+func TestPerQueueInFlightOnDevServer(t *testing.T) {
+	slow := queueTrials("rig.test.slow", 4, 0)
+	script := map[string][]string{}
+	for _, tr := range slow {
+		script[tr.Key] = []string{"slow"}
+	}
+	fast := queueTrials("rig.test.fast", 4, 4)
+	for _, tr := range fast {
+		script[tr.Key] = []string{"slow"}
+	}
+	c := &fakeCoordinator{trials: append(slow, fast...)}
+	f := &fakeTrials{script: script}
+	cl, coord := engineOnDevServer(t, c, f, "rig.test.slow", "rig.test.fast")
+	ctx := context.Background()
+	in := StudyInput{Study: "pq", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 2}
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Counted != 8 {
+		t.Fatalf("result %+v, want 8 counted", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.Logf("most in flight per queue: %v, all queues at once: %d", f.most, f.mostAll)
+	for _, q := range []string{"rig.test.slow", "rig.test.fast"} {
+		if f.most[q] != 2 {
+			t.Errorf("queue %s had at most %d in flight, want exactly its limit 2", q, f.most[q])
+		}
+	}
+	if f.mostAll != 4 {
+		t.Errorf("at most %d trials in flight over both queues, want 4 (2 per queue, side by side)", f.mostAll)
+	}
+}
+
+// On the real dev server: a trial on a queue no worker serves waits its
+// start wait, then ends as an error receipt whose detail names the queue
+// and the worker that would serve it; the served queue's trials count.
+func TestUnservedQueueEndsAsErrorReceiptOnDevServer(t *testing.T) {
+	trials := queueTrials("rig.test.qa", 2, 0)
+	bin := strings.Repeat("e3", 32)
+	nobody := Queue("llama-server", bin, "nvidia-h200")
+	trials = append(trials, PlannedTrial{Key: "a/jk/t9/1", Queue: nobody, Attempt: 1, Runtime: "llama-server", BinarySHA256: bin, CardClass: "nvidia-h200"})
+	c := &fakeCoordinator{trials: trials}
+	f := &fakeTrials{}
+	cl, coord := engineOnDevServer(t, c, f, "rig.test.qa")
+	ctx := context.Background()
+	in := StudyInput{Study: "us", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 2, StartWait: 3 * time.Second}
+	began := time.Now()
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(began)
+	if res.Counted != 2 || res.Errors != 1 {
+		t.Fatalf("result %+v, want 2 counted and 1 error", res)
+	}
+	if took < in.StartWait {
+		t.Errorf("the workflow ended after %s, before the start wait %s", took, in.StartWait)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queueChecks != 1 {
+		t.Errorf("the coordinator was asked %d times whether the queue is served, want once", c.queueChecks)
+	}
+	if len(c.lost) != 1 || !c.lost[0].Final || c.lost[0].Key != "a/jk/t9/1" {
+		t.Fatalf("lost attempts %+v, want one final for a/jk/t9/1", c.lost)
+	}
+	why := c.lost[0].Why
+	for _, want := range []string{nobody, "llama-server", bin, "card class nvidia-h200", "within 3s", "rig worker"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("the error receipt's detail does not name %q: %s", want, why)
+		}
+	}
+	t.Logf("after %s: %s", took.Round(time.Millisecond), why)
+}
+
+// The settings are checked before a submit, naming the flag.
+func TestRunOptionsCheckNamesTheFlag(t *testing.T) {
+	if err := (RunOptions{}).Check(); err != nil {
+		t.Errorf("the defaults: %v", err)
+	}
+	for _, o := range []RunOptions{{InFlight: -1}, {InFlight: MaxInFlight + 1}, {StartWait: time.Second}} {
+		err := o.Check()
+		if err == nil || (!strings.Contains(err.Error(), "--in-flight") && !strings.Contains(err.Error(), "--start-wait")) {
+			t.Errorf("%+v: %v, want a refusal naming the flag", o, err)
+		}
+	}
+}
+
+// On the real dev server: a served queue whose one worker is busy keeps
+// its trials past the start wait (the coordinator says it is served), and
+// every trial counts; none ends as an error receipt.
+func TestBusyQueueOutlastsTheStartWaitOnDevServer(t *testing.T) {
+	trials := queueTrials("rig.test.busy", 3, 0)
+	script := map[string][]string{}
+	for _, tr := range trials {
+		script[tr.Key] = []string{"slow"}
+	}
+	c := &fakeCoordinator{trials: trials, busy: map[string]bool{"rig.test.busy": true}}
+	f := &fakeTrials{script: script, slots: 1}
+	cl, coord := engineOnDevServer(t, c, f, "rig.test.busy")
+	ctx := context.Background()
+	in := StudyInput{Study: "busy", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 3, ChunksAtOnce: 2, StartWait: time.Second}
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if res.Counted != 3 || res.Errors != 0 || len(c.lost) != 0 {
+		t.Fatalf("result %+v, lost %+v: want 3 counted, no error, nothing lost", res, c.lost)
+	}
+	if c.queueChecks == 0 {
+		t.Errorf("no trial waited past the start wait of %s (one worker, three trials of 1.5 s): the test did not test the busy queue", in.StartWait)
+	}
+	t.Logf("%d start-wait timeouts on the busy queue, each answered served", c.queueChecks)
+}
+
+// The coordinator's own answer, on the real dev server: a queue a worker
+// polls is served, one nobody polls is not, until a trial from it merges.
+func TestCoordinatorQueueServedOnDevServer(t *testing.T) {
+	c := &fakeCoordinator{}
+	cl, _ := engineOnDevServer(t, c, &fakeTrials{}, "rig.test.polled")
+	co := &Coordinator{client: cl, cfg: Config{Address: "dev server"}}
+	ctx := context.Background()
+	deadline := time.Now().Add(20 * time.Second)
+	var q QueueState
+	var err error
+	for time.Now().Before(deadline) {
+		if q, err = co.QueueServed(ctx, QueueCheck{Queue: "rig.test.polled", Within: time.Minute}); err != nil || q.Served {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err != nil || !q.Served {
+		t.Fatalf("a queue a worker polls: %+v, %v; want served", q, err)
+	}
+	q, err = co.QueueServed(ctx, QueueCheck{Queue: "rig.test.nobody", Within: time.Minute})
+	if err != nil || q.Served || !strings.Contains(q.Why, "rig.test.nobody") {
+		t.Fatalf("a queue nobody polls: %+v, %v; want not served, named", q, err)
+	}
+	co.served.note("rig.test.nobody")
+	if q, err = co.QueueServed(ctx, QueueCheck{Queue: "rig.test.nobody", Within: time.Minute}); err != nil || !q.Served {
+		t.Fatalf("a queue whose worker just returned a trial (busy since): %+v, %v; want served", q, err)
+	}
+}
