@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +31,10 @@ type Options struct {
 	Fanout, Overhead, Tasks int
 	Design                  string
 	SkipThroughput          bool
+	// Workers is N of the throughput's 1 against N (default 2); Samples
+	// how many runs of each, interleaved 1, N, 1, N, … (default 2), so a
+	// machine whose load drifts moves both.
+	Workers, Samples int
 }
 
 // Run measures the engine on a private Temporal dev server (127.0.0.1
@@ -194,9 +200,14 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		}
 	}
 	cl := api.Client{Socket: api.SocketIn(rhome)}
-	var rates []float64
+	workers, samples := max(o.Workers, 2), max(o.Samples, 1)
+	rates := map[int][]float64{}
 	parent := ""
-	for _, n := range []int{1, 2} {
+	var order []int
+	for range samples {
+		order = append(order, 1, workers)
+	}
+	for run, n := range order {
 		var ws []*exec.Cmd
 		for i := 1; i <= n; i++ {
 			w := exec.CommandContext(ctx, bin, "worker", "--temporal", addr, "--spool", spool, "--id", fmt.Sprintf("bench-%d-of-%d", i, n))
@@ -210,7 +221,7 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		}
 		fmt.Fprintf(out, "throughput: the study through %d worker(s)…\n", n)
 		start := time.Now()
-		info, err := cl.Run(ctx, api.RunRequest{Study: name, Parent: parent, Engine: "temporal", Key: fmt.Sprintf("bench-scale-%d", n)})
+		info, err := cl.Run(ctx, api.RunRequest{Study: name, Parent: parent, Engine: "temporal", Key: fmt.Sprintf("bench-scale-%d", run)})
 		if err == nil {
 			info, err = finished(ctx, cl, name, info.ID)
 		}
@@ -225,12 +236,29 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		if info.Done != info.Planned || info.Planned == 0 {
 			return nil, fmt.Errorf("the run with %d worker(s) ended %s with %d of %d trials done (%s)", n, info.Status, info.Done, info.Planned, info.Error)
 		}
-		rates = append(rates, float64(info.Done)/el.Minutes())
+		rates[n] = append(rates[n], float64(info.Done)/el.Minutes())
 		fmt.Fprintf(out, "throughput: %d worker(s): %d trials in %s\n", n, info.Done, el.Round(time.Second))
 		parent = info.ID
 	}
-	return []string{fmt.Sprintf("throughput, same study, each runtime on one thread: 1 worker %.1f trials/min, 2 workers %.1f trials/min: %.2f× (goal ≥ 1.7×)",
-		rates[0], rates[1], rates[1]/rates[0])}, nil
+	one, many := meanSD(rates[1]), meanSD(rates[workers])
+	return []string{fmt.Sprintf("throughput, same study, each runtime on one thread, %d interleaved samples each: 1 worker %.1f ± %.1f trials/min, %d workers %.1f ± %.1f trials/min: %.2f× (goal ≥ %.2f×, 0.85 of linear; every worker shares this machine's %d cores)",
+		samples, one[0], one[1], workers, many[0], many[1], many[0]/one[0], 0.85*float64(workers), runtime.NumCPU())}, nil
+}
+
+// meanSD is the mean and the sample standard deviation.
+func meanSD(xs []float64) [2]float64 {
+	var m, ss float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	if len(xs) > 1 {
+		ss /= float64(len(xs) - 1)
+	}
+	return [2]float64{m, math.Sqrt(ss)}
 }
 
 // finished follows execution id of study until it is no longer running.
