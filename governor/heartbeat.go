@@ -32,7 +32,9 @@ func ReadHeartbeat(path string) (time.Time, error) {
 // most three intervals old: the gate counted runs pass before they start.
 func CheckHeartbeat(path string, interval time.Duration, now time.Time) error {
 	t, err := ReadHeartbeat(path)
-	fix := "start the rig daemon (its governor writes the heartbeat) and check its log"
+	// Whichever process hosts the runner (the daemon, or a worker) starts
+	// the governor that writes it.
+	fix := "start the process whose governor writes this heartbeat (the rig daemon, or the rig worker it belongs to) and check its log"
 	if err != nil {
 		if os.IsNotExist(err) {
 			return &StaleError{What: "governor heartbeat " + path, Max: 3 * interval, Fix: fix}

@@ -138,7 +138,7 @@ func TestHandleEndsAStoppedExecutionStoppedEarly(t *testing.T) {
 	c, f, _ := mergeFixture(t)
 	ctx := context.Background()
 	seq := analysis.Sequential{StoppedEarly: true, NotRun: []string{"a|qa|x#1", "a|qa|y#1"},
-		Look: analysis.Look{Check: 1, Stop: true, Reason: "every monitored comparison is settled at check 1"}}
+		Look: analysis.Look{Check: 1, Stop: true, Reason: "every monitored comparison is settled at check 2"}}
 	raw, _ := json.Marshal(seq)
 	if err := f.st.PutStop(ctx, "exec-2", raw); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package studies
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -82,8 +81,6 @@ type WinnerPolicy struct {
 // MaxGuardrails bounds the guardrails a design may list.
 const MaxGuardrails = 32
 
-var receiptFieldRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
 func (v *validator) guardrails() {
 	if n := len(v.d.Guardrails); n > MaxGuardrails {
 		v.add(KindInvalid, "guardrails", "%d guardrails: at most %d (a guardrail is watched, not tested; keep the few that would make you say no)", n, MaxGuardrails)
@@ -93,8 +90,8 @@ func (v *validator) guardrails() {
 		p := fmt.Sprintf("guardrails[%d]", i)
 		field, isReceipt := strings.CutPrefix(g.Metric, ReceiptMetricPrefix)
 		switch {
-		case isReceipt && !receiptFieldRE.MatchString(field):
-			v.add(KindInvalid, p+".metric", "%q: name a numeric receipt field after %q, e.g. \"receipt.output_tokens\" (lowercase, digits, '_')", g.Metric, ReceiptMetricPrefix)
+		case isReceipt && !slices.Contains(analysis.ReceiptFields, field):
+			v.add(KindInvalid, p+".metric", "%q: name a numeric receipt field after %q: one of %s", g.Metric, ReceiptMetricPrefix, strings.Join(analysis.ReceiptFields, ", "))
 		case !isReceipt && !slices.Contains(GuardrailMetrics, g.Metric):
 			v.add(KindInvalid, p+".metric", "%q: use one of %s, or \"receipt.FIELD\" for a numeric receipt field", g.Metric, strings.Join(GuardrailMetrics, ", "))
 		}

@@ -61,7 +61,9 @@ func TestGuardrailsAndPolicyRefused(t *testing.T) {
 		want string
 	}{
 		{"unknown metric", []any{map[string]any{"metric": "latency", "max_relative_increase": 0.1}}, nil, "guardrails[0].metric", "p95_latency"},
-		{"bad receipt field", []any{map[string]any{"metric": "receipt.Output Tokens", "direction": "lower", "max_relative_increase": 0.1}}, nil, "guardrails[0].metric", "receipt.output_tokens"},
+		{"bad receipt field", []any{map[string]any{"metric": "receipt.Output Tokens", "direction": "lower", "max_relative_increase": 0.1}}, nil, "guardrails[0].metric", "output_tok_s"},
+		// A receipt field that is not a measurement would read nothing: refused.
+		{"no such receipt field", []any{map[string]any{"metric": "receipt.output_per_second", "direction": "higher", "max_relative_increase": 0.1}}, nil, "guardrails[0].metric", "output_tok_s"},
 		{"receipt without direction", []any{map[string]any{"metric": "receipt.output_tokens", "max_relative_increase": 0.1}}, nil, "guardrails[0].direction", `"lower" or "higher"`},
 		{"neither limit", []any{map[string]any{"metric": "energy"}}, nil, "guardrails[0]", "exactly one of max_relative_increase"},
 		{"both limits", []any{map[string]any{"metric": "energy", "max_relative_increase": 0.1, "max_absolute_increase": 2}}, nil, "guardrails[0]", "in Wh"},

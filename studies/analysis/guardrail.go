@@ -63,9 +63,19 @@ func (c Constraint) String() string {
 	return fmt.Sprintf("%s (%s) in %s, %s vs %s: %s, limit %s → %s", c.Clause, c.Metric, c.JobKind, c.Candidate, c.Baseline, c.Reading, c.Limit, verdict)
 }
 
+// ReceiptFields are the receipt's numeric measurements, by their JSON
+// names, that a "receipt.FIELD" guardrail may read (identifiers such as
+// the repeat or the attempt are not measurements). analysis imports no
+// receipts package, so studies/findings' test holds this list to the
+// receipt's own fields.
+var ReceiptFields = []string{"input_tokens", "thinking_tokens", "output_tokens", "prompt_tok_s", "output_tok_s",
+	"ttft_ms", "tpot_ms", "wall_ms", "peak_memory_bytes", "peak_gpu_memory_bytes", "energy_joules"}
+
 func (g Guardrail) validate(f string) error {
 	known := []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
-	if field, ok := strings.CutPrefix(g.Metric, ReceiptPrefix); !(ok && field != "") && !slices.Contains(known, g.Metric) {
+	if field, ok := strings.CutPrefix(g.Metric, ReceiptPrefix); ok && !slices.Contains(ReceiptFields, field) {
+		return &FieldError{Field: f + ".metric", Problem: fmt.Sprintf("%q is not a numeric receipt field", g.Metric), Fix: "use receipt." + strings.Join(ReceiptFields, ", receipt.")}
+	} else if !ok && !slices.Contains(known, g.Metric) {
 		return &FieldError{Field: f + ".metric", Problem: fmt.Sprintf("%q is not a metric", g.Metric), Fix: "use " + strings.Join(known, ", ") + " or receipt.FIELD"}
 	}
 	rel, abs := g.MaxRelative, g.MaxAbsolute

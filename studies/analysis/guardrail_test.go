@@ -60,17 +60,17 @@ func TestGuardrailsAndPolicyBlockOrNot(t *testing.T) {
 		{name: "peak memory not measured blocks", base: 10, cand: 10, guardrails: []Guardrail{{Metric: MetricPeakMemory, MaxAbsolute: ptr(512)}},
 			clause: "guardrails[0]", blocks: true, readingHas: "not measured", wantVerdict: Keep},
 		{name: "higher-is-better receipt metric falls too far", base: 10, cand: 10,
-			guardrails: []Guardrail{{Metric: "receipt.output_per_second", HigherIsBetter: true, MaxRelative: ptr(0.2)}},
+			guardrails: []Guardrail{{Metric: "receipt.output_tok_s", HigherIsBetter: true, MaxRelative: ptr(0.2)}},
 			edit: func(in *Input) {
 				for i := range in.Trials {
-					in.Trials[i].Metrics = map[string]float64{"output_per_second": map[string]float64{"base": 40, "cand": 20}[in.Trials[i].Arm]}
+					in.Trials[i].Metrics = map[string]float64{"output_tok_s": map[string]float64{"base": 40, "cand": 20}[in.Trials[i].Arm]}
 				}
 			}, clause: "guardrails[0]", blocks: true, readingHas: "20 vs 40, +50.0% worse", wantVerdict: Keep},
 		{name: "higher-is-better receipt metric rises", base: 10, cand: 10,
-			guardrails: []Guardrail{{Metric: "receipt.output_per_second", HigherIsBetter: true, MaxRelative: ptr(0.2)}},
+			guardrails: []Guardrail{{Metric: "receipt.output_tok_s", HigherIsBetter: true, MaxRelative: ptr(0.2)}},
 			edit: func(in *Input) {
 				for i := range in.Trials {
-					in.Trials[i].Metrics = map[string]float64{"output_per_second": map[string]float64{"base": 20, "cand": 40}[in.Trials[i].Arm]}
+					in.Trials[i].Metrics = map[string]float64{"output_tok_s": map[string]float64{"base": 20, "cand": 40}[in.Trials[i].Arm]}
 				}
 			}, clause: "guardrails[0]", readingHas: "-100.0% worse", wantVerdict: Accept},
 		{name: "pass-rate lead too small", base: 10, cand: 10, policy: &WinnerPolicy{MinPassRateDelta: ptr(0.9), AllowRegressions: true},

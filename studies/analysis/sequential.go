@@ -601,7 +601,7 @@ func Monitor(st MonitorState) (Look, error) {
 		look.Reason = "the plan ran to its end"
 	case allDone:
 		look.Stop = true
-		look.Reason = fmt.Sprintf("every monitored comparison is settled at check %d", look.Check)
+		look.Reason = fmt.Sprintf("every monitored comparison is settled at check %d", look.Check+1) // counted from 1, as every line that shows a check does
 	default:
 		var open []string
 		for _, p := range look.Pairs {
