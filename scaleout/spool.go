@@ -73,6 +73,17 @@ func publish(spool, study, execution string, snap *studies.Snapshot, walls map[s
 	if err := os.MkdirAll(x.Banks(), 0o755); err != nil {
 		return fmt.Errorf("spool %s: %w", spool, err)
 	}
+	// Workers of a fleet need not share a uid, with each other or with the
+	// coordinator: trials/ takes an entry from any of them, and is sticky
+	// (as /tmp is), so no worker's uid can remove or rename another's. What
+	// lands there is only a transport: the coordinator merges an entry only
+	// when its digests match what the engine reported (trust.go).
+	if err := os.MkdirAll(x.Trials(), 0o755); err != nil {
+		return fmt.Errorf("spool %s: %w", spool, err)
+	}
+	if err := os.Chmod(x.Trials(), 0o777|os.ModeSticky); err != nil {
+		return fmt.Errorf("spool %s: %w", spool, err)
+	}
 	pub := *snap
 	pub.Banks = append([]studies.FrozenBank(nil), snap.Banks...)
 	for i, fb := range pub.Banks {

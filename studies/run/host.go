@@ -75,7 +75,8 @@ func (h *Host) RunTrial(ctx context.Context, key studies.TrialKey, attempt, pare
 	if attempt < 1 || parent < 0 || parent >= attempt {
 		return HostedResult{}, fmt.Errorf("trial %s: attempt %d with parent %d: an attempt counts from 1 and reruns an earlier one", key, attempt, parent)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// Readable by the coordinator, which may run as another uid.
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return HostedResult{}, err
 	}
 	sink := &spoolSink{records: layout.Records(dir), attempt: attempt, parent: parent,

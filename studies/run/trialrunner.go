@@ -215,10 +215,13 @@ func (s *spoolSink) close() {
 // grader must be able to run on it again (rig grade --regrade) after the
 // scratch folder is gone.
 func KeepRepo(records layout.Records, callID string, files map[string]string) error {
-	if err := os.MkdirAll(records.Repos(), 0o700); err != nil {
+	// Readable by whoever may read the records folder (a worker's spool
+	// entry is merged by a coordinator that may run as another uid; an
+	// execution's folder sits in the study's own 0700 home).
+	if err := os.MkdirAll(records.Repos(), 0o755); err != nil {
 		return err
 	}
-	return atomicfile.WriteJSON(records.Repo(callID), files, 0o600)
+	return atomicfile.WriteJSON(records.Repo(callID), files, 0o644)
 }
 
 // KeptRepo reads a code trial's kept repository; ok is false when none was
