@@ -181,8 +181,6 @@ func TestAPITypesKeepTheWireNames(t *testing.T) {
 		{api.MergeRequest{}, MergeRequest{}},
 		{api.EngineReplayRequest{}, EngineReplayRequest{}},
 		{api.ReportFiles{}, ReportFiles{}},
-		{api.DecideRequest{}, DecideRequest{}},
-		{api.DecisionRecord{}, DecisionRecord{}},
 		{api.RegradeReport{}, run.RegradeReport{}},
 		{api.RegradeRow{}, run.RegradeRow{}},
 	}

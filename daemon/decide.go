@@ -8,47 +8,19 @@ import (
 	"os"
 	"time"
 
+	"rig/daemon/api"
 	"rig/internal/atomicfile"
 	"rig/receipts"
 	"rig/studies"
 	"rig/studies/analysis"
 )
 
-// DecisionRecord is what `rig study decide` records: the outcome the
-// pre-registered rule assigned, the logic that produced it, the actor and the
-// comparison hash it cites.
-type DecisionRecord struct {
-	Study          string   `json:"study"`
-	Execution      string   `json:"execution"`
-	Action         string   `json:"action"`
-	Verdict        string   `json:"verdict"`
-	Arm            string   `json:"arm,omitempty"`
-	NextBaseline   string   `json:"next_baseline"`
-	Trace          []string `json:"trace"`
-	ComparisonHash string   `json:"comparison_hash"`
-	Rationale      string   `json:"rationale"`
-	Actor          string   `json:"actor"`
-	// ActorUID is the decider's uid as the socket named them (duties.go);
-	// nil for a decision the daemon's process made.
-	ActorUID *int      `json:"actor_uid,omitempty"`
-	At       time.Time `json:"at"`
-	// Proposal is the publish proposal a switch to the challenger wrote
-	// (pending the Director's approval); empty for any other outcome.
-	Proposal string `json:"proposal,omitempty"`
-}
+// DecisionRecord is what `rig study decide` records (decision.json), in
+// the protocol's own type: the file and the reply are the same record.
+type DecisionRecord = api.DecisionRecord
 
-// DecideRequest is `rig study decide`.
-type DecideRequest struct {
-	Study          string `json:"study"`
-	Execution      string `json:"execution,omitempty"`
-	ComparisonHash string `json:"comparison_hash"` // the hash the decider read; a stale one is refused
-	Rationale      string `json:"rationale"`
-	Actor          string `json:"actor"`
-	// Key makes the request idempotent, as register's and run's do: the same
-	// key with the same request returns the recorded decision; the same key
-	// with another request is a conflict (studies.ErrIdempotencyConflict).
-	Key string `json:"key,omitempty"`
-}
+// DecideRequest is `rig study decide`, as the protocol names it.
+type DecideRequest = api.DecideRequest
 
 // Decide evaluates the design's rule exactly as written on the execution's
 // analysis and records the decision; citing a stale comparison is refused.

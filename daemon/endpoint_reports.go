@@ -23,8 +23,7 @@ func (rp Reports) methods() map[string]handler {
 			return api.ReportFiles(f), err
 		}),
 		api.MethodDecide: method(func(ctx context.Context, r api.DecideRequest, _ io.Writer) (any, error) {
-			rec, err := rp.Decide(ctx, DecideRequest(r))
-			return api.DecisionRecord(rec), err
+			return rp.Decide(ctx, r)
 		}),
 		api.MethodGrade: method(func(ctx context.Context, r api.RegradeRequest, _ io.Writer) (any, error) {
 			return regradeReply(rp.Regrade(ctx, r))
