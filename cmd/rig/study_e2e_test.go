@@ -128,8 +128,8 @@ func demoDesignFor(t *testing.T, name, jobKind string, sample int) (design, kind
 	d := readDesignMap(t, "../../examples/demo-study/design.json")
 	d["name"] = name
 	d["repeats"] = 1
-	d["allow_paths_outside"] = true // the study folder is temporary, the bank the repository's
-	bank, _ := filepath.Abs("../../tasks/banks/" + jobKind + ".jsonl")
+	d["allow_paths_outside"] = true // the study folder and the bank's copy are temporary
+	bank := bankCopy(t, jobKind)
 	for _, k := range d["job_kinds"].([]any) {
 		if km := k.(map[string]any); km["name"] == jobKind {
 			km["task_bank"] = bank
@@ -142,6 +142,39 @@ func demoDesignFor(t *testing.T, name, jobKind string, sample int) (design, kind
 	}
 	d["job_kinds"] = []any{kind}
 	return d, kind
+}
+
+// bankCopy copies the bundled bank of jobKind and its key audits into a
+// temporary folder and returns the copy's path. A study that is decided
+// records the bank version it used beside the bank (studies.BankUsedFile):
+// on the repository's own bank that write lands in the tree under test,
+// where internal/hostile's test, running at the same time, sees the bundled
+// banks change.
+func bankCopy(t *testing.T, jobKind string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "tasks", "banks")
+	audits, err := filepath.Glob(filepath.Join(src, "audits", "audit-*.json"))
+	if err != nil || len(audits) == 0 {
+		t.Fatalf("the bundled banks have no key audits under %s (%v)", src, err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "audits"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copies := map[string]string{filepath.Join(src, jobKind+".jsonl"): filepath.Join(dir, jobKind+".jsonl")}
+	for _, a := range audits {
+		copies[a] = filepath.Join(dir, "audits", filepath.Base(a))
+	}
+	for from, to := range copies {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, jobKind+".jsonl")
 }
 
 // keepItems keeps the design's items whose registry id passes keep.
