@@ -65,7 +65,7 @@ func BuildOf(in provision.Installed, kind string) (Build, error) {
 	if _, err := os.Stat(b.Binary); err != nil {
 		return b, fmt.Errorf("%s: %w: %v (run make setup, or check `rig runtimes check`)", b.Binary, ErrBinaryMissing, err)
 	}
-	sum, err := FileSHA256(b.Binary)
+	sum, err := stampedSHA256(b.Binary)
 	if err != nil {
 		return b, fmt.Errorf("%s: %w: %v", b.Binary, ErrBinaryMissing, err)
 	}

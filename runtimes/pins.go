@@ -110,7 +110,7 @@ func verifyModel(path, want string) error {
 	if want == "" {
 		return nil
 	}
-	got, err := FileSHA256(path)
+	got, err := stampedSHA256(path)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,11 @@ func (d *DevServer) Start(ctx context.Context) error {
 		// One partition per task queue: on a single host, the default four
 		// only add a forwarding hop between a poll and its task.
 		"--dynamic-config-value", "matching.numTaskqueueReadPartitions=1",
-		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1"}
+		"--dynamic-config-value", "matching.numTaskqueueWritePartitions=1",
+		// A merge is scheduled on the coordinator's own queue, which the
+		// worker running the chunk workflow serves: handed back with the
+		// workflow task's answer, it skips a round of matching.
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true"}
 	if d.DB != "" {
 		args = append(args, "--db-filename", d.DB)
 	}

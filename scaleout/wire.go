@@ -30,6 +30,13 @@ const (
 	actCheckStop = "rig.check-stop"
 )
 
+// The trial and merge activities' names, for a reader of a workflow's
+// history (rig bench scale --fleet times each trial from them).
+const (
+	ActivityRunTrial = actRunTrial
+	ActivityMerge    = actMerge
+)
+
 // CoordinatorActivities are the coordinator's side of the workflows, run on
 // its task queue. A Coordinator serves them from the studies' stores; a
 // bench (scaleout/scalebench) plugs in a synthetic plan of its own, so the
@@ -97,10 +104,11 @@ const (
 // under Temporal's limit of 50,000, and its pending activities under 2,000.
 const DefaultChunk = 500
 
-// DefaultInFlight is how many of a chunk's trials of one task queue are
-// scheduled at once (rig study run --in-flight). Each queue has its own
-// limit, so the fleet's throughput grows with its queues; two chunks
-// overlap at a chunk's tail, so a queue can briefly hold twice this.
+// DefaultInFlight is how many of an execution's trials of one task queue
+// are scheduled at once (rig study run --in-flight): the chunks that run
+// side by side share it. Each queue has its own limit, so the fleet's
+// throughput grows with its queues; set it to the queue's worker count so
+// that every worker is busy and no trial waits for one.
 const DefaultInFlight = 16
 
 // MaxInFlight bounds --in-flight: a chunk's pending activities stay under
@@ -110,8 +118,9 @@ const MaxInFlight = DefaultChunk
 // RunOptions are a submit's settings, from rig study run's flags; the zero
 // value is the defaults.
 type RunOptions struct {
-	// InFlight is how many trials of one task queue a chunk schedules at
-	// once; 0 is DefaultInFlight.
+	// InFlight is how many trials of one task queue the execution
+	// schedules at once (shared by the chunks side by side); 0 is
+	// DefaultInFlight.
 	InFlight int
 	// StartWait is how long a trial waits for a worker of its queue to take
 	// it before it ends as an error receipt; 0 is DefaultStartWait.
@@ -148,8 +157,11 @@ type StudyInput struct {
 	DesignHash  string `json:"design_hash"`
 	Coordinator string `json:"coordinator"` // the coordinator's task queue
 	Chunk       int    `json:"chunk"`
-	// InFlight is per task queue in each chunk (before versionPerQueue:
-	// per chunk).
+	// InFlight is per task queue: the execution's in the study workflow's
+	// input, which shares it among the chunks side by side (from
+	// versionSharedInFlight on; before, each chunk had it whole), and the
+	// chunk's share in a chunk's (before versionPerQueue: per chunk, all
+	// queues together).
 	InFlight int `json:"in_flight"`
 	// ChunksAtOnce is how many chunks run side by side; two overlap the
 	// tail of one chunk with the head of the next.

@@ -52,6 +52,11 @@ type WorkerOptions struct {
 	// there by its sha256 (file SHA256, SHA256.gguf or sha256-SHA256) when
 	// it is not provisioned in the worker's own cache.
 	ModelsDir string
+	// Launch, when set, starts an arm's runtime in place of its build's
+	// server (run.Env.Launch): the synthetic runtime of rig bench scale's
+	// fleet (scalebench), whose trials are a timed sleep through this
+	// worker's real checks, runner and spool. Nil in a real worker.
+	Launch func(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error)
 }
 
 // Worker hosts the trial runner for the engine: one runtime at a time.
@@ -403,7 +408,7 @@ func (w *Worker) host(in TrialInput, model string) (*run.Host, error) {
 	if ok && fa.ModelSHA256 != in.ModelSHA256 {
 		return nil, fmt.Errorf("trial %s: the snapshot's model is %s, the trial's %s", in.Key, fa.ModelSHA256, in.ModelSHA256)
 	}
-	h, err := run.NewHost(run.Env{Gates: w.opts.Gates, Log: w.log, NoSandbox: w.opts.NoSandbox, Installed: w.opts.Installed},
+	h, err := run.NewHost(run.Env{Gates: w.opts.Gates, Log: w.log, NoSandbox: w.opts.NoSandbox, Installed: w.opts.Installed, Launch: w.opts.Launch},
 		run.HostSpec{Study: in.Study, Snapshot: snap, Exec: execOf(in), WorkDir: filepath.Join(w.opts.WorkDir, in.Study, in.Execution), Walls: walls})
 	if err != nil {
 		return nil, err

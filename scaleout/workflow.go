@@ -51,6 +51,20 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 	}
 	total := StudyResult{Trials: info.Trials, Workers: map[string]int{}}
 	at := max(in.ChunksAtOnce, 1)
+	chunkInFlight := func(int) int { return in.InFlight }
+	if workflow.GetVersion(ctx, versionSharedInFlight, workflow.DefaultVersion, 1) >= 1 && in.InFlight > 0 {
+		// The chunks side by side share the queue's limit: any `at`
+		// consecutive chunks hold InFlight in all, so a queue never has
+		// more trials scheduled than its workers were said to take.
+		at = min(at, in.InFlight)
+		chunkInFlight = func(i int) int {
+			n := in.InFlight / at
+			if i%at < in.InFlight%at {
+				n++
+			}
+			return n
+		}
+	}
 	var pending []workflow.ChildWorkflowFuture
 	wait := func(f workflow.ChildWorkflowFuture) error {
 		var r StudyResult
@@ -70,7 +84,9 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 		cw := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: fmt.Sprintf("%s/chunk-%d", WorkflowID(in.Study, in.Execution), i),
 		})
-		pending = append(pending, workflow.ExecuteChildWorkflow(cw, ChunkWorkflowName, ChunkInput{StudyInput: in, Index: i}))
+		cin := ChunkInput{StudyInput: in, Index: i}
+		cin.InFlight = chunkInFlight(i)
+		pending = append(pending, workflow.ExecuteChildWorkflow(cw, ChunkWorkflowName, cin))
 	}
 	for _, f := range pending {
 		if err := wait(f); err != nil {
@@ -99,6 +115,11 @@ const (
 	// the rule's look after every block; a settled look schedules no
 	// further trial. Before it: such designs were refused at submit.
 	versionStopping = "stopping-rule"
+	// versionSharedInFlight (v1): the chunks that run side by side share
+	// each queue's in-flight limit (RunOptions.InFlight is the
+	// execution's). Before it: each chunk had the whole limit, so a queue
+	// held twice its workers' trials, half of them waiting a whole trial.
+	versionSharedInFlight = "shared-in-flight"
 )
 
 // ChunkWorkflow runs one chunk's trials, InFlight at a time per task queue.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,6 +12,7 @@ import (
 
 func newBenchScaleCommand() *cobra.Command {
 	var fanout, overhead, tasks, workers, samples int
+	var fleet scalebench.FleetOptions
 	var design string
 	var skipThroughput bool
 	cmd := &cobra.Command{
@@ -33,12 +35,23 @@ on a private Temporal dev server (127.0.0.1 only):
   fan-out      a --fanout-trial synthetic plan (default 100,000) submitted and
                fanned out in chunks by the same workflows a study uses: the
                time it takes and the history sizes against Temporal's limits
+  fleet        with --fleet N: N synthetic workers in this process, each a
+               real rig worker (its checks, its one card slot, heartbeat, the
+               real runner and spool entry) whose runtime is a --fleet-hold
+               sleep, serving the real coordinator (plan, chunks, the merge
+               with its trust checks and re-grade, receipts in a real store)
+               for a --fleet-trials plan: the most trials in flight (goal: N),
+               the overhead per trial from its scheduling to its merged
+               receipt less the hold, p50 and p99 (goal <= 50 ms and
+               <= 200 ms) split by phase, the largest history (limit 20,000
+               events), and one counted receipt per planned trial
 
 Throughput starts a daemon, registers, freezes, preflights and validates the
 bench study in a temporary home: a few minutes. --skip-throughput leaves it out.
 
   rig bench scale
-  rig bench scale --fanout 10000 --skip-throughput`,
+  rig bench scale --fanout 10000 --skip-throughput
+  rig bench scale --skip-throughput --fanout 1000 --fleet 100 --fleet-trials 10000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := os.Executable()
@@ -46,7 +59,7 @@ bench study in a temporary home: a few minutes. --skip-throughput leaves it out.
 				return err
 			}
 			lines, err := scalebench.Run(cmd.Context(), scalebench.Options{Bin: bin, Fanout: fanout, Overhead: overhead, Tasks: tasks,
-				Design: design, SkipThroughput: skipThroughput, Workers: workers, Samples: samples}, cmd.OutOrStdout())
+				Design: design, SkipThroughput: skipThroughput, Workers: workers, Samples: samples, Fleet: fleet}, cmd.OutOrStdout())
 			if err != nil {
 				return err
 			}
@@ -64,6 +77,9 @@ bench study in a temporary home: a few minutes. --skip-throughput leaves it out.
 	cmd.Flags().IntVar(&workers, "workers", 2, "N of the throughput's 1 worker against N")
 	cmd.Flags().IntVar(&samples, "samples", 2, "runs of each worker count, interleaved 1, N, 1, N, …")
 	cmd.Flags().StringVar(&design, "design", "examples/quick-study/design.json", "the design the throughput study is cut from")
+	cmd.Flags().IntVar(&fleet.Workers, "fleet", 0, "synthetic workers of the fleet run (0 leaves it out; 100 is a fleet)")
+	cmd.Flags().IntVar(&fleet.Trials, "fleet-trials", 10000, "planned trials of the fleet run (two arms × tasks × 5 repeats)")
+	cmd.Flags().DurationVar(&fleet.Hold, "fleet-hold", 3*time.Second, "each synthetic trial's generation, a sleep; long enough that the engine can keep every worker busy")
 	cmd.Flags().BoolVar(&skipThroughput, "skip-throughput", false, "leave out the real-runtime throughput run")
 	return cmd
 }

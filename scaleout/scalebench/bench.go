@@ -35,6 +35,9 @@ type Options struct {
 	// how many runs of each, interleaved 1, N, 1, N, … (default 2), so a
 	// machine whose load drifts moves both.
 	Workers, Samples int
+	// Fleet, when Fleet.Workers > 0, also runs the fleet of synthetic
+	// workers (RunFleet) on the same server.
+	Fleet FleetOptions
 }
 
 // Run measures the engine on a private Temporal dev server (127.0.0.1
@@ -70,7 +73,19 @@ func Run(ctx context.Context, o Options, out io.Writer) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(lines, l...), nil
+	lines = append(lines, l...)
+	if o.Fleet.Workers > 0 {
+		dir := filepath.Join(home, "fleet")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		res, err := RunFleet(ctx, srv.Address(), dir, o.Fleet, out)
+		if err != nil {
+			return nil, fmt.Errorf("fleet: %w", err)
+		}
+		lines = append(lines, res.Lines()...)
+	}
+	return lines, nil
 }
 
 // scheduling times the engine alone: the overhead of handing a trial to

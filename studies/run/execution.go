@@ -260,7 +260,7 @@ func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.R
 			x.env.Log.Warn("no writable memory cgroup: the simulated card is not enforced", "arm", arm.Name, "card", card.Name)
 		}
 	}
-	return build.Start(ctx, cfg)
+	return x.env.launch(ctx, build, cfg)
 }
 
 // stopArm stops a runtime (nil is fine) and removes its card reservation.

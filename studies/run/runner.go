@@ -11,6 +11,7 @@ import (
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/runtimes"
 	"rig/studies"
 	"rig/tasks"
 	"rig/tasks/sandboxed"
@@ -30,6 +31,18 @@ type Env struct {
 	// Stored, when set, is told of each receipt a local execution stored
 	// (the daemon's metrics); a worker's receipts are counted as merged.
 	Stored func(rec receipts.Receipt)
+	// Launch, when set, starts an arm's runtime in place of its build's own
+	// server (runtimes.Build.Start): rig bench scale's synthetic runtime,
+	// which times the engine's path with no model. Nil in every study.
+	Launch func(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error)
+}
+
+// launch starts an arm's runtime: the build's server, or Launch's.
+func (env Env) launch(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error) {
+	if env.Launch != nil {
+		return env.Launch(ctx, b, cfg)
+	}
+	return b.Start(ctx, cfg)
 }
 
 func (env Env) log() *slog.Logger {
