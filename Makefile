@@ -5,7 +5,7 @@ BIN     := bin/rig
 PKGS    := ./...
 TESTTIMEOUT ?= 55m
 
-.PHONY: all build setup demo demo-full demo-cards test test-short lint fuzz bench clean
+.PHONY: all build setup demo demo-full demo-cards demo-stopping test test-short lint fuzz bench clean
 
 all: build
 
@@ -28,6 +28,12 @@ demo-full: setup build
 # 128 MiB memory reservations), one of which neither fits.
 demo-cards: setup build
 	@RIG_DEMO_DESIGN=examples/card-study/design.json RIG_DEMO_TARGET="make demo-cards" scripts/demo.sh
+
+# A study that stops early: SmolLM2 prompted through its chat template
+# against the same model given the bank's few-shot completion prompt, under
+# a group-sequential stopping rule (docs/statistics.md, "Run here").
+demo-stopping: setup build
+	@RIG_DEMO_DESIGN=examples/stopping-study/design.json RIG_DEMO_TARGET="make demo-stopping" scripts/demo.sh
 
 # Two packages at a time: cmd/rig's end-to-end tests take about 29 minutes
 # alone and everything else about 20, each mostly on one core (a runtime runs

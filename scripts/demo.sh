@@ -2,7 +2,7 @@
 # A bundled example study, end to end on the real runtimes and models:
 # register → review → approve → freeze → preflight → validate → run → report.
 # By default the quick one (examples/quick-study: SmolLM2 at Q4_1 against
-# its Q8_0 requantization, both on llama-server, a few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards).
+# its Q8_0 requantization, both on llama-server, a few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards, demo-stopping).
 # It starts a private daemon for the demo's own home and stops it at the end.
 # Everything is idempotent: running it again reuses the registered study and
 # makes a new execution only when the last one did not finish.
@@ -61,7 +61,7 @@ state=$("$rig" study status "$name" | awk '/^state/{print $2}')
 if [ "$state" = draft ]; then
   step "outside review (with its licence line) and the Director's approval"
   "$rig" study review "$name" --verdict pass \
-    --licence-line "every item checked against licences/registry.json for evaluation and inference: SmolLM2 and its Q8_0 requantization are Apache-2.0; Gemma (card study only) is restricted by its Prohibited Use Policy, which these tasks do not touch" \
+    --licence-line "every item checked against licences/registry.json for evaluation and inference: SmolLM2 and its Q8_0 requantization are Apache-2.0; gemma-3-270m (card study only) is restricted by the Gemma Terms of Use and its Prohibited Use Policy, read and accepted: these tasks do not touch it" \
     --why "demo review"
   "$rig" study approve "$name" --why "demo approval"
   state=approved

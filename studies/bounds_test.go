@@ -120,7 +120,7 @@ func TestBoundsRefused(t *testing.T) {
 // shared banks (../../tasks/banks), which stay inside the repository holding
 // them; allow_paths_outside lets a design read a bank anywhere.
 func TestPathsInsideTheRepository(t *testing.T) {
-	for _, f := range []string{demoPath, quickPath, "../examples/card-study/design.json"} {
+	for _, f := range []string{demoPath, quickPath, "../examples/card-study/design.json", stoppingExamplePath} {
 		if _, err := LoadDesign(context.Background(), f, ValidateOptions{}); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}

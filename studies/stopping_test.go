@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"rig/studies/analysis"
+	"rig/tasks"
 )
 
 func TestStoppingAcceptedAndResolved(t *testing.T) {
@@ -135,5 +138,51 @@ func TestExampleStoppingBlock(t *testing.T) {
 	// The rule the runner gets monitors the design's pairs.
 	if r := d.StoppingRule(); r.Method != analysis.GroupSequential || len(d.ResolvedPairs()) == 0 {
 		t.Errorf("rule %+v over pairs %v", r, d.ResolvedPairs())
+	}
+}
+
+const stoppingExamplePath = "../examples/stopping-study/design.json"
+
+// TestStoppingExample: `make demo-stopping` runs the bundled stopping
+// study, which must validate as it stands and carry an honest rule: alpha
+// from the decision rule, a look after every block, a futility bound at
+// the stated difference, one monitored pair whose arms differ only in how
+// the prompt reaches the same model, and a power plan stated for the tasks
+// the bank really gives.
+func TestStoppingExample(t *testing.T) {
+	d, err := LoadDesign(context.Background(), stoppingExamplePath, ValidateOptions{})
+	if err != nil {
+		t.Fatalf("the stopping example does not validate: %v", err)
+	}
+	s := d.Stopping
+	if s == nil || s.Method != StopGroupSequential || s.Spending == "" || s.Looks != nil || s.Alpha != 0 || s.Futility == nil {
+		t.Fatalf("stopping %+v: want group-sequential, alpha from the decision rule, a look at every block, futility", s)
+	}
+	r := d.StoppingRule()
+	if r.Alpha != d.DecisionRule.Alpha || r.Futility != d.Power.SmallestDetectableDifference || r.Validate() != nil {
+		t.Errorf("resolved rule %+v (decision alpha %v, power %+v): %v", r, d.DecisionRule.Alpha, d.Power, r.Validate())
+	}
+	if pairs := d.ResolvedPairs(); len(pairs) != 1 {
+		t.Fatalf("monitors %d pairs, want the one the rule names", len(pairs))
+	}
+	if len(d.Arms) != 2 {
+		t.Fatalf("%d arms, want two", len(d.Arms))
+	}
+	a, b := d.Arms[0], d.Arms[1]
+	if a.PromptFormat == b.PromptFormat || a.Model != b.Model || !reflect.DeepEqual(a.Pins, b.Pins) || a.Runtime != b.Runtime {
+		t.Errorf("arms %s and %s differ in more than the prompt format (or not in it)", a.Name, b.Name)
+	}
+	jk := d.JobKinds[0]
+	b0, err := tasks.LoadBank(filepath.Join(filepath.Dir(stoppingExamplePath), jk.TaskBank))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(SampleByTemplate(b0.Select(jk.IncludeHoldout), jk.SampleTasks)); n != d.Power.TaskCount {
+		t.Errorf("samples %d tasks, but the power was stated for %d", n, d.Power.TaskCount)
+	}
+	// The plan the stopping rule is sized for detects the stated difference.
+	md, ok := analysis.MinDetectable(d.Power.TaskCount, d.Power.PilotDiscordance, d.DecisionRule.Alpha, d.Power.Power)
+	if !ok || md > d.Power.SmallestDetectableDifference {
+		t.Errorf("%d tasks detect %.3f (ok %v), more than the stated %v: the example would end \"underpowered\"", d.Power.TaskCount, md, ok, d.Power.SmallestDetectableDifference)
 	}
 }

@@ -586,7 +586,7 @@ func checkInBrowser(ctx context.Context, files api.ReportFiles, png string) erro
 	if abs, err := filepath.Abs(png); err == nil {
 		png = abs
 	}
-	return b.Screenshot(ctx, files.HTML, png, 1280, 4000)
+	return b.PageScreenshot(ctx, files.HTML, png, 1280)
 }
 
 func studyDecideCommand() *cobra.Command {

@@ -264,6 +264,9 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		}
 	}
 	r.Constraints = constraints(d, in.Trials, r)
+	// Set before the rule is evaluated: its sizing check reads the plan's
+	// size from the stop.
+	r.Sequential = in.Sequential
 	dec, err := d.Rule.evaluate(d, r)
 	if err != nil {
 		return nil, err
@@ -271,7 +274,6 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 	dec.ComparisonHash = hash
 	if c := in.Sequential.stopClause(); c != "" {
 		dec.Trace = append([]string{c}, dec.Trace...)
-		r.Sequential = in.Sequential
 	}
 	r.Decision = dec
 	return r, nil

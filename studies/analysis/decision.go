@@ -265,7 +265,9 @@ func (c Clause) eval(d Design, rep *Report) (bool, string) {
 
 // underpowered judges the sizing on the tasks that were actually paired, with
 // the pilot's discordance rather than the observed one, so that the verdict
-// does not depend on the outcome it gates.
+// does not depend on the outcome it gates. A pair a stopping rule monitored
+// is judged at its planned size: when the study stopped depends on the
+// outcome, and the boundaries were drawn for the whole plan.
 func underpowered(d Design, rep *Report) (bool, string) {
 	pw := d.Power
 	if pw == nil || pw.SmallestDifference <= 0 {
@@ -276,8 +278,12 @@ func underpowered(d Design, rep *Report) (bool, string) {
 		if p.notComparable != "" {
 			continue
 		}
-		if tasks < 0 || p.Tasks < tasks {
-			tasks, pair = p.Tasks, fmt.Sprintf("%s vs %s in %s", p.Candidate, p.Baseline, p.JobKind)
+		n := rep.Sequential.plannedTasks(p)
+		if tasks < 0 || n < tasks {
+			tasks, pair = n, fmt.Sprintf("%s vs %s in %s", p.Candidate, p.Baseline, p.JobKind)
+			if n != p.Tasks {
+				pair += fmt.Sprintf(", as planned; %d paired before the early stop", p.Tasks)
+			}
 		}
 	}
 	desc := fmt.Sprintf("the task count cannot see the stated difference %.3g (pilot discordance %.3g, power %.2f, Holm step alpha %.3g)", pw.SmallestDifference, pw.PilotDiscordance, pw.Power, HolmStepAlpha(d.Alpha, max(rep.HolmFamily, 1), 1))

@@ -214,3 +214,75 @@ func TestTraceListsAnUnreachedClauseOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUnderpoweredSizesAStoppedStudyAtItsPlan: a study a stopping rule
+// ended early on efficacy is sized at its planned tasks, not at the tasks
+// it ran before the stop (the stopping time depends on the outcome the
+// check gates). The stated difference is one the plan detects and the
+// tasks before the stop do not, so the fixed-size reading says
+// "underpowered" and the planned one does not.
+func TestUnderpoweredSizesAStoppedStudyAtItsPlan(t *testing.T) {
+	const planned, block = 60, 10
+	all := passTrials(5, planned, map[string]float64{"base": 0.1, "cand": 0.9}, map[string]float64{"base": 5, "cand": 5})
+	rule := Stopping{Method: GroupSequential, Spending: OBrienFleming, Alpha: 0.05}
+	var paired []PairedTask
+	for i := 0; i < len(all); i += 2 {
+		paired = append(paired, PairedTask{Task: all[i].Task, Baseline: map[bool]float64{true: 1}[all[i].Pass], Candidate: map[bool]float64{true: 1}[all[i+1].Pass]})
+	}
+	var look Look
+	var checks []int
+	for n := block; n < planned; n += block {
+		checks = append(checks, n)
+		l, err := Monitor(MonitorState{Stopping: rule, Pairs: []MonitoredPair{{Pair: Pair{Candidate: "cand", Baseline: "base"}, JobKind: "apply", Measure: MeasurePass, Planned: planned, Tasks: paired[:n], Checks: checks}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if look = l; l.Stop {
+			break
+		}
+	}
+	if !look.Stop {
+		t.Fatalf("a 0.1 against 0.9 pass rate never crossed before the plan's end: %+v", look)
+	}
+	ran := checks[len(checks)-1]
+	seq := &Sequential{Stopping: rule, Look: look, StoppedEarly: true}
+	for _, tr := range all[2*ran:] {
+		seq.NotRun = append(seq.NotRun, NotRunID(tr.Arm, tr.JobKind, tr.Task, 1))
+	}
+	at := func(n int) float64 {
+		md, ok := MinDetectable(n, 0.5, 0.05, 0.8)
+		if !ok {
+			t.Fatalf("%d tasks detect no lead", n)
+		}
+		return md
+	}
+	d := twoArmDesign(MeasurePass)
+	d.Rule, d.PBestBar = writtenRule(), 0.8
+	smallest := (at(planned) + at(ran)) / 2 // detected by the plan, not by the tasks run
+	d.Power = &PowerPlan{PilotDiscordance: 0.5, Tasks: planned, SmallestDifference: smallest}
+	for _, tc := range []struct {
+		name  string
+		seq   *Sequential
+		holds bool
+		says  string
+	}{
+		{"stopped early: sized at the plan", seq, false, fmt.Sprintf("%d paired tasks (fewest, cand vs base in apply, as planned; %d paired before the early stop)", planned, ran)},
+		{"the same tasks without a stopping rule", nil, true, fmt.Sprintf("%d paired tasks (fewest, cand vs base in apply)", ran)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Analyse(context.Background(), Input{Design: d, Trials: all[:2*ran], Sequential: tc.seq})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var clause string
+			for _, c := range r.Decision.Trace {
+				if strings.HasPrefix(c, "clause 1 (underpowered)") {
+					clause = c
+				}
+			}
+			if strings.HasSuffix(clause, "→ holds") != tc.holds || !strings.Contains(clause, tc.says) {
+				t.Fatalf("underpowered clause %q; want holds=%v and %q (decision %s)", clause, tc.holds, tc.says, r.Decision.Verdict)
+			}
+		})
+	}
+}

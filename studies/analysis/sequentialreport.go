@@ -82,6 +82,27 @@ func NotRunID(arm, jobKind, task string, repeat int) string {
 	return arm + "|" + jobKind + "|" + task + "#" + strconv.Itoa(repeat)
 }
 
+// plannedTasks is a pair's paired tasks at the end of its plan: those it
+// has, plus, for a monitored pair of a stopped study, the tasks the stop
+// left unrun for either of its arms.
+func (s *Sequential) plannedTasks(pr PairResult) int {
+	if s == nil || !s.StoppedEarly || pr.Sequential == nil {
+		return pr.Tasks
+	}
+	unrun := map[string]bool{}
+	for _, k := range s.NotRun {
+		if i := strings.LastIndexByte(k, '#'); i >= 0 {
+			k = k[:i]
+		}
+		for _, arm := range []string{pr.Candidate, pr.Baseline} {
+			if task, ok := strings.CutPrefix(k, arm+"|"+pr.JobKind+"|"); ok {
+				unrun[task] = true
+			}
+		}
+	}
+	return pr.Tasks + len(unrun)
+}
+
 // dropNotRun moves the missing pairs an early stop explains (every lacking
 // arm's trials of the task were left unrun) from Missing to NotRun.
 func (pr *PairResult) dropNotRun(s *Sequential) {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,6 +110,53 @@ func (b Browser) DumpDOM(ctx context.Context, page string) (string, error) {
 func (b Browser) Screenshot(ctx context.Context, page, png string, width, height int) error {
 	_, err := b.run(ctx, page, "--hide-scrollbars", "--screenshot="+png, fmt.Sprintf("--window-size=%d,%d", width, height))
 	return err
+}
+
+// MaxPageHeight is the tallest page PageScreenshot takes whole, in pixels:
+// Chromium draws a headless window of at most about 16,384.
+const MaxPageHeight = 16000
+
+// PageScreenshot writes a PNG of the whole page at the given width, up to
+// MaxPageHeight: the window is drawn that tall and the blank rows under the
+// page's end are cut. A fixed height cut the report's later parts (the
+// early-stopping section of a stopped study) out of the picture.
+func (b Browser) PageScreenshot(ctx context.Context, page, file string, width int) error {
+	if err := b.Screenshot(ctx, page, file, width, MaxPageHeight); err != nil {
+		return err
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("report: screenshot %s: %w", file, err)
+	}
+	bounds := img.Bounds()
+	bg := img.At(bounds.Max.X-1, bounds.Max.Y-1)
+	br, bgG, bb, ba := bg.RGBA()
+	last := bounds.Min.Y
+	for y := bounds.Max.Y - 1; y >= bounds.Min.Y && last == bounds.Min.Y; y-- {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			if r, g, b2, a := img.At(x, y).RGBA(); r != br || g != bgG || b2 != bb || a != ba {
+				last = y
+				break
+			}
+		}
+	}
+	// A margin of the page's own background under its last mark.
+	end := min(bounds.Max.Y, last+24)
+	sub, ok := img.(interface {
+		SubImage(image.Rectangle) image.Image
+	})
+	if !ok {
+		return nil
+	}
+	var out bytes.Buffer
+	if err := png.Encode(&out, sub.SubImage(image.Rect(bounds.Min.X, bounds.Min.Y, bounds.Max.X, end))); err != nil {
+		return err
+	}
+	return os.WriteFile(file, out.Bytes(), 0o644)
 }
 
 var svgInDOM = regexp.MustCompile(`(?s)<svg id="([^"]+)" class="fig (fig-[a-z]+)"[^>]*>(.*?)</svg>`)

@@ -116,3 +116,35 @@ func TestFindBrowserHonoursEnv(t *testing.T) {
 		t.Error("FindBrowser accepted a RIG_CHROMIUM that does not exist")
 	}
 }
+
+// The report's picture is the whole page: as tall as the document Chromium
+// lays out at its width (a fixed 4,000 px window cut a stopped study's
+// early-stopping section out of it), with no blank strip under its end.
+func TestPageScreenshotIsTheWholePage(t *testing.T) {
+	dir := t.TempDir()
+	ctx, page := openReport(t, SampleData(), dir)
+	height := eval[int](t, ctx, `document.documentElement.scrollHeight`)
+	bin, err := FindBrowser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "report.png")
+	if err := (Browser{Bin: bin, Profile: browserProfile(t)}).PageScreenshot(t.Context(), page, shot, 1280); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	// The last mark may sit above the document's end by its bottom margin.
+	if b.Dx() != 1280 || b.Dy() > height+24 || b.Dy() < height-200 {
+		t.Errorf("the screenshot is %dx%d; the page is 1280 wide and %d tall", b.Dx(), b.Dy(), height)
+	}
+	t.Logf("page %d px tall, screenshot %dx%d", height, b.Dx(), b.Dy())
+}
