@@ -353,6 +353,11 @@ func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 			}
 			engine = e.Engine != ""
 			line := fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %d failed (not scored), %.1f/min, ETA %s, now %s", e.Status, e.Done, e.Planned, e.Preempted, e.Failed, e.RatePerMin, orDash(e.ETA), orDash(e.Current))
+			if e.Status != api.ExecStatusRunning {
+				// Ended: a time left or a trial running now would be stale
+				// (a stopped execution leaves planned trials unrun on purpose).
+				line = fmt.Sprintf("%s: %d/%d trials, %d preempted and rerun, %d failed (not scored), %.1f/min", e.Status, e.Done, e.Planned, e.Preempted, e.Failed, e.RatePerMin)
+			}
 			if e.Engine != "" {
 				line += ", " + workerCounts(e.Workers)
 			}

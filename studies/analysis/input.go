@@ -60,6 +60,10 @@ func (m IntervalMethod) Describe() string {
 		return "Tango score interval for paired proportions at the effective task count (design effect of repeats)"
 	case NoSpread:
 		return "exact bound: every task scored the same, so no interval from the spread exists"
+	case ConfidenceSeq:
+		return "confidence sequence (empirical Bernstein), valid at any stopping time"
+	case StagewiseExact:
+		return "exact interval of the group-sequential sign test by its stagewise ordering, given the discordant tasks"
 	}
 	return string(m)
 }

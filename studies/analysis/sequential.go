@@ -449,6 +449,73 @@ func (st SignTest) StagewiseP(m []int, t []float64, s int) float64 {
 	return 1
 }
 
+// stagewiseTail is the probability, when each discordant task favours the
+// candidate with chance theta, of an outcome at or beyond (k, s) in the
+// stagewise ordering, upward or downward: a first crossing of that side's
+// boundary at one of the looks before the last, or reaching the last look
+// (m[len(m)-1] discordant tasks) uncrossed with S at or beyond s. crit are
+// the critical |S| of the looks before the last (len(m)-1 of them).
+func stagewiseTail(m, crit []int, s int, theta float64, up bool) float64 {
+	f, cur := []float64{1}, 0 // f[i] = P(S = i − cur, not crossed)
+	total := 0.0
+	for k := range m {
+		for ; cur < m[k]; cur++ {
+			f = step(f, theta)
+		}
+		if k == len(m)-1 {
+			for i, p := range f {
+				if v := i - cur; (up && v >= s) || (!up && v <= s) {
+					total += p
+				}
+			}
+			return total
+		}
+		for i, p := range f {
+			if v := i - cur; abs(v) >= crit[k] {
+				if (up && v > 0) || (!up && v < 0) {
+					total += p
+				}
+				f[i] = 0
+			}
+		}
+	}
+	return total
+}
+
+// StagewiseCI is the exact two-sided interval, at level 1 − Alpha, for the
+// chance theta that a discordant task favours the candidate, having stopped
+// at the last of the looks m (discordant tasks at each look; crit the
+// critical |S| of the looks before it, as Boundaries gives them) with walk
+// value s: the thetas under which the observed outcome is not in either
+// stagewise tail of probability Alpha/2. At theta = 1/2 each tail is half
+// of StagewiseP, so the interval excludes 1/2 exactly when the p-value is
+// at most Alpha. Futility does not enter: it is non-binding.
+func (st SignTest) StagewiseCI(m, crit []int, s int) (lo, hi float64) {
+	half := st.Alpha / 2
+	// The upward tail grows with theta and the downward one shrinks.
+	solve := func(up bool) float64 {
+		a, b := 0.0, 1.0
+		for range 60 {
+			mid := (a + b) / 2
+			t := stagewiseTail(m, crit, s, mid, up)
+			if (t < half) == up {
+				a = mid
+			} else {
+				b = mid
+			}
+		}
+		return (a + b) / 2
+	}
+	lo, hi = 0, 1
+	if stagewiseTail(m, crit, s, 0, true) < half {
+		lo = solve(true)
+	}
+	if stagewiseTail(m, crit, s, 1, false) < half {
+		hi = solve(false)
+	}
+	return lo, hi
+}
+
 // PairedTask is one task both arms of a monitored comparison have
 // finished: each arm's task value (repeats averaged, as in the analysis).
 type PairedTask struct {
@@ -544,8 +611,26 @@ type PairLook struct {
 	P Num `json:"p"`
 	// CS is the confidence sequence for the paired difference (candidate −
 	// baseline, mean per task) at level 1 − Alpha, valid at any time.
-	CS   ConfidenceSequence `json:"cs"`
-	Path []LookPoint        `json:"path"`
+	CS ConfidenceSequence `json:"cs"`
+	// Stagewise, for a group-sequential pass kind once its p is set (at a
+	// crossing or at the end of its plan), is the exact interval for the
+	// paired difference at level 1 − Alpha by the test's own stagewise
+	// ordering (SignTest.StagewiseCI), conditional on the discordant tasks
+	// at that look. Unlike the confidence sequence, it excludes 0 exactly
+	// when P ≤ Alpha, so the interval and the test say the same.
+	Stagewise *StagewiseInterval `json:"stagewise,omitempty"`
+	Path      []LookPoint        `json:"path"`
+}
+
+// StagewiseInterval is a group-sequential pair's exact interval for its
+// paired difference, and the look it holds at.
+type StagewiseInterval struct {
+	Lo    Num     `json:"lo"`
+	Hi    Num     `json:"hi"`
+	Level float64 `json:"level"`
+	// Tasks and Discordant are the paired and discordant tasks at the look.
+	Tasks      int `json:"tasks"`
+	Discordant int `json:"discordant"`
 }
 
 // Look is Monitor's answer at the current check.
@@ -710,6 +795,7 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 	}
 	st := SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: s.FutilityBeta}
 	g := newGS(theta)
+	var lookM, lookCrit []int // the looks taken so far: discordant tasks and critical |S|
 	nextLook, lastLookTasks, finalDone := 0, 0, false
 	for k, nt := range mp.Checks {
 		pt := LookPoint{Check: k, Tasks: nt, Fraction: float64(nt) / float64(mp.Planned), Discordant: wins[nt] + losses[nt],
@@ -767,8 +853,16 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 				// The stagewise p is valid where the design stops by
 				// itself: at a crossing or at the end. A pair stopped
 				// uncrossed in between keeps p = 1.
+				lookM, lookCrit = append(lookM, m), append(lookCrit, crit)
 				if crossed = abs(sv) >= crit; crossed || final {
 					pl.P = Num(math.Min(1, before+tailObs))
+					if mp.Measure == MeasurePass && nt > 0 {
+						// Each task's difference is −1, 0 or +1: the mean is
+						// (m/n)(2θ − 1) for the discordant tasks' chance θ.
+						lo, hi := st.StagewiseCI(lookM, lookCrit[:len(lookCrit)-1], sv)
+						scale := float64(m) / float64(nt)
+						pl.Stagewise = &StagewiseInterval{Lo: Num(scale * (2*lo - 1)), Hi: Num(scale * (2*hi - 1)), Level: 1 - alphaK, Tasks: nt, Discordant: m}
+					}
 				}
 			}
 		}

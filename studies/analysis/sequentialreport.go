@@ -27,6 +27,12 @@ type Sequential struct {
 // sequence of its paired difference, valid at the stopping time.
 const ConfidenceSeq IntervalMethod = "confidence-sequence"
 
+// StagewiseExact is the interval of a group-sequential pass kind's
+// monitored pair: the sign test's own, by its stagewise ordering
+// (SignTest.StagewiseCI), so that it excludes 0 exactly when the pair's
+// sequential p is at most its alpha.
+const StagewiseExact IntervalMethod = "stagewise-exact"
+
 // sequentialPair is the monitor's look at one analysed pair, if monitored.
 func (s *Sequential) pair(jobKind string, p Pair) (PairLook, float64, bool) {
 	if s == nil {
@@ -55,6 +61,11 @@ func (pr *PairResult) applySequential(s *Sequential) {
 	pr.P = pl.P
 	pr.Interval = Interval{Lo: pl.CS.Lo, Hi: pl.CS.Hi, Level: pl.CS.Level, Method: ConfidenceSeq,
 		Note: fmt.Sprintf("confidence sequence at level 1 − α/K = %.4g, valid at any stopping time", pl.CS.Level)}
+	if g := pl.Stagewise; g != nil {
+		pr.Interval = Interval{Lo: g.Lo, Hi: g.Hi, Level: g.Level, Method: StagewiseExact,
+			Note: fmt.Sprintf("exact interval of the group-sequential sign test at level 1 − α/K = %.4g, by its stagewise ordering, given the %d discordant of %d paired tasks at the look its p was set, where the difference is at most %d/%d (the confidence sequence, valid at any time and not given them, is [%.3f, %.3f])",
+				g.Level, g.Discordant, g.Tasks, g.Discordant, g.Tasks, float64(pl.CS.Lo), float64(pl.CS.Hi))}
+	}
 	method := "anytime-valid mixture e-value (p = 1/max E)"
 	if s.Stopping.Method == GroupSequential {
 		method = fmt.Sprintf("group-sequential sign test, %s alpha spending (stagewise-ordering p)", s.Stopping.Spending)

@@ -27,6 +27,9 @@ func stopData(seq *analysis.Sequential) *report.Stop {
 		if seq.Stopping.Method == analysis.Anytime {
 			sp.Statistic = "e-value"
 		}
+		if g := pl.Stagewise; g != nil {
+			sp.Stagewise = &report.StopInterval{Lo: float64(g.Lo), Hi: float64(g.Hi), Level: g.Level}
+		}
 		if i < len(seq.Look.HolmP) {
 			sp.PHolm = seq.Look.HolmP[i]
 		}

@@ -43,13 +43,13 @@ func WriteMarkdown(w io.Writer, d Data) error {
 
 	if st := d.Stop; st != nil {
 		p("## Early stopping\n\n%s\n\n", line(st.Line()))
-		head("pair", "job kind", "status", "paired tasks", "sequential p", "p (Holm)", "confidence sequence")
+		head("pair", "job kind", "status", "paired tasks", "sequential p", "p (Holm)", "interval")
 		for _, sp := range st.Pairs {
 			status := sp.Status
 			if sp.Direction != "" {
 				status += " (" + sp.Direction + " leads)"
 			}
-			row(sp.Challenger+" vs "+sp.Baseline, sp.JobKind, status, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned), fmt.Sprintf("%.4g", sp.P), fmt.Sprintf("%.4g", sp.PHolm), fmt.Sprintf("%.3f to %.3f (%.4g)", sp.CSLo, sp.CSHi, sp.CSLevel))
+			row(sp.Challenger+" vs "+sp.Baseline, sp.JobKind, status, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned), fmt.Sprintf("%.4g", sp.P), fmt.Sprintf("%.4g", sp.PHolm), sp.IntervalText())
 		}
 		p("\n")
 		for _, sp := range st.Pairs {

@@ -41,11 +41,31 @@ type StopPair struct {
 	CSLo    float64 `json:"cs_lo"`
 	CSHi    float64 `json:"cs_hi"`
 	CSLevel float64 `json:"cs_level"`
+	// Stagewise, for a group-sequential pass kind, is the test's own exact
+	// interval (the one the analysis reports for the pair); the table
+	// shows it in place of the confidence sequence.
+	Stagewise *StopInterval `json:"stagewise,omitempty"`
 	// Statistic names what Path plots: "e-value" (anytime, boundary
 	// 1/alpha_K) or "wins − losses" (group-sequential, boundary the
 	// critical count).
 	Statistic string      `json:"statistic"`
 	Path      []StopPoint `json:"path"`
+}
+
+// StopInterval is an interval for a monitored pair's paired difference.
+type StopInterval struct {
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Level float64 `json:"level"`
+}
+
+// IntervalText is the pair's interval as the table prints it: the
+// stagewise-exact one where there is one, else the confidence sequence.
+func (sp StopPair) IntervalText() string {
+	if g := sp.Stagewise; g != nil {
+		return fmt.Sprintf("%.3f to %.3f (%.4g, stagewise-exact)", g.Lo, g.Hi, g.Level)
+	}
+	return fmt.Sprintf("%.3f to %.3f (%.4g, confidence sequence)", sp.CSLo, sp.CSHi, sp.CSLevel)
 }
 
 // StopPoint is one check of a monitored pair; nil boundaries are absent at
@@ -118,6 +138,33 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 		}
 		return nil
 	}
+	// Headroom above the data for the legend, which sits top left.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xys := range []plotter.XYs{path, up, down, futU, futD} {
+		for _, xy := range xys {
+			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+		}
+	}
+	if !math.IsInf(lo, 0) {
+		span := math.Max(hi-lo, 1)
+		p.Y.Min, p.Y.Max = lo-0.1*span, hi+0.6*span
+	}
+	// The whole plan on the axis: what a stop saved is the part drawn as
+	// not run, under the path and its boundaries.
+	p.X.Min = 0
+	if last := float64(sp.Tasks); sp.Planned > sp.Tasks {
+		p.X.Max = float64(sp.Planned)
+		if s.Stopped {
+			band, err := plotter.NewPolygon(plotter.XYs{{X: last, Y: p.Y.Min}, {X: float64(sp.Planned), Y: p.Y.Min},
+				{X: float64(sp.Planned), Y: p.Y.Max}, {X: last, Y: p.Y.Max}})
+			if err != nil {
+				return figure{}, fmt.Errorf("report: stop figure %s: %w", id, err)
+			}
+			band.Color, band.LineStyle.Width = gridInk, 0
+			p.Add(band)
+			p.Legend.Add(fmt.Sprintf("not run: %d of %d paired tasks", sp.Planned-sp.Tasks, sp.Planned), band)
+		}
+	}
 	dash := []vg.Length{vg.Points(6), vg.Points(3)}
 	dot := []vg.Length{vg.Points(2), vg.Points(2)}
 	// Boundaries get glyphs too: a boundary that exists at one look only
@@ -133,17 +180,6 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 			return figure{}, e
 		}
 	}
-	// Headroom above the data for the legend, which sits top left.
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, xys := range []plotter.XYs{path, up, down, futU, futD} {
-		for _, xy := range xys {
-			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
-		}
-	}
-	if !math.IsInf(lo, 0) {
-		span := math.Max(hi-lo, 1)
-		p.Y.Min, p.Y.Max = lo-0.1*span, hi+0.6*span
-	}
 	desc := fmt.Sprintf("%s vs %s in %s: %s after %d of %d planned paired tasks", sp.Challenger, sp.Baseline, sp.JobKind, sp.Status, sp.Tasks, sp.Planned)
 	if stopAt >= 0 {
 		x := float64(sp.Path[stopAt].Tasks)
@@ -158,6 +194,9 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(6)
 	caption := fmt.Sprintf("Early stopping in %s, %s vs %s: the %s at each check (one per block) against its boundary", sp.JobKind, sp.Challenger, sp.Baseline, sp.Statistic)
+	if s.Stopped && sp.Planned > sp.Tasks {
+		caption += fmt.Sprintf("; the grey band is the %d of its %d planned paired tasks the stop left unrun", sp.Planned-sp.Tasks, sp.Planned)
+	}
 	if stopAt >= 0 {
 		caption += "; the dotted vertical line is where the pair was settled."
 	} else {

@@ -196,7 +196,11 @@ func DescribeStop(seq analysis.Sequential) string {
 		if i < len(l.HolmP) {
 			fmt.Fprintf(&b, ", Holm p=%.4g", l.HolmP[i])
 		}
-		fmt.Fprintf(&b, ", %.0f%% CS [%.3f, %.3f]", p.CS.Level*100, float64(p.CS.Lo), float64(p.CS.Hi))
+		if g := p.Stagewise; g != nil {
+			fmt.Fprintf(&b, ", %.0f%% stagewise-exact interval [%.3f, %.3f]", g.Level*100, float64(g.Lo), float64(g.Hi))
+		} else {
+			fmt.Fprintf(&b, ", %.0f%% CS [%.3f, %.3f]", p.CS.Level*100, float64(p.CS.Lo), float64(p.CS.Hi))
+		}
 		if n := len(p.Path); n > 0 {
 			pt := p.Path[n-1]
 			if bd := float64(pt.Boundary); math.IsNaN(bd) {
