@@ -257,9 +257,14 @@ func (w *Worker) refuseQueue(q, why string) {
 	w.log.Error("refuses the queue and stops serving it", "worker", w.opts.ID, "queue", q, "why", why)
 }
 
-// refuse is a trial this worker cannot serve: nothing ran.
+// refuse is a trial this worker cannot serve: nothing ran. It is benign
+// to the SDK, which would otherwise log each one at ERROR ("Activity
+// error."): a busy worker sending a trial back is the normal case on a
+// worker of several queues, and the worker says itself why it stopped
+// polling when that is the reason.
 func refuse(format string, args ...any) error {
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), ErrRefused, nil)
+	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf(format, args...), ErrRefused,
+		temporal.ApplicationErrorOptions{NonRetryable: true, Category: temporal.ApplicationErrorCategoryBenign})
 }
 
 // runTrial is the trial activity: the worker's checks, then one attempt on

@@ -330,3 +330,16 @@ func TestWorkerMissingAModelStopsPollingAndSaysWhich(t *testing.T) {
 		t.Logf("/healthz of %s: %d %s", c.w.ID(), resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 }
+
+// A refusal is the normal case on a worker of several queues: the SDK must
+// not log it at ERROR, and the workflow still reads it as a refusal that
+// is not retried on this worker.
+func TestRefusalIsBenign(t *testing.T) {
+	var app *temporal.ApplicationError
+	if err := refuse("worker %s: busy", "w1"); !errors.As(err, &app) {
+		t.Fatalf("refuse gave %T, not an application error", err)
+	}
+	if app.Type() != ErrRefused || !app.NonRetryable() || app.Category() != temporal.ApplicationErrorCategoryBenign {
+		t.Errorf("refusal: type %q, non-retryable %v, category %v; want %q, true, benign", app.Type(), app.NonRetryable(), app.Category(), ErrRefused)
+	}
+}
