@@ -17,7 +17,7 @@ setup:
 
 # make demo is a quick first look (examples/quick-study: two llama-server
 # arms, 24 tasks, a few minutes) that still shows every stage; demo-full runs
-# the bundled five-arm study (examples/demo-study, Ollama and Aider: ~45 min).
+# the bundled five-arm study (examples/demo-study, Ollama and Aider: ~9 min).
 demo: setup build
 	@scripts/demo.sh
 

@@ -157,11 +157,10 @@ type StudyInput struct {
 	DesignHash  string `json:"design_hash"`
 	Coordinator string `json:"coordinator"` // the coordinator's task queue
 	Chunk       int    `json:"chunk"`
-	// InFlight is per task queue: the execution's in the study workflow's
-	// input, which shares it among the chunks side by side (from
-	// versionSharedInFlight on; before, each chunk had it whole), and the
-	// chunk's share in a chunk's (before versionPerQueue: per chunk, all
-	// queues together).
+	// InFlight is per task queue, the execution's: the chunks side by side
+	// share it (ChunkInput.Share, from versionSharedInFlight on; before,
+	// each chunk had it whole). Before versionPerQueue: per chunk, all
+	// queues together.
 	InFlight int `json:"in_flight"`
 	// ChunksAtOnce is how many chunks run side by side; two overlap the
 	// tail of one chunk with the head of the next.
@@ -192,6 +191,10 @@ type ChunkInput struct {
 	Lo       int  `json:"lo,omitempty"`
 	Hi       int  `json:"hi,omitempty"`
 	Stopping bool `json:"stopping,omitempty"`
+	// Share, when set, is the chunk's part of each queue's InFlight while
+	// another chunk runs beside it (from versionSharedInFlight on): the
+	// rest comes when the study workflow signals it is alone.
+	Share int `json:"share,omitempty"`
 }
 
 // PlannedTrial is one trial as a chunk runs it.

@@ -51,19 +51,20 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 	}
 	total := StudyResult{Trials: info.Trials, Workers: map[string]int{}}
 	at := max(in.ChunksAtOnce, 1)
-	chunkInFlight := func(int) int { return in.InFlight }
-	if workflow.GetVersion(ctx, versionSharedInFlight, workflow.DefaultVersion, 1) >= 1 && in.InFlight > 0 {
+	shared := workflow.GetVersion(ctx, versionSharedInFlight, workflow.DefaultVersion, 1) >= 1 && in.InFlight > 0
+	if shared {
 		// The chunks side by side share the queue's limit: any `at`
-		// consecutive chunks hold InFlight in all, so a queue never has
-		// more trials scheduled than its workers were said to take.
-		at = min(at, in.InFlight)
-		chunkInFlight = func(i int) int {
-			n := in.InFlight / at
-			if i%at < in.InFlight%at {
-				n++
-			}
-			return n
+		// consecutive chunks start with InFlight in all, so a queue never
+		// has more trials scheduled than its workers were said to take.
+		// The last chunk left running is given the whole limit back.
+		at = min(at, in.InFlight, max(info.Chunks, 1))
+	}
+	share := func(i int) int {
+		n := in.InFlight / at
+		if i%at < in.InFlight%at {
+			n++
 		}
+		return n
 	}
 	var pending []workflow.ChildWorkflowFuture
 	wait := func(f workflow.ChildWorkflowFuture) error {
@@ -85,13 +86,21 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 			WorkflowID: fmt.Sprintf("%s/chunk-%d", WorkflowID(in.Study, in.Execution), i),
 		})
 		cin := ChunkInput{StudyInput: in, Index: i}
-		cin.InFlight = chunkInFlight(i)
+		if shared && at > 1 {
+			cin.Share = share(i)
+		}
 		pending = append(pending, workflow.ExecuteChildWorkflow(cw, ChunkWorkflowName, cin))
 	}
-	for _, f := range pending {
-		if err := wait(f); err != nil {
+	for len(pending) > 0 {
+		if shared && at > 1 && len(pending) == 1 {
+			// Alone now: the whole limit. A chunk that has ended already
+			// cannot take the signal, which is then of no use.
+			_ = pending[0].SignalChildWorkflow(ctx, signalWholeLimit, nil).Get(ctx, nil)
+		}
+		if err := wait(pending[0]); err != nil {
 			return total, err
 		}
+		pending = pending[1:]
 	}
 	return total, nil
 }
@@ -122,6 +131,11 @@ const (
 	versionSharedInFlight = "shared-in-flight"
 )
 
+// signalWholeLimit tells a chunk started with a share of each queue's
+// in-flight limit (ChunkInput.Share) that it now runs alone and may take
+// the whole limit.
+const signalWholeLimit = "rig.whole-in-flight"
+
 // ChunkWorkflow runs one chunk's trials, InFlight at a time per task queue.
 func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 	cctx := coordinatorOptions(ctx, in.Coordinator)
@@ -136,7 +150,7 @@ func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 	if in.Stopping && workflow.GetVersion(ctx, versionStopping, workflow.DefaultVersion, 1) >= 1 {
 		return res, chunkByBlocks(ctx, in, trials, &res)
 	}
-	return res, runPerQueue(ctx, in.StudyInput, trials, &res)
+	return res, runPerQueue(ctx, in.StudyInput, trials, &res, in.Share)
 }
 
 // studyByBlocks runs the plan of a design with a stopping rule: its chunks
@@ -177,7 +191,7 @@ func chunkByBlocks(ctx workflow.Context, in ChunkInput, trials []PlannedTrial, r
 		for hi < len(trials) && trials[hi].Block == trials[lo].Block {
 			hi++
 		}
-		if err := runPerQueue(ctx, in.StudyInput, trials[lo:hi], res); err != nil {
+		if err := runPerQueue(ctx, in.StudyInput, trials[lo:hi], res, 0); err != nil {
 			return err
 		}
 		var s StopResult
@@ -207,7 +221,7 @@ func (res *StudyResult) add(r StudyResult) {
 // InFlight of each task queue at once. Each queue takes its own trials in
 // plan order, so trials waiting on a queue with few workers do not hold a
 // slot another queue could use. It returns when every trial has ended.
-func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult) error {
+func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult, share int) error {
 	var queues []string // in order of first appearance: deterministic
 	byQueue := map[string][]PlannedTrial{}
 	for _, t := range trials {
@@ -221,13 +235,37 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		byQueue[t.Queue] = append(byQueue[t.Queue], t)
 	}
 	limit := int64(max(in.InFlight, 1))
+	// A chunk side by side with another starts with its share of each
+	// queue's limit: the rest of each queue's slots are held back until the
+	// parent says the chunk is alone (signalWholeLimit).
+	held := int64(0)
+	if share > 0 && int64(share) < limit {
+		held = limit - int64(share)
+	}
+	sems := make([]workflow.Semaphore, len(queues))
+	for i := range queues {
+		sems[i] = workflow.NewSemaphore(ctx, limit)
+		if held > 0 {
+			if err := sems[i].Acquire(ctx, held); err != nil {
+				return err
+			}
+		}
+	}
+	if held > 0 {
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			workflow.GetSignalChannel(ctx, signalWholeLimit).Receive(ctx, nil)
+			for _, sem := range sems {
+				sem.Release(held)
+			}
+		})
+	}
 	wg := workflow.NewWaitGroup(ctx)
 	var firstErr error
-	for _, q := range queues {
+	for qi, q := range queues {
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			sem := workflow.NewSemaphore(ctx, limit)
+			sem := sems[qi]
 			running := workflow.NewWaitGroup(ctx)
 			for _, t := range byQueue[q] {
 				if err := sem.Acquire(ctx, 1); err != nil {
