@@ -546,7 +546,9 @@ func TestStoppingGoals(t *testing.T) {
 		// the price is stated in the docs, and checked to stay what they say.
 		if s.Method == Anytime {
 			for _, r := range rows {
-				if r.Goal == GoalPower && r.Got-r.Fixed < -0.2 {
+				// Documented: 6 to 7 points at 4,000 studies; 600 studies
+				// leave about ±1.5 of noise.
+				if r.Goal == GoalPower && r.Got-r.Fixed < -0.1 {
 					t.Errorf("anytime power %v against fixed %v: more than the documented loss", r.Got, r.Fixed)
 				}
 			}
@@ -644,5 +646,90 @@ func TestMonitorFinalSpendsTheRest(t *testing.T) {
 	}
 	if spent > 0.05+1e-12 || spent < 0.05*0.5 {
 		t.Errorf("alpha spent by the end %v, want most of 0.05 and no more", spent)
+	}
+}
+
+// centredPredictive is CentredE by its definition, in exact rationals: each
+// side's mixture is the product of the Beta(p, q) posterior predictive
+// probabilities of the path's outcomes over one half each, and CentredE
+// their mean, here with theta1 = 5/6 (ψ = 0.3 and a 20-point difference):
+// p = 16·5/6 = 40/3 and q = 8/3.
+func centredPredictive(path []bool) float64 {
+	side := func(p, q *big.Rat) *big.Rat {
+		e := big.NewRat(1, 1)
+		wins, m := int64(0), int64(0)
+		for _, w := range path {
+			num := new(big.Rat).Add(q, big.NewRat(m-wins, 1))
+			if w {
+				num = new(big.Rat).Add(p, big.NewRat(wins, 1))
+				wins++
+			}
+			den := new(big.Rat).Add(new(big.Rat).Add(p, q), big.NewRat(m, 1))
+			e.Mul(e, new(big.Rat).Quo(new(big.Rat).Mul(num, big.NewRat(2, 1)), den))
+			m++
+		}
+		return e
+	}
+	a, b := big.NewRat(40, 3), big.NewRat(8, 3)
+	sum := new(big.Rat).Add(side(a, b), side(b, a))
+	f, _ := sum.Mul(sum, big.NewRat(1, 2)).Float64()
+	return f
+}
+
+func TestCentredEAgainstPredictiveProduct(t *testing.T) {
+	if CentredConcentration != 16 {
+		t.Fatalf("the exact check is written for a concentration of 16, not %v", CentredConcentration)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		n := 1 + rng.IntN(80)
+		p := rng.Float64()
+		path := make([]bool, n)
+		b := 0
+		for i := range path {
+			path[i] = rng.Float64() < p
+			if path[i] {
+				b++
+			}
+		}
+		want := centredPredictive(path)
+		got := CentredE(b, n-b, 5.0/6)
+		if math.Abs(got-want) > 1e-9*math.Max(1, want) {
+			t.Fatalf("trial %d: CentredE(%d,%d) = %v, predictive product %v", trial, b, n-b, got, want)
+		}
+	}
+	if e := CentredE(0, 0, 5.0/6); math.Abs(e-1) > 1e-12 {
+		t.Errorf("no discordant tasks: E = %v, want 1", e)
+	}
+}
+
+// Ville's bound for the centred mixture, over every fair-coin path of 18
+// discordant tasks.
+func TestCentredEVille(t *testing.T) {
+	const n = 18
+	var e [n + 1][n + 1]float64
+	for b := range n + 1 {
+		for c := 0; b+c <= n; c++ {
+			e[b][c] = CentredE(b, c, 5.0/6)
+		}
+	}
+	for _, alpha := range []float64{0.05, 0.2} {
+		hit := 0.0
+		for mask := 0; mask < 1<<n; mask++ {
+			b := 0
+			for i := range n {
+				if mask>>i&1 == 1 {
+					b++
+				}
+				if e[b][i+1-b] >= 1/alpha {
+					hit++
+					break
+				}
+			}
+		}
+		rate := hit / (1 << n)
+		if rate > alpha || rate == 0 {
+			t.Errorf("α=%v: P(max E ≥ 1/α) = %v over all paths, want in (0, α]", alpha, rate)
+		}
 	}
 }
