@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -127,6 +128,12 @@ func textHoldsSteps(row Row) *Mismatch {
 	for i, s := range row.Output {
 		b := []byte(s.Bytes)
 		if len(b) == 0 {
+			if strings.ContainsRune(s.Text, utf8.RuneError) {
+				// A token that holds part of a character, printed by the
+				// runtime as U+FFFD with no bytes kept (Ollama): the text
+				// holds the whole character, never the replacement.
+				continue
+			}
 			b = []byte(s.Text)
 		}
 		if len(b) == 0 || !utf8.Valid(b) {

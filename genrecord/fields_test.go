@@ -271,3 +271,23 @@ func TestCheckFieldsRowWithGaps(t *testing.T) {
 		t.Errorf("an edit of a kept step's bytes in a row with gaps passed: %v", m)
 	}
 }
+
+// A token that holds part of a character is printed by Ollama as U+FFFD,
+// with no bytes kept, while the row's text has the whole character: the
+// text is not held to the replacement (the demo's replay of an Ollama row
+// whose output began with such a token was called a mismatch). A kept
+// step that is really missing from the text still is.
+func TestCheckFieldsPartialCharacterStep(t *testing.T) {
+	r, tk := keptRow(12)
+	first := tokText(*r.Output[0].ID)
+	r.Text = "<" + strings.Replace(r.Text, first, "—", 1) + ">"
+	r.Output[0].Text, r.Output[0].Bytes = "\ufffd\ufffd", nil
+	r.RuntimeTokenCount, r.LogprobsMissingSteps = len(r.Output)+2, 2
+	if _, m, err := CheckFields(context.Background(), r, tk); err != nil || m != nil {
+		t.Fatalf("a row whose first token is part of a character: mismatch %v, error %v", m, err)
+	}
+	r.Text = strings.Replace(r.Text, tokText(*r.Output[2].ID), "tZ", 1)
+	if _, m, _ := CheckFields(context.Background(), r, tk); m == nil || !strings.Contains(m.Detail, "does not hold the kept step") {
+		t.Errorf("an edit of a kept step's bytes after a partial character passed: %v", m)
+	}
+}
