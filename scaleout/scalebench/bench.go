@@ -43,24 +43,11 @@ type Options struct {
 // Run measures the engine on a private Temporal dev server (127.0.0.1
 // only), side by side in one run, and returns the figures' lines.
 func Run(ctx context.Context, o Options, out io.Writer) ([]string, error) {
-	in, err := provision.Load()
+	srv, home, stop, err := startDevServer(ctx, "rig-bench-scale-", out)
 	if err != nil {
 		return nil, err
 	}
-	if in.Temporal == "" {
-		return nil, fmt.Errorf("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
-	}
-	home, err := os.MkdirTemp("", "rig-bench-scale-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(home)
-	srv := &scaleout.DevServer{Bin: in.Temporal, Log: filepath.Join(home, "temporal.log")}
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer srv.Stop()
-	fmt.Fprintf(out, "temporal dev server on %s (in memory)\n", srv.Address())
+	defer stop()
 	var lines []string
 	if !o.SkipThroughput {
 		l, err := throughput(ctx, out, o, srv.Address(), home)
@@ -86,6 +73,30 @@ func Run(ctx context.Context, o Options, out io.Writer) ([]string, error) {
 		lines = append(lines, res.Lines()...)
 	}
 	return lines, nil
+}
+
+// startDevServer starts a private, in-memory Temporal dev server (127.0.0.1
+// only) in a new temporary folder named from prefix, and says where it
+// listens; stop ends the server and removes the folder.
+func startDevServer(ctx context.Context, prefix string, out io.Writer) (srv *scaleout.DevServer, dir string, stop func(), err error) {
+	in, err := provision.Load()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if in.Temporal == "" {
+		return nil, "", nil, fmt.Errorf("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
+	}
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv = &scaleout.DevServer{Bin: in.Temporal, Log: filepath.Join(dir, "temporal.log")}
+	if err := srv.Start(ctx); err != nil {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	fmt.Fprintf(out, "temporal dev server on %s (in memory)\n", srv.Address())
+	return srv, dir, func() { srv.Stop(); os.RemoveAll(dir) }, nil
 }
 
 // scheduling times the engine alone: the overhead of handing a trial to

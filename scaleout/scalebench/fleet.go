@@ -120,24 +120,11 @@ const (
 // Fleet runs the fleet on a private Temporal dev server and prints its
 // progress and figures to out.
 func Fleet(ctx context.Context, o FleetOptions, out io.Writer) (FleetResult, error) {
-	in, err := provision.Load()
+	srv, dir, stop, err := startDevServer(ctx, "rig-bench-fleet-", out)
 	if err != nil {
 		return FleetResult{}, err
 	}
-	if in.Temporal == "" {
-		return FleetResult{}, fmt.Errorf("installed.env names no TEMPORAL_BIN: run make setup (it builds the Temporal CLI)")
-	}
-	dir, err := os.MkdirTemp("", "rig-bench-fleet-")
-	if err != nil {
-		return FleetResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	srv := &scaleout.DevServer{Bin: in.Temporal, Log: filepath.Join(dir, "temporal.log")}
-	if err := srv.Start(ctx); err != nil {
-		return FleetResult{}, err
-	}
-	defer srv.Stop()
-	fmt.Fprintf(out, "temporal dev server on %s (in memory)\n", srv.Address())
+	defer stop()
 	res, err := RunFleet(ctx, srv.Address(), dir, o, out)
 	if err != nil {
 		return res, err
@@ -270,7 +257,6 @@ type fleetStudy struct {
 	taskIDs   []string
 	exec      receipts.Execution
 	plan      *studies.Plan
-	design    *studies.Design
 }
 
 func newFleetStudy(dir string, o FleetOptions) (*fleetStudy, error) {
@@ -321,7 +307,6 @@ func newFleetStudy(dir string, o FleetOptions) (*fleetStudy, error) {
 			{Name: "b", Role: studies.RoleCandidate, Runtime: "llama-server", Model: studies.Model{RegistryName: "synthetic"}, Pins: pins}},
 		JobKinds:     []studies.JobKind{{Name: fleetKind, RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}},
 		DecisionRule: studies.DecisionRule{Alpha: 0.05}}
-	fx.design = d
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
