@@ -140,6 +140,40 @@ func (s *Store) NextAttempt(ctx context.Context, executionID string, k TrialKey)
 	return attempt, parent, err
 }
 
+// TrialState is where one trial of an execution stands: whether it has a
+// counted receipt, and the attempt a new try of it carries with the parent
+// attempt that try reruns (as NextAttempt).
+type TrialState struct {
+	Counted         bool
+	Attempt, Parent int
+}
+
+// TrialStates is the state of each of keys in the execution, read in one
+// transaction from the counted index and the attempts' keys. No receipt is
+// decoded, so a chunk of a large plan costs its own size, not the whole
+// execution's (Counted reads every receipt).
+func (s *Store) TrialStates(ctx context.Context, executionID string, keys []TrialKey) ([]TrialState, error) {
+	out := make([]TrialState, len(keys))
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		rb := tx.Bucket(bucketReceipts).Bucket([]byte(executionID))
+		cb := tx.Bucket(bucketCounted).Bucket([]byte(executionID))
+		for i, k := range keys {
+			out[i].Attempt = 1
+			if cb != nil && cb.Get(trialIndexKey(k)) != nil {
+				out[i].Counted = true
+			}
+			if rb == nil {
+				continue
+			}
+			for a := 1; rb.Get(receiptKey(k, a)) != nil; a++ {
+				out[i].Parent, out[i].Attempt = a, a+1
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 func (s *Store) eachReceipt(ctx context.Context, executionID string, fn func(Receipt) error) error {
 	return s.view(ctx, func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketReceipts)

@@ -173,3 +173,49 @@ func TestAttemptsAndCounted(t *testing.T) {
 		t.Errorf("%d receipts, want 3", len(all))
 	}
 }
+
+// TrialStates says, for the keys asked and in their order, what Counted and
+// NextAttempt say of each, without reading the execution's other receipts.
+func TestTrialStatesAgreeWithCountedAndNextAttempt(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openFrozen(t)
+	for _, r := range []Receipt{
+		sample("gemma", "t1", 0, 1, Preempted), sample("gemma", "t1", 0, 2, Scored),
+		sample("gemma", "t2", 0, 1, Preempted),
+		sample("gemma", "t3", 0, 1, Capped),
+		sample("gemma", "t4", 0, 1, Error),
+	} {
+		if err := s.PutReceipt(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := []TrialKey{{"gemma", "t4", 0}, {"gemma", "t1", 0}, {"gemma", "t9", 0}, {"gemma", "t2", 0}, {"gemma", "t3", 0}}
+	got, err := s.TrialStates(ctx, "e1", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted, err := s.Counted(ctx, "e1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(keys) {
+		t.Fatalf("%d states for %d keys", len(got), len(keys))
+	}
+	for i, k := range keys {
+		a, p, err := s.NextAttempt(ctx, "e1", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, c := counted[k]
+		if want := (TrialState{Counted: c, Attempt: a, Parent: p}); got[i] != want {
+			t.Errorf("%s: TrialStates says %+v, Counted and NextAttempt say %+v", k, got[i], want)
+		}
+	}
+	if !got[1].Counted || got[1].Attempt != 3 || got[2].Counted || got[2].Attempt != 1 || got[0].Counted {
+		t.Errorf("states %+v: want t1 counted (next 3), t9 new, t4's error not counted", got)
+	}
+	none, err := s.TrialStates(ctx, "no-such-execution", keys[:1])
+	if err != nil || none[0] != (TrialState{Attempt: 1}) {
+		t.Errorf("an execution with no receipts: %+v, %v", none, err)
+	}
+}

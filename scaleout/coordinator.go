@@ -242,8 +242,9 @@ func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Sn
 	if err := opts.Check(); err != nil {
 		return err
 	}
+	inFlight := cmp.Or(opts.InFlight, DefaultInFlight)
 	in := StudyInput{Study: study, Execution: e.ID, DesignHash: snap.DesignHash, Coordinator: c.queue,
-		Chunk: DefaultChunk, InFlight: cmp.Or(opts.InFlight, DefaultInFlight), ChunksAtOnce: 2, StartWait: cmp.Or(opts.StartWait, DefaultStartWait)}
+		Chunk: DefaultChunk, InFlight: inFlight, ChunksAtOnce: ChunksAtOnce(inFlight), StartWait: cmp.Or(opts.StartWait, DefaultStartWait)}
 	_, err = c.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: WorkflowID(study, e.ID), TaskQueue: c.queue,
 		WorkflowIDReusePolicy:    enums.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
@@ -352,22 +353,25 @@ func (c *Coordinator) Chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 	if lo >= hi {
 		return nil, nil
 	}
-	counted, err := st.Counted(ctx, in.Execution)
+	keys := make([]receipts.TrialKey, hi-lo)
+	for j, t := range plan.Trials[lo:hi] {
+		keys[j] = receipts.TrialKey{Arm: t.Key.Arm, TaskID: t.Key.Task, Repeat: t.Key.Repeat}
+	}
+	// The chunk's own trials only: each chunk of a large plan reading every
+	// receipt of the execution made a plan's chunks cost its size squared.
+	states, err := st.TrialStates(ctx, in.Execution, keys)
 	if err != nil {
 		return nil, err
 	}
 	var out []PlannedTrial
 	for j, t := range plan.Trials[lo:hi] {
-		rk := receipts.TrialKey{Arm: t.Key.Arm, TaskID: t.Key.Task, Repeat: t.Key.Repeat}
 		pt := PlannedTrial{Key: t.Key.String(), Index: lo + j, Block: t.Block}
-		if _, ok := counted[rk]; ok {
+		if states[j].Counted {
 			pt.Done = true
 			out = append(out, pt)
 			continue
 		}
-		if pt.Attempt, pt.Parent, err = st.NextAttempt(ctx, in.Execution, rk); err != nil {
-			return nil, err
-		}
+		pt.Attempt, pt.Parent = states[j].Attempt, states[j].Parent
 		arm := d.Arm(t.Key.Arm)
 		fa, ok := snap.Arm(t.Key.Arm)
 		if arm == nil || !ok {
@@ -449,7 +453,11 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: receipt.json: %v", dir, err), ErrMismatch, nil)
 	}
 	rk := receipts.TrialKey{Arm: key.Arm, TaskID: key.Task, Repeat: key.Repeat}
-	if err := checkReceipt(rec, snap, study, execution, rk, tr.Attempt); err != nil {
+	d, err := c.designOf(snap)
+	if err != nil {
+		return MergeResult{}, err
+	}
+	if err := checkReceipt(rec, snap, d, study, execution, rk, tr.Attempt); err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	if rec.JobKind != key.JobKind {
@@ -510,8 +518,9 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	return MergeResult{Outcome: rec.Outcome}, nil
 }
 
-// checkReceipt holds a worker's receipt to the frozen snapshot.
-func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, study, execution string, rk receipts.TrialKey, attempt int) error {
+// checkReceipt holds a worker's receipt to the frozen snapshot and its
+// design d.
+func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, d *studies.Design, study, execution string, rk receipts.TrialKey, attempt int) error {
 	fa, ok := snap.Arm(rk.Arm)
 	switch {
 	case rec.StudyID != study || rec.ExecutionID != execution:
@@ -527,10 +536,6 @@ func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, study, execution
 		// the file's digest), and a runtime that never started leaves the
 		// frozen one (run's newReceipt): no receipt has another.
 		return fmt.Errorf("model_digest %s is not the frozen model's %s", rec.ModelDigest, fa.ModelSHA256)
-	}
-	d, err := snap.DesignValue()
-	if err != nil {
-		return err
 	}
 	arm := d.Arm(rk.Arm)
 	if arm == nil {

@@ -101,3 +101,16 @@ func TestWrongNamespaceAndMissingSnapshotAreNamed(t *testing.T) {
 		t.Errorf("a worker for a study the spool lacks: %v", err)
 	}
 }
+
+// Requests go uncompressed only to a server on this machine's loopback: a
+// cluster elsewhere keeps the SDK's gzip.
+func TestOnLoopbackDecidesCompression(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:7233": true, "127.3.4.5:7233": true, "[::1]:7233": true, "localhost:7233": true,
+		"10.0.0.5:7233": false, "temporal.example:7233": false, "[2001:db8::1]:7233": false, "127.0.0.1": false,
+	} {
+		if got := onLoopback(addr); got != want {
+			t.Errorf("onLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

@@ -151,12 +151,18 @@ type fakeTrials struct {
 	runningAll, mostAll int
 	// slots is each queue's worker's trials at once (0: the SDK's default)
 	slots int
+	// by queue: when its first trial began, and when its last one ended
+	began, ended map[string]time.Time
 }
 
 func (f *fakeTrials) run(ctx context.Context, in TrialInput) (TrialResult, error) {
 	f.mu.Lock()
 	if f.calls == nil {
 		f.calls, f.running, f.most = map[string]int{}, map[string]int{}, map[string]int{}
+		f.began, f.ended = map[string]time.Time{}, map[string]time.Time{}
+	}
+	if _, ok := f.began[in.Queue]; !ok {
+		f.began[in.Queue] = time.Now()
 	}
 	i := f.calls[in.Key]
 	f.calls[in.Key]++
@@ -173,6 +179,7 @@ func (f *fakeTrials) run(ctx context.Context, in TrialInput) (TrialResult, error
 		f.mu.Lock()
 		f.running[in.Queue]--
 		f.runningAll--
+		f.ended[in.Queue] = time.Now()
 		f.mu.Unlock()
 	}()
 	switch step {
@@ -289,7 +296,10 @@ func TestRecordHistories(t *testing.T) {
 	c, f := historyScenario()
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.qa", "rig.test.qb")
 	ctx := context.Background()
-	in := StudyInput{Study: "hist", Execution: "exec-1", DesignHash: "sha256:fake", Coordinator: coord, Chunk: 4, InFlight: 2, ChunksAtOnce: 2,
+	// Chunks of 3 (of 4 until v2): three chunks two at a time, so that a
+	// chunk's share is handed on both to the next chunk and, at the end, to
+	// the one still running (reshare-in-flight).
+	in := StudyInput{Study: "hist", Execution: "exec-1", DesignHash: "sha256:fake", Coordinator: coord, Chunk: 3, InFlight: 2, ChunksAtOnce: 2,
 		StartWait: 2 * time.Second}
 	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
 	if err != nil {
@@ -304,7 +314,7 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatalf("the scenario ended as %+v, want 7 trials, 5 counted, 2 errors (a mismatch, an unserved queue)", res)
 	}
 	saveHistory(t, cl, wr.GetID(), label+"-study.json")
-	for i := range 2 {
+	for i := range (res.Trials + in.Chunk - 1) / in.Chunk {
 		saveHistory(t, cl, fmt.Sprintf("%s/chunk-%d", wr.GetID(), i), fmt.Sprintf("%s-chunk-%d.json", label, i))
 	}
 	rin := ReplayInput{Study: "hist", Execution: "exec-1", Entries: []ReplayEntry{{Arm: "a0", Key: "a0/jk/t0/1", Attempt: 1, Queue: "rig.test.qa"},

@@ -288,7 +288,11 @@ func TestCheckReceiptOfAnOllamaArm(t *testing.T) {
 		}
 		return r
 	}
-	if err := checkReceipt(receipt(nil), snap, "s1", "exec-1", rk, 1); err != nil {
+	design, err := snap.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkReceipt(receipt(nil), snap, design, "s1", "exec-1", rk, 1); err != nil {
 		t.Errorf("a legitimate Ollama receipt: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -300,7 +304,7 @@ func TestCheckReceiptOfAnOllamaArm(t *testing.T) {
 		"another model, pinned": {func(r *receipts.Receipt) { r.ModelDigest = strings.Repeat("d", 64) }, "model_digest"},
 		"another binary":        {func(r *receipts.Receipt) { r.Pins["binary_sha256"] = strings.Repeat("e", 64) }, "binary_sha256"},
 	} {
-		if err := checkReceipt(receipt(tc.edit), snap, "s1", "exec-1", rk, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkReceipt(receipt(tc.edit), snap, design, "s1", "exec-1", rk, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want refused naming %s", name, err, tc.want)
 		}
 	}

@@ -39,7 +39,7 @@ func (c *Coordinator) noteMerged(study, arm string) {
 	if err != nil {
 		return
 	}
-	d, err := snap.DesignValue()
+	d, err := c.designOf(snap)
 	if err != nil {
 		return
 	}

@@ -46,12 +46,33 @@ func deterministicGraders() *tasks.Registry {
 }
 
 // trust holds what the checks read once per execution or design: the plan's
-// keys and the snapshot's banks.
+// keys, the snapshot's banks and its parsed design.
 type trust struct {
-	mu    sync.Mutex
-	plans map[string]map[studies.TrialKey]bool // by WorkflowID
-	banks map[string]map[string]*tasks.Bank    // by design hash, then job kind
-	log   sync.Mutex                           // appends to reported.jsonl
+	mu      sync.Mutex
+	plans   map[string]map[studies.TrialKey]bool // by WorkflowID
+	banks   map[string]map[string]*tasks.Bank    // by design hash, then job kind
+	designs map[string]*studies.Design           // by design hash
+	log     sync.Mutex                           // appends to reported.jsonl
+}
+
+// designOf is the snapshot's design, parsed once per design hash: parsing
+// and checking it again for every merged trial was a tenth of a fleet's
+// coordinator time. What it returns is shared: read it, never change it.
+func (c *Coordinator) designOf(snap *studies.Snapshot) (*studies.Design, error) {
+	c.trust.mu.Lock()
+	defer c.trust.mu.Unlock()
+	if d, ok := c.trust.designs[snap.DesignHash]; ok {
+		return d, nil
+	}
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, err
+	}
+	if c.trust.designs == nil {
+		c.trust.designs = map[string]*studies.Design{}
+	}
+	c.trust.designs[snap.DesignHash] = d
+	return d, nil
 }
 
 // planned says whether key is in the execution's plan.

@@ -369,18 +369,22 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 }
 
 // heartbeat tells the engine every 2 s that the activity is alive, until
-// stop is called: a killed worker stops, and the engine notices.
+// stop is called: a killed worker stops, and the engine notices. The first
+// beat comes after 2 s, not at once: the heartbeat timeout already runs
+// from the activity's start, and each beat is a write to the chunk's
+// workflow that every other trial of it waits behind (a fleet's trials
+// beat once each for nothing before).
 func heartbeat(ctx context.Context, detail string) (stop func()) {
 	hb, cancel := context.WithCancel(ctx)
 	go func() {
 		t := time.NewTicker(2 * time.Second)
 		defer t.Stop()
 		for {
-			activity.RecordHeartbeat(ctx, detail)
 			select {
 			case <-hb.Done():
 				return
 			case <-t.C:
+				activity.RecordHeartbeat(ctx, detail)
 			}
 		}
 	}()

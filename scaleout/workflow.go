@@ -66,6 +66,9 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 		}
 		return n
 	}
+	if shared && at > 1 && workflow.GetVersion(ctx, versionReshare, workflow.DefaultVersion, 1) >= 1 {
+		return total, chunksSharing(ctx, in, info.Chunks, at, &total)
+	}
 	var pending []workflow.ChildWorkflowFuture
 	wait := func(f workflow.ChildWorkflowFuture) error {
 		var r StudyResult
@@ -105,6 +108,69 @@ func StudyWorkflow(ctx workflow.Context, in StudyInput) (StudyResult, error) {
 	return total, nil
 }
 
+// chunksSharing runs the plan's chunks `at` at a time, each with its share
+// of every queue's in-flight limit (versionReshare). A chunk that ends
+// hands its share to the next chunk, whichever chunk ends first; once no
+// chunk is left to start, the shares of those that end go to those still
+// running (signalShare), so that the plan's last chunks keep every worker
+// busy rather than a share each.
+func chunksSharing(ctx workflow.Context, in StudyInput, chunks, at int, total *StudyResult) error {
+	type running struct {
+		f     workflow.ChildWorkflowFuture
+		share int
+	}
+	var pending []running
+	start := func(i, share int) {
+		cw := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+			WorkflowID: fmt.Sprintf("%s/chunk-%d", WorkflowID(in.Study, in.Execution), i),
+		})
+		f := workflow.ExecuteChildWorkflow(cw, ChunkWorkflowName, ChunkInput{StudyInput: in, Index: i, Share: share})
+		pending = append(pending, running{f: f, share: share})
+	}
+	for i := range at {
+		n := in.InFlight / at
+		if i < in.InFlight%at {
+			n++
+		}
+		start(i, n)
+	}
+	next := at
+	for len(pending) > 0 {
+		ended, endErr := -1, error(nil)
+		sel := workflow.NewSelector(ctx)
+		for j := range pending {
+			sel.AddFuture(pending[j].f, func(f workflow.Future) {
+				var r StudyResult
+				endErr = f.Get(ctx, &r)
+				total.add(r)
+				ended = j
+			})
+		}
+		sel.Select(ctx)
+		if endErr != nil {
+			return endErr
+		}
+		freed := pending[ended].share
+		pending = append(pending[:ended], pending[ended+1:]...)
+		if next < chunks {
+			start(next, freed)
+			next++
+			continue
+		}
+		// No chunk left to start: the freed share goes to those running,
+		// split as evenly as it divides. A chunk that has ended already
+		// cannot take the signal, which is then of no use.
+		for j := range pending {
+			pending[j].share += freed / len(pending)
+			if j < freed%len(pending) {
+				pending[j].share++
+			}
+			_ = pending[j].f.SignalChildWorkflow(ctx, signalShare, pending[j].share).Get(ctx, nil)
+		}
+	}
+	return nil
+}
+
 // Change ids of the workflows, each one change behind workflow.GetVersion
 // so that the kept histories of the versions before it still replay
 // (docs/scale-out.md, Changing the workflows; TestReplayRecordedHistories).
@@ -129,12 +195,24 @@ const (
 	// execution's). Before it: each chunk had the whole limit, so a queue
 	// held twice its workers' trials, half of them waiting a whole trial.
 	versionSharedInFlight = "shared-in-flight"
+	// versionReshare (v1): the chunks side by side hand on their shares of
+	// the limit: a chunk that ends gives its share to the next one to start
+	// (the first to end, not the first started), and once none is left to
+	// start, to those still running (signalShare). Before it: a chunk
+	// started when the oldest ended, and only the last one left running
+	// took the whole limit back, so with many chunks side by side the
+	// plan's tail ran on a share each.
+	versionReshare = "reshare-in-flight"
 )
 
 // signalWholeLimit tells a chunk started with a share of each queue's
 // in-flight limit (ChunkInput.Share) that it now runs alone and may take
 // the whole limit.
 const signalWholeLimit = "rig.whole-in-flight"
+
+// signalShare gives a chunk started with a share of each queue's in-flight
+// limit a larger one (its payload, the new share), from versionReshare on.
+const signalShare = "rig.in-flight-share"
 
 // ChunkWorkflow runs one chunk's trials, InFlight at a time per task queue.
 func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
@@ -253,9 +331,24 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 	}
 	if held > 0 {
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			workflow.GetSignalChannel(ctx, signalWholeLimit).Receive(ctx, nil)
-			for _, sem := range sems {
-				sem.Release(held)
+			whole, more := workflow.GetSignalChannel(ctx, signalWholeLimit), workflow.GetSignalChannel(ctx, signalShare)
+			for held > 0 {
+				give := int64(0)
+				sel := workflow.NewSelector(ctx)
+				sel.AddReceive(whole, func(c workflow.ReceiveChannel, _ bool) {
+					c.Receive(ctx, nil)
+					give = held
+				})
+				sel.AddReceive(more, func(c workflow.ReceiveChannel, _ bool) {
+					var share int
+					c.Receive(ctx, &share)
+					give = min(max(held-(limit-int64(share)), 0), held)
+				})
+				sel.Select(ctx)
+				for _, sem := range sems {
+					sem.Release(give)
+				}
+				held -= give
 			}
 		})
 	}

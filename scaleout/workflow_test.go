@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,6 +136,55 @@ func TestPerQueueInFlightOnDevServer(t *testing.T) {
 	}
 }
 
+// On the real dev server: chunks side by side hand on their shares of the
+// in-flight limit (reshare-in-flight). Three chunks, two at a time, each on
+// its own queue: chunk 1's quick trials end first, and chunk 2 starts then
+// with chunk 1's share while chunk 0 still runs (not once chunk 0, the
+// oldest, has ended); when chunk 0 ends, no chunk is left to start, and
+// chunk 2 takes its share too: its queue reaches the whole limit.
+func TestSharesAreHandedOnOnDevServer(t *testing.T) {
+	slow := func(ts []PlannedTrial, n int, script map[string][]string) {
+		for _, tr := range ts[:n] {
+			script[tr.Key] = []string{"slow"}
+		}
+	}
+	script := map[string][]string{}
+	c0, c1, c2 := queueTrials("rig.test.c0", 6, 0), queueTrials("rig.test.c1", 6, 0), queueTrials("rig.test.c2", 6, 0)
+	slow(c0, 2, script) // two slow, then four quick: ends after one slow round
+	slow(c2, 6, script) // all slow: still running when chunk 0 ends
+	c := &fakeCoordinator{trials: slices.Concat(c0, c1, c2)}
+	f := &fakeTrials{script: script}
+	cl, coord := engineOnDevServer(t, c, f, "rig.test.c0", "rig.test.c1", "rig.test.c2")
+	ctx := context.Background()
+	in := StudyInput{Study: "rs", Execution: "exec-1", Coordinator: coord, Chunk: 6, InFlight: 4, ChunksAtOnce: 2}
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Counted != 18 {
+		t.Fatalf("result %+v, want 18 counted", res)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t.Logf("most in flight per queue: %v", f.most)
+	// Chunk 0's slow pair fills its share; chunk 1's quick trials may
+	// end before the next begins, but never exceed theirs.
+	if f.most["rig.test.c0"] != 2 || f.most["rig.test.c1"] > 2 {
+		t.Errorf("chunks 0 and 1 ran %d and %d at once, want their share 2 each", f.most["rig.test.c0"], f.most["rig.test.c1"])
+	}
+	if !f.began["rig.test.c2"].Before(f.ended["rig.test.c0"]) {
+		t.Errorf("chunk 2 began %s after chunk 0 ended: it waited for the oldest chunk, not for the first to end",
+			f.began["rig.test.c2"].Sub(f.ended["rig.test.c0"]))
+	}
+	if f.most["rig.test.c2"] != in.InFlight {
+		t.Errorf("chunk 2, the last one running, had at most %d in flight, want the whole limit %d", f.most["rig.test.c2"], in.InFlight)
+	}
+}
+
 // On the real dev server: a trial on a queue no worker serves waits its
 // start wait, then ends as an error receipt whose detail names the queue
 // and the worker that would serve it; the served queue's trials count.
@@ -253,5 +303,16 @@ func TestCoordinatorQueueServedOnDevServer(t *testing.T) {
 	co.served.note("rig.test.nobody")
 	if q, err = co.QueueServed(ctx, QueueCheck{Queue: "rig.test.nobody", Within: time.Minute}); err != nil || !q.Served {
 		t.Fatalf("a queue whose worker just returned a trial (busy since): %+v, %v; want served", q, err)
+	}
+}
+
+// The chunks side by side follow the in-flight limit, so that no chunk
+// workflow carries much more than InFlightPerChunk trials: two for the
+// default limit, ten for a fleet of 100.
+func TestChunksAtOnceFollowsTheLimit(t *testing.T) {
+	for _, tc := range []struct{ inFlight, want int }{{1, 2}, {DefaultInFlight, 2}, {20, 2}, {21, 3}, {100, 10}, {MaxInFlight, 50}} {
+		if got := ChunksAtOnce(tc.inFlight); got != tc.want {
+			t.Errorf("ChunksAtOnce(%d) = %d, want %d", tc.inFlight, got, tc.want)
+		}
 	}
 }
