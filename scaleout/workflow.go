@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
@@ -203,6 +205,11 @@ const (
 	// took the whole limit back, so with many chunks side by side the
 	// plan's tail ran on a share each.
 	versionReshare = "reshare-in-flight"
+	// versionArmAffinity (v1): a slot freed by a trial of arm A goes to the
+	// queue's next trial of arm A, so that the worker it leaves idle keeps
+	// the runtime and model it has up (queueByArm). Before it: each queue's
+	// trials in plan order, whatever arm the idle worker had loaded.
+	versionArmAffinity = "arm-affinity"
 )
 
 // signalWholeLimit tells a chunk started with a share of each queue's
@@ -352,10 +359,20 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 			}
 		})
 	}
+	affinity := workflow.GetVersion(ctx, versionArmAffinity, workflow.DefaultVersion, 1) >= 1
 	wg := workflow.NewWaitGroup(ctx)
 	var firstErr error
 	for qi, q := range queues {
 		wg.Add(1)
+		if affinity {
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer wg.Done()
+				if err := queueByArm(ctx, in, byQueue[q], sems[qi], res); err != nil && firstErr == nil {
+					firstErr = err
+				}
+			})
+			continue
+		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			sem := sems[qi]
@@ -383,6 +400,60 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 	}
 	wg.Wait(ctx)
 	return firstErr
+}
+
+// queueByArm runs one queue's trials of a chunk, as many at once as sem
+// allows (versionArmAffinity). A slot freed by a trial of arm A goes to the
+// queue's next trial of arm A, if one is left, else to its next trial in
+// plan order. With a queue's in-flight limit at its worker count, the slot
+// a trial frees is the worker it leaves idle, polling, and a trial
+// scheduled then is matched to that poll: the worker gets another trial of
+// the arm whose runtime and model it has up, instead of loading another
+// arm's. Each arm's trials still run in plan order, and the first ones of
+// the chunk in plan order across arms. A preference, not a guarantee: two
+// workers idle at once may take each other's.
+func queueByArm(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, res *StudyResult) error {
+	pending := slices.Clone(trials)
+	var freed []string // the arms of trials that ended, oldest first
+	var firstErr error
+	running := workflow.NewWaitGroup(ctx)
+	for len(pending) > 0 {
+		if err := sem.Acquire(ctx, 1); err != nil {
+			firstErr = err
+			break
+		}
+		pick := 0
+		if len(freed) > 0 {
+			arm := freed[0]
+			freed = freed[1:]
+			if i := slices.IndexFunc(pending, func(p PlannedTrial) bool { return armOf(p.Key) == arm }); i >= 0 {
+				pick = i
+			}
+		}
+		t := pending[pick]
+		pending = slices.Delete(pending, pick, pick+1)
+		running.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer running.Done()
+			r, err := runTrial(ctx, in, t)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			res.add(r)
+			// Noted before the slot is given back, so that the loop
+			// above, woken by the release, hands it to this arm.
+			freed = append(freed, armOf(t.Key))
+			sem.Release(1)
+		})
+	}
+	running.Wait(ctx)
+	return firstErr
+}
+
+// armOf is the arm of a planned trial's key ("arm/job-kind/task/repeat").
+func armOf(key string) string {
+	arm, _, _ := strings.Cut(key, "/")
+	return arm
 }
 
 // chunkInPlanOrder is the chunk as v0 ran it, kept for its histories:

@@ -16,7 +16,10 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"rig/receipts"
 )
 
 // testsuiteEnv is the SDK's in-memory workflow environment with rig's
@@ -314,5 +317,84 @@ func TestChunksAtOnceFollowsTheLimit(t *testing.T) {
 		if got := ChunksAtOnce(tc.inFlight); got != tc.want {
 			t.Errorf("ChunksAtOnce(%d) = %d, want %d", tc.inFlight, got, tc.want)
 		}
+	}
+}
+
+// On the real dev server: a worker keeps to the arm it has up (arm-affinity).
+// Two workers of one queue, two arms whose trials alternate two by two in
+// plan order (a a b b a a b b …), two in flight: taken in plan order, each
+// worker would switch arms every trial or two, each switch a runtime and
+// model load on a real worker; with the freed slot handed to the same arm,
+// each worker runs one arm until its trials run out, then the other.
+func TestArmAffinityOnDevServer(t *testing.T) {
+	var trials []PlannedTrial
+	for i := range 16 {
+		arm := "a"
+		if i/2%2 == 1 {
+			arm = "b"
+		}
+		trials = append(trials, PlannedTrial{Key: fmt.Sprintf("%s/jk/t%d/1", arm, i), Queue: "rig.test.aff", Attempt: 1})
+	}
+	c := &fakeCoordinator{trials: trials}
+	s := startDevServer(t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cl, err := Config{Address: s.Address(), Spool: t.TempDir()}.Dial(context.Background(), "test", quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	coord := "rig.test.coordinator"
+	cw := worker.New(cl, coord, worker.Options{})
+	RegisterCoordinator(cw, c)
+	var mu sync.Mutex
+	ran := map[string][]string{} // by worker: the arms of its trials, in order
+	for id, hold := range map[string]time.Duration{"w1": 150 * time.Millisecond, "w2": 260 * time.Millisecond} {
+		tw := worker.New(cl, "rig.test.aff", worker.Options{Identity: id, DisableWorkflowWorker: true, MaxConcurrentActivityExecutionSize: 1})
+		RegisterTrialActivity(tw, func(ctx context.Context, in TrialInput) (TrialResult, error) {
+			mu.Lock()
+			ran[id] = append(ran[id], armOf(in.Key))
+			mu.Unlock()
+			time.Sleep(hold)
+			return TrialResult{Study: in.Study, Execution: in.Execution, Key: in.Key, Attempt: in.Attempt, Worker: id,
+				Outcome: receipts.Scored, Started: time.Now().UTC()}, nil
+		})
+		for _, w := range []worker.Worker{tw} {
+			if err := w.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(w.Stop)
+		}
+	}
+	if err := cw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cw.Stop)
+	in := StudyInput{Study: "af", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 1}
+	wr, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(context.Background(), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Counted != len(trials) {
+		t.Fatalf("result %+v, want %d counted", res, len(trials))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switches := 0
+	for id, arms := range ran {
+		for i := 1; i < len(arms); i++ {
+			if arms[i] != arms[i-1] {
+				switches++
+			}
+		}
+		t.Logf("worker %s ran %v", id, arms)
+	}
+	// One switch each when the first arm runs out; a third allows for the
+	// two workers going idle at once and taking each other's trial.
+	if switches > 3 {
+		t.Errorf("the workers switched arms %d times over %d trials of two arms, want at most 3", switches, len(trials))
 	}
 }
