@@ -112,14 +112,7 @@ func TestStoppingRuleOnDevServer(t *testing.T) {
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.qa", "rig.test.qb")
 	ctx := context.Background()
 	in := StudyInput{Study: "stop", Execution: "exec-1", Coordinator: coord, Chunk: 6, InFlight: 2, ChunksAtOnce: 2}
-	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	checkStopped(t, c, f, res, 8, []int{3, 7})
 	// Chunks of at least six trials in whole blocks of four: chunk 0 is
 	// blocks 0-1, where the rule settles; chunk 1 (blocks 2-3) never starts.

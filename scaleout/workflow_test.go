@@ -49,6 +49,22 @@ func queueTrials(q string, n int, from int) []PlannedTrial {
 	return out
 }
 
+// runStudyOnEngine runs in's StudyWorkflow on the engine cl to its end,
+// on in's coordinator queue, and returns its result.
+func runStudyOnEngine(t *testing.T, cl client.Client, in StudyInput) StudyResult {
+	t.Helper()
+	ctx := context.Background()
+	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: in.Coordinator}, StudyWorkflowName, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res StudyResult
+	if err := wr.Get(ctx, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // A unit test on the SDK's testsuite: trials of a queue whose worker is
 // busy come first in plan order, and with one in flight per queue the
 // other queue's trials still run: the slow queue's first trial finishes
@@ -113,16 +129,8 @@ func TestPerQueueInFlightOnDevServer(t *testing.T) {
 	c := &fakeCoordinator{trials: append(slow, fast...)}
 	f := &fakeTrials{script: script}
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.slow", "rig.test.fast")
-	ctx := context.Background()
 	in := StudyInput{Study: "pq", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 2}
-	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	if res.Counted != 8 {
 		t.Fatalf("result %+v, want 8 counted", res)
 	}
@@ -158,16 +166,8 @@ func TestSharesAreHandedOnOnDevServer(t *testing.T) {
 	c := &fakeCoordinator{trials: slices.Concat(c0, c1, c2)}
 	f := &fakeTrials{script: script}
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.c0", "rig.test.c1", "rig.test.c2")
-	ctx := context.Background()
 	in := StudyInput{Study: "rs", Execution: "exec-1", Coordinator: coord, Chunk: 6, InFlight: 4, ChunksAtOnce: 2}
-	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	if res.Counted != 18 {
 		t.Fatalf("result %+v, want 18 counted", res)
 	}
@@ -199,17 +199,9 @@ func TestUnservedQueueEndsAsErrorReceiptOnDevServer(t *testing.T) {
 	c := &fakeCoordinator{trials: trials}
 	f := &fakeTrials{}
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.qa")
-	ctx := context.Background()
 	in := StudyInput{Study: "us", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 2, StartWait: 3 * time.Second}
 	began := time.Now()
-	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	took := time.Since(began)
 	if res.Counted != 2 || res.Errors != 1 {
 		t.Fatalf("result %+v, want 2 counted and 1 error", res)
@@ -259,16 +251,8 @@ func TestBusyQueueOutlastsTheStartWaitOnDevServer(t *testing.T) {
 	c := &fakeCoordinator{trials: trials, busy: map[string]bool{"rig.test.busy": true}}
 	f := &fakeTrials{script: script, slots: 1}
 	cl, coord := engineOnDevServer(t, c, f, "rig.test.busy")
-	ctx := context.Background()
 	in := StudyInput{Study: "busy", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 3, ChunksAtOnce: 2, StartWait: time.Second}
-	wr, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(ctx, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if res.Counted != 3 || res.Errors != 0 || len(c.lost) != 0 {
@@ -336,16 +320,7 @@ func TestArmAffinityOnDevServer(t *testing.T) {
 		trials = append(trials, PlannedTrial{Key: fmt.Sprintf("%s/jk/t%d/1", arm, i), Queue: "rig.test.aff", Attempt: 1})
 	}
 	c := &fakeCoordinator{trials: trials}
-	s := startDevServer(t)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cl, err := Config{Address: s.Address(), Spool: t.TempDir()}.Dial(context.Background(), "test", quiet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	coord := "rig.test.coordinator"
-	cw := worker.New(cl, coord, worker.Options{})
-	RegisterCoordinator(cw, c)
+	cl, coord := engineOnDevServer(t, c, &fakeTrials{}) // the coordinator; the two workers below
 	var mu sync.Mutex
 	ran := map[string][]string{} // by worker: the arms of its trials, in order
 	for id, hold := range map[string]time.Duration{"w1": 150 * time.Millisecond, "w2": 260 * time.Millisecond} {
@@ -358,26 +333,13 @@ func TestArmAffinityOnDevServer(t *testing.T) {
 			return TrialResult{Study: in.Study, Execution: in.Execution, Key: in.Key, Attempt: in.Attempt, Worker: id,
 				Outcome: receipts.Scored, Started: time.Now().UTC()}, nil
 		})
-		for _, w := range []worker.Worker{tw} {
-			if err := w.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(w.Stop)
+		if err := tw.Start(); err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(tw.Stop)
 	}
-	if err := cw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cw.Stop)
 	in := StudyInput{Study: "af", Execution: "exec-1", Coordinator: coord, Chunk: 100, InFlight: 2, ChunksAtOnce: 1}
-	wr, err := cl.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: WorkflowID(in.Study, in.Execution), TaskQueue: coord}, StudyWorkflowName, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res StudyResult
-	if err := wr.Get(context.Background(), &res); err != nil {
-		t.Fatal(err)
-	}
+	res := runStudyOnEngine(t, cl, in)
 	if res.Counted != len(trials) {
 		t.Fatalf("result %+v, want %d counted", res, len(trials))
 	}

@@ -3,18 +3,24 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"rig/genrecord"
+	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
 	"rig/runtimes"
@@ -77,10 +83,13 @@ func (w *workerProc) waitLog(t *testing.T, re *regexp.Regexp, n int, limit time.
 // TestScaleOutOnRealWorkers spreads a two-arm study over three rig worker
 // processes through the real Temporal dev server, on the real runtimes, and
 // on the way kills one worker mid-trial, stalls another's governor, points a
-// fourth with another runtime build at the study's queue, and stops and
-// restarts the Temporal server on its file. The run still ends with one
-// counted receipt per planned trial, the killed trial rerun on another
-// worker as the next attempt with its parent, nothing from the wrong build,
+// fourth with another runtime build at the study's queue, stops and
+// restarts the Temporal server on its file, and kills the coordinator
+// daemon with SIGKILL and starts it again. The run still ends on its own
+// with one counted receipt per planned trial, the killed trial rerun on
+// another worker as the next attempt with its parent, lost attempts only
+// for trials cut off in flight, no generation row twice, nothing from the
+// wrong build,
 // no trial taken by the stalled worker, a clean store check, a second merge
 // that changes nothing, and a report with replayed samples.
 // startDevServer starts a real Temporal dev server on a free loopback port
@@ -158,24 +167,29 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 
 	// The workspace follows the run live, on loopback, behind its token:
 	// the URL opens it once and leaves a session cookie (a browser's jar).
-	uiURL := strings.TrimSpace(e.rig(true, "ui"))
-	if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}$`).MatchString(uiURL) {
-		t.Fatalf("rig ui printed %q", uiURL)
+	var base string
+	var browser *http.Client
+	openUI := func() { // again after the daemon's restart below
+		uiURL := strings.TrimSpace(e.rig(true, "ui"))
+		if !regexp.MustCompile(`^http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64}$`).MatchString(uiURL) {
+			t.Fatalf("rig ui printed %q", uiURL)
+		}
+		base, _, _ = strings.Cut(uiURL, "/?token=")
+		if code, _ := httpGet(t, base+"/api/progress/"+name); code != http.StatusForbidden {
+			t.Errorf("the workspace without its token answered %d, want 403", code)
+		}
+		jar, err := cookiejar.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		browser = &http.Client{Jar: jar}
+		if resp, err := browser.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("opening %s: %v %v", uiURL, resp, err)
+		} else {
+			resp.Body.Close()
+		}
 	}
-	base, _, _ := strings.Cut(uiURL, "/?token=")
-	if code, _ := httpGet(t, base+"/api/progress/"+name); code != http.StatusForbidden {
-		t.Errorf("the workspace without its token answered %d, want 403", code)
-	}
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	browser := &http.Client{Jar: jar}
-	if resp, err := browser.Get(uiURL); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("opening %s: %v %v", uiURL, resp, err)
-	} else {
-		resp.Body.Close()
-	}
+	openUI()
 	progress := func() (status string, done, planned int) {
 		resp, err := browser.Get(base + "/api/progress/" + name)
 		if err != nil {
@@ -215,13 +229,37 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 
 	// Stop the engine mid-run and start it again on the same file.
 	time.Sleep(5 * time.Second)
+	engineDown := time.Now()
 	srv.Stop()
 	t.Log("temporal server stopped")
 	time.Sleep(5 * time.Second)
 	if err := srv.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	engineUp := time.Now()
 	t.Log("temporal server started again on its file")
+
+	// Kill the coordinator daemon with SIGKILL once the run has moved on
+	// from the engine's restart, and start it again on the same home: the
+	// merges it held are retried on the new one, and the run goes on.
+	_, from, _ := progress()
+	for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no trial merged within 10 minutes of the engine's restart (%d/%d)", from, planned)
+		}
+		if _, now, _ := progress(); now > from {
+			if now >= planned {
+				t.Fatalf("the run ended (%d/%d) before the coordinator could be killed mid-run", now, planned)
+			}
+			break
+		}
+	}
+	e.killDaemon()
+	t.Log("coordinator daemon killed")
+	time.Sleep(2 * time.Second)
+	e.startDaemon("--temporal", addr, "--spool", spool)
+	openUI()
+	t.Log("coordinator daemon started again on its home")
 
 	status := e.waitDone(name, 25*time.Minute)
 	sm := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
@@ -278,6 +316,90 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	}
 	if rerun.ParentAttempt != lost.Attempt || rerun.Attempt != lost.Attempt+1 || rerun.Pins["worker"] == "w1" {
 		t.Errorf("the rerun of %s is attempt %d parent %d on %s; the lost attempt is %d", killedTrial, rerun.Attempt, rerun.ParentAttempt, rerun.Pins["worker"], lost.Attempt)
+	}
+	// Every lost attempt was cut off: preempted by w3's stalled governor,
+	// started in a worker's log and never done there (the one on w1 when it
+	// was killed), or done while the engine was down, so that its
+	// result never reached the engine (the spool entry is not merged on
+	// its own: nothing vouches for it). A trial a worker finished while the
+	// engine was up is never lost, whatever restarted after it: the
+	// coordinator's kill loses none.
+	trialLine := regexp.MustCompile(`time=(\S+) level=\S+ msg="trial (started|done)" worker=\S+ trial=(\S+) attempt=(\d+)`)
+	open, doneAt := map[string]bool{}, map[string]time.Time{}
+	for _, w := range []*workerProc{w1, w2, w3, bad} {
+		for _, m := range trialLine.FindAllStringSubmatch(w.logText(), -1) {
+			k := m[3] + "#" + m[4]
+			open[w.id+" "+k] = m[2] == "started"
+			if at, err := time.Parse(time.RFC3339Nano, m[1]); err == nil && m[2] == "done" {
+				doneAt[k] = at
+			}
+		}
+	}
+	inFlight := map[string]bool{}
+	for k, o := range open {
+		if o {
+			inFlight[k[strings.Index(k, " ")+1:]] = true
+		}
+	}
+	lostAttempts := 0
+	for _, r := range rs {
+		if r.Outcome != receipts.Preempted {
+			continue
+		}
+		lostAttempts++
+		k := fmt.Sprintf("%s/%s/%s/%d#%d", r.Arm, r.JobKind, r.TaskID, r.Repeat, r.Attempt)
+		if strings.HasPrefix(r.Detail, "preempted by the governor") {
+			// Ran on its worker and was stopped there: w3's stalled governor.
+			if r.Pins["worker"] != "w3" {
+				t.Errorf("attempt %s was preempted by the governor of %q, not of w3, whose governor the test stalled: %s", k, r.Pins["worker"], r.Detail)
+			}
+			continue
+		}
+		at, done := doneAt[k]
+		outage := done && at.After(engineDown.Add(-2*time.Second)) && at.Before(engineUp.Add(2*time.Second))
+		if !inFlight[k] && !outage {
+			t.Errorf("attempt %s is lost (%s), but its worker finished it at %s, not while the engine was down (%s to %s)",
+				k, r.Detail, at.Format(time.StampMilli), engineDown.Format(time.StampMilli), engineUp.Format(time.StampMilli))
+		}
+	}
+	if !inFlight[killedTrial+"#"+killedAttempt] || lostAttempts < 1 {
+		t.Errorf("the trial killed with w1 (%s#%s) is not among the %d lost attempts", killedTrial, killedAttempt, lostAttempts)
+	}
+	t.Logf("%d lost attempts; cut off in flight on a worker: %v", lostAttempts, slices.Sorted(maps.Keys(inFlight)))
+	// No generation row twice, whatever was merged again after the kills.
+	st, err := layout.Home(e.home).Study(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Execution("exec-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(x.Generations())
+	rows, seen := 0, map[string]bool{}
+	for _, f := range files {
+		rd, err := genrecord.OpenReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			row, err := rd.Next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Errorf("%s: %v", f, err)
+				}
+				break
+			}
+			rows++
+			if seen[row.RowID] {
+				t.Errorf("%s: row %s twice", f, row.RowID)
+			}
+			seen[row.RowID] = true
+		}
+		rd.Close()
+	}
+	if rows < planned {
+		t.Errorf("%d generation rows for %d planned trials", rows, planned)
 	}
 	// The stalled worker took nothing until its governor was ready again.
 	after := w3.logText()[stalledAt:]
