@@ -114,15 +114,22 @@ const DefaultInFlight = 16
 // InFlightPerChunk is about how many trials one chunk workflow keeps in
 // flight at most. The history service updates one workflow at a time, and
 // each trial is several updates of its chunk (scheduled, started, a beat,
-// completed, the merge): 100 trials in flight on two chunks waited behind
-// each other's updates (rig bench scale --fleet 100, 2,000 trials: p50
-// overhead 81 ms on 2 chunks side by side, 54 ms on 4).
-const InFlightPerChunk = 10
+// completed, the merge): trials of one chunk wait behind each other's
+// updates. rig bench scale --fleet 100 --fleet-trials 10000, overhead p50
+// and p99: 2 chunks side by side 96.0 and 936.7 ms, 10 chunks 38.6 and
+// 165.0, 20 chunks (5 trials each) 32.3 and 131.3.
+const InFlightPerChunk = 5
+
+// MaxChunksAtOnce bounds the chunks side by side: at the plan's tail each
+// chunk that ends signals every one still running (reshare-in-flight), so
+// the parent's history grows with their square (32: under 1,000 events).
+const MaxChunksAtOnce = 32
 
 // ChunksAtOnce is how many chunks run side by side for an in-flight limit:
-// enough that none carries much over InFlightPerChunk, and two at least.
+// enough that none carries much over InFlightPerChunk, two at least and
+// MaxChunksAtOnce at most.
 func ChunksAtOnce(inFlight int) int {
-	return max(2, (inFlight+InFlightPerChunk-1)/InFlightPerChunk)
+	return min(MaxChunksAtOnce, max(2, (inFlight+InFlightPerChunk-1)/InFlightPerChunk))
 }
 
 // MaxInFlight bounds --in-flight: a chunk's pending activities stay under

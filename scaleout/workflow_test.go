@@ -294,10 +294,10 @@ func TestCoordinatorQueueServedOnDevServer(t *testing.T) {
 }
 
 // The chunks side by side follow the in-flight limit, so that no chunk
-// workflow carries much more than InFlightPerChunk trials: two for the
-// default limit, ten for a fleet of 100.
+// workflow carries much more than InFlightPerChunk trials: four for the
+// default limit, twenty for a fleet of 100, and never over MaxChunksAtOnce.
 func TestChunksAtOnceFollowsTheLimit(t *testing.T) {
-	for _, tc := range []struct{ inFlight, want int }{{1, 2}, {DefaultInFlight, 2}, {20, 2}, {21, 3}, {100, 10}, {MaxInFlight, 50}} {
+	for _, tc := range []struct{ inFlight, want int }{{1, 2}, {DefaultInFlight, 4}, {20, 4}, {21, 5}, {100, 20}, {160, 32}, {MaxInFlight, MaxChunksAtOnce}} {
 		if got := ChunksAtOnce(tc.inFlight); got != tc.want {
 			t.Errorf("ChunksAtOnce(%d) = %d, want %d", tc.inFlight, got, tc.want)
 		}
