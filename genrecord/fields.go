@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -128,13 +127,14 @@ func textHoldsSteps(row Row) *Mismatch {
 	for i, s := range row.Output {
 		b := []byte(s.Bytes)
 		if len(b) == 0 {
-			if strings.ContainsRune(s.Text, utf8.RuneError) {
-				// A token that holds part of a character, printed by the
-				// runtime as U+FFFD with no bytes kept (Ollama): the text
-				// holds the whole character, never the replacement.
-				continue
-			}
 			b = []byte(s.Text)
+		}
+		if bytes.ContainsRune(b, utf8.RuneError) {
+			// A token that holds part of a character, printed by the
+			// runtime as U+FFFD (Ollama), with no bytes kept or with the
+			// replacement's own bytes: the text holds the whole character,
+			// never the replacement.
+			continue
 		}
 		if len(b) == 0 || !utf8.Valid(b) {
 			continue // a cut character is carried as U+FFFD in the text
