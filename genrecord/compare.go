@@ -211,11 +211,18 @@ func compareTop(exp, obs []Alt, tol float64) (float64, string) {
 			floor = math.Min(floor, a.Logprob)
 		}
 	}
+	// An entry pairs with the first observed one of the same token not yet
+	// paired. Without ids (Ollama) several entries can share a text: every
+	// token holding part of a character reads as U+FFFD, and one step's top-K
+	// was seen to be five of them. Both lists run from the likeliest down, so
+	// the n-th of a text on one side pairs with the n-th on the other; pairing
+	// each with the first would compare different tokens' log-probs.
+	paired := make([]bool, len(obs))
 	for _, e := range exp {
 		found := false
-		for _, o := range obs {
-			if sameToken(e.ID, e.Text, o.ID, o.Text) {
-				found = true
+		for j, o := range obs {
+			if !paired[j] && sameToken(e.ID, e.Text, o.ID, o.Text) {
+				found, paired[j] = true, true
 				maxD = math.Max(maxD, math.Abs(e.Logprob-o.Logprob))
 				break
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -276,6 +277,34 @@ func TestCompare(t *testing.T) {
 	}
 	if c := Compare(exp, []Step{{Text: "a"}, {Text: "c"}}, Tolerance{}); c.Reproduced {
 		t.Error("a row with no checked step was called reproduced")
+	}
+}
+
+// TestCompareTopEntriesSharingText is the shape of a real Ollama step
+// (smollm2-q8-ollama, xj-event-1, step 1): no ids, and five top-K entries
+// that all read U+FFFD, each a token holding part of a character. The same
+// step regenerated is reproduced; the same texts with a changed log-prob
+// further down are not.
+func TestCompareTopEntriesSharingText(t *testing.T) {
+	top := func(lps ...float64) []Alt {
+		var out []Alt
+		for _, lp := range lps {
+			out = append(out, Alt{Text: "\ufffd", Bytes: Bytes("\ufffd"), Logprob: lp})
+		}
+		return out
+	}
+	rec := []Step{{Text: "\ufffd", Logprob: f64p(-0.949), Top: top(-0.949, -2.165, -2.517, -2.601, -2.609)}}
+	same := []Step{{Text: "\ufffd", Logprob: f64p(-0.949), Top: top(-0.949, -2.165, -2.517, -2.601, -2.609)}}
+	if c := Compare(rec, same, Tolerance{}); !c.Reproduced {
+		t.Fatalf("the same step regenerated is a mismatch: %v", c.First)
+	}
+	moved := []Step{{Text: "\ufffd", Logprob: f64p(-0.949), Top: top(-0.949, -2.165, -2.517, -2.9, -2.95)}}
+	c := Compare(rec, moved, Tolerance{Token: 0.01, Row: 1})
+	if c.Reproduced || c.First == nil || c.First.Reason != ReasonTop {
+		t.Fatalf("a moved fourth entry was not a top mismatch: %+v", c.First)
+	}
+	if math.Abs(c.First.AbsDiff-0.341) > 1e-9 {
+		t.Errorf("|Δ| %.6g, want 0.341 (the fifth entry against the fifth)", c.First.AbsDiff)
 	}
 }
 
