@@ -190,14 +190,37 @@ func processTreeCPUs() []int {
 	return cpus
 }
 
-// FreeLoopbackPort asks the kernel for a free port on 127.0.0.1.
+// FreeLoopbackPort asks the kernel for a free port on 127.0.0.1 and keeps
+// it from being handed out again for a while, so that the server it is for
+// can still bind it a moment later.
+//
+// Why: the kernel picks bind(0) ports at random, and a port just closed is
+// as likely as any other. With tests and runtimes starting side by side, a
+// port chosen here was seen taken by another's bind(0) before its server
+// bound it (CI: the Temporal dev server exited at start). A connection
+// accepted and closed from this side leaves the port in TIME_WAIT for about
+// a minute, while the kernel hands it to neither bind(0) nor connect(); a
+// server binding it by number with SO_REUSEADDR (Go's listeners,
+// llama-server) is not held back.
 func FreeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	client, err := net.DialTCP("tcp", nil, l.Addr().(*net.TCPAddr))
+	if err != nil {
+		return 0, fmt.Errorf("reserving loopback port %d: %w", port, err)
+	}
+	defer client.Close()
+	server, err := l.Accept()
+	if err != nil {
+		return 0, fmt.Errorf("reserving loopback port %d: %w", port, err)
+	}
+	// The server's side closes first: TIME_WAIT stays on the listening port.
+	server.Close()
+	return port, nil
 }
 
 func socketClient(sock string) *http.Client {

@@ -1,13 +1,16 @@
 package scaleout
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,17 +34,42 @@ func (d *DevServer) Address() string { return net.JoinHostPort("127.0.0.1", strc
 
 // Start starts the server and waits until its frontend answers. Every port
 // it opens is on 127.0.0.1 (frontend, HTTP, metrics; the web UI is off).
+//
+// A port rig chose can still be taken by another process before the server
+// binds it; the server then exits at once saying "address already in use",
+// and Start tries again with new ports, three times in all. A port the
+// caller fixed (Port) is not changed: taken, it is an error naming it.
 func (d *DevServer) Start(ctx context.Context) error {
 	if d.Bin == "" {
 		return errors.New("no temporal binary: run make setup (it builds the Temporal CLI; installed.env names it as TEMPORAL_BIN)")
 	}
-	if d.Port == 0 {
-		p, err := runtimes.FreeLoopbackPort()
-		if err != nil {
+	frontendChosen := d.Port == 0
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		if frontendChosen {
+			p, err := runtimes.FreeLoopbackPort()
+			if err != nil {
+				return err
+			}
+			d.Port = p
+		}
+		err := d.startOnce(ctx)
+		var taken portTakenError
+		if !errors.As(err, &taken) || attempt == attempts {
 			return err
 		}
-		d.Port = p
+		if !frontendChosen && strings.Contains(err.Error(), ":"+strconv.Itoa(d.Port)+":") {
+			return fmt.Errorf("%w (port %d is the one asked for: stop what holds it or choose another)", err, d.Port)
+		}
 	}
+}
+
+// portTakenError is a start that failed because a port was taken.
+type portTakenError struct{ error }
+
+func (e portTakenError) Unwrap() error { return e.error }
+
+func (d *DevServer) startOnce(ctx context.Context) error {
 	httpPort, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		return err
@@ -71,14 +99,23 @@ func (d *DevServer) Start(ctx context.Context) error {
 	}
 	d.cmd = exec.Command(d.Bin, args...)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// What this start wrote, to say why it stopped: the log is appended to
+	// across starts.
+	var said bytes.Buffer
+	var logFrom int64
+	out := io.Writer(&said)
 	if d.Log != "" {
 		f, err := os.OpenFile(d.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		d.cmd.Stdout, d.cmd.Stderr = f, f
+		if st, err := f.Stat(); err == nil {
+			logFrom = st.Size()
+		}
+		out = f
 	}
+	d.cmd.Stdout, d.cmd.Stderr = out, out
 	if err := d.cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", d.Bin, err)
 	}
@@ -88,7 +125,12 @@ func (d *DevServer) Start(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-d.exited:
-			return fmt.Errorf("the temporal dev server exited at start (its log: %s)", d.Log)
+			last := lastLines(d.startOutput(&said, logFrom), 3)
+			err := fmt.Errorf("the temporal dev server exited at start (its log: %s): %s", d.logName(), last)
+			if strings.Contains(last, "address already in use") {
+				return portTakenError{err}
+			}
+			return err
 		case <-ctx.Done():
 			d.Stop()
 			return ctx.Err()
@@ -100,7 +142,43 @@ func (d *DevServer) Start(ctx context.Context) error {
 		}
 	}
 	d.Stop()
-	return fmt.Errorf("the temporal dev server did not answer on %s within 60 s (its log: %s)", d.Address(), d.Log)
+	return fmt.Errorf("the temporal dev server did not answer on %s within 60 s (its log: %s)", d.Address(), d.logName())
+}
+
+// startOutput is what the server wrote since this start began.
+func (d *DevServer) startOutput(said *bytes.Buffer, logFrom int64) string {
+	if d.Log == "" {
+		return said.String()
+	}
+	f, err := os.Open(d.Log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.NewSectionReader(f, logFrom, 1<<20))
+	return string(b)
+}
+
+func (d *DevServer) logName() string {
+	if d.Log == "" {
+		return "none kept"
+	}
+	return d.Log
+}
+
+// lastLines is the last n non-empty lines of s, joined by " | ", or a word
+// saying there were none.
+func lastLines(s string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "it wrote nothing"
+	}
+	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
 
 // Stop ends the server (SIGTERM, then SIGKILL after 10 s).

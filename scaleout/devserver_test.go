@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"rig/internal/provision"
+	"rig/runtimes"
 )
 
 func startDevServer(t *testing.T) *DevServer {
@@ -113,4 +115,64 @@ func TestOnLoopbackDecidesCompression(t *testing.T) {
 			t.Errorf("onLoopback(%q) = %v, want %v", addr, got, want)
 		}
 	}
+}
+
+// TestDevServerNamesATakenPort: a port the caller fixed that another
+// process holds is an error that quotes the server's own reason and names
+// the port, after one try (a fixed port is not tried again).
+func TestDevServerNamesATakenPort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real Temporal dev server (run without -short)")
+	}
+	in, err := provision.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	port := holder.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	s := &DevServer{Bin: in.Temporal, DB: filepath.Join(dir, "temporal.db"), Port: port, Log: filepath.Join(dir, "temporal.log")}
+	err = s.Start(context.Background())
+	if err == nil {
+		s.Stop()
+		t.Fatalf("the dev server started on port %d, which another socket holds", port)
+	}
+	for _, want := range []string{"exited at start", "address already in use", fmt.Sprintf("port %d is the one asked for", port)} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not say %q: %v", want, err)
+		}
+	}
+	log, _ := os.ReadFile(s.Log)
+	if n := strings.Count(string(log), "address already in use"); n != 1 {
+		t.Errorf("the log holds %d failed starts, want 1 (a fixed port is not retried):\n%s", n, log)
+	}
+}
+
+// TestFreeLoopbackPortIsNotHandedOutAgain: a port just chosen is kept from
+// the kernel's next choices (TIME_WAIT), yet a server can bind it at once.
+func TestFreeLoopbackPortIsNotHandedOutAgain(t *testing.T) {
+	chosen := map[int]bool{}
+	for range 200 {
+		p, err := runtimes.FreeLoopbackPort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chosen[p] {
+			t.Fatalf("port %d was handed out twice in 200 choices", p)
+		}
+		chosen[p] = true
+	}
+	p, err := runtimes.FreeLoopbackPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+	if err != nil {
+		t.Fatalf("a server cannot bind the port just chosen: %v", err)
+	}
+	l.Close()
 }
