@@ -21,6 +21,9 @@ import (
 	"rig/daemon"
 	"rig/daemon/api"
 	"rig/internal/provision"
+	"rig/licences"
+	"rig/studies"
+	"rig/tasks"
 )
 
 // daemonEnv makes a re-executed test binary a daemon (daemon.Run on the
@@ -78,9 +81,10 @@ func procPeakRSS(t *testing.T, pid int) int64 {
 // own process, as `rig study register` does: a design with 10,000 arms and
 // one with a 50 MiB sentence (by path, and the first also by content),
 // banks with a 100 MB and a 20 MB prompt, and a 60 MB licence registry.
-// Each is refused naming the file and the cap or count, at a cost to the
-// daemon of under a second of CPU, and the daemon's peak memory over the
-// whole run stays under 512 MiB.
+// Each is refused naming the file and the cap or count, having read no more
+// of it than that cap, and the daemon's peak memory over the whole run stays
+// under 512 MiB. Its CPU per refusal is logged; the under-a-second goal is
+// BenchmarkBigInputRefusals's.
 func TestBigInputsThroughDaemon(t *testing.T) {
 	if _, err := provision.Load(); err != nil {
 		t.Skipf("runtimes not provisioned (make setup): %v", err)
@@ -172,28 +176,33 @@ func TestBigInputsThroughDaemon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// readCap is the cap that refuses each input, the most of it the daemon
+	// may read first (a design sent on the socket is read there: rchar
+	// counts a socket's reads too).
 	cases := []struct {
 		name, names, want string
+		readCap           int64
 		req               daemon.RegisterRequest
 	}{
-		{"10,000 arms by path", "10000-arms.design.json", "10000 arms", daemon.RegisterRequest{DesignFile: armsFile}},
-		{"10,000 arms as sent by the command line", "10000-arms.design.json", "10000 arms", daemon.RegisterRequest{DesignFile: armsFile, Design: armsBytes}},
-		{"a 50 MiB sentence", "50mib-sentence.json", "cap", daemon.RegisterRequest{DesignFile: big["designs/50mib-sentence.json"]}},
-		{"a 100 MB prompt", "100mb-prompt.jsonl", "cap", daemon.RegisterRequest{DesignFile: design("100mb-bank.design.json", func(d map[string]any) {
+		{"10,000 arms by path", "10000-arms.design.json", "10000 arms", studies.DesignCap.Limit, daemon.RegisterRequest{DesignFile: armsFile}},
+		{"10,000 arms as sent by the command line", "10000-arms.design.json", "10000 arms", studies.DesignCap.Limit, daemon.RegisterRequest{DesignFile: armsFile, Design: armsBytes}},
+		{"a 50 MiB sentence", "50mib-sentence.json", "cap", studies.DesignCap.Limit, daemon.RegisterRequest{DesignFile: big["designs/50mib-sentence.json"]}},
+		{"a 100 MB prompt", "100mb-prompt.jsonl", "cap", tasks.BankLineCap.Limit, daemon.RegisterRequest{DesignFile: design("100mb-bank.design.json", func(d map[string]any) {
 			bankOf(d)["task_bank"] = big["banks/100mb-prompt.jsonl"]
 		})}},
-		{"a 20 MB prompt", "20mb-prompt.jsonl", "cap", daemon.RegisterRequest{DesignFile: design("20mb-bank.design.json", func(d map[string]any) {
+		{"a 20 MB prompt", "20mb-prompt.jsonl", "cap", tasks.BankLineCap.Limit, daemon.RegisterRequest{DesignFile: design("20mb-bank.design.json", func(d map[string]any) {
 			bankOf(d)["task_bank"] = big["banks/20mb-prompt.jsonl"]
 		})}},
-		{"a 60 MB registry", "60mb.json", "cap", daemon.RegisterRequest{DesignFile: design("registry.design.json", func(map[string]any) {}), Registry: big["registries/60mb.json"]}},
+		{"a 60 MB registry", "60mb.json", "cap", licences.RegistryCap.Limit, daemon.RegisterRequest{DesignFile: design("registry.design.json", func(map[string]any) {}), Registry: big["registries/60mb.json"]}},
 	}
+	daemonProc := strconv.Itoa(pid)
 	for _, tc := range cases {
-		before := procCPU(t, pid)
+		before, readBefore := procCPU(t, pid), bytesRead(daemonProc)
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		err := c.Call(ctx, "register", tc.req, nil, nil)
 		cancel()
-		cost := procCPU(t, pid) - before
-		t.Logf("%s: %.2fs of the daemon's CPU: %v", tc.name, cost.Seconds(), err)
+		cost, read := procCPU(t, pid)-before, bytesRead(daemonProc)-readBefore
+		t.Logf("%s: read %d KiB, %.2fs of the daemon's CPU: %v", tc.name, read>>10, cost.Seconds(), err)
 		switch {
 		case err == nil:
 			t.Errorf("%s: registered", tc.name)
@@ -204,8 +213,10 @@ func TestBigInputsThroughDaemon(t *testing.T) {
 		case goSpeak.MatchString(err.Error()):
 			t.Errorf("%s: the refusal speaks Go: %v", tc.name, err)
 		}
-		if cost > maxRefusalCPU {
-			t.Errorf("%s: the refusal cost the daemon %.2fs of CPU, over %s: it worked on the input before checking its size or count", tc.name, cost.Seconds(), maxRefusalCPU)
+		// The daemon's own reads beside the call (the registry and bank
+		// beside the design, /proc for its metrics) are the slack's.
+		if limit := tc.readCap + 2*readSlack; read > limit {
+			t.Errorf("%s: the daemon read %d MiB before refusing, over the %d MiB the cap allows: it read the input before checking its size", tc.name, read>>20, limit>>20)
 		}
 	}
 	if peak := procPeakRSS(t, pid); peak > maxRSS {

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -53,6 +54,9 @@ type childResult struct {
 	Err     string `json:"err,omitempty"`
 	Panic   string `json:"panic,omitempty"`
 	Written string `json:"written,omitempty"` // what changed on disk, if anything
+	// Read is how many bytes the entry point read (the kernel's rchar for
+	// the process, across the call), or -1 if it could not be told.
+	Read int64 `json:"read"`
 }
 
 // runChild opens one case through its kind's entry point, recovering a
@@ -68,6 +72,7 @@ func runChild(rel string) int {
 	home := os.Getenv("HOME")
 	before := snapshot(corpusDir, home)
 	res := childResult{Case: rel}
+	readBefore := bytesRead("self")
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -78,12 +83,37 @@ func runChild(rel string) int {
 			res.Err = err.Error()
 		}
 	}()
+	res.Read = -1
+	if readBefore >= 0 {
+		if after := bytesRead("self"); after >= 0 {
+			res.Read = after - readBefore
+		}
+	}
 	if after := snapshot(corpusDir, home); after != before {
 		res.Written = "files under " + corpusDir + " or " + home + " changed"
 	}
 	line, _ := json.Marshal(res)
 	fmt.Println(string(line))
 	return 0
+}
+
+// bytesRead is the bytes a process ("self" or a pid) has read by read(2)
+// and its kin so far (rchar in /proc/PROC/io), or -1 where the kernel does
+// not say.
+func bytesRead(proc string) int64 {
+	b, err := os.ReadFile("/proc/" + proc + "/io")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "rchar: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return -1
 }
 
 // snapshot hashes every file (name, mode, size and content) under roots.
