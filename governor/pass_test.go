@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -93,5 +94,41 @@ func TestReadyForCounted(t *testing.T) {
 	}
 	if err := ReadyForCounted(state, 30*time.Minute, hb, time.Second, now); !errors.Is(err, ErrStale) {
 		t.Fatalf("pass older than maxAge: %v", err)
+	}
+}
+
+// TestSlowHeartbeatFileDoesNotStallTheLoop: a heartbeat file whose write
+// takes 2 s (a fake slow disk: a sync was seen to take 30 s under load)
+// does not make the governor's own beat stale, so no trial is preempted
+// as heartbeat-stale, and the gate stays open. The file is still written.
+func TestSlowHeartbeatFileDoesNotStallTheLoop(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heartbeat")
+	sink := &eventLog{}
+	g, err := New(Options{Config: SuiteConfig(), Sensors: allSimulated(), Sink: sink, HeartbeatPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	g.writeBeat = func(path string, at time.Time) error {
+		if writes.Add(1) > 1 {
+			time.Sleep(2 * time.Second)
+		}
+		return WriteHeartbeat(path, at)
+	}
+	ctx := t.Context()
+	go func() { _ = g.Run(ctx) }()
+	waitFor(t, "the first heartbeat file", func() bool { return CheckHeartbeat(path, g.Config().Heartbeat, time.Now()) == nil })
+	end := time.Now().Add(3 * time.Second)
+	for time.Now().Before(end) {
+		if ok, why := g.MayStart(); !ok {
+			t.Fatalf("the gate shut while the heartbeat file was slow to write: %s", why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if e, stale := sink.find(EventStale, ""); stale {
+		t.Fatalf("the governor called itself stale while only its file was slow: %s", e.Reason)
+	}
+	if writes.Load() < 2 {
+		t.Fatalf("%d heartbeat file writes in 3 s", writes.Load())
 	}
 }
