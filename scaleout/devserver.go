@@ -1,7 +1,6 @@
 package scaleout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,11 +98,9 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 	}
 	d.cmd = exec.Command(d.Bin, args...)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	// What this start wrote, to say why it stopped: the log is appended to
-	// across starts.
-	var said bytes.Buffer
+	// Where this start's output begins: the log is appended to across
+	// starts, and only this one's says why it stopped.
 	var logFrom int64
-	out := io.Writer(&said)
 	if d.Log != "" {
 		f, err := os.OpenFile(d.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -113,9 +110,8 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 		if st, err := f.Stat(); err == nil {
 			logFrom = st.Size()
 		}
-		out = f
+		d.cmd.Stdout, d.cmd.Stderr = f, f
 	}
-	d.cmd.Stdout, d.cmd.Stderr = out, out
 	if err := d.cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", d.Bin, err)
 	}
@@ -125,7 +121,7 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-d.exited:
-			last := lastLines(d.startOutput(&said, logFrom), 3)
+			last := lastLines(d.startOutput(logFrom), 3)
 			err := fmt.Errorf("the temporal dev server exited at start (its log: %s): %s", d.logName(), last)
 			if strings.Contains(last, "address already in use") {
 				return portTakenError{err}
@@ -145,10 +141,10 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 	return fmt.Errorf("the temporal dev server did not answer on %s within 60 s (its log: %s)", d.Address(), d.logName())
 }
 
-// startOutput is what the server wrote since this start began.
-func (d *DevServer) startOutput(said *bytes.Buffer, logFrom int64) string {
+// startOutput is what the server wrote to its log since this start began.
+func (d *DevServer) startOutput(logFrom int64) string {
 	if d.Log == "" {
-		return said.String()
+		return ""
 	}
 	f, err := os.Open(d.Log)
 	if err != nil {
@@ -176,7 +172,7 @@ func lastLines(s string, n int) string {
 		}
 	}
 	if len(lines) == 0 {
-		return "it wrote nothing"
+		return "it wrote nothing to its log"
 	}
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
