@@ -35,6 +35,9 @@ type Confinement struct {
 	// sandbox's filter is loaded (see seccomp.go).
 	Seccomp string   `json:"seccomp"`
 	Devices []string `json:"devices"` // the device nodes in its /dev; GPU nodes only for a runtime on a card
+	// Landlock is the second wall for writes (landlock.go), in one line;
+	// empty where the kernel has no Landlock.
+	Landlock string `json:"landlock,omitempty"`
 }
 
 // Limits caps one contained process tree. Zero is "no cap" for a field.
@@ -101,8 +104,10 @@ func sandboxIdentity() (uid, gid int, name string, err error) {
 // is bound one path at a time.
 var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt"}
 
-// devNodes are the device files every contained process gets.
-var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
+// devNodes are the device files every contained process gets. No tty: a
+// contained process has no terminal, and /dev/tty would reach the terminal
+// of whoever started rig (see StartSandbox's session).
+var devNodes = []string{"null", "zero", "full", "random", "urandom"}
 
 // confine builds the contained process's world and drops its rights. It runs
 // in the exec stage, as root of its own mount namespace (and user namespace
@@ -155,6 +160,15 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 	if err := bindMount("/sys", in("/sys"), true); err != nil {
 		return nil, err
 	}
+	// The host's cgroup tree (every service's and every other sandbox's
+	// group, by name) is covered by an empty, read-only folder. A program
+	// that looks for its limits there (Go's GOMAXPROCS) finds none and uses
+	// the machine's, as it does on a host without cgroups.
+	if _, err := os.Stat(in("/sys/fs/cgroup")); err == nil {
+		if err := unix.Mount("tmpfs", in("/sys/fs/cgroup"), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k"); err != nil {
+			return nil, fmt.Errorf("covering the host's cgroup tree: %w", err)
+		}
+	}
 	for _, b := range jobBinds(spec) {
 		if err := bindMount(b.path, in(b.path), !b.writable); err != nil {
 			return nil, err
@@ -184,10 +198,18 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 	if err := dropRights(spec); err != nil {
 		return nil, err
 	}
+	// After no_new_privs (dropRights), which Landlock needs of a process
+	// without capabilities.
+	landlock, err := restrictWrites(writableWithin(spec))
+	if err != nil {
+		return nil, err
+	}
 	if err := loadSandboxFilter(); err != nil {
 		return nil, err
 	}
-	return readConfinement(spec), nil
+	c := readConfinement(spec)
+	c.Landlock = landlock
+	return c, nil
 }
 
 type jobBind struct {
@@ -511,8 +533,12 @@ func (c *Confinement) Summary() string {
 	if l.CPUSeconds > 0 {
 		cpu = fmt.Sprintf("%ds", l.CPUSeconds)
 	}
-	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, seccomp %s, sees %d processes, writable %s, devices %s; limits: processes %d, memory %s, cpu %s, open files %d, file %s, scratch %s, tmp %s",
-		c.User, c.NoNewPrivs, caps, c.Seccomp, c.VisibleProcesses, strings.Join(w, " "), strings.Join(c.Devices, " "), l.Processes, sizeOrNone(l.MemoryBytes), cpu, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
+	landlock := "none (not on this kernel)"
+	if c.Landlock != "" {
+		landlock = c.Landlock
+	}
+	return fmt.Sprintf("as %s, no_new_privs=%v, capabilities %s, seccomp %s, landlock %s, sees %d processes, writable %s, devices %s; limits: processes %d, memory %s, cpu %s, open files %d, file %s, scratch %s, tmp %s",
+		c.User, c.NoNewPrivs, caps, c.Seccomp, landlock, c.VisibleProcesses, strings.Join(w, " "), strings.Join(c.Devices, " "), l.Processes, sizeOrNone(l.MemoryBytes), cpu, l.OpenFiles, sizeOrNone(l.FileBytes), sizeOrNone(l.ScratchBytes), sizeOrNone(l.TmpBytes))
 }
 
 func sizeOrNone(n int64) string {

@@ -42,6 +42,12 @@ import (
 const (
 	stageEnv = "_RIG_SANDBOX_STAGE"
 	specEnv  = "_RIG_SANDBOX_SPEC"
+
+	// The names the stages run under, and the host name inside: what a
+	// contained process reads of them tells it nothing about the host.
+	initProcessName = "rig-sandbox-init"
+	execProcessName = "rig-sandbox-exec"
+	sandboxHostname = "rig-sandbox"
 )
 
 func init() {
@@ -210,14 +216,24 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 	defer statusR.Close()
 
 	cmd := exec.Command(self)
+	// The name a contained process reads in /proc/1/cmdline: not rig's
+	// path on the host.
+	cmd.Args = []string{initProcessName}
 	cmd.Env = []string{stageEnv + "=init", specEnv + "=" + string(blob)}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{statusW, brokerEnd} // fds 3 and 4 in init
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A session of its own, so no controlling terminal: a contained process
+	// that opened rig's terminal could push keystrokes into the shell that
+	// started rig (TIOCSTI). The session's id is init's pid, and so is its
+	// process group's, which Stop and Kill signal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if !spec.NoSandbox {
 		// init is PID 1 of a fresh PID namespace: when it ends, the kernel
 		// ends everything the runtime started, wherever it moved itself.
-		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWPID
+		// Its own IPC namespace keeps System V shared memory, semaphores and
+		// message queues (which outlive their makers) off the host's and
+		// other sandboxes'; its own UTS namespace keeps the host's name.
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNET | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 		if spec.UserNS {
 			// Root of the new user namespace is rig's own uid outside, so the
 			// stages may mount; the exec stage drops every capability.
@@ -249,6 +265,9 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 		}
 		if limits != nil {
 			sb.limitHit = limits.hit(sb.waitErr)
+			if err := limits.releaseScratch(); err != nil && sb.waitErr == nil {
+				sb.waitErr = err
+			}
 		}
 		close(sb.done)
 	}()
@@ -395,6 +414,10 @@ func sandboxInit() int {
 		cont = Containment{Sandboxed: false}
 		cont.NetNS, _ = os.Readlink("/proc/self/ns/net")
 	} else {
+		if err := unix.Sethostname([]byte(sandboxHostname)); err != nil {
+			report(initStatus{Error: "naming the sandbox's host: " + err.Error()})
+			return 97
+		}
 		if err := bringLoopbackUp(); err != nil {
 			report(initStatus{Error: err.Error()})
 			return 97
@@ -460,6 +483,7 @@ func sandboxInit() int {
 
 	self, _ := os.Executable()
 	child := exec.Command(self)
+	child.Args = []string{execProcessName}
 	child.Env = []string{stageEnv + "=exec", specEnv + "=" + os.Getenv(specEnv)}
 	child.Stdin, child.Stdout, child.Stderr = nil, os.Stdout, os.Stderr
 	child.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -599,6 +623,20 @@ func sandboxExec() int {
 		}
 		if err := cgroup.Join(dir, os.Getpid()); err != nil {
 			return fail(err)
+		}
+	}
+	if !spec.NoSandbox {
+		// A cgroup namespace rooted at the groups just joined: the process
+		// reads its own group as "/" in /proc/self/cgroup, not the host's
+		// path to it (confine also hides the host's cgroup tree).
+		if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+			return fail(fmt.Errorf("a cgroup namespace: %w", err))
+		}
+		// A time namespace with no offsets: the clocks read the same, and
+		// the runtime enters it at execve, so nothing inside shares one
+		// with the host. Kernels before 5.6 have none.
+		if err := unix.Unshare(unix.CLONE_NEWTIME); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fail(fmt.Errorf("a time namespace: %w", err))
 		}
 	}
 	if spec.NoSandbox {

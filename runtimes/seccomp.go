@@ -41,7 +41,46 @@ var deniedCalls = []string{
 	"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
 	"reboot", "swapon", "swapoff", "acct", "syslog", "quotactl", "open_by_handle_at",
 	"lookup_dcookie", "uselib",
+	// a second round of attacks (issue 43): the LDT (old segment tricks),
+	// file handles (open_by_handle_at's other half, which names inodes of
+	// the host's filesystems)
+	"modify_ldt", "name_to_handle_at",
 }
+
+// allowedSocketFamilies are the only address families a contained process
+// may open: unix sockets (Python, git), IPv4 and IPv6 on loopback (its
+// server's port, Aider to its proxy), and netlink, which libc and the route
+// check read interfaces through. Every other family is refused, whatever
+// namespace it would ignore: AF_VSOCK reaches a virtual machine's host side
+// past the network namespace, AF_ALG is kernel crypto attack surface.
+var allowedSocketFamilies = []uint64{unix.AF_UNIX, unix.AF_INET, unix.AF_INET6, unix.AF_NETLINK}
+
+// allowedPersonalities are the personality(2) values a program may set or
+// query: Linux itself, with address randomisation off (a debugger's, or
+// setarch -R), with 32-bit addresses, and the query 0xffffffff. The others
+// (READ_IMPLIES_EXEC, the emulations of other systems) loosen the memory
+// protections exploits rely on losing.
+var allowedPersonalities = []uint64{perLinux, addrNoRandomize, addrLimit32bit, addrNoRandomize | addrLimit32bit, personalityQuery}
+
+// personality(2)'s values, from linux/personality.h (x/sys/unix has none).
+const (
+	perLinux         = 0x0
+	addrNoRandomize  = 0x0040000
+	addrLimit32bit   = 0x0800000
+	readImpliesExec  = 0x0400000
+	personalityQuery = 0xffffffff
+)
+
+// deniedIoctls are the terminal requests no contained process may make on
+// any descriptor: TIOCSTI pushes bytes into a terminal's input as if typed
+// (a contained test typed a command into the root shell that started rig),
+// TIOCLINUX does the same through the console's selection, TIOCCONS
+// redirects the console's output, and TIOCSETD swaps the line discipline,
+// the way into the tty layer's own bugs. A contained process has no
+// terminal (the sandbox starts in a session of its own and /dev has no tty);
+// this is the wall behind that one, for a terminal descriptor that reaches
+// it some other way.
+var deniedIoctls = []uint32{unix.TIOCSTI, unix.TIOCLINUX, unix.TIOCCONS, unix.TIOCSETD}
 
 // sandboxPolicy is the filter as the library assembles it.
 func sandboxPolicy() seccomp.Policy {
@@ -55,8 +94,57 @@ func sandboxPolicy() seccomp.Policy {
 				Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.BitsSet, Value: namespaceFlags}},
 			}}},
 			{Action: errno(unix.EPERM), Names: deniedCalls},
+			{Action: errno(unix.EAFNOSUPPORT), NamesWithCondtions: []seccomp.NameWithConditions{
+				{Name: "socket", Conditions: noneOf(0, allowedSocketFamilies)},
+				{Name: "socketpair", Conditions: noneOf(0, allowedSocketFamilies)},
+			}},
+			{Action: errno(unix.EPERM), NamesWithCondtions: []seccomp.NameWithConditions{
+				{Name: "personality", Conditions: noneOf(0, allowedPersonalities)},
+			}},
 		},
 	}
+}
+
+// noneOf matches a call whose argument arg is none of values. The library
+// compares all 64 bits, so a value with high bits set is never one of them
+// and is refused too; the kernel would read only the low 32.
+func noneOf(arg uint32, values []uint64) seccomp.ArgumentConditions {
+	var c seccomp.ArgumentConditions
+	for _, v := range values {
+		c = append(c, seccomp.Condition{Argument: arg, Operation: seccomp.NotEqual, Value: v})
+	}
+	return c
+}
+
+// ioctlGuard refuses deniedIoctls with EPERM. It is written here rather than
+// as a library condition because ioctl's request is an unsigned int: the
+// kernel drops the high 32 bits of the register, while the library's Equal
+// compares all 64, so TIOCSTI|1<<32 would pass an Equal check and still be
+// TIOCSTI to the kernel. The guard compares the low word alone.
+func ioctlGuard(ioctlNr uint32) []bpf.Instruction {
+	const (
+		nrOffset   = 0  // seccomp_data.nr
+		arg1Offset = 24 // seccomp_data.args[1], its low word on a little-endian machine
+	)
+	eperm := uint32(seccomp.ActionErrno) | uint32(unix.EPERM)
+	g := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: nrOffset, Size: 4},
+		// Not ioctl: skip the load, the request checks, the jump and the
+		// return below them.
+		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: ioctlNr, SkipTrue: uint8(len(deniedIoctls) + 3)},
+		bpf.LoadAbsolute{Off: arg1Offset, Size: 4},
+	}
+	for i, req := range deniedIoctls {
+		// A match jumps to the return of EPERM after the remaining checks.
+		g = append(g, bpf.JumpIf{Cond: bpf.JumpEqual, Val: req, SkipTrue: uint8(len(deniedIoctls) - i)})
+	}
+	g = append(g,
+		bpf.Jump{Skip: 1},
+		bpf.RetConstant{Val: eperm},
+		// Every path reaches here with the accumulator changed; the
+		// library's program loads what it needs itself.
+	)
+	return g
 }
 
 // sandboxFilter is the BPF program loaded in every sandbox. The library sends
@@ -75,11 +163,19 @@ func sandboxFilter() ([]bpf.RawInstruction, error) {
 		return nil, fmt.Errorf("seccomp filter: %w", err)
 	}
 	const archOffset = 4 // seccomp_data.arch
+	ioctlNr, ok := native.SyscallNames["ioctl"]
+	if !ok {
+		return nil, fmt.Errorf("seccomp filter: no ioctl on %s", native.Name)
+	}
 	guard := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: archOffset, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(native.ID), SkipTrue: 1},
 		bpf.RetConstant{Val: uint32(seccomp.ActionKillProcess)},
 	}
+	// The ioctl guard loads the call's number without checking the x32 bit:
+	// an x32 ioctl (nr | 0x40000000) is not equal and goes on to the
+	// library's program, which answers every x32 call ENOSYS.
+	guard = append(guard, ioctlGuard(uint32(ioctlNr))...)
 	return bpf.Assemble(append(guard, insts...))
 }
 

@@ -52,6 +52,7 @@ func TestSandboxFilterDecisions(t *testing.T) {
 	}
 	eperm := uint32(seccomp.ActionErrno) | uint32(unix.EPERM)
 	enosys := uint32(seccomp.ActionErrno) | uint32(unix.ENOSYS)
+	eafnosupport := uint32(seccomp.ActionErrno) | uint32(unix.EAFNOSUPPORT)
 	allow, kill := uint32(seccomp.ActionAllow), uint32(seccomp.ActionKillProcess)
 	threadFlags := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD | unix.CLONE_SYSVSEM)
 	cases := []struct {
@@ -77,6 +78,34 @@ func TestSandboxFilterDecisions(t *testing.T) {
 		{"perf_event_open", seccompData(nr("perf_event_open"), native.ID), eperm},
 		{"ptrace", seccompData(nr("ptrace"), native.ID), eperm},
 		{"another architecture's entry (i386 unshare)", seccompData(310, 0x40000003), kill},
+		// The terminal's input and console requests, also with high bits
+		// set, which the kernel drops from ioctl's request.
+		{"ioctl(TIOCSTI)", seccompData(nr("ioctl"), native.ID, 0, unix.TIOCSTI), eperm},
+		{"ioctl(TIOCSTI | 1<<32)", seccompData(nr("ioctl"), native.ID, 0, unix.TIOCSTI|1<<32), eperm},
+		{"ioctl(TIOCLINUX)", seccompData(nr("ioctl"), native.ID, 0, unix.TIOCLINUX), eperm},
+		{"ioctl(TIOCCONS)", seccompData(nr("ioctl"), native.ID, 0, unix.TIOCCONS), eperm},
+		{"ioctl(TIOCSETD)", seccompData(nr("ioctl"), native.ID, 0, unix.TIOCSETD), eperm},
+		{"ioctl(TCGETS), as isatty does", seccompData(nr("ioctl"), native.ID, 1, unix.TCGETS), allow},
+		{"ioctl(FIONREAD)", seccompData(nr("ioctl"), native.ID, 3, unix.TIOCINQ), allow},
+		{"read with TIOCSTI's value as its count", seccompData(nr("read"), native.ID, 0, unix.TIOCSTI), allow},
+		// Socket families: an allow-list.
+		{"socket(AF_UNIX)", seccompData(nr("socket"), native.ID, unix.AF_UNIX), allow},
+		{"socket(AF_INET)", seccompData(nr("socket"), native.ID, unix.AF_INET), allow},
+		{"socket(AF_INET6)", seccompData(nr("socket"), native.ID, unix.AF_INET6), allow},
+		{"socket(AF_NETLINK)", seccompData(nr("socket"), native.ID, unix.AF_NETLINK), allow},
+		{"socket(AF_VSOCK)", seccompData(nr("socket"), native.ID, unix.AF_VSOCK), eafnosupport},
+		{"socket(AF_ALG)", seccompData(nr("socket"), native.ID, unix.AF_ALG), eafnosupport},
+		{"socket(AF_PACKET)", seccompData(nr("socket"), native.ID, unix.AF_PACKET), eafnosupport},
+		{"socket(AF_INET | 1<<32)", seccompData(nr("socket"), native.ID, unix.AF_INET|1<<32), eafnosupport},
+		{"socketpair(AF_UNIX)", seccompData(nr("socketpair"), native.ID, unix.AF_UNIX), allow},
+		{"socketpair(AF_VSOCK)", seccompData(nr("socketpair"), native.ID, unix.AF_VSOCK), eafnosupport},
+		// personality: Linux's own values and the query only.
+		{"personality query", seccompData(nr("personality"), native.ID, 0xffffffff), allow},
+		{"personality(PER_LINUX)", seccompData(nr("personality"), native.ID, 0), allow},
+		{"personality(ADDR_NO_RANDOMIZE)", seccompData(nr("personality"), native.ID, addrNoRandomize), allow},
+		{"personality(READ_IMPLIES_EXEC)", seccompData(nr("personality"), native.ID, readImpliesExec), eperm},
+		{"modify_ldt", seccompData(nr("modify_ldt"), native.ID), eperm},
+		{"name_to_handle_at", seccompData(nr("name_to_handle_at"), native.ID), eperm},
 	}
 	if native.ID == arch.X86_64.ID {
 		cases = append(cases, struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,7 +96,18 @@ func prepareContainedWorld(ctx context.Context, spec *SandboxSpec) (*treeLimits,
 		tl.close()
 		return nil, err
 	}
-	if spec.Limits.ScratchBytes > 0 {
+	switch {
+	case spec.Limits.ScratchBytes <= 0:
+	case os.Geteuid() == 0:
+		// The exact cap: the writable folders live on a tmpfs of that size
+		// while the sandbox runs (scratch.go).
+		if tl.scratchFS, err = newScratchFS(writable, spec.Limits.ScratchBytes); err != nil {
+			tl.close()
+			return nil, err
+		}
+	default:
+		// Without root no filesystem can be mounted on the host: the
+		// folders are watched from outside instead (watch).
 		tl.base = treeBytes(writable)
 	}
 	return tl, nil
@@ -140,7 +152,9 @@ func programFiles(bin string) []string {
 		return out
 	}
 	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
+	// The kernel reads no more of a "#!" line than 256 bytes; the file may
+	// lie in a tree a contained process wrote.
+	line, _ := bufio.NewReader(io.LimitReader(f, 256)).ReadString('\n')
 	if rest, ok := strings.CutPrefix(line, "#!"); ok {
 		if fields := strings.Fields(rest); len(fields) > 0 && filepath.IsAbs(fields[0]) {
 			out = append(out, fields[0])
@@ -224,6 +238,9 @@ type treeLimits struct {
 	scratch []string
 	base    int64
 	root    string
+	// scratchFS holds the writable folders while the tree runs, as root;
+	// without it the folders are polled (watch).
+	scratchFS *scratchFS
 
 	mu         sync.Mutex
 	scratchHit bool
@@ -258,8 +275,15 @@ func (t *treeLimits) makeGroups(ctx context.Context, spec *SandboxSpec) error {
 }
 
 // watch polls the writable folders while the tree runs and ends the tree once
-// they have grown by more than ScratchBytes. Polling lets a fast writer pass
-// the cap by what it writes in one interval; RLIMIT_FSIZE bounds each file.
+// they have grown by more than ScratchBytes: the fallback without root, where
+// no scratch filesystem can be mounted. Polling lets a fast writer pass the
+// cap by what it writes in one interval, and it counts only files it can
+// list (not one unlinked while held open, nor links); RLIMIT_FSIZE bounds
+// each file.
+//
+// With a scratch filesystem the kernel enforces the cap (ENOSPC), and the
+// watch only notes that it was reached: what fills it may be gone by the
+// time the tree ends (a file held open and unlinked).
 func (t *treeLimits) watch(sb *Sandbox) {
 	if t.limits.ScratchBytes <= 0 {
 		return
@@ -274,6 +298,14 @@ func (t *treeLimits) watch(sb *Sandbox) {
 			case <-t.stop:
 				return
 			case <-tick.C:
+				if t.scratchFS != nil {
+					if t.scratchFS.full() {
+						t.mu.Lock()
+						t.scratchHit = true
+						t.mu.Unlock()
+					}
+					continue
+				}
 				if treeBytes(t.scratch)-t.base > t.limits.ScratchBytes {
 					t.mu.Lock()
 					t.scratchHit = true
@@ -292,7 +324,7 @@ func (t *treeLimits) hit(waitErr error) string {
 	t.mu.Lock()
 	scratch := t.scratchHit
 	t.mu.Unlock()
-	if scratch {
+	if scratch || t.scratchFS.full() {
 		return "scratch_bytes"
 	}
 	if t.pids != nil {
@@ -317,8 +349,16 @@ func (t *treeLimits) hit(waitErr error) string {
 	return ""
 }
 
+// releaseScratch puts what the ended tree wrote back in its folders on the
+// host's disk; the caller reads them as soon as Done is closed.
+func (t *treeLimits) releaseScratch() error {
+	return t.scratchFS.release()
+}
+
 func (t *treeLimits) close() {
 	t.stopOnce.Do(func() { close(t.stop) })
+	// A tree that never ran left its folders as they were underneath.
+	t.scratchFS.abandon()
 	if t.pids != nil {
 		_ = t.pids.Close()
 	}

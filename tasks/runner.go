@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -36,7 +35,7 @@ type Runner interface {
 	Run(ctx context.Context, c Command) (RunResult, error)
 }
 
-// ExecRunner runs the command with os/exec in its own process group and
+// ExecRunner runs the command with os/exec in its own session (and process group) and
 // kills the whole group when the time cap passes, so a test that forks
 // cannot outlive its grade.
 type ExecRunner struct {
@@ -62,7 +61,9 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (RunResult, error) {
 		env = os.Environ()
 	}
 	cmd.Env = append(append([]string{}, env...), c.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A session of its own (and so a process group, which Cancel kills):
+	// a test command must not reach the terminal of whoever ran rig.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Cancel = func() error {
 		if cmd.Process == nil {
 			return nil
@@ -70,8 +71,10 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (RunResult, error) {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 	cmd.WaitDelay = 2 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// Only the tail is kept: a test that prints without end must not grow
+	// rig's memory with it.
+	out := &tailWriter{max: outputTail}
+	cmd.Stdout, cmd.Stderr = out, out
 	start := time.Now()
 	err := cmd.Run()
 	res := RunResult{Wall: time.Since(start), Output: tail(out.Bytes(), outputTail)}
@@ -93,6 +96,27 @@ func (r ExecRunner) Run(ctx context.Context, c Command) (RunResult, error) {
 	}
 	return res, nil
 }
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= w.max {
+		w.buf = append(w.buf[:0], p[len(p)-w.max:]...)
+		return n, nil
+	}
+	if over := len(w.buf) + len(p) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	w.buf = append(w.buf, p...)
+	return n, nil
+}
+
+func (w *tailWriter) Bytes() []byte { return w.buf }
 
 func tail(b []byte, n int) string {
 	if len(b) > n {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -86,6 +87,8 @@ func (b Browser) run(ctx context.Context, page string, args ...string) ([]byte, 
 		"--user-data-dir=" + b.Profile,
 	}
 	cmd := exec.CommandContext(ctx, b.Bin, append(append(base, args...), "file://"+abs)...)
+	// The page holds model outputs: the browser gets no terminal to reach.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
