@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/ollama/ollama/api"
@@ -29,12 +30,24 @@ func (o *Ollama) completionOllama(ctx context.Context, req Request) (Result, err
 	peak := o.meter.start()
 	start := time.Now()
 	var last api.GenerateResponse
+	// The answer comes in pieces from a runtime in its sandbox, as many as it
+	// likes: a builder keeps adding them linear (adding to a string copies it
+	// whole each time), and the socket's client stops reading at
+	// maxRuntimeResponseBytes in all, so the text stays under that too.
+	var text strings.Builder
+	gctx, trip := withCapTrip(gctx)
 	err := o.client.Generate(gctx, gen, func(r api.GenerateResponse) error {
-		res.Text += r.Response
+		text.WriteString(r.Response)
 		res.Steps = appendOllamaSteps(res.Steps, r.Logprobs)
 		last = r
 		return nil
 	})
+	if terr := trip.Err(); terr != nil {
+		// The library ends an answer cut at the cap quietly, or with the
+		// cut line as its error: the refusal says what happened.
+		err = terr
+	}
+	res.Text = text.String()
 	res.Wall = time.Since(start)
 	res.PeakMemory = peak.read()
 	return o.endCall(res, err, ollamaEnd{Done: last.Done, DoneReason: last.DoneReason, Metrics: last.Metrics}, req, "raw generate")

@@ -15,6 +15,7 @@ import (
 	"rig/internal/offload"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -224,7 +225,7 @@ func FreeLoopbackPort() (int, error) {
 }
 
 func socketClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
+	return &http.Client{Transport: cappedTransport{&http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
@@ -233,7 +234,94 @@ func socketClient(sock string) *http.Client {
 		// connection were seen to stall for tens of seconds before their
 		// first token; a unix-socket connect costs microseconds.
 		DisableKeepAlives: true,
-	}}
+		// The runtime is contained and may be hostile: header lines are
+		// small (net/http's default allows 10 MiB).
+		MaxResponseHeaderBytes: 64 << 10,
+	}}}
+}
+
+// cappedTransport holds every answer read through a runtime's socket to
+// maxRuntimeResponseBytes, whoever reads it: rig's own drivers read through
+// readCapped as well, but Ollama's client library reads its answers whole
+// (io.ReadAll) or line by line with no bound on the lines, and this is the
+// one place every byte from the socket passes.
+type cappedTransport struct{ rt http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.rt.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	trip, _ := req.Context().Value(capTripKey{}).(*capTrip)
+	resp.Body = &cappedBody{body: resp.Body, left: maxRuntimeResponseBytes, said: resp.ContentLength, trip: trip,
+		what: "the answer to " + req.Method + " " + req.URL.Path + " from a runtime in its sandbox"}
+	return resp, nil
+}
+
+// cappedBody reads at most maxRuntimeResponseBytes of an answer; one byte
+// past them (or a length said past them) is ErrTooLarge.
+type cappedBody struct {
+	body io.ReadCloser
+	left int64
+	said int64
+	what string
+	trip *capTrip
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.said > maxRuntimeResponseBytes {
+		return 0, b.trip.set(fmt.Errorf("%w (it said %d bytes)", tooLarge(b.what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"), b.said))
+	}
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.body.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, b.trip.set(tooLarge(b.what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"))
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.body.Close() }
+
+// capTrip receives the refusal of an answer cut at its cap, for a caller
+// whose reader drops read errors: Ollama's client library ends a streamed
+// answer quietly on one, or reports the cut line as the error. The caller
+// puts it in the request's context (withCapTrip) and asks it after the call.
+type capTrip struct {
+	mu  sync.Mutex
+	err error
+}
+
+type capTripKey struct{}
+
+func withCapTrip(ctx context.Context) (context.Context, *capTrip) {
+	t := &capTrip{}
+	return context.WithValue(ctx, capTripKey{}, t), t
+}
+
+// set keeps the first refusal and returns it; a nil trip only returns it.
+func (t *capTrip) set(err error) error {
+	if t != nil {
+		t.mu.Lock()
+		if t.err == nil {
+			t.err = err
+		}
+		t.mu.Unlock()
+	}
+	return err
+}
+
+// Err is the refusal of an answer cut at the cap during the call, or nil.
+func (t *capTrip) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
 }
 
 // waitReady polls /health until the model is loaded, and fails fast with the
@@ -244,7 +332,9 @@ func (s *LlamaServer) waitReady(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://llama/health", nil)
 		resp, err := s.http.Do(req)
 		if err == nil {
-			io.Copy(io.Discard, resp.Body)
+			// Only the status matters; a body that never ends must not
+			// hold the wait past its deadline.
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return nil
@@ -327,12 +417,22 @@ func (s *LlamaServer) call(ctx context.Context, method, path string, body, out a
 		return fmt.Errorf("llama-server %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	// The server runs in the sandbox: its answer is read, and decoded, only
+	// within the caps (see maxRuntimeResponseBytes). Past them the call fails,
+	// and with it the trial; what came is not read further.
+	what := "the answer of llama-server " + path + " (the runtime, in its sandbox)"
+	if resp.ContentLength > maxRuntimeResponseBytes {
+		return fmt.Errorf("llama-server %s: %w (it said %d bytes)", path, tooLarge(what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"), resp.ContentLength)
+	}
+	b, err := readCapped(resp.Body, resp.ContentLength, maxRuntimeResponseBytes, "maxRuntimeResponseBytes", what)
 	if err != nil {
 		return fmt.Errorf("llama-server %s: reading the answer: %w", path, err)
 	}
 	if resp.StatusCode != 200 {
-		return fmt.Errorf("llama-server %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(b)))
+		return fmt.Errorf("llama-server %s: HTTP %d: %s", path, resp.StatusCode, quote(b))
+	}
+	if err := checkJSONShape(b, runtimeAnswerShape, what); err != nil {
+		return fmt.Errorf("llama-server %s: %w", path, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {

@@ -3,7 +3,6 @@ package runtimes
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +20,14 @@ import (
 
 // logTailBytes bounds what a tail reads: error messages quote a few lines.
 const logTailBytes = 64 << 10
+
+// maxLogReadBytes bounds what ReadLog returns of a log: what a runtime and
+// the processes in its sandbox wrote, which nothing else holds to a size.
+// Its readers look for a model's load report and a failed allocation, which
+// a load writes in its first megabytes (a verbose llama-server load logs
+// every tensor: about 1 MB for a model of a few hundred tensors); 32 MiB is
+// many loads, and a log past it is not read further.
+const maxLogReadBytes = 32 << 20
 
 // createLog opens path for appending the sandbox's output, and a second,
 // read-only descriptor on the same file for reading it back.
@@ -84,14 +91,20 @@ func openLog(path string) (*os.File, error) {
 }
 
 // ReadLog returns the content of a runtime's log (see LogPath), read as
-// openLog does; callers outside this package read logs through it.
+// openLog does; callers outside this package read logs through it. A log
+// past maxLogReadBytes gives its first maxLogReadBytes with an error wrapping
+// ErrTooLarge: a reader after the load report still finds it there.
 func ReadLog(path string) ([]byte, error) {
 	f, err := openLog(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	size := int64(-1)
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return readCapped(f, size, maxLogReadBytes, "maxLogReadBytes", "the log "+path+" (written by a contained process)")
 }
 
 // readTail returns the last n lines of what f holds (at most logTailBytes).

@@ -398,13 +398,23 @@ func (o *Ollama) Generate(ctx context.Context, req Request) (Result, error) {
 	peak := o.meter.start()
 	start := time.Now()
 	var last api.ChatResponse
+	// Built once rather than added to in place (quadratic over a long
+	// answer); the socket's client stops reading at the response cap.
+	var text, thinking strings.Builder
+	gctx, trip := withCapTrip(gctx)
 	err := o.client.Chat(gctx, chat, func(r api.ChatResponse) error {
-		res.Text += r.Message.Content
-		res.Thinking += r.Message.Thinking
+		text.WriteString(r.Message.Content)
+		thinking.WriteString(r.Message.Thinking)
 		res.Steps = appendOllamaSteps(res.Steps, r.Logprobs)
 		last = r
 		return nil
 	})
+	if terr := trip.Err(); terr != nil {
+		// An answer cut at the cap is a refusal that says so, not a short
+		// answer (nor, cut after a repeated token, a repeat limit).
+		err, last = terr, api.ChatResponse{}
+	}
+	res.Text, res.Thinking = text.String(), thinking.String()
 	res.Wall = time.Since(start)
 	res.PeakMemory = peak.read()
 	if rerr := <-rendered; rerr != nil && err == nil {
@@ -591,8 +601,10 @@ func (o *Ollama) GenerateRaw(ctx context.Context, prompt string, s Sampling, max
 		Options: o.options(Request{Sampling: s, MaxTokens: maxTokens})}
 	res := Result{RenderedPrompt: prompt, PeakSource: o.meter.source()}
 	start := time.Now()
+	var text strings.Builder
+	gctx, trip := withCapTrip(gctx)
 	err := o.client.Generate(gctx, req, func(r api.GenerateResponse) error {
-		res.Text += r.Response
+		text.WriteString(r.Response)
 		res.Steps = appendOllamaSteps(res.Steps, r.Logprobs)
 		if r.Done {
 			res.OutputTokens = r.EvalCount
@@ -600,6 +612,10 @@ func (o *Ollama) GenerateRaw(ctx context.Context, prompt string, s Sampling, max
 		}
 		return nil
 	})
+	if terr := trip.Err(); terr != nil {
+		err = terr
+	}
+	res.Text = text.String()
 	res.Wall = time.Since(start)
 	if err != nil {
 		if o.exited() {

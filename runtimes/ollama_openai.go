@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -74,9 +73,21 @@ func (o *Ollama) OpenAIChat(ctx context.Context, body []byte) (Result, error) {
 		return Result{}, fmt.Errorf("ollama: chat completions: %w", err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
+	// Ollama runs in the sandbox: its answer is read and decoded only within
+	// the caps (see maxRuntimeResponseBytes); past them the call fails.
+	const what = "the answer of ollama /v1/chat/completions (the runtime, in its sandbox)"
+	if resp.ContentLength > maxRuntimeResponseBytes {
+		return Result{}, fmt.Errorf("ollama: chat completions: %w (it said %d bytes)", tooLarge(what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"), resp.ContentLength)
+	}
+	raw, err := readCapped(resp.Body, resp.ContentLength, maxRuntimeResponseBytes, "maxRuntimeResponseBytes", what)
+	if err != nil {
+		return Result{}, fmt.Errorf("ollama: chat completions: reading the answer: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
-		return Result{}, fmt.Errorf("ollama: chat completions: %s: %s", resp.Status, strings.TrimSpace(string(raw)))
+		return Result{}, fmt.Errorf("ollama: chat completions: %s: %s", resp.Status, quote(raw))
+	}
+	if err := checkJSONShape(raw, runtimeAnswerShape, what); err != nil {
+		return Result{}, fmt.Errorf("ollama: chat completions: %w", err)
 	}
 	var out oaResponse
 	if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {

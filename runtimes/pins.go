@@ -105,7 +105,9 @@ func verifyModel(path, want string) error {
 	_, err = io.ReadFull(f, magic)
 	f.Close()
 	if err != nil || string(magic) != "GGUF" {
-		return fmt.Errorf("%s: %w: not a GGUF file (magic %q); re-provision it with make setup", path, ErrModelFile, magic)
+		// The bytes read are not quoted: the path may have been swapped
+		// for a file its caller may not read since it was checked.
+		return fmt.Errorf("%s: %w: not a GGUF file (it does not start with the GGUF magic); re-provision it with make setup", path, ErrModelFile)
 	}
 	if want == "" {
 		return nil

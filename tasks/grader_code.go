@@ -208,11 +208,17 @@ func RepoState(dir string) (map[string]string, error) {
 		if e.Kind != untrusted.File || strings.HasPrefix(name, ".aider") || e.Size > repoFileMax {
 			return nil
 		}
-		b, err := io.ReadAll(r)
-		if err != nil {
+		// The walk gives at most the e.Size bytes the file had when it was
+		// listed (at most repoFileMax here), and at most repoMaxBytes over
+		// the whole tree: one buffer of that size holds it, however the
+		// contained code changes the file meanwhile. A file that shrank
+		// keeps what it still had.
+		b := make([]byte, e.Size)
+		n, err := io.ReadFull(r, b)
+		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
 			return err
 		}
-		files[rel] = string(b)
+		files[rel] = string(b[:n])
 		return nil
 	})
 	if errors.Is(err, untrusted.ErrTooBig) {
