@@ -457,13 +457,12 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	if err != nil {
 		return MergeResult{}, err
 	}
-	if err := checkReceipt(rec, snap, d, study, execution, rk, tr.Attempt); err != nil {
-		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
+	plan, err := c.planReceipt(study, execution, snap, key, tr.Attempt)
+	if err != nil {
+		return MergeResult{}, err
 	}
-	if rec.JobKind != key.JobKind {
-		// The store's key has no job kind: held to the planned key here,
-		// or the grade would be checked against another bank's task.
-		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: job_kind %s is not trial %s's", dir, rec.JobKind, key), ErrMismatch, nil)
+	if err := checkReceipt(rec, plan, snap, d); err != nil {
+		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	recordPath := entry.TrialRecord()
 	if tr.RecordSHA256 != "" {
@@ -475,7 +474,7 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 			return MergeResult{}, spoolError("spool entry %s: %s has sha256 %s, the worker sent %s and its receipt says %s (not merged)", dir, filepath.Base(recordPath), got, tr.RecordSHA256, rec.GenerationSHA256)
 		}
 	}
-	if err := c.checkGrade(ctx, snap, rec, recordPath, tr.RecordSHA256 != ""); err != nil {
+	if err := c.checkGrade(ctx, snap, d, key, rec, recordPath, tr.RecordSHA256 != ""); err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	c.mu.Lock()
@@ -518,31 +517,32 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	return MergeResult{Outcome: rec.Outcome}, nil
 }
 
-// checkReceipt holds a worker's receipt to the frozen snapshot and its
-// design d.
-func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, d *studies.Design, study, execution string, rk receipts.TrialKey, attempt int) error {
-	fa, ok := snap.Arm(rk.Arm)
-	switch {
-	case rec.StudyID != study || rec.ExecutionID != execution:
-		return fmt.Errorf("the receipt is of %s/%s, not %s/%s", rec.StudyID, rec.ExecutionID, study, execution)
-	case rec.DesignHash != snap.DesignHash:
-		return fmt.Errorf("design_hash %s is not the frozen design's %s", rec.DesignHash, snap.DesignHash)
-	case rec.Trial() != rk || rec.Attempt != attempt:
-		return fmt.Errorf("the receipt is of trial %s attempt %d, not %s attempt %d", rec.Trial(), rec.Attempt, rk, attempt)
-	case !ok:
-		return fmt.Errorf("arm %s is not in the snapshot", rk.Arm)
-	case rec.ModelDigest != fa.ModelSHA256:
-		// Every runtime reports the GGUF's own sha256 (Ollama's blob is
-		// the file's digest), and a runtime that never started leaves the
-		// frozen one (run's newReceipt): no receipt has another.
-		return fmt.Errorf("model_digest %s is not the frozen model's %s", rec.ModelDigest, fa.ModelSHA256)
-	}
-	arm := d.Arm(rk.Arm)
+// checkReceipt holds a worker's receipt to the plan: every field the
+// plan decides must be the plan's (planReceipt, planFields), no pin the
+// coordinator writes may come from the worker, and the digests the
+// runtime reports must be the frozen ones (snapshot and design d).
+func checkReceipt(rec, plan receipts.Receipt, snap *studies.Snapshot, d *studies.Design) error {
+	arm := d.Arm(plan.Arm)
 	if arm == nil {
-		return fmt.Errorf("arm %s is not in the frozen design", rk.Arm)
+		return fmt.Errorf("arm %s is not in the frozen design", plan.Arm)
 	}
-	if rec.Runtime != studies.BaseRuntime(arm.Runtime) {
-		return fmt.Errorf("runtime %s is not the frozen arm's %s", rec.Runtime, studies.BaseRuntime(arm.Runtime))
+	if _, ok := snap.Arm(plan.Arm); !ok {
+		return fmt.Errorf("arm %s is not in the snapshot", plan.Arm)
+	}
+	// model_digest is among these: every runtime reports the GGUF's own
+	// sha256 (Ollama's blob is the file's digest), and a runtime that
+	// never started leaves the frozen one (run's newReceipt), so no honest
+	// receipt has another than the plan's.
+	planned := planFields(plan)
+	for i, f := range planFields(rec) {
+		if p := planned[i]; f.value != p.value {
+			return fmt.Errorf("%s %q is not the plan's %q", f.name, f.value, p.value)
+		}
+	}
+	for _, k := range coordinatorPins {
+		if v, ok := rec.Pins[k]; ok {
+			return fmt.Errorf("pins.%s %q: the coordinator writes that pin, a worker's receipt carries none", k, v)
+		}
 	}
 	kind, want := snap.ArmRuntime(*arm)
 	got := rec.Pins["binary_sha256"]
@@ -552,7 +552,7 @@ func checkReceipt(rec receipts.Receipt, snap *studies.Snapshot, d *studies.Desig
 		// (or refused the offload pin) while it loaded the model, before it
 		// reported its build (run's recordFailedAtCard).
 	case want == "":
-		return fmt.Errorf("the snapshot holds no %s binary for arm %s, so no receipt of it can be checked (freeze the study again)", kind, rk.Arm)
+		return fmt.Errorf("the snapshot holds no %s binary for arm %s, so no receipt of it can be checked (freeze the study again)", kind, arm.Name)
 	case got != want:
 		return fmt.Errorf("pins.binary_sha256 %q is not the frozen %s binary's %s", got, kind, want)
 	}

@@ -62,16 +62,8 @@ func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &studies.Design{Name: "s1", Repeats: 2,
-		Arms:     []studies.Arm{{Name: "a", Role: studies.RoleIncumbent, Runtime: "llama-server"}},
-		JobKinds: []studies.JobKind{{Name: "qa", RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}}}
-	raw, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := &studies.Snapshot{DesignHash: studytest.ExecutionHash, Design: raw, Arms: []studies.FrozenArm{
-		{Name: "a", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: "llama-server", SHA256: binarySHA}}}},
-		Banks: []studies.FrozenBank{{JobKind: "qa", Bank: studies.Bank{Path: bankPath, SHA256: bank.Hash, Tasks: []string{"capital", "sum"}}}}}
+	snap := fixtureSnapshot(t)
+	snap.Banks = []studies.FrozenBank{{JobKind: "qa", Bank: studies.Bank{Path: bankPath, SHA256: bank.Hash, Tasks: []string{"capital", "sum"}}}}
 	f := fakeStudies{snap: snap, st: x.Store, dir: t.TempDir()}
 	spool := t.TempDir()
 	c := &Coordinator{cfg: Config{Spool: spool}, studies: f, log: slog.Default(), writers: map[string]*genrecord.Writer{}}
@@ -81,6 +73,24 @@ func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
 		}
 	})
 	return c, f, spool
+}
+
+// fixtureSnapshot is mergeFixture's snapshot without its bank: one
+// llama-server arm with a model, pins and a simulated card of its own, so
+// that a receipt has something of the arm's to lie about.
+func fixtureSnapshot(t *testing.T) *studies.Snapshot {
+	t.Helper()
+	d := &studies.Design{Name: "s1", Repeats: 2,
+		CardProfile: studies.CardProfile{Name: "test-card", MemoryMiB: 8192, Simulated: true},
+		Arms: []studies.Arm{{Name: "a", Role: studies.RoleIncumbent, Runtime: "llama-server", Model: studies.Model{RegistryName: "m"},
+			Pins: studies.Pins{Quant: "Q8_0", Context: 4096, Sampling: studies.Sampling{Temperature: 0.7, Seed: 7}, StopCap: 256}}},
+		JobKinds: []studies.JobKind{{Name: "qa", RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}}}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &studies.Snapshot{DesignHash: studytest.ExecutionHash, Design: raw, Arms: []studies.FrozenArm{
+		{Name: "a", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: "llama-server", SHA256: binarySHA}}}}}
 }
 
 // writeEntry leaves a worker's spool entry for trial a/qa/capital/1 at
@@ -112,13 +122,14 @@ func writeEntryOf(t *testing.T, spool string, key studies.TrialKey, attempt int,
 	}
 	sum := w.Sum()
 	w.Close()
-	r := receipts.Receipt{SchemaVersion: receipts.SchemaVersion, StudyID: "s1", ExecutionID: "exec-2", DesignHash: studytest.ExecutionHash,
-		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, Outcome: receipts.Scored, ModelName: "m", ModelDigest: modelSHA,
-		Runtime: "llama-server", Harness: "llama-server", HarnessVersion: "b1", Pins: map[string]string{"binary_sha256": binarySHA, "quant": "Q8_0"},
-		Machine: "test", GenerationSHA256: sum, Grade: exactGrade(t, key.Task, text), Detail: text}
-	if attempt > 1 {
-		r.ParentAttempt = attempt - 1
+	// What a worker's runner starts every receipt from (run's newReceipt,
+	// which UnrunReceipt calls): the arm's own fields and pins.
+	r, err := run.UnrunReceipt("s1", fixtureSnapshot(t), "exec-2", key, attempt, attempt-1, receipts.Preempted, text)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r.Outcome, r.HarnessVersion, r.Machine, r.GenerationSHA256, r.Grade = receipts.Scored, "b1", "test", sum, exactGrade(t, key.Task, text)
+	r.Pins["binary_sha256"] = binarySHA
 	if edit != nil {
 		edit(&r)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +17,11 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"rig/internal/layout"
+	"rig/internal/provision"
 	"rig/receipts"
+	"rig/runtimes"
 	"rig/studies"
+	"rig/studies/run"
 )
 
 // The attacks of a worker that forges: anyone who can complete a trial
@@ -35,7 +39,7 @@ func refused(t *testing.T, f fakeStudies, rk receipts.TrialKey, attempt int, m M
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != ErrMismatch || !appErr.NonRetryable() {
 		t.Errorf("merged or not refused: %+v, %v; want a non-retryable %s", m, err, ErrMismatch)
-	} else if !strings.Contains(err.Error(), want) {
+	} else if !strings.Contains(refusal(appErr.Message()), want) {
 		t.Errorf("refused with %q; want the reason to say %q", err, want)
 	} else {
 		t.Logf("refused: %s", appErr.Message())
@@ -43,6 +47,18 @@ func refused(t *testing.T, f fakeStudies, rk receipts.TrialKey, attempt int, m M
 	if rec, err := f.st.Receipt(context.Background(), "exec-2", rk, attempt); !errors.Is(err, receipts.ErrNotFound) {
 		t.Errorf("a forged receipt is in the store: outcome %s grade %+v (%v)", rec.Outcome, rec.Grade, err)
 	}
+}
+
+// refusal is the reason in a merge's refusal, without the spool entry's
+// path it starts with: the path holds the test's name, which could say
+// what the reason does not.
+func refusal(msg string) string {
+	if _, entry, ok := strings.Cut(msg, "/trials/"); ok {
+		if _, reason, ok := strings.Cut(entry, ": "); ok {
+			return reason
+		}
+	}
+	return msg
 }
 
 // A worker says it passed: its own record holds the wrong answer, and the
@@ -276,13 +292,19 @@ func TestCheckReceiptOfAnOllamaArm(t *testing.T) {
 	}
 	snap := &studies.Snapshot{DesignHash: strings.Repeat("5", 64), Design: raw,
 		Arms: []studies.FrozenArm{{Name: "o", ModelSHA256: modelSHA, Binaries: []studies.Binary{{Component: component, SHA256: binarySHA}}}}}
-	rk := receipts.TrialKey{Arm: "o", TaskID: "capital", Repeat: 1}
+	key := studies.TrialKey{Arm: "o", JobKind: "qa", Task: "capital", Repeat: 1}
+	// The plan's receipt, as planReceipt makes it; an honest worker's
+	// starts the same (run's newReceipt) and adds what its runtime reported.
+	plan, err := run.UnrunReceipt("s1", snap, "exec-1", key, 1, 0, receipts.Preempted, "the plan's receipt")
+	if err != nil {
+		t.Fatal(err)
+	}
 	receipt := func(edit func(*receipts.Receipt)) receipts.Receipt {
-		r := receipts.Receipt{SchemaVersion: receipts.SchemaVersion, StudyID: "s1", ExecutionID: "exec-1", DesignHash: snap.DesignHash,
-			Arm: "o", JobKind: "qa", TaskID: "capital", Repeat: 1, Attempt: 1, Outcome: receipts.Scored, ModelName: "m", ModelDigest: modelSHA,
-			Runtime: "ollama", Harness: "ollama", HarnessVersion: "0.12", Machine: "test", GenerationSHA256: strings.Repeat("e", 64),
-			Pins:  map[string]string{"binary_sha256": binarySHA, "ollama_digest": strings.Repeat("f", 64), "quant": "Q8_0"},
-			Grade: &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}}
+		r := plan
+		r.Pins = maps.Clone(plan.Pins)
+		r.Outcome, r.HarnessVersion, r.Machine, r.GenerationSHA256 = receipts.Scored, "0.12", "test", strings.Repeat("e", 64)
+		r.Pins["binary_sha256"], r.Pins["ollama_digest"] = binarySHA, strings.Repeat("f", 64)
+		r.Grade = &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}
 		if edit != nil {
 			edit(&r)
 		}
@@ -292,7 +314,7 @@ func TestCheckReceiptOfAnOllamaArm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkReceipt(receipt(nil), snap, design, "s1", "exec-1", rk, 1); err != nil {
+	if err := checkReceipt(receipt(nil), plan, snap, design); err != nil {
 		t.Errorf("a legitimate Ollama receipt: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -304,8 +326,240 @@ func TestCheckReceiptOfAnOllamaArm(t *testing.T) {
 		"another model, pinned": {func(r *receipts.Receipt) { r.ModelDigest = strings.Repeat("d", 64) }, "model_digest"},
 		"another binary":        {func(r *receipts.Receipt) { r.Pins["binary_sha256"] = strings.Repeat("e", 64) }, "binary_sha256"},
 	} {
-		if err := checkReceipt(receipt(tc.edit), snap, design, "s1", "exec-1", rk, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := checkReceipt(receipt(tc.edit), plan, snap, design); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want refused naming %s", name, err, tc.want)
 		}
 	}
 }
+
+// Issue 43: a llama-server trial's receipt that says its harness is aider
+// (whose grades the coordinator cannot recompute) with a wrong answer
+// marked pass. The harness is the arm's, from the plan: the receipt is
+// refused naming it, and the grade is re-graded whatever the receipt says.
+func TestRedTeamForgedHarnessIsRefused(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	tr := writeEntry(t, spool, "w1", "Lyon", func(r *receipts.Receipt) {
+		r.Harness = "aider"
+		r.Grade = &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}
+	})
+	m, err := merge(t, c, tr)
+	refused(t, f, capitalKey, 1, m, err, "harness")
+
+	// Were the harness let through, the grade would not be: whether the
+	// coordinator grades again goes by the arm's harness, not the receipt's.
+	c, _, spool = mergeFixture(t)
+	tr = writeEntry(t, spool, "w1", "Lyon", func(r *receipts.Receipt) {
+		r.Harness = "aider"
+		r.Grade = &receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}
+	})
+	rec, entry := spoolReceipt(t, spool, tr)
+	d, err := f.snap.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
+	if err := c.checkGrade(context.Background(), f.snap, d, key, rec, entry.TrialRecord(), true); err == nil || !strings.Contains(err.Error(), "re-grade") {
+		t.Errorf("the grade of a llama-server trial whose receipt says aider: %v; want it graded again and refused", err)
+	} else {
+		t.Logf("checkGrade alone: %v", err)
+	}
+}
+
+// spoolReceipt is the receipt a worker left in the spool, and its entry.
+func spoolReceipt(t *testing.T, spool string, tr TrialResult) (receipts.Receipt, layout.Records) {
+	t.Helper()
+	entry := layout.Records(filepath.Join(spool, "s1", "exec-2", "trials", tr.Entry))
+	raw, err := os.ReadFile(entry.Receipt())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec receipts.Receipt
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec, entry
+}
+
+// An Aider arm's grade is not computed again (its text is the last of
+// several calls), but it still names the task's grader: the grader's name
+// and version are held on every counted receipt. A wrong pass under the
+// right grader is what stays the worker's word there.
+func TestRedTeamAiderGradeNamesTheTasksGrader(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	d, err := f.snap.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Arms[0].Runtime = "aider+llama-server"
+	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
+	for name, tc := range map[string]struct {
+		grade receipts.Grade
+		want  string // empty: let through
+	}{
+		"another grader":         {receipts.Grade{Score: 1, Pass: true, Grader: "code", GraderVersion: "1"}, "grade.grader"},
+		"another version":        {receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "3"}, "grade.grader_version"},
+		"the task's, not graded": {receipts.Grade{Score: 1, Pass: true, Grader: "exact", GraderVersion: "1"}, ""},
+	} {
+		tr := writeEntry(t, spool, "w-"+strings.ReplaceAll(name, " ", "-"), "Lyon", func(r *receipts.Receipt) { r.Grade = &tc.grade })
+		rec, entry := spoolReceipt(t, spool, tr)
+		err := c.checkGrade(context.Background(), f.snap, d, key, rec, entry.TrialRecord(), true)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v; want %q", name, err, tc.want)
+		}
+	}
+}
+
+// Every field of a receipt that the plan decides is the plan's: a worker
+// that lies about any one (the rest of its receipt honest, its answer the
+// right one) has the receipt refused, by the field's name. Its place in
+// the plan comes from the execution's plan and store; its model, runtime,
+// harness and the arm's and card's pins from the frozen arm (run's
+// newReceipt, as the worker's runner fills them); the grader from the
+// task in the frozen bank; the coordinator's own pins from no worker.
+func TestRedTeamWorkerCannotLieAboutDerivableFields(t *testing.T) {
+	pin := func(k, v string) func(*receipts.Receipt) { return func(r *receipts.Receipt) { r.Pins[k] = v } }
+	for name, tc := range map[string]struct {
+		attempt int // 1 unless set: earlier attempts are stored lost first
+		edit    func(*receipts.Receipt)
+		want    string
+	}{
+		"harness":         {edit: func(r *receipts.Receipt) { r.Harness = "aider" }, want: "harness"},
+		"runtime":         {edit: func(r *receipts.Receipt) { r.Runtime = "ollama" }, want: "runtime"},
+		"model name":      {edit: func(r *receipts.Receipt) { r.ModelName = "another/model" }, want: "model_name"},
+		"model digest":    {edit: func(r *receipts.Receipt) { r.ModelDigest = strings.Repeat("d", 64) }, want: "model_digest"},
+		"runtime binary":  {edit: pin("binary_sha256", strings.Repeat("e", 64)), want: "binary_sha256"},
+		"quant":           {edit: pin("quant", "Q2_K"), want: "pins.quant"},
+		"context":         {edit: pin("context", "131072"), want: "pins.context"},
+		"sampling":        {edit: pin("temperature", "0"), want: "pins.temperature"},
+		"stop cap":        {edit: pin("stop_cap", "32768"), want: "pins.stop_cap"},
+		"prompt format":   {edit: pin("prompt_format", "completion"), want: "pins.prompt_format"},
+		"offload":         {edit: pin("gpu_layers", "99"), want: "pins.gpu_layers"},
+		"card profile":    {edit: pin("card", "nvidia-h200"), want: "pins.card"},
+		"card memory":     {edit: pin("card_memory_mib", "143771"), want: "pins.card_memory_mib"},
+		"card simulated":  {edit: pin("card_simulated", "false"), want: "pins.card_simulated"},
+		"study":           {edit: func(r *receipts.Receipt) { r.StudyID = "s2" }, want: "study_id"},
+		"execution":       {edit: func(r *receipts.Receipt) { r.ExecutionID = "exec-1" }, want: "execution_id"},
+		"design hash":     {edit: func(r *receipts.Receipt) { r.DesignHash = strings.Repeat("9", 64) }, want: "design_hash"},
+		"arm":             {edit: func(r *receipts.Receipt) { r.Arm = "b" }, want: "arm"},
+		"job kind":        {edit: func(r *receipts.Receipt) { r.JobKind = "other" }, want: "job_kind"},
+		"task":            {edit: func(r *receipts.Receipt) { r.TaskID = "sum" }, want: "task_id"},
+		"repeat":          {edit: func(r *receipts.Receipt) { r.Repeat = 2 }, want: "repeat"},
+		"attempt":         {edit: func(r *receipts.Receipt) { r.Attempt, r.ParentAttempt = 2, 1 }, want: "attempt"},
+		"parent attempt":  {attempt: 3, edit: func(r *receipts.Receipt) { r.ParentAttempt = 1 }, want: "parent_attempt"},
+		"grader":          {edit: func(r *receipts.Receipt) { r.Grade.Grader = "regex" }, want: "grade.grader"},
+		"grader version":  {edit: func(r *receipts.Receipt) { r.Grade.GraderVersion = "2" }, want: "grade.grader_version"},
+		"worker pin":      {edit: pin("worker", "w9"), want: "pins.worker"},
+		"spool digest":    {edit: pin("spool_record_sha256", strings.Repeat("f", 64)), want: "pins.spool_record_sha256"},
+		"coordinator pin": {edit: pin("engine", "temporal"), want: "pins.engine"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c, f, spool := mergeFixture(t)
+			attempt := max(tc.attempt, 1)
+			key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
+			for a := 1; a < attempt; a++ {
+				if _, err := c.RecordLost(context.Background(), LostAttempt{Study: "s1", Execution: "exec-2", Key: key.String(), Attempt: a, Parent: a - 1, Why: "lost"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tr := writeEntryOf(t, spool, key, attempt, "w1", "Paris", tc.edit)
+			m, err := merge(t, c, tr)
+			refused(t, f, capitalKey, attempt, m, err, tc.want)
+		})
+	}
+}
+
+// An honest worker's receipt, made by the worker's own runner (run.Host,
+// as rig worker runs it) with a stub in place of llama-server, is merged:
+// every field the coordinator derives from the plan is the one the runner
+// wrote, pins included. (The engine's run of the same is
+// TestRedTeamForgingWorkerOnDevServer, which needs the provisioned tools.)
+func TestMergeTakesAnHonestHostedReceipt(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	ctx := context.Background()
+	bin := filepath.Join(t.TempDir(), "llama-server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stub stands in for the frozen binary, and its card is a real one
+	// (a simulated card would want a memory reservation of this machine).
+	d, err := f.snap.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.CardProfile.Simulated = false
+	d.TopK = 1 // the stub's one alternative per step
+	if f.snap.Design, err = json.Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+	f.snap.Arms[0].Binaries[0].SHA256 = sum
+	launch := func(context.Context, runtimes.Build, runtimes.Config) (runtimes.Runtime, error) {
+		return stubRuntime{pins: runtimes.Pins{Stack: runtimes.Stack{Runtime: "llama-server", RuntimeVersion: "b1", BinarySHA256: sum, Libraries: map[string]string{}},
+			ModelName: "m", ModelSHA256: modelSHA, Machine: runtimes.Machine{CPU: "stub", Cores: 1}}, text: "Paris"}, nil
+	}
+	h, err := run.NewHost(run.Env{Gates: openGates{}, Installed: provision.Installed{LlamaServer: bin}, Launch: launch},
+		run.HostSpec{Study: "s1", Snapshot: f.snap, Exec: receipts.Execution{ID: "exec-2"}, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	key := studies.TrialKey{Arm: "a", JobKind: "qa", Task: "capital", Repeat: 1}
+	entry := entryName(key.String(), 1, "w1")
+	dir := layout.Records(filepath.Join(spool, "s1", "exec-2", "trials", entry))
+	res, err := h.RunTrial(ctx, key, 1, 0, string(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(res.Receipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir.Receipt(), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	record, err := fileSHA256(dir.TrialRecord())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := TrialResult{Study: "s1", Execution: "exec-2", Key: key.String(), Attempt: 1, Worker: "w1", Entry: entry,
+		ReceiptSHA256: sha256Hex(raw), RecordSHA256: record, Outcome: res.Receipt.Outcome}
+	if m, err := merge(t, c, tr); err != nil || m.Outcome != receipts.Scored {
+		t.Fatalf("an honest worker's receipt: %+v, %v; its pins %v", m, err, res.Receipt.Pins)
+	}
+	if rec, err := f.st.Receipt(ctx, "exec-2", capitalKey, 1); err != nil || rec.Grade == nil || !rec.Grade.Pass || rec.Pins["card"] != "test-card" {
+		t.Errorf("merged: %+v, %v", rec, err)
+	}
+}
+
+// openGates are a governor that lets every trial run and preempts none.
+type openGates struct{}
+
+func (openGates) Ready(context.Context) error { return nil }
+func (openGates) Watch(context.Context, string, *runtimes.Sandbox, uint64) (run.TrialGuard, error) {
+	return openGuard{}, nil
+}
+
+type openGuard struct{}
+
+func (openGuard) Preempted() <-chan struct{} { return nil }
+func (openGuard) End() string                { return "" }
+
+// stubRuntime answers every call with text, under the pins it is given.
+type stubRuntime struct {
+	pins runtimes.Pins
+	text string
+}
+
+func (s stubRuntime) Name() string { return "llama-server" }
+func (s stubRuntime) Generate(_ context.Context, req runtimes.Request) (runtimes.Result, error) {
+	top := runtimes.Candidate{ID: -1, Text: s.text, Logprob: -0.1}
+	return runtimes.Result{CallID: req.CallID, Text: s.text, StopReason: "stop", OutputTokens: 1,
+		Steps: []runtimes.Step{{Candidate: top, Top: []runtimes.Candidate{top}}}}, nil
+}
+func (s stubRuntime) Pins() runtimes.Pins        { return s.pins }
+func (s stubRuntime) Endpoint() string           { return "" }
+func (s stubRuntime) Sandbox() *runtimes.Sandbox { return nil }
+func (s stubRuntime) Stop(context.Context) error { return nil }

@@ -31,9 +31,13 @@ import (
 //
 //   - the trial key is in the execution's plan, the attempt is one the store
 //     expects, and the entry is named as the worker's own (entryName);
-//   - the grade is the one the bank's grader gives the record's text, where
-//     that grader is deterministic (deterministicGraders);
-//   - the model and runtime binary are the frozen ones (checkReceipt);
+//   - every field of the receipt the plan decides is the plan's: its place
+//     in the plan, and the frozen arm's model, runtime, harness and pins
+//     (planReceipt, planFields); the coordinator's own pins are its own;
+//   - the grade names the task's grader, and is the one that grader gives
+//     the record's text where it is deterministic and the arm's harness
+//     is not Aider (checkGrade);
+//   - the runtime binary is the frozen one (checkReceipt);
 //   - the entry's digests are ones the engine reported (reported.jsonl):
 //     an entry no activity reported is never merged from the spool alone.
 
@@ -46,14 +50,89 @@ func deterministicGraders() *tasks.Registry {
 }
 
 // trust holds what the checks read once per execution or design: the plan's
-// keys, the snapshot's banks and its parsed design.
+// keys, the snapshot's banks, its parsed design and each arm's receipt.
 type trust struct {
 	mu      sync.Mutex
-	plans   map[string]map[studies.TrialKey]bool // by WorkflowID
-	banks   map[string]map[string]*tasks.Bank    // by design hash, then job kind
-	designs map[string]*studies.Design           // by design hash
-	log     sync.Mutex                           // appends to reported.jsonl
+	plans   map[string]map[studies.TrialKey]bool   // by WorkflowID
+	banks   map[string]map[string]*tasks.Bank      // by design hash, then job kind
+	designs map[string]*studies.Design             // by design hash
+	arms    map[string]map[string]receipts.Receipt // by design hash, then arm (planReceipt)
+	log     sync.Mutex                             // appends to reported.jsonl
 }
+
+// planReceipt is the receipt the plan gives attempt of trial key before
+// anything has run: run.UnrunReceipt, through run's newReceipt, which is
+// what a worker's runner starts every receipt from. So the fields the
+// frozen arm decides (model, runtime, harness, the arm's and its card's
+// pins) are derived here by the same code that derives them there, not
+// by a second copy of it. The arm's part is made once per design and arm
+// (newReceipt parses the design and reads the machine, nvidia-smi
+// included: not a cost to pay on every merge); the trial's place in the
+// plan is set here for each trial, as newReceipt sets it.
+func (c *Coordinator) planReceipt(study, execution string, snap *studies.Snapshot, key studies.TrialKey, attempt int) (receipts.Receipt, error) {
+	c.trust.mu.Lock()
+	r, ok := c.trust.arms[snap.DesignHash][key.Arm]
+	c.trust.mu.Unlock()
+	if !ok {
+		var err error
+		if r, err = run.UnrunReceipt(study, snap, execution, key, attempt, attempt-1, receipts.Preempted, "the plan's receipt"); err != nil {
+			return receipts.Receipt{}, err
+		}
+		c.trust.mu.Lock()
+		if c.trust.arms == nil {
+			c.trust.arms = map[string]map[string]receipts.Receipt{}
+		}
+		if c.trust.arms[snap.DesignHash] == nil {
+			c.trust.arms[snap.DesignHash] = map[string]receipts.Receipt{}
+		}
+		c.trust.arms[snap.DesignHash][key.Arm] = r
+		c.trust.mu.Unlock()
+	}
+	r.StudyID, r.ExecutionID, r.DesignHash = study, execution, snap.DesignHash
+	r.Arm, r.JobKind, r.TaskID, r.Repeat = key.Arm, key.JobKind, key.Task, key.Repeat
+	// Attempts are numbered one after another in the store (NextAttempt;
+	// checkRequest takes none out of turn), so each reruns the one before.
+	r.Attempt, r.ParentAttempt = attempt, attempt-1
+	return r, nil
+}
+
+// field is one field of a receipt, by its JSON name, as text.
+type field struct{ name, value string }
+
+// planFields are the fields of r the plan decides: its place in the plan
+// and what the frozen arm gives (armPins). A pin r lacks reads as empty,
+// as the plan's does: the absent prompt_format of a chat arm, say.
+func planFields(r receipts.Receipt) []field {
+	f := []field{
+		{"study_id", r.StudyID}, {"execution_id", r.ExecutionID}, {"design_hash", r.DesignHash},
+		{"arm", r.Arm}, {"job_kind", r.JobKind}, {"task_id", r.TaskID}, {"repeat", strconv.Itoa(r.Repeat)},
+		{"attempt", strconv.Itoa(r.Attempt)}, {"parent_attempt", strconv.Itoa(r.ParentAttempt)},
+		{"model_name", r.ModelName}, {"model_digest", r.ModelDigest}, {"runtime", r.Runtime}, {"harness", r.Harness},
+	}
+	for _, k := range armPins {
+		f = append(f, field{"pins." + k, r.Pins[k]})
+	}
+	return f
+}
+
+// armPins are the pins run's pinMap takes from the frozen arm and its card
+// profile, the same on every worker. The others are what the worker's
+// runtime reported (its build flags, threads, load report, containment)
+// or measured on its machine (harness_caps' wall clock, card_cgroup): the
+// coordinator has nothing to derive them from. binary_sha256 and
+// ollama_digest are reported too, and held to the frozen digests apart
+// (checkReceipt).
+var armPins = []string{
+	"quant", "context", "temperature", "top_k", "top_p", "min_p", "seed", "stop_cap", "runtime_build", "pins_source", "prompt_format",
+	"offload_backend", "gpu_layers", "flash_attention", "kv_cache_on_host",
+	"card", "card_memory_mib", "card_simulated",
+}
+
+// coordinatorPins are the pins the coordinator writes on a receipt it
+// merges (MergeEntry) or records lost (RecordLost). From a worker they
+// would be vouched for as the coordinator's own: spool digests the engine
+// never reported (vouched, Replay), another worker's name, an engine.
+var coordinatorPins = []string{"worker", "spool_receipt_sha256", "spool_record_sha256", "engine"}
 
 // designOf is the snapshot's design, parsed once per design hash: parsing
 // and checking it again for every merged trial was a tenth of a fleet's
@@ -160,13 +239,17 @@ func checkCaller(ctx context.Context, tr TrialResult) error {
 	return nil
 }
 
-// checkGrade grades the trial's own record again where the task's grader
-// is deterministic and refuses a receipt whose grade differs. The text is
-// the record's row of the trial's call, the one the worker's runner graded
+// checkGrade holds a counted receipt's grade to the task's grader, and
+// grades the trial's own record again where that grader is deterministic,
+// refusing a receipt whose grade differs. Every fact it goes by is the
+// plan's: the task is the planned key's (d, key), and so is the harness,
+// which is the arm's, never the receipt's word. The text is the record's
+// row of the trial's call, the one the worker's runner graded
 // (run.trialRunner.generate): a worker cannot claim a pass its own record
-// does not earn. Aider trials are left to their grader: their text is the
-// last of several calls and their code grade needs the kept repository.
-func (c *Coordinator) checkGrade(ctx context.Context, snap *studies.Snapshot, rec receipts.Receipt, recordPath string, hasRecord bool) error {
+// does not earn. The trials of an Aider arm are not graded again: their
+// text is the last of several calls and their code grade needs the kept
+// repository.
+func (c *Coordinator) checkGrade(ctx context.Context, snap *studies.Snapshot, d *studies.Design, key studies.TrialKey, rec receipts.Receipt, recordPath string, hasRecord bool) error {
 	switch rec.Outcome {
 	case receipts.FailedAtCard:
 		// Scored as a failure whatever the model could do: no pass in it.
@@ -178,27 +261,40 @@ func (c *Coordinator) checkGrade(ctx context.Context, snap *studies.Snapshot, re
 	default:
 		return nil // not counted: nothing of the model's is graded
 	}
-	if rec.Harness == "aider" {
-		return nil
+	arm := d.Arm(key.Arm)
+	if arm == nil {
+		return fmt.Errorf("arm %s is not in the frozen design", key.Arm)
 	}
 	banks, err := c.banksOf(snap)
 	if err != nil {
 		return err
 	}
-	bank := banks[rec.JobKind]
+	bank := banks[key.JobKind]
 	if bank == nil {
-		return fmt.Errorf("job kind %s has no bank in the snapshot", rec.JobKind)
+		return fmt.Errorf("job kind %s has no bank in the snapshot", key.JobKind)
 	}
-	task, ok := bank.Task(rec.TaskID)
+	task, ok := bank.Task(key.Task)
 	if !ok {
-		return fmt.Errorf("task %s is not in bank %s", rec.TaskID, bank.File)
+		return fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
+	}
+	if rec.Grade == nil {
+		return fmt.Errorf("grade: a %s receipt without one", rec.Outcome)
+	}
+	// The runner grades with the registry's grader of the task's own
+	// reference, which stamps its name and version on the grade
+	// (tasks.Registry.Grade): true of every grader and harness, so held
+	// here even where the grade itself cannot be recomputed.
+	if r := *rec.Grade; r.Grader != task.Grader.Name {
+		return fmt.Errorf("grade.grader %q is not the grader of task %s, %q", r.Grader, task.ID, task.Grader.Name)
+	} else if v := strconv.Itoa(task.Grader.Version); r.GraderVersion != v {
+		return fmt.Errorf("grade.grader_version %q is not the version of task %s's grader %s, %q", r.GraderVersion, task.ID, task.Grader.Name, v)
+	}
+	if studies.HarnessOf(arm.Runtime) == "aider" {
+		return nil
 	}
 	g, err := deterministicGraders().Get(task.Grader)
 	if err != nil {
 		return nil // code or judge: the coordinator cannot grade it alone
-	}
-	if rec.Grade == nil {
-		return fmt.Errorf("grade: a %s receipt without one", rec.Outcome)
 	}
 	call := run.TrialCallID(rec)
 	text, found := "", false
