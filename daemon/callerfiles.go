@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -11,18 +13,28 @@ import (
 	"rig/internal/provision"
 	"rig/internal/sizecap"
 	"rig/studies"
+	"rig/studies/run"
 )
 
 // Files a request names are read with the caller's rights, never the
 // daemon's (which is root under the shipped unit). The command line sends
 // the design's content itself; every other file a request names (a task
-// bank, a licence registry, a model, a speeds table, or the design's path
-// from an older command line) is read by the daemon only when it lies under
-// the daemon's own home or the provisioned cache, or when the caller could
-// read it themselves (package peerfile: their uid and groups against the
-// file's mode and ACL and every folder on the way, links resolved by the
-// check itself). A call made inside the daemon's process (no socket) reads
-// as the daemon.
+// bank and the audit records beside it, a licence registry, a model, a
+// speeds table, or the design's path from an older command line) is read by
+// the daemon only when it lies under the daemon's own home or the
+// provisioned cache, or when the caller could read it themselves (package
+// peerfile: their uid and groups against the file's mode and ACL and every
+// folder on the way, links resolved by the check itself). A call made
+// inside the daemon's process (no socket) reads as the daemon.
+//
+// Every read goes through a descriptor peerfile judged (callerOpen), never
+// through the path again after a check: a caller who owns a folder on the
+// way could otherwise swap a link between the check and the read, and the
+// daemon would parse or hash a file only root may read and quote it in its
+// error (issue 43, TestRedTeamLinkSwapDuringRegister). checkDesignFiles
+// still checks every file first, so that the common refusal names the
+// design's field before anything is read; the opener is what makes the
+// reads safe.
 
 // callerCred is whose rights a request's files are read with; ok is false
 // for a call made inside the daemon's process.
@@ -57,9 +69,59 @@ func within(root, path string) bool {
 }
 
 // notYours words a refusal to read a file on a caller's behalf: which file,
-// which field named it, and what to do. It never says what is in the file.
+// which field named it (when the reader knows), and what to do. It never
+// says what is in the file.
 func notYours(c Caller, what string, err error) error {
-	return fmt.Errorf("%w: %s: %v; the daemon reads a file a request names only if %s could read it (make it readable to you, or name a copy you can read)", ErrForbidden, what, err, c)
+	if what != "" {
+		what += ": "
+	}
+	return fmt.Errorf("%w: %s%v; the daemon reads a file a request names only if %s could read it (make it readable to you, or name a copy you can read)", ErrForbidden, what, err, c)
+}
+
+// callerOpen is os.Open with the rights of the caller ctx carries, for the
+// readers of the files a request names (banks, audit records, registries,
+// model headers and hashes): each open walks the path again as the caller
+// and returns the very descriptor it judged, so a link swapped after any
+// earlier check cannot send the read elsewhere. A file under the daemon's
+// home or the provisioned cache is opened as the daemon (ownPath); a file
+// the caller may not read is ErrForbidden, naming the file and the fix; a
+// missing one stays fs.ErrNotExist (readers that take a missing record as
+// empty still can), said only where the caller could have seen it. A call
+// made inside the daemon's process opens as the daemon.
+func (s *Service) callerOpen(ctx context.Context) func(path string) (*os.File, error) {
+	who, c, ok := callerCred(ctx)
+	if !ok {
+		return os.Open
+	}
+	return func(path string) (*os.File, error) {
+		if real, own := s.ownPath(path); own {
+			return os.Open(real)
+		}
+		f, err := peerfile.OpenAny(path, who)
+		if errors.Is(err, peerfile.ErrDenied) && !errors.Is(err, fs.ErrNotExist) {
+			return nil, notYours(c, "", err)
+		}
+		return f, err
+	}
+}
+
+// callerEnv is the run environment for work done on a request's behalf
+// (register, freeze): its assets hash models and read banks and their audit
+// records through callerOpen.
+func (s *Service) callerEnv(ctx context.Context) (run.Env, error) {
+	env, err := s.runEnv()
+	if err != nil {
+		return run.Env{}, err
+	}
+	env.Open = s.callerOpen(ctx)
+	return env, nil
+}
+
+// callerValidate is the validation options for a design a request names:
+// model headers (quant, chat template) are read through callerOpen.
+func (s *Service) callerValidate(ctx context.Context, file, base string, lookup func(string) (string, bool)) studies.ValidateOptions {
+	open := s.callerOpen(ctx)
+	return studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: base, Quant: studies.GGUFQuantWith(open), Format: studies.GGUFFormatWith(open)}
 }
 
 // readAsCaller reads a file a request names, as the caller could.
@@ -91,8 +153,9 @@ func (s *Service) readAsCaller(ctx context.Context, what, path string) ([]byte, 
 	return limit.Read(f, path)
 }
 
-// checkReadable refuses a file the daemon would read by path on the
-// caller's behalf and the caller could not read.
+// checkReadable refuses a file the daemon will read on the caller's behalf
+// and the caller could not read, naming the field that named it. It is the
+// early, well-worded refusal; the reads themselves go through callerOpen.
 func (s *Service) checkReadable(ctx context.Context, what, path string) error {
 	who, c, ok := callerCred(ctx)
 	if !ok {
@@ -107,13 +170,23 @@ func (s *Service) checkReadable(ctx context.Context, what, path string) error {
 		}
 		return err
 	}
+	if afterCallerCheck != nil {
+		afterCallerCheck(path)
+	}
 	return nil
 }
 
+// afterCallerCheck, set only by tests, runs when a file a request names has
+// passed the caller's check and before anything reads it: the moment a
+// caller who owns a folder on the way would swap a link
+// (TestRedTeamLinkSwapDuringRegister).
+var afterCallerCheck func(path string)
+
 // checkDesignFiles refuses a design that names, as a model, a task bank or
 // its licence registry, a file the caller could not read. Register and
-// freeze run it before anything reads those files; a path that does not
-// resolve is left to validation, which says so in its own words.
+// freeze run it before anything reads those files, and then read them
+// through callerOpen, never by path; a path that does not resolve is left to
+// validation, which says so in its own words.
 func (sr Studies) checkDesignFiles(ctx context.Context, file string, d *studies.Design, lookup func(string) (string, bool), base, registry string) error {
 	if _, _, ok := callerCred(ctx); !ok {
 		return nil

@@ -168,19 +168,19 @@ func TestRefusedDecisionLeavesBanksFree(t *testing.T) {
 
 func TestFreezeRefusesHoldoutFlippedAfterDecision(t *testing.T) {
 	f := newDecideFixture(t)
-	if err := checkHoldoutSplits(f.snap); err != nil {
+	if err := checkHoldoutSplits(os.Open, f.snap); err != nil {
 		t.Fatalf("before any decision: %v", err)
 	}
 	if _, err := f.decide(DecideRequest{Rationale: "the rule says ship", Actor: "dana"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkHoldoutSplits(f.snap); err != nil {
+	if err := checkHoldoutSplits(os.Open, f.snap); err != nil {
 		t.Fatalf("the bank as decided: %v", err)
 	}
 	// A hand edit flips b to hold-out in place, past FlipHoldout's lock.
 	b := dkWriteBank(t, f.bank, dkHeader, dkTask("a", false), dkTask("b", true))
 	next := &studies.Snapshot{Banks: []studies.FrozenBank{{JobKind: "qa", Bank: studies.Bank{Path: f.bank, SHA256: b.Hash, Tasks: []string{"a"}}}}}
-	err := checkHoldoutSplits(next)
+	err := checkHoldoutSplits(os.Open, next)
 	var se *studies.StaleAssetError
 	if !errors.As(err, &se) || !errors.Is(err, studies.ErrStaleAsset) || se.Field != "holdout" || se.Asset != "bank:qa" {
 		t.Fatalf("freeze of a flipped bank = %v, want a StaleAssetError on bank:qa's holdout", err)
@@ -195,7 +195,7 @@ func TestFreezeRefusesHoldoutFlippedAfterDecision(t *testing.T) {
 	}
 	// The same tasks under a new bank_version are free to split anew.
 	dkWriteBank(t, f.bank, `{"schema_version":1,"job_kind":"qa","bank_version":"2"}`, dkTask("a", false), dkTask("b", true))
-	if err := checkHoldoutSplits(next); err != nil {
+	if err := checkHoldoutSplits(os.Open, next); err != nil {
 		t.Errorf("version 2: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -38,17 +39,18 @@ func markBanksUsed(study string, snap *studies.Snapshot, at time.Time) error {
 
 // checkHoldoutSplits refuses a snapshot whose bank is a version a decided
 // study used, with its hold-out flags changed in place since: a
-// *studies.StaleAssetError naming the bank, the field and the fix.
-func checkHoldoutSplits(snap *studies.Snapshot) error {
+// *studies.StaleAssetError naming the bank, the field and the fix. open
+// opens the bank and its used-versions record (freeze's caller's rights).
+func checkHoldoutSplits(open func(string) (*os.File, error), snap *studies.Snapshot) error {
 	for _, fb := range snap.Banks {
-		b, err := tasks.LoadBank(fb.Path)
+		b, err := tasks.LoadBankWith(open, fb.Path)
 		if err != nil {
 			return err
 		}
 		file := studies.BankUsedFile(fb.Path)
-		used, err := tasks.LoadUsed(file)
+		used, err := tasks.LoadUsedWith(open, file)
 		if err != nil {
-			return err
+			return fmt.Errorf("job kind %s: the used-versions record beside its task bank %s: %w", fb.JobKind, fb.Path, err)
 		}
 		ch, changed := used.SplitChanged(b)
 		if !changed {

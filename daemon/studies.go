@@ -62,10 +62,14 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	} else if !filepath.IsAbs(req.DesignFile) {
 		return StudyInfo{}, fmt.Errorf("%w: design_file: %q is not an absolute path (relative banks and models resolve against its folder)", ErrBadRequest, req.DesignFile)
 	}
-	a, err := sr.s.assets()
+	// Banks, audit records, the registry and models are read with the
+	// caller's rights, each through the descriptor that was judged.
+	open := sr.s.callerOpen(ctx)
+	env, err := sr.s.callerEnv(ctx)
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	a := env.Assets()
 	lk, err := provision.Lookup()
 	if err != nil {
 		return StudyInfo{}, err
@@ -86,7 +90,7 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	if err := sr.checkDesignFiles(ctx, req.DesignFile, d, lk, base, choice.Path); err != nil {
 		return StudyInfo{}, err
 	}
-	if err := studies.Validate(ctx, d, studies.ValidateOptions{File: req.DesignFile, Lookup: lk, BaseDir: base, Quant: studies.GGUFQuant, Format: studies.GGUFFormat}); err != nil {
+	if err := studies.Validate(ctx, d, sr.s.callerValidate(ctx, req.DesignFile, base, lk)); err != nil {
 		return StudyInfo{}, err
 	}
 	derived := req.Key == ""
@@ -117,7 +121,7 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 			prevAssets = assets
 		}
 	}
-	lic, err := studies.OpenLicences(choice)
+	lic, err := studies.OpenLicencesWith(open, choice)
 	if err != nil {
 		return StudyInfo{}, err
 	}
@@ -249,29 +253,31 @@ func (sr Studies) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 	if err != nil {
 		return StudyInfo{}, err
 	}
-	a, err := sr.s.assets()
+	open := sr.s.callerOpen(ctx)
+	env, err := sr.s.callerEnv(ctx)
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	a := env.Assets()
 	lk, err := provision.Lookup()
 	if err != nil {
 		return StudyInfo{}, err
 	}
 	// Freeze reads the banks, models and registry again, on this caller's
-	// behalf: a file swapped since register for one they may not read is
-	// refused before it is read.
+	// behalf and through descriptors judged as them: a file swapped since
+	// register (or since this check) for one they may not read is refused.
 	if err := sr.checkDesignFiles(ctx, name, d, lk, reg.DesignDir, reg.Licences.Registry); err != nil {
 		return StudyInfo{}, err
 	}
 	snap, err := studies.Freeze(ctx, studies.FreezeInput{Design: d, Registered: reg.Assets,
-		Validate: studies.ValidateOptions{File: name, Lookup: lk, Quant: studies.GGUFQuant, Format: studies.GGUFFormat, BaseDir: reg.DesignDir}}, a)
+		Validate: sr.s.callerValidate(ctx, name, reg.DesignDir, lk), Open: open}, a)
 	if err != nil {
 		return StudyInfo{}, err
 	}
 	if err := sr.checkLeakage(ctx, snap); err != nil {
 		return StudyInfo{}, err
 	}
-	if err := checkHoldoutSplits(snap); err != nil {
+	if err := checkHoldoutSplits(open, snap); err != nil {
 		return StudyInfo{}, err
 	}
 	if err := sr.checkPromptsFit(ctx, name, snap); err != nil {
@@ -299,7 +305,7 @@ func (sr Studies) Freeze(ctx context.Context, name, actor string) (StudyInfo, er
 // checkPromptsFit refuses a freeze when a task's prompt and an arm's stop cap
 // do not fit the arm's pinned context (see run.CheckPromptsFit).
 func (sr Studies) checkPromptsFit(ctx context.Context, name string, snap *studies.Snapshot) error {
-	env, err := sr.s.runEnv()
+	env, err := sr.s.callerEnv(ctx)
 	if err != nil {
 		return err
 	}
@@ -326,7 +332,7 @@ func (sr Studies) checkLeakage(ctx context.Context, snap *studies.Snapshot) erro
 	}
 	var banks []*tasks.Bank
 	for _, fb := range snap.Banks {
-		b, err := tasks.LoadBank(fb.Path)
+		b, err := tasks.LoadBankWith(sr.s.callerOpen(ctx), fb.Path)
 		if err != nil {
 			return err
 		}

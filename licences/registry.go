@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -201,19 +203,24 @@ var RegistryCap = sizecap.Cap{
 
 // LoadRegistry reads and parses a registry file.
 func LoadRegistry(path string) (*Registry, error) {
-	reg, _, err := loadRegistry(path)
+	reg, _, err := loadRegistry(os.Open, path)
 	return reg, err
 }
 
 // loadRegistry also returns the hash of the very bytes it parsed, so the hash
 // recorded for a study is the hash of the registry it was checked against.
-func loadRegistry(path string) (*Registry, string, error) {
-	data, err := RegistryCap.ReadFile(path)
+func loadRegistry(open func(string) (*os.File, error), path string) (*Registry, string, error) {
+	data, err := readRegistry(open, path)
 	if errors.Is(err, sizecap.ErrTooLarge) {
 		return nil, "", err
 	}
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, "", fmt.Errorf("licence registry %s: %w (give the path of an existing registry file)", path, err)
+	}
+	if err != nil {
+		// A refusal to read it (the daemon's, on a caller's behalf) carries
+		// its own fix.
+		return nil, "", fmt.Errorf("licence registry %s: %w", path, err)
 	}
 	reg, err := ParseRegistry(path, data)
 	if err != nil {
@@ -223,8 +230,11 @@ func loadRegistry(path string) (*Registry, string, error) {
 }
 
 // FileSHA256 is the hex SHA-256 of a registry file as it is on disk now.
-func FileSHA256(path string) (string, error) {
-	data, err := RegistryCap.ReadFile(path)
+func FileSHA256(path string) (string, error) { return FileSHA256With(os.Open, path) }
+
+// FileSHA256With is FileSHA256 opening the file with open (see OpenSetWith).
+func FileSHA256With(open func(string) (*os.File, error), path string) (string, error) {
+	data, err := readRegistry(open, path)
 	if errors.Is(err, sizecap.ErrTooLarge) {
 		return "", err
 	}
@@ -232,6 +242,19 @@ func FileSHA256(path string) (string, error) {
 		return "", fmt.Errorf("licence registry %s: %w", path, err)
 	}
 	return sha256Hex(data), nil
+}
+
+// readRegistry is RegistryCap.ReadFile opening the file with open.
+func readRegistry(open func(string) (*os.File, error), path string) ([]byte, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := RegistryCap.Check(f, path); err != nil {
+		return nil, err
+	}
+	return RegistryCap.Read(f, path)
 }
 
 var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)

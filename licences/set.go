@@ -1,5 +1,7 @@
 package licences
 
+import "os"
+
 // Set is the registry a design is checked against: the studio's own registry
 // file, when it keeps one, layered over the registry bundled with rig.
 //
@@ -19,7 +21,12 @@ type Set struct {
 
 // OpenSet reads the studio registry at studioPath over the bundled one; an
 // empty studioPath gives the bundled registry alone.
-func OpenSet(studioPath string) (*Set, error) {
+func OpenSet(studioPath string) (*Set, error) { return OpenSetWith(os.Open, studioPath) }
+
+// OpenSetWith is OpenSet opening the studio's file with open: a service
+// reading it on someone's behalf passes an open that has their rights, and
+// parses and hashes the very file it opened (peerfile.OpenAny).
+func OpenSetWith(open func(string) (*os.File, error), studioPath string) (*Set, error) {
 	bundled, err := Bundled()
 	if err != nil {
 		return nil, err
@@ -28,7 +35,7 @@ func OpenSet(studioPath string) (*Set, error) {
 	if studioPath == "" {
 		return s, nil
 	}
-	if s.Studio, s.StudioSHA256, err = loadRegistry(studioPath); err != nil {
+	if s.Studio, s.StudioSHA256, err = loadRegistry(open, studioPath); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -2,6 +2,7 @@ package studies
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 
@@ -19,16 +20,37 @@ func BankAuditDir(bank string) string { return filepath.Join(filepath.Dir(bank),
 func BankUsedFile(bank string) string { return filepath.Join(BankAuditDir(bank), "used.json") }
 
 // GGUFQuant reads a model file's quant from its GGUF header.
-func GGUFQuant(path string) (string, error) {
-	f, err := gguf.Open(path)
+func GGUFQuant(path string) (string, error) { return GGUFQuantWith(os.Open)(path) }
+
+// GGUFQuantWith is GGUFQuant opening the file with open: the daemon's opens
+// it with its caller's rights, and reads the header of the very file it
+// opened.
+func GGUFQuantWith(open func(string) (*os.File, error)) QuantReader {
+	return func(path string) (string, error) {
+		f, err := ggufHeader(open, path)
+		if err != nil {
+			return "", err
+		}
+		ft, ok := f.Uint("general.file_type")
+		if !ok {
+			return "", fmt.Errorf("%s: no general.file_type in the GGUF header", path)
+		}
+		return gguf.FileTypeName(ft), nil
+	}
+}
+
+// ggufHeader is gguf.Open opening the file with open.
+func ggufHeader(open func(string) (*os.File, error), path string) (*gguf.File, error) {
+	f, err := open(path)
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("gguf: open model: %w", err)
 	}
-	ft, ok := f.Uint("general.file_type")
-	if !ok {
-		return "", fmt.Errorf("%s: no general.file_type in the GGUF header", path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("gguf: stat %s: %w", path, err)
 	}
-	return gguf.FileTypeName(ft), nil
+	return gguf.Read(f, st.Size(), path)
 }
 
 // SampleByTemplate takes n tasks in turn from each template, so a sample

@@ -292,6 +292,11 @@ type FreezeInput struct {
 	Registered AssetSet
 	// Validate is passed to Validate; its Quant reader checks every quant.
 	Validate ValidateOptions
+	// Open opens the licence registries recorded at registration, to hash
+	// them as they are now; nil is os.Open. (Models and banks are read
+	// through the Assets given.) The daemon's opens them with its caller's
+	// rights.
+	Open func(path string) (*os.File, error)
 }
 
 // Freeze validates the design, resolves every pin to a digest, validates
@@ -308,7 +313,11 @@ func Freeze(ctx context.Context, in FreezeInput, assets Assets) (*Snapshot, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if err := addLicenceAssets(set, in.Registered); err != nil {
+	open := in.Open
+	if open == nil {
+		open = os.Open
+	}
+	if err := addLicenceAssets(open, set, in.Registered); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if in.Registered != nil {
@@ -334,12 +343,12 @@ func Freeze(ctx context.Context, in FreezeInput, assets Assets) (*Snapshot, erro
 // addLicenceAssets hashes, as they are now, the licence registries recorded at
 // registration: the registry a study was checked against is fixed then, and
 // the snapshot carries its hash like any other asset's.
-func addLicenceAssets(set, registered AssetSet) error {
+func addLicenceAssets(open func(string) (*os.File, error), set, registered AssetSet) error {
 	for _, k := range sortedKeys(registered) {
 		if !strings.HasPrefix(k, licenceAssetPrefix) {
 			continue
 		}
-		sum, err := licenceAssetSHA256(k)
+		sum, err := licenceAssetSHA256(open, k)
 		if err != nil {
 			return fmt.Errorf("%w: %v", &StaleAssetError{Asset: k, Want: registered[k], Got: "unreadable"}, err)
 		}
@@ -419,7 +428,7 @@ func CheckStale(ctx context.Context, s *Snapshot, assets Assets) error {
 			b, err = assets.Binary(ctx, name)
 			sum = b.SHA256
 		case "licences":
-			sum, err = licenceAssetSHA256(k)
+			sum, err = licenceAssetSHA256(os.Open, k)
 		case "bank":
 			d, derr := s.DesignValue()
 			if derr != nil {

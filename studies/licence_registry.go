@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -69,7 +70,13 @@ type StudyLicences struct {
 // OpenLicences reads the chosen registry over the bundled one. A registry
 // that cannot be read or parsed is an error naming the file and what chose it.
 func OpenLicences(c LicenceRegistryChoice) (*StudyLicences, error) {
-	set, err := licences.OpenSet(c.Path)
+	return OpenLicencesWith(os.Open, c)
+}
+
+// OpenLicencesWith is OpenLicences opening the registry file with open (the
+// daemon's opens it with the caller's rights; licences.OpenSetWith).
+func OpenLicencesWith(open func(string) (*os.File, error), c LicenceRegistryChoice) (*StudyLicences, error) {
+	set, err := licences.OpenSetWith(open, c.Path)
 	if err != nil {
 		if c.Path != "" {
 			return nil, fmt.Errorf("%s: %w", c.From, err)
@@ -156,12 +163,13 @@ func (r LicenceRecord) Assets() AssetSet {
 	return set
 }
 
-// licenceAssetSHA256 hashes a licence registry asset as it is now.
-func licenceAssetSHA256(key string) (string, error) {
+// licenceAssetSHA256 hashes a licence registry asset as it is now, opening
+// the file with open.
+func licenceAssetSHA256(open func(string) (*os.File, error), key string) (string, error) {
 	if key == bundledLicenceAsset {
 		return licences.BundledSHA256(), nil
 	}
-	return licences.FileSHA256(strings.TrimPrefix(key, licenceAssetPrefix))
+	return licences.FileSHA256With(open, strings.TrimPrefix(key, licenceAssetPrefix))
 }
 
 // LicenceLinesFor renders the items' verdict lines against the study's

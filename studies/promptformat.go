@@ -3,10 +3,9 @@ package studies
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"unicode"
-
-	"rig/internal/gguf"
 )
 
 // Prompt formats an arm may declare: how a task's prompt reaches the model.
@@ -83,8 +82,16 @@ func (m ModelFormat) describe() string {
 type FormatReader func(path string) (ModelFormat, error)
 
 // GGUFFormat reads a ModelFormat from a GGUF header.
-func GGUFFormat(path string) (ModelFormat, error) {
-	f, err := gguf.Open(path)
+func GGUFFormat(path string) (ModelFormat, error) { return GGUFFormatWith(os.Open)(path) }
+
+// GGUFFormatWith is GGUFFormat opening the file with open (see
+// GGUFQuantWith).
+func GGUFFormatWith(open func(string) (*os.File, error)) FormatReader {
+	return func(path string) (ModelFormat, error) { return ggufFormat(open, path) }
+}
+
+func ggufFormat(open func(string) (*os.File, error), path string) (ModelFormat, error) {
+	f, err := ggufHeader(open, path)
 	if err != nil {
 		return ModelFormat{}, err
 	}

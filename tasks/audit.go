@@ -103,7 +103,13 @@ func Audit(ctx context.Context, b *Bank, reg *Registry, dir string) (AuditRecord
 // with no record, or edited since its audit, gets an *AuditError wrapping
 // ErrNotAudited or ErrBankChanged; the freeze refuses on either.
 func CheckAudited(b *Bank, dir string) (AuditRecord, error) {
-	data, err := os.ReadFile(auditPath(dir, b.Hash))
+	return CheckAuditedWith(os.Open, b, dir)
+}
+
+// CheckAuditedWith is CheckAudited opening the audit folder and its records
+// with open (see LoadBankWith).
+func CheckAuditedWith(open func(string) (*os.File, error), b *Bank, dir string) (AuditRecord, error) {
+	data, err := readWith(open, auditPath(dir, b.Hash))
 	if err == nil {
 		var rec AuditRecord
 		if err := json.Unmarshal(data, &rec); err != nil {
@@ -118,12 +124,18 @@ func CheckAudited(b *Bank, dir string) (AuditRecord, error) {
 		return AuditRecord{}, fmt.Errorf("read audit record: %w", err)
 	}
 	// Name the hash that was audited, if this bank version was audited at all.
-	entries, _ := os.ReadDir(dir)
+	var entries []os.DirEntry
+	if d, err := open(dir); err == nil {
+		entries, _ = d.ReadDir(-1)
+		d.Close()
+	}
+	// In name order, as os.ReadDir gives them, so the record named is the same each time.
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "audit-") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		data, err := readWith(open, filepath.Join(dir, e.Name()))
 		if err != nil {
 			continue
 		}
@@ -133,6 +145,16 @@ func CheckAudited(b *Bank, dir string) (AuditRecord, error) {
 		}
 	}
 	return AuditRecord{}, &AuditError{File: b.File, Current: b.Hash, Err: ErrNotAudited}
+}
+
+// readWith is os.ReadFile opening the file with open.
+func readWith(open func(string) (*os.File, error), path string) ([]byte, error) {
+	f, err := open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 // writeAtomic writes through internal/atomicfile: a crash leaves either the

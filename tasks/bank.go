@@ -113,8 +113,13 @@ var (
 )
 
 // LoadBank reads and parses a bank file.
-func LoadBank(file string) (*Bank, error) {
-	f, err := os.Open(file)
+func LoadBank(file string) (*Bank, error) { return LoadBankWith(os.Open, file) }
+
+// LoadBankWith is LoadBank opening the file with open: a service reading a
+// bank on someone's behalf passes an open that has their rights, and parses
+// the very file it opened (peerfile.OpenAny).
+func LoadBankWith(open func(string) (*os.File, error), file string) (*Bank, error) {
+	f, err := open(file)
 	if err != nil {
 		return nil, fmt.Errorf("open bank: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"rig/internal/atomicfile"
 	"rig/internal/jsonerr"
 	"rig/internal/sizecap"
 )
@@ -39,12 +40,23 @@ type UsedVersions struct {
 var usedCap = sizecap.Cap{What: "used-versions record", Limit: 4 << 20, Fix: "the file holds one short entry per bank version used: name the record rig wrote"}
 
 // LoadUsed reads the record; a missing file is an empty record.
-func LoadUsed(path string) (UsedVersions, error) {
+func LoadUsed(path string) (UsedVersions, error) { return LoadUsedWith(os.Open, path) }
+
+// LoadUsedWith is LoadUsed opening the record with open (see LoadBankWith).
+func LoadUsedWith(open func(string) (*os.File, error), path string) (UsedVersions, error) {
 	var u UsedVersions
-	data, err := usedCap.ReadFile(path)
+	f, err := open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return u, nil
 	}
+	if err != nil {
+		return u, err
+	}
+	defer f.Close()
+	if err := usedCap.Check(f, path); err != nil {
+		return u, err
+	}
+	data, err := usedCap.Read(f, path)
 	if err != nil {
 		return u, err
 	}
@@ -95,7 +107,11 @@ func MarkUsed(path string, v UsedVersion) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return writeAtomic(path, append(data, '\n'))
+	// Readable by all, unlike the audit records: the daemon that writes it
+	// at decide is often root, and a later freeze reads it with its caller's
+	// rights (it lies beside their bank, in their folder). It holds what the
+	// bank and its study already show: versions, hashes, hold-out ids.
+	return atomicfile.WriteBytes(path, append(data, '\n'), 0o644)
 }
 
 // HoldoutIDs lists the ids of the bank's hold-out tasks, sorted; never nil,

@@ -9,7 +9,11 @@
 // The walk is race-free: every component is opened relative to the folder
 // before it with O_NOFOLLOW and judged on the descriptor, and symbolic links
 // are resolved by the walk itself, so a link swapped in after the check
-// cannot send the read elsewhere.
+// cannot send the read elsewhere. That holds only for reads through the
+// descriptor Open returns: a reader that checks here and then opens the path
+// again can be sent elsewhere by a link swapped in between. A service that
+// reads a file more than once opens it here each time (OpenAny is os.Open
+// with the account's rights, for code that takes an opener).
 package peerfile
 
 import (
@@ -42,6 +46,10 @@ type DeniedError struct {
 	Path   string // as asked for
 	At     string // the folder or file the account may not pass or read
 	Reason string
+	// Err is the system's error where there was one (a missing file's
+	// fs.ErrNotExist), so that a reader that treats a missing file as empty
+	// still can.
+	Err error
 }
 
 func (e *DeniedError) Error() string {
@@ -54,6 +62,9 @@ func (e *DeniedError) Error() string {
 // Is makes errors.Is(err, ErrDenied) true.
 func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
 
+// Unwrap is the system's error, if any.
+func (e *DeniedError) Unwrap() error { return e.Err }
+
 // maxLinks is how many symbolic links one path may pass through, as the
 // kernel's own limit.
 const maxLinks = 40
@@ -64,7 +75,14 @@ const maxLinks = 40
 // not read are all a *DeniedError (a missing file under a folder the
 // account may not search is told apart from nothing: it is denied at the
 // folder).
-func Open(path string, who Cred) (*os.File, error) {
+func Open(path string, who Cred) (*os.File, error) { return open(path, who, false) }
+
+// OpenAny is Open, or, when path is a folder, the folder for listing (read
+// permission on it, as open(2) asks): os.Open with who's rights, for code
+// that reads a folder's entries (each then opened here on its own).
+func OpenAny(path string, who Cred) (*os.File, error) { return open(path, who, true) }
+
+func open(path string, who Cred, folderOK bool) (*os.File, error) {
 	// Not filepath.Abs: it cleans "link/.." lexically, which is not where
 	// the kernel would go.
 	abs := path
@@ -76,6 +94,9 @@ func Open(path string, who Cred) (*os.File, error) {
 		abs = wd + "/" + path
 	}
 	deny := func(at, reason string) error { return &DeniedError{Path: path, At: at, Reason: reason} }
+	failed := func(at, reason string, err error) error {
+		return &DeniedError{Path: path, At: at, Reason: reason + ": " + err.Error(), Err: err}
+	}
 	// dirs is the stack of folders walked so far, each a real folder (no
 	// link) opened O_PATH: ".." pops it, so it means what the kernel means.
 	type dir struct {
@@ -118,7 +139,7 @@ func Open(path string, who Cred) (*os.File, error) {
 		full := filepath.Join(cur.name, name)
 		fd, err := unix.Openat(cur.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, deny(full, "cannot be opened: "+err.Error())
+			return nil, failed(full, "cannot be opened", err)
 		}
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
@@ -154,20 +175,48 @@ func Open(path string, who Cred) (*os.File, error) {
 			if !allowed(fd, &st, who, 4) {
 				return nil, deny(full, fmt.Sprintf("the caller may not read this file (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
 			}
-			// Reopen the very inode judged, through the descriptor, for reading.
-			f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_RDONLY|unix.O_NONBLOCK, 0)
+			f, err := reopen(fd, &st, 0, path)
 			if err != nil {
-				return nil, deny(full, "cannot be opened: "+err.Error())
-			}
-			var again unix.Stat_t
-			if err := unix.Fstat(int(f.Fd()), &again); err != nil || again.Ino != st.Ino || again.Dev != st.Dev {
-				f.Close()
-				return nil, deny(full, "changed while it was being opened")
+				return nil, failed(full, "cannot be opened", err)
 			}
 			return f, nil
 		}
 	}
-	return nil, deny(dirs[len(dirs)-1].name, "is a folder, not a file")
+	last := dirs[len(dirs)-1]
+	if !folderOK {
+		return nil, deny(last.name, "is a folder, not a file")
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(last.fd, &st); err != nil {
+		return nil, err
+	}
+	if !allowed(last.fd, &st, who, 4) {
+		return nil, deny(last.name, fmt.Sprintf("the caller may not list this folder (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
+	}
+	f, err := reopen(last.fd, &st, unix.O_DIRECTORY, path)
+	if err != nil {
+		return nil, failed(last.name, "cannot be opened", err)
+	}
+	return f, nil
+}
+
+// errChanged is an inode that reopening through its descriptor did not give.
+var errChanged = errors.New("it changed while it was being opened")
+
+// reopen opens the very inode judged, through its O_PATH descriptor, for
+// reading, and names the file as it was asked for (name), so a reader's
+// errors name what the request named.
+func reopen(fd int, st *unix.Stat_t, flags int, name string) (*os.File, error) {
+	rfd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC|flags, 0)
+	if err != nil {
+		return nil, err
+	}
+	var again unix.Stat_t
+	if err := unix.Fstat(rfd, &again); err != nil || again.Ino != st.Ino || again.Dev != st.Dev {
+		unix.Close(rfd)
+		return nil, errChanged
+	}
+	return os.NewFile(uintptr(rfd), name), nil
 }
 
 // ReadFile is Open, then up to max bytes of the file; a longer file is an

@@ -3,6 +3,8 @@ package peerfile
 import (
 	"encoding/binary"
 	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -245,5 +247,88 @@ func TestOpenWinsTheRaceAgainstASwappedLink(t *testing.T) {
 	<-done
 	if opened == 0 {
 		t.Fatal("the readable file was never opened: the race did not run")
+	}
+}
+
+// TestOpenAnyIsOsOpenAsTheCaller: OpenAny opens a file as Open does and a
+// folder for listing only when the caller may read it; a missing file is
+// fs.ErrNotExist as well as ErrDenied where the caller could see it is
+// missing, and only ErrDenied behind a folder they may not enter; the file
+// returned is named as it was asked for, so a reader's errors name it.
+func TestOpenAnyIsOsOpenAsTheCaller(t *testing.T) {
+	needRoot(t)
+	top := openDir(t)
+	listable := filepath.Join(top, "listable")
+	mkdir(t, listable, 0o755, 0, 0)
+	write(t, filepath.Join(listable, "a"), "a", 0o644, 0, 0)
+	searchOnly := filepath.Join(top, "search-only")
+	mkdir(t, searchOnly, 0o711, 0, 0)
+	write(t, filepath.Join(searchOnly, "b"), "b", 0o644, 0, 0)
+	private := filepath.Join(top, "private")
+	mkdir(t, private, 0o700, 0, 0)
+	caller := Cred{UID: someone, GIDs: []int{someone}}
+
+	d, err := OpenAny(listable, caller)
+	if err != nil {
+		t.Fatalf("a folder the caller may list: %v", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil || len(names) != 1 || names[0] != "a" {
+		t.Errorf("listing %s: %v %v, want [a]", listable, names, err)
+	}
+	if _, err := Open(listable, caller); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "is a folder") {
+		t.Errorf("Open of a folder: %v, want refused as a folder", err)
+	}
+	if _, err := OpenAny(searchOnly, caller); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "may not list") {
+		t.Errorf("a folder the caller may enter but not list: %v, want refused", err)
+	}
+	f, err := OpenAny(filepath.Join(searchOnly, "b"), caller)
+	if err != nil {
+		t.Fatalf("a readable file in that folder: %v", err)
+	}
+	if f.Name() != filepath.Join(searchOnly, "b") {
+		t.Errorf("the file is named %q, want the path asked for", f.Name())
+	}
+	f.Close()
+
+	_, err = OpenAny(filepath.Join(listable, "missing"), caller)
+	if !errors.Is(err, ErrDenied) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file in a folder the caller may search: %v, want ErrDenied and fs.ErrNotExist", err)
+	}
+	_, err = OpenAny(filepath.Join(private, "missing"), caller)
+	if !errors.Is(err, ErrDenied) || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file behind a folder the caller may not enter: %v, want ErrDenied and not fs.ErrNotExist", err)
+	}
+}
+
+// TestTheDescriptorOutlivesTheLink: once Open has judged a file, reads go
+// to it whatever the link it was reached through points at afterwards;
+// reading the path again (what a check-then-read by path does) would not.
+func TestTheDescriptorOutlivesTheLink(t *testing.T) {
+	needRoot(t)
+	top := openDir(t)
+	write(t, filepath.Join(top, "open"), "anyone", 0o644, 0, 0)
+	write(t, filepath.Join(top, "secret"), "root only", 0o600, 0, 0)
+	mine := filepath.Join(top, "mine")
+	mkdir(t, mine, 0o755, someone, someone)
+	link := filepath.Join(mine, "bank.jsonl")
+	if err := os.Symlink(filepath.Join(top, "open"), link); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(link, Cred{UID: someone, GIDs: []int{someone}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	os.Remove(link)
+	if err := os.Symlink(filepath.Join(top, "secret"), link); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(f); string(b) != "anyone" {
+		t.Errorf("read %q through the judged descriptor, want the file judged", b)
+	}
+	if b, _ := os.ReadFile(link); string(b) != "root only" {
+		t.Errorf("the path now reads %q; the test means to show it reaches root's file", b)
 	}
 }

@@ -2,7 +2,11 @@ package run
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"os"
 
 	"rig/internal/provision"
 	"rig/runtimes"
@@ -19,10 +23,28 @@ type localAssets struct {
 	// auditDir holds the banks' audit records; a bank edited after its
 	// audit is refused at freeze.
 	auditDir func(bank string) string
+	// open opens models, banks and audit records (Env.Open); nil is os.Open.
+	open func(string) (*os.File, error)
+}
+
+func (a localAssets) opener() func(string) (*os.File, error) {
+	if a.open != nil {
+		return a.open
+	}
+	return os.Open
 }
 
 func (a localAssets) FileSHA256(_ context.Context, path string) (string, error) {
-	return runtimes.FileSHA256(path)
+	f, err := a.opener()(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func (a localAssets) Binary(_ context.Context, component string) (studies.Binary, error) {
@@ -34,7 +56,7 @@ func (a localAssets) Binary(_ context.Context, component string) (studies.Binary
 }
 
 func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, error) {
-	b, err := tasks.LoadBank(jk.TaskBank)
+	b, err := tasks.LoadBankWith(a.opener(), jk.TaskBank)
 	if err != nil {
 		return studies.Bank{}, err
 	}
@@ -48,7 +70,7 @@ func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, 
 		return studies.Bank{}, fmt.Errorf("job kind %s: %w", jk.Name, tasks.CheckDuplicates(b))
 	}
 	if a.auditDir != nil {
-		if _, err := tasks.CheckAudited(b, a.auditDir(jk.TaskBank)); err != nil {
+		if _, err := tasks.CheckAuditedWith(a.opener(), b, a.auditDir(jk.TaskBank)); err != nil {
 			return studies.Bank{}, fmt.Errorf("job kind %s: %w (run: rig tasks audit %s)", jk.Name, err, jk.TaskBank)
 		}
 	}
@@ -59,5 +81,5 @@ func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, 
 // Assets resolves a design's pins on this host: what Register and Freeze
 // fingerprint, and what a runner on another machine checks before it runs.
 func (env Env) Assets() studies.Assets {
-	return localAssets{installed: env.Installed, graders: env.Graders(), auditDir: studies.BankAuditDir}
+	return localAssets{installed: env.Installed, graders: env.Graders(), auditDir: studies.BankAuditDir, open: env.Open}
 }

@@ -49,7 +49,7 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 		for _, x := range fb.Excluded {
 			left[x.JobKind+"\x00"+x.Task] = true
 		}
-		b, err := tasks.LoadBank(fb.Path)
+		b, err := tasks.LoadBankWith(env.open(), fb.Path)
 		if err != nil {
 			return nil, err
 		}

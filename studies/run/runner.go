@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -35,6 +36,20 @@ type Env struct {
 	// server (runtimes.Build.Start): rig bench scale's synthetic runtime,
 	// which times the engine's path with no model. Nil in every study.
 	Launch func(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error)
+	// Open, when set, opens the files a study names (model files to hash,
+	// task banks and their audit records) for Assets and CheckPromptsFit in
+	// place of os.Open: the daemon's opens them with the rights of the
+	// caller it reads them for, and what it parses or hashes is the very
+	// file it judged (peerfile.OpenAny).
+	Open func(path string) (*os.File, error)
+}
+
+// open is env.Open, else os.Open.
+func (env Env) open() func(string) (*os.File, error) {
+	if env.Open != nil {
+		return env.Open
+	}
+	return os.Open
 }
 
 // launch starts an arm's runtime: the build's server, or Launch's.
