@@ -29,7 +29,9 @@ type Options struct {
 	Engine *scaleout.Config
 	// Metrics is where /metrics is served (HOST:PORT); empty or "off"
 	// serves none. MetricsDefault says it is the flag's default, whose
-	// port, when taken, gives way to a free loopback one (metrics.Listen).
+	// port, when another process of the daemon's own account holds it,
+	// gives way to a free loopback one; held by another account it is an
+	// error naming the holder (metrics.Listen).
 	Metrics        string
 	MetricsDefault bool
 }

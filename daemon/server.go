@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -15,8 +16,11 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"rig/daemon/api"
 	"rig/internal/jsonerr"
@@ -65,7 +69,9 @@ func (s *Service) resources() []map[string]handler {
 }
 
 // Serve answers the command line on socket until ctx ends. A socket another
-// daemon answers on is refused; a stale one is replaced.
+// daemon answers on is refused; a stale one is replaced. Each account may
+// hold a bounded number of connections (capListener), and refusals reach
+// the log at a bounded rate (refusalLog).
 func (s *Service) Serve(ctx context.Context, socket string) error {
 	if c, err := net.DialTimeout("unix", socket, 300*time.Millisecond); err == nil {
 		c.Close()
@@ -76,32 +82,119 @@ func (s *Service) Serve(ctx context.Context, socket string) error {
 	if err != nil {
 		return err
 	}
-	srv := s.httpServer(s.methods())
+	refusals := newRefusalLog(s.Log, refusalLogEvery)
+	srv := s.socketServer(s.methods(), refusals)
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	err = srv.Serve(l)
+	err = srv.Serve(capConnections(l, connCapFor, refusals))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
 }
 
+// The socket's limits. Issue 43: a member of the socket group who held no
+// role kept 19,990 idle connections open (the server had no idle timeout
+// and no cap), the daemon's descriptor limit; the governor could not write
+// its heartbeat, a staff caller's list timed out, and every refused request
+// wrote a log line.
+const (
+	// socketHeaderTimeout is how long a connection may take, from accept or
+	// from the end of its last reply, to send a request's headers. The
+	// command line writes them at once.
+	socketHeaderTimeout = 10 * time.Second
+	// socketReadTimeout bounds reading a whole request, body included: 16
+	// MiB at most (maxRequestBytes), which a local socket moves in well under
+	// a second; the rest is room for a loaded machine. net/http lifts this
+	// read deadline once the body is read, so it never cuts off a method
+	// that runs long.
+	socketReadTimeout = 30 * time.Second
+	// socketIdleTimeout bounds a connection kept open between requests.
+	// Keep-alives are off (socketServer), so no connection waits there
+	// today; the bound stays so that turning them on cannot bring back an
+	// idle connection held for ever.
+	socketIdleTimeout = 5 * time.Second
+	// replyWriteTimeout bounds writing one reply, counted from when the
+	// method has returned. It is not the server's WriteTimeout: that counts
+	// from the request's arrival, and a reply is written only once its
+	// method returns (text included), which for validate, preflight, grade
+	// or engine-replay is minutes of trials later.
+	replyWriteTimeout = 30 * time.Second
+
+	// connCap is how many connections one account (peer uid) may hold open
+	// at once. One command line call holds one; 64 covers a person's
+	// parallel commands and scripts with room, and 64 per member keeps a
+	// studio group of a few hundred accounts inside a 20,000 descriptor
+	// limit (each connection costs the daemon one descriptor).
+	connCap = 64
+	// connCapOwner is the cap of root and of the daemon's own account. They
+	// are not the threat (they can stop or read the daemon anyway:
+	// docs/security.md, What the socket does not protect against), and in
+	// single-user mode every call is theirs, so the cap is larger; it is
+	// still a cap, so that a runaway script of theirs cannot take the
+	// descriptors the governor and the stores need.
+	connCapOwner = 1024
+	// refusalLogEvery is the interval at which refusals from one account
+	// are summed into one log line.
+	refusalLogEvery = 10 * time.Second
+)
+
+// connCapFor is the connection cap of uid.
+func connCapFor(uid int) int {
+	if uid == 0 || uid == os.Geteuid() {
+		return connCapOwner
+	}
+	return connCap
+}
+
 // httpServer serves methods, each request knowing its caller: whoever the
-// kernel says is at the other end of the connection.
+// kernel says is at the other end of the connection. It is socketServer
+// with a refusal log of its own, for tests that serve on a listener of
+// their own.
 func (s *Service) httpServer(methods map[string]handler) *http.Server {
-	return &http.Server{Handler: s.handler(methods), ReadHeaderTimeout: 10 * time.Second,
+	return s.socketServer(methods, newRefusalLog(s.Log, refusalLogEvery))
+}
+
+// socketServer serves methods on the socket with its timeouts; refusals go
+// to refusals.
+func (s *Service) socketServer(methods map[string]handler, refusals *refusalLog) *http.Server {
+	srv := &http.Server{Handler: s.handler(methods, refusals),
+		ReadHeaderTimeout: socketHeaderTimeout, ReadTimeout: socketReadTimeout, IdleTimeout: socketIdleTimeout,
+		// No WriteTimeout: see replyWriteTimeout, set by the handler.
+		// net/http's own complaints (an accept failing with EMFILE, which it
+		// retries after 5 ms doubling to 1 s) go to the daemon's log.
+		ErrorLog: slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			caller, err := peerCaller(c)
+			caller, err := connCaller(c)
 			if err != nil {
-				s.Log.Warn("reading a caller's credentials", "err", err)
+				refusals.refused(unknownUID, refusedConnections, "reading a caller's credentials", "err", err)
 				return ctx
 			}
 			return withCaller(ctx, caller)
 		}}
+	// One request per connection: the command line's client makes a new
+	// connection for every call and never reuses one, so a kept-alive
+	// connection would only sit idle (one descriptor each, counted against
+	// the caller's cap) until the client process exits; a `rig study
+	// status --follow` polling every 2 s would reach the cap in two minutes.
+	srv.SetKeepAlivesEnabled(false)
+	return srv
+}
+
+// connCaller is who is at the other end of c: the credentials capListener
+// read at accept, or read now for a connection from another listener.
+func connCaller(c net.Conn) (Caller, error) {
+	if cc, ok := c.(*cappedConn); ok {
+		if cc.credErr != nil {
+			return Caller{}, cc.credErr
+		}
+		return resolveCaller(cc.uid, cc.gid), nil
+	}
+	return peerCaller(c)
 }
 
 // maxRequestBytes caps a request body: no method needs more, and a caller
@@ -109,7 +202,8 @@ func (s *Service) httpServer(methods map[string]handler) *http.Server {
 const maxRequestBytes = 16 << 20
 
 // handler serves methods; a method it does not know is an ErrNoMethod reply.
-func (s *Service) handler(methods map[string]handler) http.Handler {
+// A request refused before its method runs goes to refusals.
+func (s *Service) handler(methods map[string]handler, refusals *refusalLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.URL.Path[1:]
 		h, ok := methods[name]
@@ -137,7 +231,7 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 		if err == nil {
 			res, err = s.guarded(r.Context(), name, h, body, &text)
 		} else if ok {
-			s.Log.Warn("request refused", "method", name, "caller", caller.String(), "err", err)
+			refusals.refused(caller.UID, refusedRequests, "request refused", "method", name, "caller", caller.String(), "err", err)
 		}
 		rep := api.Reply{Text: text.String()}
 		if err != nil {
@@ -148,6 +242,10 @@ func (s *Service) handler(methods map[string]handler) http.Handler {
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
+		// The reply's write deadline starts now that it is ready (see
+		// replyWriteTimeout): a caller that stops reading lets go of its
+		// connection after it, however long the method ran.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(replyWriteTimeout))
 		json.NewEncoder(w).Encode(rep)
 	})
 }
@@ -203,4 +301,234 @@ func listenSocket(socket, group string) (net.Listener, error) {
 		}
 	}
 	return l, nil
+}
+
+// capListener accepts the socket's connections and holds each account
+// (peer uid, read at accept) to its cap of open connections: one past it is
+// answered with a fixed refusal and closed at once, before anything is read
+// from it, so a refused connection costs the daemon one accept, one small
+// write and one close. Refusals go to refusals.
+type capListener struct {
+	net.Listener
+	limit    func(uid int) int
+	refusals *refusalLog
+	// reply is the fixed refusal: an HTTP reply in the daemon's envelope
+	// (api.Reply), so the command line shows its error rather than "the
+	// daemon stopped" when it reads it before the close.
+	reply func(uid int) []byte
+
+	mu   sync.Mutex
+	open map[int]int // open connections per uid
+}
+
+// capConnections caps the connections each uid may hold on l at limit(uid).
+func capConnections(l net.Listener, limit func(uid int) int, refusals *refusalLog) *capListener {
+	return &capListener{Listener: l, limit: limit, refusals: refusals, open: map[int]int{}, reply: refusalReply(limit)}
+}
+
+// unknownUID counts the connections whose credentials could not be read,
+// as one account: they are refused at every request (handler), and share
+// one cap.
+const unknownUID = -1
+
+// Kinds of refusal, as refusalLog sums them.
+const (
+	refusedConnections = "connections"
+	refusedRequests    = "requests"
+)
+
+// Accept returns the next connection whose account is under its cap.
+// Connections over it are refused here, in a loop, and never reach the
+// server. An error from the listener (EMFILE when the process is out of
+// descriptors) goes back to http.Server.Serve, which retries after 5 ms
+// doubling to 1 s on a temporary one (EMFILE, ENFILE, ECONNABORTED): no
+// spin, and the server does not stop; a closed listener ends Serve.
+func (l *capListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			// Not from listenSocket: nothing to read who is calling from.
+			c.Close()
+			l.refusals.refused(unknownUID, refusedConnections, "connection refused: not a unix socket connection", "type", fmt.Sprintf("%T", c))
+			continue
+		}
+		cc := &cappedConn{UnixConn: uc, uid: unknownUID, gid: -1, l: l}
+		cc.uid, cc.gid, cc.credErr = peerIDs(uc)
+		if cc.credErr != nil {
+			cc.uid = unknownUID
+		}
+		if !l.take(cc.uid) {
+			l.refuse(uc, cc.uid)
+			continue
+		}
+		return cc, nil
+	}
+}
+
+// take counts one more connection of uid, unless uid is at its cap.
+func (l *capListener) take(uid int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[uid] >= l.limit(uid) {
+		return false
+	}
+	l.open[uid]++
+	return true
+}
+
+// release counts one connection of uid closed.
+func (l *capListener) release(uid int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[uid]--; l.open[uid] <= 0 {
+		delete(l.open, uid)
+	}
+}
+
+// openBy is how many connections uid holds (for tests).
+func (l *capListener) openBy(uid int) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open[uid]
+}
+
+// refuse answers c with the fixed refusal and closes it. The write cannot
+// block the accept loop: a fresh connection's buffer takes the few hundred
+// bytes whole, and the deadline covers the impossible case.
+func (l *capListener) refuse(c *net.UnixConn, uid int) {
+	_ = c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+	_, _ = c.Write(l.reply(uid))
+	c.Close()
+	l.refusals.refused(uid, refusedConnections, "connection refused: the account holds as many connections as it may",
+		"uid", uid, "cap", l.limit(uid))
+}
+
+// refusalReply is the fixed reply to a connection over its account's cap,
+// built once per cap value.
+func refusalReply(limit func(uid int) int) func(uid int) []byte {
+	var mu sync.Mutex
+	built := map[int][]byte{}
+	return func(uid int) []byte {
+		n := limit(uid)
+		mu.Lock()
+		defer mu.Unlock()
+		if b, ok := built[n]; ok {
+			return b
+		}
+		body, _ := json.Marshal(api.Reply{Error: fmt.Sprintf("the daemon refused this connection: your account already holds %d connections to it, "+
+			"the most one account may hold (so that no account can take the daemon's descriptors from the others); "+
+			"close some (a rig command or script of yours may be stuck) and try again", n)})
+		b := fmt.Appendf(nil, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+		built[n] = b
+		return b
+	}
+}
+
+// cappedConn is an accepted connection counted against its account's cap
+// until it closes, with the credentials read at accept.
+type cappedConn struct {
+	*net.UnixConn
+	uid, gid int
+	credErr  error
+	l        *capListener
+	once     sync.Once
+}
+
+// Close releases the connection's place under its account's cap, once
+// however often the server closes it.
+func (c *cappedConn) Close() error {
+	c.once.Do(func() { c.l.release(c.uid) })
+	return c.UnixConn.Close()
+}
+
+// peerIDs reads the uid and gid of the connection's peer (SO_PEERCRED,
+// which the kernel fills in and the peer cannot forge).
+func peerIDs(uc *net.UnixConn) (uid, gid int, err error) {
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return 0, 0, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return 0, 0, err
+	}
+	if credErr != nil {
+		return 0, 0, fmt.Errorf("reading the peer's credentials: %w", credErr)
+	}
+	return int(cred.Uid), int(cred.Gid), nil
+}
+
+// refusalLog writes refusals (connections over an account's cap, requests
+// refused before their method runs) to the daemon's log at a bounded rate.
+// The first refusal of a kind from a uid is written in full, with its
+// reason; the ones after it within refusalLogEvery are counted, and at the
+// end of the interval one line gives their number ("refused 1532 more
+// connections from uid 998 in the last 10s"), for as long as they go on.
+// One line per refusal let any member of the socket group write the log as
+// fast as they could connect.
+type refusalLog struct {
+	log   *slog.Logger
+	every time.Duration
+	// after runs f after d: time.AfterFunc, or a test's clock.
+	after func(d time.Duration, f func())
+
+	mu sync.Mutex
+	// counted holds, for each uid and kind with a window open, the
+	// refusals not written since the window opened.
+	counted map[refusalKey]int
+}
+
+type refusalKey struct {
+	uid  int
+	kind string // refusedConnections, refusedRequests
+}
+
+func newRefusalLog(log *slog.Logger, every time.Duration) *refusalLog {
+	return &refusalLog{log: log, every: every, counted: map[refusalKey]int{},
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
+}
+
+// refused records one refusal of kind from uid. With no window open for
+// them it writes msg and args as a warning and opens one; else it counts.
+func (r *refusalLog) refused(uid int, kind, msg string, args ...any) {
+	k := refusalKey{uid, kind}
+	r.mu.Lock()
+	if _, open := r.counted[k]; open {
+		r.counted[k]++
+		r.mu.Unlock()
+		return
+	}
+	r.counted[k] = 0
+	r.mu.Unlock()
+	r.log.Warn(msg, args...)
+	r.after(r.every, func() { r.closeWindow(k) })
+}
+
+// closeWindow ends k's window. The refusals it counted are written in one
+// line and a new window opens for the next interval; a window that counted
+// none closes, so that the next refusal is written in full again.
+func (r *refusalLog) closeWindow(k refusalKey) {
+	r.mu.Lock()
+	n := r.counted[k]
+	if n == 0 {
+		delete(r.counted, k)
+		r.mu.Unlock()
+		return
+	}
+	r.counted[k] = 0
+	r.mu.Unlock()
+	from := fmt.Sprintf("uid %d", k.uid)
+	if k.uid == unknownUID {
+		from = "callers whose credentials could not be read"
+	}
+	r.log.Warn(fmt.Sprintf("refused %d more %s from %s in the last %s", n, k.kind, from, r.every),
+		"uid", k.uid, "refused", n)
+	r.after(r.every, func() { r.closeWindow(k) })
 }

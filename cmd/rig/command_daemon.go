@@ -72,8 +72,9 @@ scale-out runs (rig study run NAME --engine temporal): it submits them to
 that Temporal cluster and merges what the rig workers return.
 
 It serves Prometheus metrics at http://127.0.0.1:9479/metrics (--metrics
-HOST:PORT elsewhere, off for none; a default port already taken gives way to
-a free loopback one, logged). docs/scale-out.md lists them.
+HOST:PORT elsewhere, off for none; a default port taken by another process of
+the daemon's own account gives way to a free loopback one, logged; taken by
+another account it stops the daemon, naming who holds it). docs/scale-out.md lists them.
 
   rig daemon &                 start it (or under systemd: deploy/systemd/rig-daemon.service)
   rig study status NAME        follow a study`,

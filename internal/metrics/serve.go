@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
@@ -61,27 +62,59 @@ func CheckAddr(addr string) (loopback bool, err error) {
 	return ip.IsLoopback(), nil
 }
 
-// Listen opens the metrics listener at addr. fallback says that addr is
-// the default rather than the user's word: when its port is taken (a second
-// worker on the machine, a test's private daemon) Listen takes a free
-// loopback port instead, and the caller logs the one it got. A port the
-// user named that is taken is an error naming it.
+// Listen opens the metrics listener at addr. A port that is taken is an
+// error naming who holds it (FindPortHolder), with one exception: fallback
+// says that addr is the default rather than the user's word, and a default
+// port held by another process of this same account (a second worker on
+// the machine, a test's private daemon) gives way to a free loopback port,
+// which Start logs. A default held by another account, or by a holder that
+// cannot be named, is an error like a named port: giving way would leave
+// the default port's scrapers reading that account's numbers as this
+// process's.
 func Listen(addr string, fallback bool) (net.Listener, error) {
+	ln, _, err := listen(addr, fallback)
+	return ln, err
+}
+
+// listen is Listen, also returning the holder of the default port when it
+// gave way to another.
+func listen(addr string, fallback bool) (net.Listener, *PortHolder, error) {
 	loopback, err := CheckAddr(addr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if fallback && !loopback {
-		return nil, &AddrError{Addr: addr, Why: "a default must be loopback", Fix: "name the address with --metrics"}
+		return nil, nil, &AddrError{Addr: addr, Why: "a default must be loopback", Fix: "name the address with --metrics"}
 	}
+	fix := "give a free port with --metrics HOST:PORT, or --metrics off"
 	ln, err := net.Listen("tcp", addr)
-	if err != nil && fallback && errors.Is(err, syscall.EADDRINUSE) {
-		return net.Listen("tcp", "127.0.0.1:0")
+	if err == nil {
+		return ln, nil, nil
 	}
-	if err != nil {
-		return nil, &AddrError{Addr: addr, Why: err.Error(), Fix: "give a free port with --metrics HOST:PORT, or --metrics off"}
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		return nil, nil, &AddrError{Addr: addr, Why: err.Error(), Fix: fix}
 	}
-	return ln, nil
+	h, found := holderOf(addr)
+	if !found {
+		// Gone between the two looks, or bound and not listening (which
+		// /proc/net/tcp does not list): one more try, then an error.
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			return ln, nil, nil
+		}
+		return nil, nil, &AddrError{Addr: addr, Why: "the port is taken, and no listening socket on it shows in /proc/net/tcp or tcp6 to name who holds it (a socket bound and not listening?)", Fix: fix}
+	}
+	if fallback && h.UID == os.Geteuid() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, nil, &AddrError{Addr: addr, Why: "the default port is taken by " + h.String() + ", and no free loopback port was given: " + err.Error(), Fix: fix}
+		}
+		return ln, &h, nil
+	}
+	why := "the port is taken by " + h.String()
+	if fallback {
+		why = "the default port is held by another account: " + h.String() + "; serving elsewhere would leave whoever scrapes the default port reading that account's numbers as this process's"
+	}
+	return nil, nil, &AddrError{Addr: addr, Why: why, Fix: "stop that process, or " + fix}
 }
 
 // Handler serves the Set in Prometheus' text and protobuf formats.
@@ -134,12 +167,13 @@ func (s *Set) Start(ctx context.Context, addr string, isDefault bool, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	ln, err := Listen(addr, isDefault)
+	ln, movedFrom, err := listen(addr, isDefault)
 	if err != nil {
 		return nil, err
 	}
-	if got := ln.Addr().String(); got != addr && isDefault {
-		log.Warn("metrics: the default port is taken; serving on another loopback port (give this process --metrics 127.0.0.1:PORT to fix it)", "default", addr, "addr", got)
+	if movedFrom != nil {
+		log.Warn("metrics: the default port is taken by another process of this account; serving on another loopback port, so whoever scrapes the default reads that process's numbers, not these (give this process --metrics 127.0.0.1:PORT to fix it)",
+			"default", addr, "addr", ln.Addr().String(), "holder", movedFrom.String())
 	}
 	if loopback, _ := CheckAddr(addr); !loopback {
 		log.Warn("metrics served on a non-loopback address: whoever reaches it can read them", "addr", addr)
