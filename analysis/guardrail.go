@@ -66,7 +66,7 @@ func (c Constraint) String() string {
 // ReceiptFields are the receipt's numeric measurements, by their JSON
 // names, that a "receipt.FIELD" guardrail may read (identifiers such as
 // the repeat or the attempt are not measurements). analysis imports no
-// receipts package, so studies/findings' test holds this list to the
+// receipts package, so report/findings' test holds this list to the
 // receipt's own fields.
 var ReceiptFields = []string{"input_tokens", "thinking_tokens", "output_tokens", "prompt_tok_s", "output_tok_s",
 	"ttft_ms", "tpot_ms", "wall_ms", "peak_memory_bytes", "peak_gpu_memory_bytes", "energy_joules"}

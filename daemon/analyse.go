@@ -11,14 +11,14 @@ import (
 	"strings"
 	"time"
 
+	"rig/analysis"
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/receipts"
+	"rig/report"
+	"rig/report/findings"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/findings"
-	"rig/studies/report"
-	"rig/studies/run"
 	"rig/tasks"
 )
 

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/genrecord"
 	"rig/receipts"
+	"rig/run"
 	"rig/scaleout"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/studies/studytest"
 )
 

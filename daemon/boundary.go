@@ -3,9 +3,9 @@ package daemon
 import (
 	"encoding/json"
 
-	"rig/daemon/api"
+	"rig/api"
+	"rig/run"
 	"rig/scaleout"
-	"rig/studies/run"
 )
 
 // The boundary between the Service and the socket: the Service works in the

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/studies"
 )

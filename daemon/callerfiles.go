@@ -12,8 +12,8 @@ import (
 	"rig/internal/peerfile"
 	"rig/internal/provision"
 	"rig/internal/sizecap"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // Files a request names are read with the caller's rights, never the

@@ -14,8 +14,8 @@ import (
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/preflight"
+	"rig/run/gates"
 	"rig/runtimes"
-	"rig/studies/run/gates"
 )
 
 // CardCheckOptions is one `rig governor card-check`.

@@ -8,11 +8,11 @@ import (
 	"os"
 	"time"
 
-	"rig/daemon/api"
+	"rig/analysis"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // DecisionRecord is what `rig study decide` records (decision.json), in

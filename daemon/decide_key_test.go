@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"rig/analysis"
 	"rig/internal/atomicfile"
 	"rig/studies"
-	"rig/studies/analysis"
 	"rig/studies/studytest"
 	"rig/tasks"
 )

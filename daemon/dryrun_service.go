@@ -12,8 +12,8 @@ import (
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // DryRun prices the frozen study's whole plan (every arm × task × repeat) in

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Budget serves the requests about the monthly budget across studies: its

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Executions serves the requests about runs of a frozen study: run, cancel,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Proposals serves the requests about publish proposals (the ones a

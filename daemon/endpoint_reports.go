@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Reports serves the requests that read an execution's evidence: the

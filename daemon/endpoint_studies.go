@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Studies serves the requests about a study as data and its gates before a

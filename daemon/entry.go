@@ -11,13 +11,13 @@ import (
 	"syscall"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/governor"
 	"rig/internal/cgroup"
 	"rig/internal/metrics"
 	"rig/internal/provision"
+	"rig/run/gates"
 	"rig/scaleout"
-	"rig/studies/run/gates"
 )
 
 // The entry points of the processes the command line starts in-process: the

@@ -11,14 +11,14 @@ import (
 	"path/filepath"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/scaleout"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // RunRequest is `rig study run`, as the protocol names it.

@@ -12,8 +12,8 @@ import (
 	"rig/internal/atomicfile"
 	"rig/internal/gguf"
 	"rig/preflight"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // Preflight decides, for every arm at the study's card profile, whether it

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"rig/governor"
-	"rig/studies/run/gates"
+	"rig/run/gates"
 )
 
 // storeSink sends every governor event to the running study's store and

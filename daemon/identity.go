@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // Caller is who sent a request, as the kernel says: the peer credentials of

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/provision"
 	"rig/studies"
 )

@@ -14,9 +14,9 @@ import (
 	"rig/internal/atomicfile"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/studies/studytest"
 	"rig/tasks"
 )
@@ -99,7 +99,7 @@ func TestJudgeGradesBlindOnRealRuntime(t *testing.T) {
 	dir := info.Records
 
 	// The identities of the judged arms, which the judge must never see
-	// (that they name every judged arm and model is tested in studies/run).
+	// (that they name every judged arm and model is tested in run).
 	ids := run.JudgeIdentities(d, snap, d.JobKinds[0])
 
 	// The judge's calls are in its own generation record, role judge, and

@@ -15,7 +15,7 @@ import (
 	"rig/governor"
 	"rig/internal/metrics"
 	"rig/receipts"
-	"rig/studies/run"
+	"rig/run"
 )
 
 // logBuffer is a log a test reads while the daemon writes it.

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/jsonerr"
 	"rig/internal/sizecap"
 	"rig/internal/textcheck"

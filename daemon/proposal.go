@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/studies"
 )

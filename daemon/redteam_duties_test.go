@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"rig/analysis"
 	"rig/internal/atomicfile"
 	"rig/internal/provision"
 	"rig/studies"
-	"rig/studies/analysis"
 	"rig/studies/studytest"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/layout"
 )
 

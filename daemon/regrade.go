@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"rig/daemon/api"
-	"rig/studies/run"
+	"rig/api"
+	"rig/run"
 )
 
 // RegradeRequest is `rig grade --regrade`, as the protocol names it.

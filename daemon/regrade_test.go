@@ -3,7 +3,7 @@ package daemon
 import (
 	"testing"
 
-	"rig/studies/run"
+	"rig/run"
 )
 
 // TestRegradeReportText: the runner's re-grade reaches the reply with the

@@ -12,14 +12,14 @@ import (
 	"strings"
 	"testing"
 
+	"rig/analysis"
 	"rig/internal/atomicfile"
 	"rig/preflight"
 	"rig/receipts"
+	"rig/report"
+	"rig/report/findings"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/findings"
-	"rig/studies/report"
-	"rig/studies/run"
 	"rig/studies/studytest"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/replay"

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"rig/analysis"
 	"rig/internal/atomicfile"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 	"rig/tasks"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/jsonerr"
 )
 

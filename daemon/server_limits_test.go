@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // fakeClock runs refusalLog's timers when the test says.

@@ -9,7 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"rig/daemon/api"
+	"rig/api"
 	"rig/scaleout"
 	"rig/ui"
 	"sync"
@@ -20,8 +20,8 @@ import (
 	"rig/internal/layout"
 	"rig/internal/metrics"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // Service is what the daemon serves: every study registered on this machine,

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/preflight"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // FitInfo is one arm's stored preflight verdict at its card, as status

@@ -11,12 +11,12 @@ import (
 	"sort"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/tasks"
 )
 

@@ -6,9 +6,9 @@ import (
 	"io"
 	"io/fs"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/receipts"
-	"rig/studies/report"
+	"rig/report"
 	"rig/ui"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"rig/studies/report"
+	"rig/report"
 )
 
 // TestBrowserWorkspaceSession opens the workspace's URL in headless

@@ -3,14 +3,14 @@ package daemon
 import (
 	"errors"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/internal/textcheck"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // The daemon serves the command line over a unix socket (mode 0600) with the

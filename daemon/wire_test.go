@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/textcheck"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // serveOn serves methods as the daemon does on a fresh unix socket and

@@ -14,7 +14,7 @@ import (
 // page; goal under 1 s) and the longest and mean frame while scrolling
 // (goal: no frame over 100 ms) as metrics; it asserts no time.
 //
-//	go test ./studies/report -run '^$' -bench Rows50k -benchtime 1x
+//	go test ./report -run '^$' -bench Rows50k -benchtime 1x
 func BenchmarkRows50k(b *testing.B) {
 	d := LargeData(50_000)
 	dir := b.TempDir()

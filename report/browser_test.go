@@ -16,7 +16,7 @@ import (
 // checks the figures are in the rendered DOM and takes a screenshot. Run it
 // with -artifacts to keep report.html and report.png:
 //
-//	go test ./studies/report -run Browser -v -artifacts -outputdir DIR
+//	go test ./report -run Browser -v -artifacts -outputdir DIR
 func TestBrowserRendersReport(t *testing.T) {
 	bin, err := FindBrowser()
 	if errors.Is(err, ErrNoBrowser) {

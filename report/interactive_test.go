@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"rig/studies/analysis"
+	"rig/analysis"
 )
 
 // artifactDir is where a browser test keeps its pages and screenshots:

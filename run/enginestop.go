@@ -1,9 +1,9 @@
 package run
 
 import (
+	"rig/analysis"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // CheckStopping says whether the design has a stopping rule, and refuses

@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
+	"rig/analysis"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // The engine's look (StopLook over the counted receipts, from the start)

@@ -8,9 +8,9 @@ import (
 	"math"
 	"strings"
 
+	"rig/analysis"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // monitor is an execution's early-stopping check: the design's stopping

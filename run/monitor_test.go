@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"rig/analysis"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 )
 
 // stopDesign is a two-arm pass/fail design with a stopping rule, and its

@@ -23,7 +23,7 @@ import (
 // by absolute path and the design allowed to live in a temporary folder.
 func quickDesignMap(t *testing.T) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile("../../examples/quick-study/design.json")
+	raw, err := os.ReadFile("../examples/quick-study/design.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func quickDesignMap(t *testing.T) map[string]any {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
+	bank, _ := filepath.Abs("../tasks/banks/extract-json.jsonl")
 	jk := m["job_kinds"].([]any)[0].(map[string]any)
 	jk["task_bank"], jk["sample_tasks"] = bank, 2
 	m["allow_paths_outside"] = true
@@ -160,7 +160,7 @@ func (fakeBinaries) Binary(_ context.Context, c string) (studies.Binary, error) 
 func TestFreezeRefusesAnExactDuplicateTask(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	raw, err := os.ReadFile("../../tasks/banks/extract-json.jsonl")
+	raw, err := os.ReadFile("../tasks/banks/extract-json.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestCompletionArmRunsOnLlamaServer(t *testing.T) {
 
 // taskRequest puts a task to an arm in the arm's prompt format.
 func TestTaskRequestFollowsThePromptFormat(t *testing.T) {
-	b, err := tasks.LoadBank("../../tasks/banks/extract-json.jsonl")
+	b, err := tasks.LoadBank("../tasks/banks/extract-json.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,7 +115,7 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, edit func(map[string]any)) (Env, *studies.Snapshot, *studies.Design, string) {
 	t.Helper()
 	var m map[string]any
-	raw, err := os.ReadFile("../../examples/demo-study/design.json")
+	raw, err := os.ReadFile("../examples/demo-study/design.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, 
 	}
 	m["arms"] = arms
 	jk := m["job_kinds"].([]any)[0].(map[string]any)
-	bank, _ := filepath.Abs("../../tasks/banks/extract-json.jsonl")
+	bank, _ := filepath.Abs("../tasks/banks/extract-json.jsonl")
 	jk["task_bank"], jk["sample_tasks"] = bank, 2
 	m["job_kinds"] = []any{jk}
 	m["name"] = "runner-alone"

@@ -27,8 +27,8 @@ import (
 	"rig/internal/atomicfile"
 	"rig/internal/layout"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // Studies is what the coordinator needs of the daemon that owns the stores.

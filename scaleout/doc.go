@@ -4,7 +4,7 @@
 // trial is an activity on a task queue named by the runtime build and card
 // class it needs, and `rig worker` processes on the GPU machines pull those
 // activities, run each trial with the same runner, sandbox and governor a
-// local run uses (studies/run.Host), and leave the receipt and the trial's
+// local run uses (run.Host), and leave the receipt and the trial's
 // generation record in a spool. The coordinator merges the spool into the
 // store exactly once per trial key and attempt.
 //

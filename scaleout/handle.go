@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // Handle follows one execution running through the engine, the way

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"rig/receipts"
-	"rig/studies/run"
+	"rig/run"
 )
 
 // After a daemon restart its follower is told at once of the trials that

@@ -17,8 +17,8 @@ import (
 	"rig/genrecord"
 	"rig/internal/layout"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/studies/studytest"
 	"rig/tasks"
 

@@ -19,9 +19,9 @@ import (
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // The attacks of a worker that forges: anyone who can complete a trial

@@ -7,10 +7,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"rig/analysis"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/run"
 )
 
 // blockBounds cuts a plan into chunks of whole blocks, each at least size

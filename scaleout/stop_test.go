@@ -14,10 +14,10 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"rig/analysis"
 	"rig/genrecord"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 	"rig/tasks"
 )
 

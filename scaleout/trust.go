@@ -19,8 +19,8 @@ import (
 	"rig/genrecord"
 	"rig/internal/layout"
 	"rig/receipts"
+	"rig/run"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/tasks"
 )
 

@@ -22,9 +22,9 @@ import (
 	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/studies/run"
 )
 
 // WorkerOptions configure `rig worker`.
@@ -35,7 +35,7 @@ type WorkerOptions struct {
 	// WorkDir holds the runtimes' scratch while trials run.
 	WorkDir   string
 	Installed provision.Installed
-	// Gates are the worker's own governor (studies/run/gates).
+	// Gates are the worker's own governor (run/gates).
 	Gates     run.Gates
 	NoSandbox bool
 	Log       *slog.Logger

@@ -20,8 +20,8 @@ import (
 	"rig/internal/metrics"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
-	"rig/studies/run"
 )
 
 // fakeReadyGates is a fake governor for these tests of the worker's

@@ -239,7 +239,7 @@ type Clause struct {
 	MaxCostRatio float64 `json:"max_cost_ratio,omitempty"`
 }
 
-// Conditions a decision clause may name; studies/analysis evaluates them.
+// Conditions a decision clause may name; analysis evaluates them.
 const (
 	WhenUnderpowered       = "underpowered"          // task count cannot see the stated difference
 	WhenPBestBelowBar      = "p_best_below_bar"      // the best model's P(best) is under p_best_bar: a tie

@@ -4,6 +4,6 @@
 // content-addressed freeze, the lifecycle state machine, the interleaved
 // trial plan, harness caps and the dry-run price. It executes nothing and
 // stores nothing: it imports none of runtimes, receipts, genrecord or
-// governor. Executions are studies/run's, the resident service is daemon's,
-// the statistics are studies/analysis's and the report studies/report's.
+// governor. Executions are run's, the resident service is daemon's,
+// the statistics are analysis's and the report report's.
 package studies

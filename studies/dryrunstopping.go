@@ -7,7 +7,7 @@ import (
 	"math"
 	"time"
 
-	"rig/studies/analysis"
+	"rig/analysis"
 )
 
 // StoppingPrice is a dry run's price of a design with a stopping rule:

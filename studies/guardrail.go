@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"rig/studies/analysis"
+	"rig/analysis"
 )
 
 // Guardrail is a metric that may be the reason to say no to a challenger,

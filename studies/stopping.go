@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"rig/studies/analysis"
+	"rig/analysis"
 )
 
 // Stopping is the design's rule for stopping an execution early, frozen

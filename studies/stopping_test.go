@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"rig/studies/analysis"
+	"rig/analysis"
 	"rig/tasks"
 )
 

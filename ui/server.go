@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/layout"
 )
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference values for rig's studies/analysis exact tests, from SciPy and
+"""Reference values for rig's analysis exact tests, from SciPy and
 statsmodels (implementations that are not ours).
 
 Run:  python3 -m venv /tmp/scipyvenv && /tmp/scipyvenv/bin/pip install scipy statsmodels

@@ -9,10 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/analysis"
 	"rig/internal/provision"
 	"rig/preflight/bench"
 	"rig/runtimes"
-	"rig/studies/analysis"
 )
 
 func newBenchCommand() *cobra.Command {

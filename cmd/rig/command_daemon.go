@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
 	"rig/internal/metrics"
 )
 

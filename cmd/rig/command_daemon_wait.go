@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // newDaemonWaitCommand builds `rig daemon wait`: scripts that start the

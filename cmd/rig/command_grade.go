@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
 )
 
 func newGradeCommand() *cobra.Command {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // newProposalCommand builds `rig proposal`: the publish proposals a

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/report"
 )
 
 func newStudyCommand() *cobra.Command {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // The daemon stops while `rig study run --engine temporal` follows: the

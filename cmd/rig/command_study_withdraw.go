@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 func studyWithdrawCommand() *cobra.Command {

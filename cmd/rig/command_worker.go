@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
 	"rig/internal/metrics"
 	"rig/internal/provision"
 )

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // heartbeatEvery is how long a command waiting on a long daemon request

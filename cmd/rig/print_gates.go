@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // printGates prints the preflight verdicts and validation runs for `rig

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // TestPrintGates: status shows every arm's preflight verdict at its card

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"rig/daemon/api"
+	"rig/api"
 )
 
 // TestPrintRegrade: the re-grade's text gives the per-task comparison, the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"rig/studies/report"
+	"rig/report"
 )
 
 // `make demo` as a newcomer runs it: scripts/demo.sh on the quick study,

@@ -20,7 +20,7 @@ var leaves = []string{"runtimes", "governor", "preflight", "receipts", "genrecor
 
 // notForTheCLI are the runner, the store and the engine: the command line
 // reaches them through the daemon's client only.
-var notForTheCLI = []string{"studies/run", "receipts", "scaleout"}
+var notForTheCLI = []string{"run", "receipts", "scaleout"}
 
 // goPackages lists the module's packages and their rig imports (code, not
 // tests), internal/ left out: the table names the rooms.

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
 	"rig/internal/provision"
 	"rig/licences"
 	"rig/studies"

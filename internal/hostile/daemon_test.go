@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"rig/api"
 	"rig/daemon"
-	"rig/daemon/api"
 	"rig/internal/provision"
 )
 

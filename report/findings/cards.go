@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
+	"rig/analysis"
 	"rig/preflight"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 )
 
 // doesntFit returns, in a card sub-study, the cells whose stored preflight

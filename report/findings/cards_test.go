@@ -3,8 +3,8 @@ package findings
 import (
 	"testing"
 
+	"rig/analysis"
 	"rig/preflight"
-	"rig/studies/analysis"
 )
 
 func TestWithoutCellsDropsUnfitCells(t *testing.T) {

@@ -8,12 +8,12 @@ import (
 	"sort"
 	"time"
 
+	"rig/analysis"
 	"rig/genrecord"
 	"rig/licences"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 	"rig/tasks"
 )
 

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"rig/analysis"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // Design maps a frozen design onto what the analysis reads. Its seed is

@@ -3,11 +3,11 @@ package findings
 import (
 	"strings"
 
+	"rig/analysis"
 	"rig/genrecord"
 	"rig/preflight"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // Evidence is what a study stored about one execution, read once by the

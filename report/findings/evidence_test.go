@@ -7,8 +7,8 @@ import (
 	"rig/licences"
 	"rig/preflight"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/report"
 )
 
 // TestKeptReadsRowsByTrialKey: a generation row is filed under the trial

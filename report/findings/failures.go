@@ -3,10 +3,10 @@ package findings
 import (
 	"cmp"
 
+	"rig/analysis"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 )
 
 // judgedPass is, for a job kind a judge grades, the judge's pass per trial

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"rig/analysis"
 	"rig/receipts"
-	"rig/studies/analysis"
 )
 
 // TestReceiptFieldsAreTheReceiptsMeasurements holds analysis.ReceiptFields

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"rig/genrecord"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/report"
 )
 
 // Replay turns an execution's kept replay summaries into the report's

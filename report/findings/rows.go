@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"rig/analysis"
 	"rig/receipts"
+	"rig/report"
 	"rig/studies"
-	"rig/studies/analysis"
-	"rig/studies/report"
 	"rig/tasks"
 )
 

@@ -3,8 +3,8 @@ package findings
 import (
 	"math"
 
-	"rig/studies/analysis"
-	"rig/studies/report"
+	"rig/analysis"
+	"rig/report"
 )
 
 // stopData maps the early-stopping record onto the report's view of it.

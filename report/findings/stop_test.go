@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
+	"rig/analysis"
 	"rig/receipts"
-	"rig/studies/analysis"
 )
 
 // The runtime's timings on a receipt reach the trial the analysis reads,

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"rig/analysis"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // Trials maps receipts (every attempt, in key order) and the plan, if read,

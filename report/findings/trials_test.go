@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"rig/analysis"
 	"rig/receipts"
 	"rig/studies"
-	"rig/studies/analysis"
 )
 
 // TestReceiptTrials: a truncated receipt becomes a capped trial carrying its

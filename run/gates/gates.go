@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"rig/governor"
+	"rig/run"
 	"rig/runtimes"
-	"rig/studies/run"
 )
 
 // Gates is a started governor wired as run.Gates.

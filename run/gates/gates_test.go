@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"rig/governor"
+	"rig/run"
+	"rig/run/gates"
 	"rig/runtimes"
-	"rig/studies/run"
-	"rig/studies/run/gates"
 )
 
 // simulatedCard starts gates on the simulated card sensor and a plain

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"rig/daemon/api"
+	"rig/api"
 	"rig/internal/provision"
 	"rig/scaleout"
 	"rig/studies"

@@ -26,10 +26,10 @@ import (
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
+	"rig/run"
 	"rig/runtimes"
 	"rig/scaleout"
 	"rig/studies"
-	"rig/studies/run"
 	"rig/tasks"
 )
 
