@@ -3,6 +3,7 @@ package analysis
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -167,16 +168,8 @@ func interval(method IntervalMethod, level float64, xs, boot []float64) Interval
 	return iv
 }
 
-func mean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range xs {
-		s += x
-	}
-	return s / float64(len(xs))
-}
+// mean is NaN for no values (gonum's 0/0).
+func mean(xs []float64) float64 { return stat.Mean(xs, nil) }
 
 // pBest returns each column's share of resamples in which it has the highest
 // mean; a tie at the top splits the resample equally among the tied columns.

@@ -267,7 +267,11 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// quantile is the type-7 (linear interpolation) sample quantile of sorted xs.
+// quantile is the type-7 (linear interpolation between order statistics)
+// sample quantile of sorted xs, R's and NumPy's default, which the
+// bootstrap intervals and their reference values (testdata/reference.json)
+// use. gonum's stat.Quantile offers Empirical (nearest rank) and LinInterp
+// (type 4), neither of which gives the same intervals.
 func quantile(sorted []float64, p float64) float64 {
 	n := len(sorted)
 	if n == 0 || math.IsNaN(p) {

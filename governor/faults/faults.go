@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -337,16 +337,15 @@ func runClass(ctx context.Context, fc faultClass, cfg governor.Config, dir strin
 	res.Pass = len(res.Errors) == 0 && res.Marked && res.Rerun && res.NothingLost && len(res.LatencyMS) == opts.Repetitions
 }
 
-// percentile is the nearest-rank percentile; with fewer than 100 samples
-// p99 is the largest.
+// percentile is the nearest-rank percentile (gonum's Empirical); with fewer
+// than 100 samples p99 is the largest.
 func percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
 		return -1 // JSON has no NaN; -1 ms reads as "none measured"
 	}
 	s := slices.Clone(xs)
 	sort.Float64s(s)
-	k := int(math.Ceil(p*float64(len(s)))) - 1
-	return s[max(0, min(k, len(s)-1))]
+	return stat.Quantile(p, stat.Empirical, s, nil)
 }
 
 // liveRun is the trial attempt a fault is injected into.

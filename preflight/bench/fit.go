@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"maps"
 	"math"
 	"slices"
@@ -115,10 +116,4 @@ func leastSquares(x, y []float64) (a, b float64) {
 	return my - b*mx, b
 }
 
-func mean(v []float64) float64 {
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
-}
+func mean(v []float64) float64 { return stat.Mean(v, nil) }

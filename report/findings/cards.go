@@ -2,6 +2,7 @@ package findings
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"sort"
 	"strings"
@@ -204,11 +205,7 @@ func meanPtr(xs []float64) *float64 {
 	if len(xs) == 0 {
 		return nil
 	}
-	sum := 0.0
-	for _, x := range xs {
-		sum += x
-	}
-	m := sum / float64(len(xs))
+	m := stat.Mean(xs, nil)
 	if math.IsNaN(m) {
 		return nil
 	}

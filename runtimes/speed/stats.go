@@ -1,6 +1,7 @@
 package speed
 
 import (
+	"gonum.org/v1/gonum/stat"
 	"math"
 	"slices"
 )
@@ -45,9 +46,6 @@ func percentilesOf(xs []float64) Percentiles {
 	}
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	rank := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(s)))) - 1
-		return s[max(0, min(i, len(s)-1))]
-	}
-	return Percentiles{P50: rank(0.5), P99: rank(0.99)}
+	// Nearest rank is gonum's Empirical quantile.
+	return Percentiles{P50: stat.Quantile(0.5, stat.Empirical, s, nil), P99: stat.Quantile(0.99, stat.Empirical, s, nil)}
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -271,20 +271,14 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		samples, one[0], one[1], workers, many[0], many[1], many[0]/one[0], 0.85*float64(workers), runtime.NumCPU())}, nil
 }
 
-// meanSD is the mean and the sample standard deviation.
+// meanSD is the mean and the sample standard deviation (0 for one sample,
+// where gonum's is NaN).
 func meanSD(xs []float64) [2]float64 {
-	var m, ss float64
-	for _, x := range xs {
-		m += x
+	m, sd := stat.MeanStdDev(xs, nil)
+	if len(xs) < 2 {
+		sd = 0
 	}
-	m /= float64(len(xs))
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	if len(xs) > 1 {
-		ss /= float64(len(xs) - 1)
-	}
-	return [2]float64{m, math.Sqrt(ss)}
+	return [2]float64{m, sd}
 }
 
 // finished follows execution id of study until it is no longer running.

@@ -13,6 +13,7 @@ package scalebench
 import (
 	"context"
 	"fmt"
+	"gonum.org/v1/gonum/stat"
 	"io"
 	"log/slog"
 	"slices"
@@ -152,12 +153,17 @@ func (e *Engine) Waits() []time.Duration {
 	return ws
 }
 
-// Percentile is the p-th (0..1) of sorted durations.
+// Percentile is the p-th (0..1) of sorted durations by nearest rank
+// (gonum's Empirical), as every other percentile rig prints.
 func Percentile(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
 	}
-	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+	xs := make([]float64, len(sorted))
+	for i, d := range sorted {
+		xs[i] = float64(d)
+	}
+	return time.Duration(stat.Quantile(p, stat.Empirical, xs, nil))
 }
 
 // History is a workflow's history size.
