@@ -473,7 +473,11 @@ func (x *trialRunner) oomKilled() bool {
 }
 
 func (x *execution) finish(err error) {
-	ctx := context.Background()
+	// The execution's own context may be cancelled (that is how it ended):
+	// its end is recorded under a context of its own, bounded so that a
+	// stuck store cannot hold the handle's Done forever.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	status, kind, why := receipts.Done, studies.EventFinish, "all planned trials have a counted receipt"
 	x.state.mu.Lock()
 	failed := x.state.info.Failed
@@ -495,13 +499,11 @@ func (x *execution) finish(err error) {
 	case err != nil:
 		status, kind, why = receipts.Failed, studies.EventCancel, "failed: "+err.Error()
 	}
-	if ctx.Err() == nil {
-		if e := x.store.SetExecutionStatus(ctx, x.exec.ID, receipts.Running, status, "rig daemon", why); e != nil {
-			x.env.Log.Error("recording execution status", "err", e)
-		}
-		if x.ended != nil {
-			x.ended(ctx, kind, why)
-		}
+	if e := x.store.SetExecutionStatus(ctx, x.exec.ID, receipts.Running, status, "rig daemon", why); e != nil {
+		x.env.Log.Error("recording execution status", "err", e)
+	}
+	if x.ended != nil {
+		x.ended(ctx, kind, why)
 	}
 	x.state.mu.Lock()
 	x.state.info.Status = string(status)
