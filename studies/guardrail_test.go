@@ -47,7 +47,7 @@ func TestGuardrailsAndPolicyAccepted(t *testing.T) {
 	}), &v); err != nil {
 		t.Fatal(err)
 	}
-	if errs := c.validate(c.root, v, "$"); len(errs) > 0 {
+	if errs := c.validate(v); len(errs) > 0 {
 		t.Errorf("the schema refuses a valid guardrail: %v", errs)
 	}
 }

@@ -1,129 +1,47 @@
 package studies
 
 import (
+	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"reflect"
-	"regexp"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// schemaCheck applies the subset of JSON Schema 2020-12 that the design
-// schema uses; it fails loudly on a keyword it does not know, so the schema
-// cannot grow a rule this test silently ignores.
+// schemaCheck validates documents against the published design schema
+// with a maintained JSON Schema 2020-12 validator, and keeps the schema as a
+// map for the walk that holds it to the Go type.
 type schemaCheck struct {
-	root map[string]any
+	root   map[string]any
+	schema *jsonschema.Schema
 }
 
-var knownKeywords = []string{"$schema", "$id", "title", "description", "type", "additionalProperties",
-	"required", "properties", "$defs", "$ref", "items", "minItems", "maxItems", "enum", "pattern", "minLength",
-	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
-
-func (c schemaCheck) validate(s map[string]any, v any, path string) []string {
-	for k := range s {
-		if !slices.Contains(knownKeywords, k) {
-			return []string{fmt.Sprintf("%s: schema keyword %q not understood by the test", path, k)}
+// validate lists what is wrong with v, one line per failed keyword, with its
+// place in the document.
+func (c schemaCheck) validate(v any) []string {
+	err := c.schema.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			out = append(out, e.Error()) // "at '/arms/0/runtime': value must be one of …"
+		}
+		for _, c := range e.Causes {
+			walk(c)
 		}
 	}
-	if ref, ok := s["$ref"].(string); ok {
-		name := strings.TrimPrefix(ref, "#/$defs/")
-		def, ok := c.root["$defs"].(map[string]any)[name].(map[string]any)
-		if !ok {
-			return []string{fmt.Sprintf("%s: dangling $ref %q", path, ref)}
-		}
-		return c.validate(def, v, path)
-	}
-	var errs []string
-	fail := func(format string, args ...any) { errs = append(errs, path+": "+fmt.Sprintf(format, args...)) }
-	if enum, ok := s["enum"].([]any); ok && !slices.Contains(enum, v) {
-		fail("%v not in %v", v, enum)
-	}
-	switch s["type"] {
-	case "object":
-		m, ok := v.(map[string]any)
-		if !ok {
-			fail("not an object")
-			return errs
-		}
-		props, _ := s["properties"].(map[string]any)
-		required, _ := s["required"].([]any) // an object may require nothing (harness_caps)
-		for _, r := range required {
-			if _, ok := m[r.(string)]; !ok {
-				fail("missing required %q", r)
-			}
-		}
-		for k, val := range m {
-			ps, ok := props[k].(map[string]any)
-			if !ok {
-				if s["additionalProperties"] == false {
-					fail("additional property %q", k)
-				}
-				continue
-			}
-			errs = append(errs, c.validate(ps, val, path+"."+k)...)
-		}
-	case "array":
-		a, ok := v.([]any)
-		if !ok {
-			fail("not an array")
-			return errs
-		}
-		if mi, ok := s["minItems"].(float64); ok && float64(len(a)) < mi {
-			fail("%d items, want at least %v", len(a), mi)
-		}
-		if mx, ok := s["maxItems"].(float64); ok && float64(len(a)) > mx {
-			fail("%d items, want at most %v", len(a), mx)
-		}
-		if is, ok := s["items"].(map[string]any); ok {
-			for i, e := range a {
-				errs = append(errs, c.validate(is, e, fmt.Sprintf("%s[%d]", path, i))...)
-			}
-		}
-	case "string":
-		str, ok := v.(string)
-		if !ok {
-			fail("not a string")
-			return errs
-		}
-		if ml, ok := s["minLength"].(float64); ok && float64(len(str)) < ml {
-			fail("shorter than %v", ml)
-		}
-		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(str) {
-			fail("%q does not match %s", str, p)
-		}
-	case "integer", "number":
-		n, ok := v.(float64)
-		if !ok {
-			fail("not a number")
-			return errs
-		}
-		if s["type"] == "integer" && n != float64(int64(n)) {
-			fail("%v is not an integer", n)
-		}
-		if x, ok := s["minimum"].(float64); ok && n < x {
-			fail("%v < minimum %v", n, x)
-		}
-		if x, ok := s["maximum"].(float64); ok && n > x {
-			fail("%v > maximum %v", n, x)
-		}
-		if x, ok := s["exclusiveMinimum"].(float64); ok && n <= x {
-			fail("%v <= exclusiveMinimum %v", n, x)
-		}
-		if x, ok := s["exclusiveMaximum"].(float64); ok && n >= x {
-			fail("%v >= exclusiveMaximum %v", n, x)
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			fail("not a boolean")
-		}
-	case nil:
-		// enum-only schemas
-	default:
-		fail("schema type %v not understood by the test", s["type"])
-	}
-	return errs
+	walk(ve)
+	return out
 }
 
 func loadSchema(t *testing.T) schemaCheck {
@@ -135,7 +53,30 @@ func loadSchema(t *testing.T) schemaCheck {
 	if root["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Errorf("$schema = %v, want draft 2020-12", root["$schema"])
 	}
-	return schemaCheck{root: root}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(DesignSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.AssertFormat()
+	if err := comp.AddResource("design.schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := comp.Compile("design.schema.json")
+	if err != nil {
+		t.Fatalf("the published design schema does not compile: %v", err)
+	}
+	return schemaCheck{root: root, schema: sch}
+}
+
+// document reads JSON as the validator wants it (numbers kept exact).
+func document(t *testing.T, data []byte) any {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func TestSchemaAcceptsExamples(t *testing.T) {
@@ -145,11 +86,7 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, data := range map[string][]byte{"bundled demo": readDemo(t), "init example": yamlDoc} {
-		var v any
-		if err := json.Unmarshal(data, &v); err != nil {
-			t.Fatal(err)
-		}
-		if errs := c.validate(c.root, v, "$"); len(errs) > 0 {
+		if errs := c.validate(document(t, data)); len(errs) > 0 {
 			t.Errorf("%s fails the schema:\n%s", name, strings.Join(errs, "\n"))
 		}
 	}
@@ -162,18 +99,14 @@ func TestSchemaRejects(t *testing.T) {
 		edit func(m map[string]any)
 		want string
 	}{
-		{"unknown field", func(m map[string]any) { pins(m, 2)["quantisation"] = "Q4_1" }, `additional property "quantisation"`},
-		{"unknown runtime", func(m map[string]any) { arm(m, 0)["runtime"] = "vllm" }, "vllm not in"},
+		{"unknown field", func(m map[string]any) { pins(m, 2)["quantisation"] = "Q4_1" }, `at '/arms/2/pins': additional properties 'quantisation' not allowed`},
+		{"unknown runtime", func(m map[string]any) { arm(m, 0)["runtime"] = "vllm" }, "at '/arms/0/runtime': value must be one of 'ollama'"},
 		{"repeats zero", func(m map[string]any) { m["repeats"] = 0 }, "minimum"},
-		{"missing sentences", func(m map[string]any) { delete(m, "sentences") }, `missing required "sentences"`},
+		{"missing sentences", func(m map[string]any) { delete(m, "sentences") }, "missing property 'sentences'"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var v any
-			if err := json.Unmarshal(mutated(t, tc.edit), &v); err != nil {
-				t.Fatal(err)
-			}
-			errs := c.validate(c.root, v, "$")
+			errs := c.validate(document(t, mutated(t, tc.edit)))
 			if !strings.Contains(strings.Join(errs, "\n"), tc.want) {
 				t.Errorf("schema errors %v, want one containing %q", errs, tc.want)
 			}

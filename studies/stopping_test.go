@@ -132,7 +132,7 @@ func TestExampleStoppingBlock(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := loadSchema(t)
-	if errs := c.validate(c.root, v, "$"); len(errs) > 0 {
+	if errs := c.validate(v); len(errs) > 0 {
 		t.Errorf("schema refuses the stopping block: %v", errs)
 	}
 	// The rule the runner gets monitors the design's pairs.

@@ -8,6 +8,9 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
 // jsonKey is the key of a JSON extraction task: the expected fields and an
@@ -111,49 +114,72 @@ func (JSONMatch) Grade(_ context.Context, t Task, out Output) (Grade, error) {
 	}, nil
 }
 
+// check validates obj against the schema with a JSON Schema 2020-12
+// validator. The grader finds a field by its exact name or a normalized one
+// ("Invoice Number" for invoice_number), which JSON Schema does not, so the
+// object is first read under the schema's own names; what is reported keeps
+// the grader's wording, sorted, so a grade's detail reads as it always has.
 func (s *jsonSchema) check(obj map[string]any) []string {
+	named := map[string]any{}
+	props := map[string]any{}
+	for _, n := range s.Required {
+		if v, ok := lookupField(obj, n); ok {
+			named[n] = v
+		}
+	}
+	for n, p := range s.Properties {
+		if v, ok := lookupField(obj, n); ok {
+			named[n] = v
+		}
+		props[n] = map[string]any{"type": p.Type}
+	}
+	required := make([]any, len(s.Required))
+	for i, r := range s.Required {
+		required[i] = r
+	}
+	doc := map[string]any{"type": "object", "required": required, "properties": props}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("key.schema.json", doc); err != nil {
+		return []string{"key.schema: " + err.Error()}
+	}
+	sch, err := c.Compile("key.schema.json")
+	if err != nil {
+		return []string{"key.schema: " + err.Error()}
+	}
+	var ve *jsonschema.ValidationError
+	if err := sch.Validate(named); err == nil {
+		return nil
+	} else if !errors.As(err, &ve) {
+		return []string{err.Error()}
+	}
+	missing := map[string]bool{}
+	var types []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, m := range k.Missing {
+				missing[m] = true
+			}
+		case *kind.Type:
+			if len(e.InstanceLocation) == 1 {
+				types = append(types, fmt.Sprintf("field %q is not a %s", e.InstanceLocation[0], strings.Join(k.Want, " or ")))
+			}
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	// Missing fields in the schema's order, then types by field name.
 	var errs []string
 	for _, r := range s.Required {
-		if _, ok := lookupField(obj, r); !ok {
+		if missing[r] {
 			errs = append(errs, fmt.Sprintf("required field %q missing", r))
 		}
 	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		v, ok := lookupField(obj, n)
-		if ok && !hasType(v, s.Properties[n].Type) {
-			errs = append(errs, fmt.Sprintf("field %q is not a %s", n, s.Properties[n].Type))
-		}
-	}
-	return errs
-}
-
-func hasType(v any, typ string) bool {
-	switch x := v.(type) {
-	case nil:
-		return typ == "null"
-	case string:
-		return typ == "string"
-	case bool:
-		return typ == "boolean"
-	case json.Number:
-		if typ == "number" {
-			return true
-		}
-		f, err := x.Float64()
-		return typ == "integer" && err == nil && f == math.Trunc(f)
-	case float64:
-		return typ == "number" || (typ == "integer" && x == math.Trunc(x))
-	case []any:
-		return typ == "array"
-	case map[string]any:
-		return typ == "object"
-	}
-	return false
+	sort.Strings(types)
+	return append(errs, types...)
 }
 
 // FirstJSONObject finds the first balanced {...} in text that parses as a
