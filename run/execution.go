@@ -1,23 +1,20 @@
 package run
 
+// One execution on this machine: the plan's trials in order (loop), the
+// card sub-study's plan (cardPlan), the progress a Handle shows and the
+// execution's end (finish). Each trial is trial.go's.
+
 import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
-
 	"rig/genrecord"
 	"rig/genrecord/callrow"
-	"rig/internal/cgroup"
 	"rig/internal/layout"
-	"rig/preflight"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
-	"rig/tasks"
+	"time"
 )
 
 // Gates are the checks before a counted run, and the governor's watch over
@@ -206,76 +203,6 @@ func (x *execution) loop(ctx context.Context) error {
 	return x.judge(ctx)
 }
 
-func (x *trialRunner) waitForGates(ctx context.Context) error {
-	for {
-		if x.env.Gates == nil {
-			return fmt.Errorf("%w: no governor is wired", ErrGate)
-		}
-		if err := x.env.Gates.Ready(ctx); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
-}
-
-func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.Runtime, error) {
-	fa, ok := x.snap.Arm(arm.Name)
-	if !ok {
-		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
-	}
-	kind, frozen := x.snap.ArmRuntime(arm)
-	build, err := runtimes.BuildOf(x.installed, kind)
-	if err != nil {
-		return nil, err
-	}
-	if frozen != "" && frozen != build.BinarySHA256 {
-		return nil, &studies.StaleAssetError{Asset: kind + " binary " + build.Binary, Want: frozen, Got: build.BinarySHA256}
-	}
-	cfg := runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
-		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
-		Offload: arm.Pins.Offload}
-	card := studies.CardOf(x.design, arm)
-	switch {
-	case !card.Simulated || card.MemoryMiB <= 0:
-	case arm.Pins.Offload.OnCard():
-		// A smaller card simulated on the real one: the runtime is told its
-		// size where it can be, and the governor holds the trial to it.
-		cfg.CardBudget = studies.CardBytes(x.design, arm)
-	default:
-		// Each start gets a fresh reservation, made before the runtime
-		// starts so its whole process tree is inside the card; its peak and
-		// OOM counters then belong to this arm alone.
-		res, err := cgroup.Reserve(ctx, uint64(preflight.Size(card.MemoryMiB)*preflight.MiB))
-		if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
-			return nil, err
-		}
-		if res != nil {
-			x.res = res
-			cfg.CgroupDir = res.Dir()
-		} else {
-			x.env.Log.Warn("no writable memory cgroup: the simulated card is not enforced", "arm", arm.Name, "card", card.Name)
-		}
-	}
-	return x.env.launch(ctx, build, cfg)
-}
-
-// stopArm stops a runtime (nil is fine) and removes its card reservation.
-func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
-	if rt != nil {
-		rt.Stop(ctx)
-	}
-	if x.res != nil {
-		if err := x.res.Close(); err != nil {
-			x.env.Log.Error("removing a card reservation", "cgroup", x.res.Dir(), "err", err)
-		}
-		x.res = nil
-	}
-}
-
 func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, error) {
 	if w, ok := x.writers[arm]; ok {
 		return w, nil
@@ -286,190 +213,6 @@ func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, err
 	}
 	x.writers[arm] = w
 	return w, nil
-}
-
-// runTrial runs one attempt of a trial under the governor's watch and stores
-// its receipt. Only an error that makes the execution unsafe to continue is
-// returned; a preempted or failed attempt is a receipt.
-func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
-	rk := receiptTrial(key)
-	attempt, parent, err := sink.NextAttempt(ctx, rk)
-	if err != nil {
-		return "", err
-	}
-	bank := x.banks[key.JobKind]
-	task, ok := bank.Task(key.Task)
-	if !ok {
-		return "", fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
-	}
-	rp := rt.Pins()
-	rec := x.newReceipt(arm, key, attempt, parent, rp)
-	if studies.HarnessOf(arm.Runtime) == "aider" {
-		// The caps bound what the harness may do, so they belong with the pins.
-		c := x.harnessCaps(key.JobKind)
-		rec.Pins["harness_caps"] = studies.DescribeCaps(c)
-		if w, ok := x.walls[key.JobKind]; ok {
-			rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
-		}
-		if len(task.Input.TestCommand) > 0 {
-			// Aider runs the task's tests after each edit: what its test-fix turns see.
-			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(task.Input.TestCommand)
-		}
-	}
-	callID := fmt.Sprintf("%s#%d", key, attempt)
-	tctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if x.env.Gates == nil {
-		return "", fmt.Errorf("%w: no governor is wired", ErrGate)
-	}
-	guard, err := x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm))
-	if err != nil {
-		// The queue is held: nothing ran, nothing is recorded; wait and retry.
-		if werr := x.waitForGates(ctx); werr != nil {
-			return "", werr
-		}
-		if guard, err = x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm)); err != nil {
-			return "", err
-		}
-	}
-	go func() {
-		select {
-		case <-guard.Preempted():
-			cancel()
-		case <-tctx.Done():
-		}
-	}()
-	if x.res != nil {
-		x.res.ResetPeak()
-	}
-	start := time.Now()
-	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID)
-	if out.files != nil {
-		if err := KeepRepo(sink.Records(), callID, out.files); err != nil {
-			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
-		}
-	}
-	rec.WallMS = time.Since(start).Milliseconds()
-	rec.FinishedAt = time.Now().UTC()
-	preempted := guard.End()
-	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() {
-		if j, ok := em.TrialEnergy(); ok {
-			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
-		}
-	}
-	if out.version != "" {
-		rec.HarnessVersion = out.version
-	}
-	if out.aider != nil && out.aider.Containment.Sandboxed {
-		// Aider ran in a sandbox of its own: its confinement is evidence too.
-		rec.Pins["aider_containment"] = out.aider.Containment.Confinement.Summary()
-	}
-	var promptTok, outTok int
-	var promptDur, outDur time.Duration
-	for _, c := range out.calls {
-		promptTok, promptDur = promptTok+c.Timings.PromptTokens, promptDur+c.Timings.PromptDuration
-		outTok, outDur = outTok+c.Timings.OutputTokens, outDur+c.Timings.OutputDuration
-		rec.InputTokens += c.PromptTokens
-		rec.ThinkingTokens += c.ThinkingTokens
-		rec.OutputTokens += c.OutputTokens
-		rec.Truncated = rec.Truncated || c.Truncated
-		rec.StopReason = c.StopReason
-		rec.PeakMemoryBytes = max(rec.PeakMemoryBytes, c.PeakMemory)
-		rec.Effort = receipts.Effort{RawParameter: c.Effort.Raw, Value: c.Effort.Label, Graded: c.Effort.Graded}
-	}
-	if promptDur > 0 {
-		rec.PromptPerSecond = float64(promptTok) / promptDur.Seconds()
-	}
-	if outDur > 0 {
-		rec.OutputPerSecond = float64(outTok) / outDur.Seconds()
-	}
-	if len(out.calls) > 0 && out.calls[0].Timings.PromptDuration > 0 {
-		rec.TTFTMS = durMS(out.calls[0].Timings.PromptDuration)
-	}
-	if outTok > 0 && outDur > 0 {
-		rec.TPOTMS = durMS(outDur) / float64(outTok)
-	}
-	if rec.Effort.Value == "" {
-		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}
-	}
-	switch {
-	case preempted != "":
-		rec.Outcome = receipts.Preempted
-		rec.Detail = "preempted by the governor: " + preempted
-	case genErr != nil && x.res != nil && x.oomKilled():
-		rec.Outcome = receipts.FailedAtCard
-		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget (killed by the kernel's OOM killer): %v", studies.CardOf(x.design, arm).MemoryMiB, studies.FirstLine(genErr.Error()))
-		rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
-	case genErr != nil && errors.Is(genErr, runtimes.ErrCrashed):
-		rec.Outcome = receipts.Preempted
-		rec.Detail = "runtime crashed mid-call (never scored against the model; rerun): " + studies.FirstLine(genErr.Error())
-	case genErr != nil && ctx.Err() != nil:
-		return "", ctx.Err()
-	case genErr == nil && out.aider != nil && len(out.aider.CallErrors) > 0:
-		// The arm failed a call the harness made: what the harness did
-		// next was not the model's doing, so the trial is not scored.
-		rec.Outcome = receipts.Error
-		rec.Detail = "the arm did not answer a call the harness made, so the trial is not scored (rig study rerun retries it): " + strings.Join(out.aider.CallErrors, "; ")
-	case genErr != nil:
-		// One trial's failure (a prompt the runtime refuses, a harness that
-		// would not start) is that trial's receipt: the execution goes on,
-		// and the report names the task that produced no output.
-		rec.Outcome = receipts.Error
-		rec.Detail = "the trial failed and is not scored (rig study rerun retries it): " + studies.FirstLine(genErr.Error())
-	}
-	if rec.Outcome == "" {
-		g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return "", ctx.Err()
-		case err != nil:
-			rec.Outcome = receipts.Error
-			rec.Detail = "grading failed, so the trial is not scored (rig study rerun retries it): " + studies.FirstLine(err.Error())
-		default:
-			rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
-			rec.Outcome = receipts.Scored
-			if out.capped {
-				rec.Outcome = receipts.Capped
-				rec.Detail = "capped: " + out.capHit
-			}
-		}
-		if out.aider != nil {
-			rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
-		}
-	}
-	if len(out.calls) > 0 {
-		w, err := sink.Writer(arm.Name, rp)
-		if err != nil {
-			return "", err
-		}
-		role := genrecord.RoleCandidate
-		if out.harness == "aider" {
-			role = genrecord.RoleAider
-		}
-		for i, c := range out.calls {
-			if c.CallID == "" || out.harness == "aider" {
-				c.CallID = fmt.Sprintf("%s/call-%d", callID, i+1)
-			}
-			if err := w.Append(generationRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
-				return "", err
-			}
-		}
-		rec.GenerationSHA256 = w.Sum()
-	}
-	if rec.Outcome.Counted() && rec.GenerationSHA256 == "" {
-		// A harness that made no model call still needs evidence of that.
-		rec.GenerationSHA256 = genrecord.EmptySum
-		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
-	}
-	if err := sink.PutReceipt(ctx, rec); err != nil {
-		return "", err
-	}
-	return rec.Outcome, nil
-}
-
-func (x *trialRunner) oomKilled() bool {
-	o, err := x.res.OOM()
-	return err == nil && o.Kills > 0
 }
 
 func (x *execution) finish(err error) {
@@ -513,4 +256,32 @@ func (x *execution) finish(err error) {
 	}
 	x.state.mu.Unlock()
 	x.env.Log.Info("execution ended", "study", x.study, "execution", x.exec.ID, "status", status, "err", err)
+}
+
+// cardPlan drops, in a card sub-study, the trials of cells the preflight
+// says do not fit: they are decided before any run and never run at a
+// smaller context. With confirm_doesnt_fit, each such cell keeps its first
+// trial, run inside its reservation as evidence.
+// A verdict it cannot read stops the execution: the cell might not fit.
+func (x *execution) cardPlan(ctx context.Context, plan *studies.Plan) error {
+	if !x.design.IsCardStudy() {
+		return nil
+	}
+	verdicts, err := ReadCardVerdicts(ctx, x.store, x.design)
+	if err != nil {
+		return fmt.Errorf("%w (run: rig study check %s)", err, x.study)
+	}
+	kept := plan.Trials[:0:0]
+	confirmed := map[string]bool{}
+	for _, t := range plan.Trials {
+		if v, ok := verdicts[t.Key.Arm]; ok && !v.Fits {
+			if !x.design.ConfirmDoesntFit || confirmed[t.Key.Arm] {
+				continue
+			}
+			confirmed[t.Key.Arm] = true
+		}
+		kept = append(kept, t)
+	}
+	plan.Trials = kept
+	return nil
 }

@@ -1,21 +1,392 @@
 package run
 
+// One trial, start to end, for a local execution and a worker's Host alike:
+// the arm's runtime started or kept (startArm, stopArm), the gates waited
+// for, the call made under the governor's guard (runTrial, generate),
+// grading, the receipt (newReceipt, pinMap) and the generation rows, into a
+// Sink (sink.go). A runtime that fails at the card is recorded here too.
+
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
-
 	"rig/genrecord"
 	"rig/genrecord/callrow"
+	"rig/internal/cgroup"
+	"rig/internal/provision"
+	"rig/preflight"
 	"rig/receipts"
 	"rig/runtimes"
 	"rig/studies"
 	"rig/tasks"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
 )
+
+// trialRunner is the one piece of code that runs a trial, for a local
+// execution and for a worker's Host alike: it starts the arm's runtime (or
+// keeps the one the trial before used), holds the trial under the
+// governor's watch, makes the call, grades it, and leaves the receipt and
+// the generation rows in a Sink. The wall caps, the arm's binary and the
+// governor's wiring are therefore the same in both modes.
+type trialRunner struct {
+	env       Env
+	study     string
+	design    *studies.Design
+	snap      *studies.Snapshot
+	exec      receipts.Execution
+	installed provision.Installed
+	graders   *tasks.Registry
+	banks     map[string]*tasks.Bank
+	topK      int
+	workDir   string
+	// walls are the derived walls of the job kinds whose harness_caps.wall
+	// is auto, fixed once per execution (on the machine that owns the
+	// study: a worker is given them).
+	walls map[string]studies.WallDerivation
+	// validating marks a validation run, which uses its own short caps.
+	validating bool
+	// cur is the runtime kept up between trials of the same arm, curArm
+	// that arm, and res the card reservation the runtime started in.
+	cur    runtimes.Runtime
+	curArm string
+	res    *cgroup.Reservation
+}
+
+// newTrialRunner readies the runner of one execution: the snapshot's banks
+// checked against their frozen digests (a bank changed since is a stale
+// asset), a derived wall for every auto-wall job kind, and its scratch
+// folder.
+func newTrialRunner(env Env, study string, snap *studies.Snapshot, exec receipts.Execution, workDir string, walls map[string]studies.WallDerivation) (*trialRunner, error) {
+	env.Log = env.log()
+	d, err := snap.DesignValue()
+	if err != nil {
+		return nil, err
+	}
+	for _, jk := range d.AutoWallJobKinds() {
+		if _, ok := walls[jk]; !ok {
+			return nil, fmt.Errorf("job kind %s: harness_caps.wall is %q and no derived wall was given to the runner (the machine that owns the study derives it from its validation runs: rig study validate, then rig study dry-run)", jk, studies.AutoWall)
+		}
+	}
+	x := &trialRunner{env: env, study: study, design: d, snap: snap, exec: exec,
+		installed: env.Installed, graders: env.Graders(), topK: d.TopK, workDir: workDir, walls: walls}
+	if x.topK == 0 {
+		x.topK = studies.DefaultTopK
+	}
+	if x.banks, err = LoadBanks(snap); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// Trial runs one attempt of the trial key and leaves its receipt in sink.
+// The arm's runtime is started, or kept from the trial before when that was
+// the same arm; a runtime that was stopped, died or failed at the card is
+// not kept for the next. Only an error that makes going on unsafe is
+// returned: everything else is the attempt's receipt.
+func (x *trialRunner) Trial(ctx context.Context, sink Sink, key studies.TrialKey) (receipts.Outcome, error) {
+	arm := x.design.Arm(key.Arm)
+	if arm == nil {
+		return "", fmt.Errorf("trial %s: arm %s is not in the frozen design", key, key.Arm)
+	}
+	if x.cur == nil || x.curArm != arm.Name {
+		x.release(ctx)
+		rt, err := x.startArm(ctx, *arm)
+		if x.failedAtCard(err) {
+			// The card is too small even to load the model: a failure at
+			// this card, recorded, never retried smaller.
+			outcome, rerr := x.recordFailedAtCard(ctx, sink, *arm, key, err)
+			x.stopArm(ctx, nil)
+			if rerr != nil {
+				return "", fmt.Errorf("trial %s: %w", key, rerr)
+			}
+			return outcome, nil
+		}
+		if err != nil {
+			x.stopArm(ctx, nil)
+			return "", fmt.Errorf("arm %s: %w", arm.Name, err)
+		}
+		x.cur, x.curArm = rt, arm.Name
+	}
+	outcome, err := x.runTrial(ctx, sink, *arm, x.cur, key)
+	if err != nil {
+		return "", fmt.Errorf("trial %s: %w", key, err)
+	}
+	if outcome == receipts.Preempted || outcome == receipts.Error || outcome == receipts.FailedAtCard {
+		// The runtime was stopped or died: the next trial gets a fresh one.
+		x.release(ctx)
+	}
+	return outcome, nil
+}
+
+// release stops the runtime kept between trials, and its reservation.
+func (x *trialRunner) release(ctx context.Context) {
+	x.stopArm(ctx, x.cur)
+	x.cur, x.curArm = nil, ""
+}
+
+func (x *trialRunner) waitForGates(ctx context.Context) error {
+	for {
+		if x.env.Gates == nil {
+			return fmt.Errorf("%w: no governor is wired", ErrGate)
+		}
+		if err := x.env.Gates.Ready(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.Runtime, error) {
+	fa, ok := x.snap.Arm(arm.Name)
+	if !ok {
+		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
+	}
+	kind, frozen := x.snap.ArmRuntime(arm)
+	build, err := runtimes.BuildOf(x.installed, kind)
+	if err != nil {
+		return nil, err
+	}
+	if frozen != "" && frozen != build.BinarySHA256 {
+		return nil, &studies.StaleAssetError{Asset: kind + " binary " + build.Binary, Want: frozen, Got: build.BinarySHA256}
+	}
+	cfg := runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
+		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
+		Offload: arm.Pins.Offload}
+	card := studies.CardOf(x.design, arm)
+	switch {
+	case !card.Simulated || card.MemoryMiB <= 0:
+	case arm.Pins.Offload.OnCard():
+		// A smaller card simulated on the real one: the runtime is told its
+		// size where it can be, and the governor holds the trial to it.
+		cfg.CardBudget = studies.CardBytes(x.design, arm)
+	default:
+		// Each start gets a fresh reservation, made before the runtime
+		// starts so its whole process tree is inside the card; its peak and
+		// OOM counters then belong to this arm alone.
+		res, err := cgroup.Reserve(ctx, uint64(preflight.Size(card.MemoryMiB)*preflight.MiB))
+		if err != nil && !errors.Is(err, cgroup.ErrNoCgroup) {
+			return nil, err
+		}
+		if res != nil {
+			x.res = res
+			cfg.CgroupDir = res.Dir()
+		} else {
+			x.env.Log.Warn("no writable memory cgroup: the simulated card is not enforced", "arm", arm.Name, "card", card.Name)
+		}
+	}
+	return x.env.launch(ctx, build, cfg)
+}
+
+// stopArm stops a runtime (nil is fine) and removes its card reservation.
+func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
+	if rt != nil {
+		rt.Stop(ctx)
+	}
+	if x.res != nil {
+		if err := x.res.Close(); err != nil {
+			x.env.Log.Error("removing a card reservation", "cgroup", x.res.Dir(), "err", err)
+		}
+		x.res = nil
+	}
+}
+
+// runTrial runs one attempt of a trial under the governor's watch and stores
+// its receipt. Only an error that makes the execution unsafe to continue is
+// returned; a preempted or failed attempt is a receipt.
+func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
+	rk := receiptTrial(key)
+	attempt, parent, err := sink.NextAttempt(ctx, rk)
+	if err != nil {
+		return "", err
+	}
+	bank := x.banks[key.JobKind]
+	task, ok := bank.Task(key.Task)
+	if !ok {
+		return "", fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
+	}
+	rp := rt.Pins()
+	rec := x.newReceipt(arm, key, attempt, parent, rp)
+	if studies.HarnessOf(arm.Runtime) == "aider" {
+		// The caps bound what the harness may do, so they belong with the pins.
+		c := x.harnessCaps(key.JobKind)
+		rec.Pins["harness_caps"] = studies.DescribeCaps(c)
+		if w, ok := x.walls[key.JobKind]; ok {
+			rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
+		}
+		if len(task.Input.TestCommand) > 0 {
+			// Aider runs the task's tests after each edit: what its test-fix turns see.
+			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(task.Input.TestCommand)
+		}
+	}
+	callID := fmt.Sprintf("%s#%d", key, attempt)
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if x.env.Gates == nil {
+		return "", fmt.Errorf("%w: no governor is wired", ErrGate)
+	}
+	guard, err := x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm))
+	if err != nil {
+		// The queue is held: nothing ran, nothing is recorded; wait and retry.
+		if werr := x.waitForGates(ctx); werr != nil {
+			return "", werr
+		}
+		if guard, err = x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm)); err != nil {
+			return "", err
+		}
+	}
+	go func() {
+		select {
+		case <-guard.Preempted():
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
+	if x.res != nil {
+		x.res.ResetPeak()
+	}
+	start := time.Now()
+	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID)
+	if out.files != nil {
+		if err := KeepRepo(sink.Records(), callID, out.files); err != nil {
+			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
+		}
+	}
+	rec.WallMS = time.Since(start).Milliseconds()
+	rec.FinishedAt = time.Now().UTC()
+	preempted := guard.End()
+	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() {
+		if j, ok := em.TrialEnergy(); ok {
+			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
+		}
+	}
+	if out.version != "" {
+		rec.HarnessVersion = out.version
+	}
+	if out.aider != nil && out.aider.Containment.Sandboxed {
+		// Aider ran in a sandbox of its own: its confinement is evidence too.
+		rec.Pins["aider_containment"] = out.aider.Containment.Confinement.Summary()
+	}
+	var promptTok, outTok int
+	var promptDur, outDur time.Duration
+	for _, c := range out.calls {
+		promptTok, promptDur = promptTok+c.Timings.PromptTokens, promptDur+c.Timings.PromptDuration
+		outTok, outDur = outTok+c.Timings.OutputTokens, outDur+c.Timings.OutputDuration
+		rec.InputTokens += c.PromptTokens
+		rec.ThinkingTokens += c.ThinkingTokens
+		rec.OutputTokens += c.OutputTokens
+		rec.Truncated = rec.Truncated || c.Truncated
+		rec.StopReason = c.StopReason
+		rec.PeakMemoryBytes = max(rec.PeakMemoryBytes, c.PeakMemory)
+		rec.Effort = receipts.Effort{RawParameter: c.Effort.Raw, Value: c.Effort.Label, Graded: c.Effort.Graded}
+	}
+	if promptDur > 0 {
+		rec.PromptPerSecond = float64(promptTok) / promptDur.Seconds()
+	}
+	if outDur > 0 {
+		rec.OutputPerSecond = float64(outTok) / outDur.Seconds()
+	}
+	if len(out.calls) > 0 && out.calls[0].Timings.PromptDuration > 0 {
+		rec.TTFTMS = durMS(out.calls[0].Timings.PromptDuration)
+	}
+	if outTok > 0 && outDur > 0 {
+		rec.TPOTMS = durMS(outDur) / float64(outTok)
+	}
+	if rec.Effort.Value == "" {
+		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}
+	}
+	switch {
+	case preempted != "":
+		rec.Outcome = receipts.Preempted
+		rec.Detail = "preempted by the governor: " + preempted
+	case genErr != nil && x.res != nil && x.oomKilled():
+		rec.Outcome = receipts.FailedAtCard
+		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget (killed by the kernel's OOM killer): %v", studies.CardOf(x.design, arm).MemoryMiB, studies.FirstLine(genErr.Error()))
+		rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
+	case genErr != nil && errors.Is(genErr, runtimes.ErrCrashed):
+		rec.Outcome = receipts.Preempted
+		rec.Detail = "runtime crashed mid-call (never scored against the model; rerun): " + studies.FirstLine(genErr.Error())
+	case genErr != nil && ctx.Err() != nil:
+		return "", ctx.Err()
+	case genErr == nil && out.aider != nil && len(out.aider.CallErrors) > 0:
+		// The arm failed a call the harness made: what the harness did
+		// next was not the model's doing, so the trial is not scored.
+		rec.Outcome = receipts.Error
+		rec.Detail = "the arm did not answer a call the harness made, so the trial is not scored (rig study rerun retries it): " + strings.Join(out.aider.CallErrors, "; ")
+	case genErr != nil:
+		// One trial's failure (a prompt the runtime refuses, a harness that
+		// would not start) is that trial's receipt: the execution goes on,
+		// and the report names the task that produced no output.
+		rec.Outcome = receipts.Error
+		rec.Detail = "the trial failed and is not scored (rig study rerun retries it): " + studies.FirstLine(genErr.Error())
+	}
+	if rec.Outcome == "" {
+		g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return "", ctx.Err()
+		case err != nil:
+			rec.Outcome = receipts.Error
+			rec.Detail = "grading failed, so the trial is not scored (rig study rerun retries it): " + studies.FirstLine(err.Error())
+		default:
+			rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
+			rec.Outcome = receipts.Scored
+			if out.capped {
+				rec.Outcome = receipts.Capped
+				rec.Detail = "capped: " + out.capHit
+			}
+		}
+		if out.aider != nil {
+			rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
+		}
+	}
+	if len(out.calls) > 0 {
+		w, err := sink.Writer(arm.Name, rp)
+		if err != nil {
+			return "", err
+		}
+		role := genrecord.RoleCandidate
+		if out.harness == "aider" {
+			role = genrecord.RoleAider
+		}
+		for i, c := range out.calls {
+			if c.CallID == "" || out.harness == "aider" {
+				c.CallID = fmt.Sprintf("%s/call-%d", callID, i+1)
+			}
+			if err := w.Append(generationRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
+				return "", err
+			}
+		}
+		rec.GenerationSHA256 = w.Sum()
+	}
+	if rec.Outcome.Counted() && rec.GenerationSHA256 == "" {
+		// A harness that made no model call still needs evidence of that.
+		rec.GenerationSHA256 = genrecord.EmptySum
+		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
+	}
+	if err := sink.PutReceipt(ctx, rec); err != nil {
+		return "", err
+	}
+	return rec.Outcome, nil
+}
+
+func (x *trialRunner) oomKilled() bool {
+	o, err := x.res.OOM()
+	return err == nil && o.Kills > 0
+}
 
 // trialOutput is what one trial produced before it is graded and recorded.
 type trialOutput struct {
@@ -27,10 +398,6 @@ type trialOutput struct {
 	capHit  string
 	harness string
 	version string
-}
-
-func samplingOf(p studies.Pins) runtimes.Sampling {
-	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
 }
 
 // harnessCaps are the caps a harness run of the job kind gets in this
@@ -67,6 +434,10 @@ func taskRequest(arm studies.Arm, bank *tasks.Bank, task tasks.Task, callID stri
 	}
 	req.Prompt, req.Stop = prompt, bank.Header.Completion.Stop
 	return req, nil
+}
+
+func samplingOf(p studies.Pins) runtimes.Sampling {
+	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
 }
 
 // generate runs one trial's model work on a started runtime.
@@ -128,6 +499,42 @@ func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes
 // generationRow is callrow.Row for a call made under an arm's pins.
 func generationRow(rowID, arm string, role genrecord.Role, p studies.Pins, k int, r runtimes.Result) genrecord.Row {
 	return callrow.Row(rowID, arm, role, callrow.Sampling(samplingOf(p), p.StopCap), k, r)
+}
+
+// newReceipt starts a trial's receipt from the arm and the runtime's pins.
+func (x *trialRunner) newReceipt(arm studies.Arm, key studies.TrialKey, attempt, parent int, rp runtimes.Pins) receipts.Receipt {
+	digest := rp.ModelSHA256
+	if digest == "" {
+		if fa, ok := x.snap.Arm(arm.Name); ok {
+			digest = fa.ModelSHA256
+		}
+	}
+	m := rp.Machine
+	if m.Cores == 0 {
+		// The runtime never started (the card was too small to load it).
+		m = runtimes.ReadMachine()
+	}
+	return receipts.Receipt{
+		SchemaVersion: receipts.SchemaVersion, StudyID: x.study, ExecutionID: x.exec.ID, DesignHash: x.snap.DesignHash,
+		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, ParentAttempt: parent,
+		ModelName: arm.Model.RegistryName, ModelDigest: digest, Runtime: studies.BaseRuntime(arm.Runtime),
+		Harness: studies.HarnessOf(arm.Runtime), HarnessVersion: cmp.Or(rp.RuntimeVersion, "not started"),
+		Pins: x.pinMap(arm, rp), Machine: m.String(), NoSandbox: x.env.NoSandbox,
+		StartedAt: time.Now().UTC(),
+	}
+}
+
+// pinMap is the receipt's pins, with the card the trial ran at.
+func (x *trialRunner) pinMap(arm studies.Arm, rp runtimes.Pins) map[string]string {
+	m := pinMap(arm, rp)
+	card := studies.CardOf(x.design, arm)
+	m["card"] = card.Name
+	m["card_memory_mib"] = fmt.Sprint(card.MemoryMiB)
+	m["card_simulated"] = fmt.Sprint(card.Simulated)
+	if x.res != nil {
+		m["card_cgroup"] = x.res.Name()
+	}
+	return m
 }
 
 // pinMap flattens an arm's pins for the receipt.
@@ -195,4 +602,44 @@ func librariesHash(libs map[string]string) string {
 
 func receiptTrial(k studies.TrialKey) receipts.TrialKey {
 	return receipts.TrialKey{Arm: k.Arm, TaskID: k.Task, Repeat: k.Repeat}
+}
+
+// failedAtCard says whether a runtime that failed to start failed at the
+// card: the kernel killed it for memory while it loaded the model inside
+// the card's reservation, or it placed the model otherwise than its offload
+// pin says (partly on the host). Either is recorded, never retried smaller.
+func (x *trialRunner) failedAtCard(startErr error) bool {
+	if startErr == nil {
+		return false
+	}
+	return x.res != nil && x.oomKilled() || errors.Is(startErr, runtimes.ErrOffloadNotHeld)
+}
+
+// recordFailedAtCard stores the receipt of a trial whose runtime failed at
+// the card (failedAtCard).
+func (x *trialRunner) recordFailedAtCard(ctx context.Context, sink Sink, arm studies.Arm, key studies.TrialKey, startErr error) (receipts.Outcome, error) {
+	attempt, parent, err := sink.NextAttempt(ctx, receiptTrial(key))
+	if err != nil {
+		return "", err
+	}
+	rec := x.newReceipt(arm, key, attempt, parent, runtimes.Pins{})
+	rec.FinishedAt = time.Now().UTC()
+	rec.Outcome = receipts.FailedAtCard
+	if errors.Is(startErr, runtimes.ErrOffloadNotHeld) {
+		rec.Detail = fmt.Sprintf("doesn't fit at this card: the runtime did not hold the offload pin (never run as a partial offload): %s", studies.FirstLine(startErr.Error()))
+	} else {
+		rec.Detail = fmt.Sprintf("blew the %d MiB card's memory budget while loading the model (killed by the kernel's OOM killer; never retried at a smaller context): %s",
+			studies.CardOf(x.design, arm).MemoryMiB, studies.FirstLine(startErr.Error()))
+	}
+	if x.res != nil {
+		if p, err := x.res.Peak(); err == nil {
+			rec.PeakMemoryBytes = int64(p)
+		}
+	}
+	rec.Grade = &receipts.Grade{Score: 0, Pass: false, Grader: "budget", GraderVersion: "1"}
+	rec.GenerationSHA256 = genrecord.EmptySum
+	if err := sink.PutReceipt(ctx, rec); err != nil {
+		return "", err
+	}
+	return rec.Outcome, nil
 }
