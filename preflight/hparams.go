@@ -56,75 +56,107 @@ var ErrBadHParam = errors.New("implausible hyperparameter")
 // outside what the file and the architecture make possible, is an error that
 // names the file, the key, its value and the bound.
 func ReadHParams(f *gguf.File) (HParams, error) {
-	h := HParams{Arch: f.Architecture()}
-	if h.Arch == "" {
-		return h, fmt.Errorf("%s: general.architecture: missing (not a model file rig can size)", f.Path)
+	r := &hparamReader{f: f, h: HParams{Arch: f.Architecture()}}
+	if r.h.Arch == "" {
+		return r.h, fmt.Errorf("%s: general.architecture: missing (not a model file rig can size)", f.Path)
 	}
-	k := func(s string) string { return h.Arch + "." + s }
-	bad := func(key string, v any, format string, a ...any) error {
-		return fmt.Errorf("%s: %s = %v: %w: %s", f.Path, key, v, ErrBadHParam, fmt.Sprintf(format, a...))
+	for _, step := range []func() error{r.shape, r.attention, r.slidingWindow, r.recurrentState, r.vocabulary} {
+		if err := step(); err != nil {
+			return r.h, err
+		}
 	}
-	// get reads an optional integer key and bounds it to lo..hi.
-	get := func(key string, lo, hi uint64) (int, bool, error) {
-		raw, ok := f.Get(key)
-		if !ok {
-			return 0, false, nil
-		}
-		v, ok := gguf.AsUint(raw)
-		if !ok {
-			if isNegative(raw) {
-				return 0, true, bad(key, raw, "negative")
-			}
-			return 0, true, fmt.Errorf("%s: %s: not an integer (rig cannot size this model)", f.Path, key)
-		}
-		if v < lo || v > hi {
-			return 0, true, bad(key, v, "outside %d..%d", lo, hi)
-		}
-		return int(v), true, nil
+	if ft, ok := f.Uint("general.file_type"); ok {
+		r.h.FileType = gguf.FileTypeName(ft)
 	}
-	need := func(key string, lo, hi uint64) (int, error) {
-		v, ok, err := get(key, lo, hi)
-		if err == nil && !ok {
-			err = fmt.Errorf("%s: %s: missing or not an integer (rig cannot size this model)", f.Path, key)
-		}
-		return v, err
+	return r.h, nil
+}
+
+// hparamReader reads one file's hyperparameters into h, step by step, each
+// key bounded as it is read.
+type hparamReader struct {
+	f *gguf.File
+	h HParams
+}
+
+// key is a key under the architecture's prefix.
+func (r *hparamReader) key(s string) string { return r.h.Arch + "." + s }
+
+// bad is the error of a value outside what is possible.
+func (r *hparamReader) bad(key string, v any, format string, a ...any) error {
+	return fmt.Errorf("%s: %s = %v: %w: %s", r.f.Path, key, v, ErrBadHParam, fmt.Sprintf(format, a...))
+}
+
+// get reads an optional integer key and bounds it to lo..hi.
+func (r *hparamReader) get(key string, lo, hi uint64) (int, bool, error) {
+	raw, ok := r.f.Get(key)
+	if !ok {
+		return 0, false, nil
 	}
+	v, ok := gguf.AsUint(raw)
+	if !ok {
+		if isNegative(raw) {
+			return 0, true, r.bad(key, raw, "negative")
+		}
+		return 0, true, fmt.Errorf("%s: %s: not an integer (rig cannot size this model)", r.f.Path, key)
+	}
+	if v < lo || v > hi {
+		return 0, true, r.bad(key, v, "outside %d..%d", lo, hi)
+	}
+	return int(v), true, nil
+}
+
+// need reads a required integer key and bounds it to lo..hi.
+func (r *hparamReader) need(key string, lo, hi uint64) (int, error) {
+	v, ok, err := r.get(key, lo, hi)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s: %s: missing or not an integer (rig cannot size this model)", r.f.Path, key)
+	}
+	return v, err
+}
+
+// shape reads the layer count, the widths and the trained context.
+func (r *hparamReader) shape() error {
+	h, f := &r.h, r.f
 	var err error
-	if h.Layers, err = need(k("block_count"), 1, maxLayers); err != nil {
-		return h, err
+	if h.Layers, err = r.need(r.key("block_count"), 1, maxLayers); err != nil {
+		return err
 	}
 	// Every layer holds at least one tensor, so a file cannot describe more
 	// layers than it has tensors.
 	if h.Layers > len(f.Tensors) {
-		return h, bad(k("block_count"), h.Layers, "more layers than the file's %d tensors", len(f.Tensors))
+		return r.bad(r.key("block_count"), h.Layers, "more layers than the file's %d tensors", len(f.Tensors))
 	}
-	if h.Embd, err = need(k("embedding_length"), 1, maxWidth); err != nil {
-		return h, err
+	if h.Embd, err = r.need(r.key("embedding_length"), 1, maxWidth); err != nil {
+		return err
 	}
-	ff, _, err := perLayer(f, k("feed_forward_length"), h.Layers, 0, maxWidth)
+	ff, _, err := perLayer(f, r.key("feed_forward_length"), h.Layers, 0, maxWidth)
 	if err != nil {
-		return h, err
+		return err
 	}
 	for _, n := range ff {
 		h.FF = max(h.FF, n)
 	}
-	if h.ContextLen, _, err = get(k("context_length"), 0, maxContext); err != nil {
-		return h, err
-	}
-	heads, ok, err := perLayer(f, k("attention.head_count"), h.Layers, 0, maxHeads)
+	h.ContextLen, _, err = r.get(r.key("context_length"), 0, maxContext)
+	return err
+}
+
+// attention reads the heads per layer (query and key-value) and the head
+// sizes.
+func (r *hparamReader) attention() error {
+	h, f := &r.h, r.f
+	heads, ok, err := perLayer(f, r.key("attention.head_count"), h.Layers, 0, maxHeads)
 	if err != nil {
-		return h, err
+		return err
 	}
 	for _, n := range heads {
 		h.Heads = max(h.Heads, n)
 	}
 	if !ok || h.Heads == 0 {
-		return h, bad(k("attention.head_count"), h.Heads, "missing or zero on every layer (must be 1..%d)", maxHeads)
+		return r.bad(r.key("attention.head_count"), h.Heads, "missing or zero on every layer (must be 1..%d)", maxHeads)
 	}
-	kvKey := k("attention.head_count_kv")
-	h.KVHeads, ok, err = perLayer(f, kvKey, h.Layers, 0, uint64(h.Heads))
+	h.KVHeads, ok, err = perLayer(f, r.key("attention.head_count_kv"), h.Layers, 0, uint64(h.Heads))
 	if err != nil {
-		return h, err
+		return err
 	}
 	if !ok {
 		h.KVHeads = make([]int, h.Layers)
@@ -132,22 +164,22 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 			h.KVHeads[i] = h.Heads
 		}
 	}
-	kd, kdOK, err := get(k("attention.key_length"), 1, maxHeadDim)
+	kd, kdOK, err := r.get(r.key("attention.key_length"), 1, maxHeadDim)
 	if err != nil {
-		return h, err
+		return err
 	}
-	vd, vdOK, err := get(k("attention.value_length"), 1, maxHeadDim)
+	vd, vdOK, err := r.get(r.key("attention.value_length"), 1, maxHeadDim)
 	if err != nil {
-		return h, err
+		return err
 	}
 	if (!kdOK || !vdOK) && h.Embd%h.Heads != 0 {
 		// Without explicit head sizes the head dimension is embd/heads, which
 		// the architecture requires to be whole.
-		return h, bad(k("attention.head_count"), h.Heads, "does not divide %s = %d (and no key_length/value_length gives the head size)", k("embedding_length"), h.Embd)
+		return r.bad(r.key("attention.head_count"), h.Heads, "does not divide %s = %d (and no key_length/value_length gives the head size)", r.key("embedding_length"), h.Embd)
 	}
 	h.KeyDim, h.ValueDim = h.Embd/h.Heads, h.Embd/h.Heads
 	if h.KeyDim > maxHeadDim {
-		return h, bad(k("attention.head_count"), h.Heads, "gives a head size of %d, above %d", h.KeyDim, maxHeadDim)
+		return r.bad(r.key("attention.head_count"), h.Heads, "gives a head size of %d, above %d", h.KeyDim, maxHeadDim)
 	}
 	if kdOK {
 		h.KeyDim = kd
@@ -155,80 +187,100 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 	if vdOK {
 		h.ValueDim = vd
 	}
+	return nil
+}
+
+// slidingWindow reads the window and which layers use it: a per-layer
+// pattern from the file, a period from the file, or llama.cpp's own period
+// for the architecture (swaPeriods).
+func (r *hparamReader) slidingWindow() error {
+	h, f := &r.h, r.f
 	winMax := uint64(maxContext)
 	if h.ContextLen > 0 {
 		winMax = uint64(h.ContextLen)
 	}
-	if h.SlidingWin, _, err = get(k("attention.sliding_window"), 0, winMax); err != nil {
-		return h, err
+	var err error
+	if h.SlidingWin, _, err = r.get(r.key("attention.sliding_window"), 0, winMax); err != nil || h.SlidingWin == 0 {
+		return err
 	}
-	if h.SlidingWin > 0 {
-		h.SWALayers = make([]bool, h.Layers)
-		patKey := k("attention.sliding_window_pattern")
-		period := swaPeriods[h.Arch]
-		pat, isSet := f.Get(patKey)
-		var flags []any
-		if isSet {
-			if a, isArray := pat.([]any); isArray {
-				if len(a) != h.Layers {
-					return h, bad(patKey, fmt.Sprintf("[%d entries]", len(a)), "must have one entry per layer (%s = %d)", k("block_count"), h.Layers)
-				}
-				flags = a
-			} else if period, _, err = get(patKey, 0, maxLayers); err != nil {
-				return h, err
+	h.SWALayers = make([]bool, h.Layers)
+	patKey := r.key("attention.sliding_window_pattern")
+	period := swaPeriods[h.Arch]
+	pat, isSet := f.Get(patKey)
+	var flags []any
+	if isSet {
+		if a, isArray := pat.([]any); isArray {
+			if len(a) != h.Layers {
+				return r.bad(patKey, fmt.Sprintf("[%d entries]", len(a)), "must have one entry per layer (%s = %d)", r.key("block_count"), h.Layers)
 			}
-		}
-		for i := range h.SWALayers {
-			switch {
-			case flags != nil:
-				b, isBool := flags[i].(bool)
-				if !isBool {
-					return h, bad(patKey, flags[i], "entry %d is not a bool", i)
-				}
-				h.SWALayers[i] = b
-			case period > 1:
-				h.SWALayers[i] = (i+1)%period != 0
-			default:
-				h.SWALayers[i] = true
-			}
+			flags = a
+		} else if period, _, err = r.get(patKey, 0, maxLayers); err != nil {
+			return err
 		}
 	}
-	inner, hasSSM, err := get(k("ssm.inner_size"), 1, maxWidth)
+	for i := range h.SWALayers {
+		switch {
+		case flags != nil:
+			b, isBool := flags[i].(bool)
+			if !isBool {
+				return r.bad(patKey, flags[i], "entry %d is not a bool", i)
+			}
+			h.SWALayers[i] = b
+		case period > 1:
+			h.SWALayers[i] = (i+1)%period != 0
+		default:
+			h.SWALayers[i] = true
+		}
+	}
+	return nil
+}
+
+// recurrentState sizes a recurrent (SSM) layer's state per slot, when the
+// model has one.
+func (r *hparamReader) recurrentState() error {
+	inner, hasSSM, err := r.get(r.key("ssm.inner_size"), 1, maxWidth)
+	if err != nil || !hasSSM {
+		return err
+	}
+	state, _, err := r.get(r.key("ssm.state_size"), 0, maxSSMState)
 	if err != nil {
-		return h, err
+		return err
 	}
-	if hasSSM {
-		state, _, err := get(k("ssm.state_size"), 0, maxSSMState)
-		if err != nil {
-			return h, err
-		}
-		conv, _, err := get(k("ssm.conv_kernel"), 0, maxSSMConv)
-		if err != nil {
-			return h, err
-		}
-		groups, _, err := get(k("ssm.group_count"), 0, maxSSMGroup)
-		if err != nil {
-			return h, err
-		}
-		// conv state (conv-1) × (inner + 2·groups·state) and ssm state inner × state, f32.
-		c := checked{}
-		convW := c.add(uint64(inner), c.mul(2, uint64(groups), uint64(state)))
-		h.SSMStateB = c.mul(4, c.add(c.mul(uint64(max(conv, 1)-1), convW), c.mul(uint64(inner), uint64(state))))
-		if c.err != nil {
-			return h, bad(k("ssm.inner_size"), inner, "the recurrent state size %v", c.err)
-		}
+	conv, _, err := r.get(r.key("ssm.conv_kernel"), 0, maxSSMConv)
+	if err != nil {
+		return err
 	}
+	groups, _, err := r.get(r.key("ssm.group_count"), 0, maxSSMGroup)
+	if err != nil {
+		return err
+	}
+	// conv state (conv-1) × (inner + 2·groups·state) and ssm state inner × state, f32.
+	c := checked{}
+	convW := c.add(uint64(inner), c.mul(2, uint64(groups), uint64(state)))
+	r.h.SSMStateB = c.mul(4, c.add(c.mul(uint64(max(conv, 1)-1), convW), c.mul(uint64(inner), uint64(state))))
+	if c.err != nil {
+		return r.bad(r.key("ssm.inner_size"), inner, "the recurrent state size %v", c.err)
+	}
+	return nil
+}
+
+// vocabulary reads the vocabulary's size (the tokenizer's list, the
+// architecture's key, or the embedding matrix) and whether the output matrix
+// is the embedding's.
+func (r *hparamReader) vocabulary() error {
+	h, f := &r.h, r.f
 	if v, ok := f.Get("tokenizer.ggml.tokens"); ok {
 		if a, ok := v.([]string); ok {
 			if len(a) > maxVocab {
-				return h, bad("tokenizer.ggml.tokens", fmt.Sprintf("[%d entries]", len(a)), "more than %d tokens", maxVocab)
+				return r.bad("tokenizer.ggml.tokens", fmt.Sprintf("[%d entries]", len(a)), "more than %d tokens", maxVocab)
 			}
 			h.Vocab = len(a)
 		}
 	}
 	if h.Vocab == 0 {
-		if h.Vocab, _, err = get(k("vocab_size"), 0, maxVocab); err != nil {
-			return h, err
+		var err error
+		if h.Vocab, _, err = r.get(r.key("vocab_size"), 0, maxVocab); err != nil {
+			return err
 		}
 	}
 	h.TiedOutput = true
@@ -238,15 +290,12 @@ func ReadHParams(f *gguf.File) (HParams, error) {
 		}
 		if h.Vocab == 0 && t.Name == "token_embd.weight" && len(t.Dims) == 2 {
 			if t.Dims[1] > maxVocab {
-				return h, bad("token_embd.weight.dims[1]", t.Dims[1], "a vocabulary of more than %d", maxVocab)
+				return r.bad("token_embd.weight.dims[1]", t.Dims[1], "a vocabulary of more than %d", maxVocab)
 			}
 			h.Vocab = int(t.Dims[1])
 		}
 	}
-	if ft, ok := f.Uint("general.file_type"); ok {
-		h.FileType = gguf.FileTypeName(ft)
-	}
-	return h, nil
+	return nil
 }
 
 func isNegative(v any) bool {
