@@ -206,10 +206,9 @@ func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
 
 // runTrial runs one attempt of a trial under the governor's watch and stores
 // its receipt. Only an error that makes the execution unsafe to continue is
-// returned; a preempted or failed attempt is a receipt.
+// returned.
 func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
-	rk := receiptTrial(key)
-	attempt, parent, err := sink.NextAttempt(ctx, rk)
+	attempt, parent, err := sink.NextAttempt(ctx, receiptTrial(key))
 	if err != nil {
 		return "", err
 	}
@@ -221,32 +220,14 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 	rp := rt.Pins()
 	rec := x.newReceipt(arm, key, attempt, parent, rp)
 	if studies.HarnessOf(arm.Runtime) == "aider" {
-		// The caps bound what the harness may do, so they belong with the pins.
-		c := x.harnessCaps(key.JobKind)
-		rec.Pins["harness_caps"] = studies.DescribeCaps(c)
-		if w, ok := x.walls[key.JobKind]; ok {
-			rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
-		}
-		if len(task.Input.TestCommand) > 0 {
-			// Aider runs the task's tests after each edit: what its test-fix turns see.
-			rec.Pins["harness_auto_test"] = runtimes.ShellJoin(task.Input.TestCommand)
-		}
+		x.harnessPins(&rec, key.JobKind, task)
 	}
 	callID := fmt.Sprintf("%s#%d", key, attempt)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if x.env.Gates == nil {
-		return "", fmt.Errorf("%w: no governor is wired", ErrGate)
-	}
-	guard, err := x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm))
+	guard, err := x.watch(ctx, tctx, callID, rt, arm)
 	if err != nil {
-		// The queue is held: nothing ran, nothing is recorded; wait and retry.
-		if werr := x.waitForGates(ctx); werr != nil {
-			return "", werr
-		}
-		if guard, err = x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm)); err != nil {
-			return "", err
-		}
+		return "", err
 	}
 	go func() {
 		select {
@@ -273,6 +254,59 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
 		}
 	}
+	measureCalls(&rec, arm, out)
+	if err := x.settle(ctx, &rec, arm, out, genErr, preempted); err != nil {
+		return "", err
+	}
+	if rec.Outcome == "" {
+		if err := x.grade(ctx, &rec, task, callID, out); err != nil {
+			return "", err
+		}
+	}
+	if err := x.writeRows(sink, &rec, arm, rp, callID, out); err != nil {
+		return "", err
+	}
+	if err := sink.PutReceipt(ctx, rec); err != nil {
+		return "", err
+	}
+	return rec.Outcome, nil
+}
+
+// harnessPins puts a harness trial's caps, and the test command it runs
+// after each edit, on the receipt: they bound what the harness may do, so
+// they belong with the pins.
+func (x *trialRunner) harnessPins(rec *receipts.Receipt, jobKind string, task tasks.Task) {
+	c := x.harnessCaps(jobKind)
+	rec.Pins["harness_caps"] = studies.DescribeCaps(c)
+	if w, ok := x.walls[jobKind]; ok {
+		rec.Pins["harness_caps"] += fmt.Sprintf(" (auto: %.0f× the worst case %s of %s, measured on this machine)", w.Margin, w.WorstCase.Round(time.Second), w.Slowest)
+	}
+	if len(task.Input.TestCommand) > 0 {
+		// Aider runs the task's tests after each edit: what its test-fix turns see.
+		rec.Pins["harness_auto_test"] = runtimes.ShellJoin(task.Input.TestCommand)
+	}
+}
+
+// watch puts the trial under the governor's guard (tctx is the trial's own
+// context, which a preemption cancels). A held queue means nothing ran and
+// nothing is recorded: it waits for the gates and tries once more.
+func (x *trialRunner) watch(ctx, tctx context.Context, callID string, rt runtimes.Runtime, arm studies.Arm) (TrialGuard, error) {
+	if x.env.Gates == nil {
+		return nil, fmt.Errorf("%w: no governor is wired", ErrGate)
+	}
+	guard, err := x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm))
+	if err == nil {
+		return guard, nil
+	}
+	if werr := x.waitForGates(ctx); werr != nil {
+		return nil, werr
+	}
+	return x.env.Gates.Watch(tctx, callID, rt.Sandbox(), studies.CardBytes(x.design, arm))
+}
+
+// measureCalls adds the trial's calls up on its receipt: tokens, rates,
+// first-token and per-token times, peak memory, truncation and effort.
+func measureCalls(rec *receipts.Receipt, arm studies.Arm, out trialOutput) {
 	if out.version != "" {
 		rec.HarnessVersion = out.version
 	}
@@ -308,6 +342,13 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 	if rec.Effort.Value == "" {
 		rec.Effort = receipts.Effort{RawParameter: arm.Pins.Effort.RawParameter, Value: arm.Pins.Effort.Value, Graded: false}
 	}
+}
+
+// settle sets the outcome of a trial that will not be graded: preempted,
+// failed at the card, crashed, or failed. It leaves the outcome empty for a
+// trial to grade, and returns an error only when the execution's own
+// context ended (nothing is recorded then).
+func (x *trialRunner) settle(ctx context.Context, rec *receipts.Receipt, arm studies.Arm, out trialOutput, genErr error, preempted string) error {
 	switch {
 	case preempted != "":
 		rec.Outcome = receipts.Preempted
@@ -320,7 +361,7 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		rec.Outcome = receipts.Preempted
 		rec.Detail = "runtime crashed mid-call (never scored against the model; rerun): " + studies.FirstLine(genErr.Error())
 	case genErr != nil && ctx.Err() != nil:
-		return "", ctx.Err()
+		return ctx.Err()
 	case genErr == nil && out.aider != nil && len(out.aider.CallErrors) > 0:
 		// The arm failed a call the harness made: what the harness did
 		// next was not the model's doing, so the trial is not scored.
@@ -333,30 +374,41 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		rec.Outcome = receipts.Error
 		rec.Detail = "the trial failed and is not scored (rig study rerun retries it): " + studies.FirstLine(genErr.Error())
 	}
-	if rec.Outcome == "" {
-		g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return "", ctx.Err()
-		case err != nil:
-			rec.Outcome = receipts.Error
-			rec.Detail = "grading failed, so the trial is not scored (rig study rerun retries it): " + studies.FirstLine(err.Error())
-		default:
-			rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
-			rec.Outcome = receipts.Scored
-			if out.capped {
-				rec.Outcome = receipts.Capped
-				rec.Detail = "capped: " + out.capHit
-			}
-		}
-		if out.aider != nil {
-			rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
+	return nil
+}
+
+// grade grades the trial's output with the task's grader and sets the
+// outcome: scored, capped, or an error when grading failed.
+func (x *trialRunner) grade(ctx context.Context, rec *receipts.Receipt, task tasks.Task, callID string, out trialOutput) error {
+	g, err := x.graders.Grade(ctx, task, tasks.Output{TrialID: callID, TaskID: task.ID, Text: out.text, Files: out.files})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		rec.Outcome = receipts.Error
+		rec.Detail = "grading failed, so the trial is not scored (rig study rerun retries it): " + studies.FirstLine(err.Error())
+	default:
+		rec.Grade = &receipts.Grade{Score: g.Score, Pass: g.Pass, Grader: g.Grader, GraderVersion: strconv.Itoa(g.Version)}
+		rec.Outcome = receipts.Scored
+		if out.capped {
+			rec.Outcome = receipts.Capped
+			rec.Detail = "capped: " + out.capHit
 		}
 	}
+	if out.aider != nil {
+		rec.Detail = strings.TrimSpace(rec.Detail + " aider: " + out.aider.Describe())
+	}
+	return nil
+}
+
+// writeRows appends the trial's calls to the arm's generation record and
+// puts the record's sum on the receipt; a counted trial with no call gets
+// the empty record's sum, as evidence that none was made.
+func (x *trialRunner) writeRows(sink Sink, rec *receipts.Receipt, arm studies.Arm, rp runtimes.Pins, callID string, out trialOutput) error {
 	if len(out.calls) > 0 {
 		w, err := sink.Writer(arm.Name, rp)
 		if err != nil {
-			return "", err
+			return err
 		}
 		role := genrecord.RoleCandidate
 		if out.harness == "aider" {
@@ -367,20 +419,16 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 				c.CallID = fmt.Sprintf("%s/call-%d", callID, i+1)
 			}
 			if err := w.Append(generationRow(c.CallID, arm.Name, role, arm.Pins, x.topK, c)); err != nil {
-				return "", err
+				return err
 			}
 		}
 		rec.GenerationSHA256 = w.Sum()
 	}
 	if rec.Outcome.Counted() && rec.GenerationSHA256 == "" {
-		// A harness that made no model call still needs evidence of that.
 		rec.GenerationSHA256 = genrecord.EmptySum
 		rec.Detail = strings.TrimSpace(rec.Detail + " (no model call was made)")
 	}
-	if err := sink.PutReceipt(ctx, rec); err != nil {
-		return "", err
-	}
-	return rec.Outcome, nil
+	return nil
 }
 
 func (x *trialRunner) oomKilled() bool {
