@@ -55,157 +55,217 @@ func ReportData(ev *Evidence, ai analysis.Input, rep *analysis.Report, x Extras)
 		Sentences: report.Sentences{JobKinds: d.Sentences.JobKindsAndDecisions, Candidates: d.Sentences.CandidatesAndHowRun, Measure: d.Sentences.WhyTheMeasure}}
 	data.Stop = stopData(rep.Sequential)
 	data.Licences = licenceRows(d.Items, x.Licences)
-	runtimeOf := map[string]string{}
-	digest := map[string]string{}
-	baseline := map[string]bool{}
-	for _, arm := range d.Arms {
-		runtimeOf[arm.Name] = arm.Runtime
-		baseline[arm.Name] = arm.Role == studies.RoleIncumbent
-	}
-	for _, fa := range snap.Arms {
-		digest[fa.Name] = fa.ModelSHA256
-	}
 	if len(ev.Receipts) > 0 {
 		data.Machine = ev.Receipts[0].Machine
 	}
-	outputs := ev.Kept.Outputs
-	output := func(arm, kind, task string) string {
-		return outputs[studies.TrialKey{Arm: arm, JobKind: kind, Task: task}]
-	}
 	data.Replay = Replay(x.Replay)
-	src := newRowSources(ev, x)
+	kb := kindBuilder{ev: ev, ai: ai, rep: rep, arms: armFactsOf(ev), src: newRowSources(ev, x)}
 	perTask := analysis.PerTask(ai)
 	for ki, k := range rep.Kinds {
-		jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha,
-			Interval: rep.IntervalText(k), Verdict: k.Verdict, Leader: k.Leader}
-		for _, x := range snap.Excluded() {
-			if x.JobKind == k.JobKind {
-				jk.Excluded = append(jk.Excluded, report.Excluded{Task: x.Task, Why: x.Why})
-			}
-		}
-		for _, b := range snap.Banks {
-			if b.JobKind != k.JobKind {
-				continue
-			}
-			for _, p := range b.NearDuplicates {
-				jk.NearDuplicates = append(jk.NearDuplicates, report.NearDuplicate{A: p.A, B: p.B, Similarity: p.Similarity})
-			}
-			if len(b.NearDuplicates) > 0 {
-				jk.NearMethod = tasks.NearMethod()
-			}
-		}
-		if d.Power.SmallestDetectableDifference > 0 {
-			v := d.Power.SmallestDetectableDifference
-			jk.Detectable = &v
-		}
-		costOf := map[string]analysis.Cost{}
-		for _, c := range k.Costs {
-			costOf[c.Arm] = c
-		}
-		var cost report.CostFigure
-		cost.Label = "mean wall time per trial (s)"
-		for _, ar := range k.Arms {
-			c := costOf[ar.Arm]
-			row := report.Arm{Arm: ar.Arm, Runtime: runtimeOf[ar.Arm], Digest: shortHash(digest[ar.Arm]), Baseline: baseline[ar.Arm],
-				Score:    report.Interval{Value: num(ar.Mean), Low: num(ar.Interval.Lo), High: num(ar.Interval.Hi), Method: string(ar.Interval.Method), Note: ar.Interval.Note},
-				PassRate: num(ar.PassRate), Median: num(ar.Median), P10: num(ar.P10), Worst: num(ar.Worst), PBest: num(ar.PBest),
-				Tie:   k.Verdict == "tie" && (ar.Arm == k.Leader || slices.Contains(k.TiedWith, ar.Arm)),
-				Tasks: ar.Tasks, Trials: ar.Counts.Trials, Preempted: ar.Counts.Preempted, Capped: ar.Counts.Capped,
-				WallSeconds: numPtr(c.MeanWallSeconds), EnergyJoules: numPtr(c.MeanEnergyJoules), EnergySource: string(c.EnergySource)}
-			if c.PeakMemoryBytes > 0 {
-				p := c.PeakMemoryBytes
-				row.PeakMemBytes = &p
-			}
-			jk.Arms = append(jk.Arms, row)
-			if len(ar.NoResult) > 0 {
-				jk.NoOutput = append(jk.NoOutput, report.NoOutput{Arm: ar.Arm, Tasks: ar.NoResult})
-			}
-			if c.MeanWallSeconds.Valid() && ar.Mean.Valid() {
-				cost.Points = append(cost.Points, report.CostPoint{Arm: ar.Arm, Cost: num(c.MeanWallSeconds), Score: num(ar.Mean)})
-			}
-		}
-		if len(cost.Points) > 0 {
-			jk.Cost = &cost
-		}
-		if len(k.Sweep) > 0 {
-			sw := &report.Sweep{}
-			for _, ar := range k.Arms {
-				sw.Lines = append(sw.Lines, report.SweepLine{Arm: ar.Arm})
-			}
-			for _, p := range k.Sweep {
-				sw.Gates = append(sw.Gates, p.Gate)
-				for i := range sw.Lines {
-					v := math.NaN()
-					if i < len(p.PassRate) {
-						v = num(p.PassRate[i])
-					}
-					sw.Lines[i].PassRate = append(sw.Lines[i].PassRate, v)
-				}
-			}
-			jk.Sweep = sw
-		}
-		for _, p := range rep.Pairs {
-			if p.JobKind != k.JobKind {
-				continue
-			}
-			pr := report.Pair{Challenger: p.Candidate, Baseline: p.Baseline,
-				Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi), Method: string(p.Interval.Method), Note: p.Interval.Note},
-				PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome), Missing: p.MissingTasks}
-			for _, m := range p.Missing {
-				pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
-			}
-			if p.Shown != "shown" && jk.Detectable != nil {
-				pr.NotShown = report.NotShownText(num(p.Delta), *jk.Detectable)
-			}
-			jk.Pairs = append(jk.Pairs, pr)
-			for _, t := range p.NewlyFixed {
-				jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFixed,
-					ChallengerScore: 1, BaselineScore: 0, ChallengerOutput: output(p.Candidate, k.JobKind, t), BaselineOutput: output(p.Baseline, k.JobKind, t)})
-			}
-			for _, t := range p.NewlyFailing {
-				jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFailing,
-					ChallengerScore: 0, BaselineScore: 1, ChallengerOutput: output(p.Candidate, k.JobKind, t), BaselineOutput: output(p.Baseline, k.JobKind, t)})
-			}
-		}
-		for _, f := range failureCounts(ev.Receipts, k.JobKind, judgedPass(d, k.JobKind, ai.Trials)) {
-			// A card sub-study's doesn't-fit cells are not ranked; their
-			// confirmation runs are in the card table instead.
-			if slices.ContainsFunc(k.Arms, func(ar analysis.ArmResult) bool { return ar.Arm == f.Arm }) {
-				jk.Failures = append(jk.Failures, f)
-			}
-		}
-		for _, l := range rep.Latency {
-			if l.JobKind == k.JobKind {
-				jk.Latency = append(jk.Latency, report.Latency{Arm: l.Arm, Trials: l.Trials, P50MS: numPtr(l.P50MS), P95MS: numPtr(l.P95MS),
-					DeltaP50MS: numPtr(l.DeltaP50MS), DeltaP95MS: numPtr(l.DeltaP95MS)})
-			}
-		}
-		for _, sp := range rep.Speed {
-			if sp.JobKind == k.JobKind {
-				card := speedCard(sp)
-				card.Runtime, card.Baseline = runtimeOf[sp.Arm], baseline[sp.Arm]
-				jk.Speed = append(jk.Speed, card)
-			}
-		}
-		for _, sr := range rep.SRM {
-			if sr.JobKind == k.JobKind {
-				jk.SRM = &report.SRM{Arms: sr.Arms, Planned: sr.Planned, Scored: sr.Scored, ChiSq: numPtr(sr.ChiSq), DF: sr.DF, P: numPtr(sr.P), Alpha: sr.Alpha, Mismatch: sr.Mismatch}
-			}
-		}
+		jk := kb.kind(k)
 		if ki < len(perTask) && perTask[ki].JobKind == k.JobKind {
-			kindRows(&jk, perTask[ki], ai.Design, src)
+			kindRows(&jk, perTask[ki], ai.Design, kb.src)
 		}
 		data.Kinds = append(data.Kinds, jk)
 	}
 	data.Cards = cardTable(ev, rep)
+	data.Warnings = reportWarnings(ev, rep)
+	data.Decision = decisionData(d, rep, x)
+	return data
+}
+
+// armFacts are what the design and the snapshot say of each arm: its
+// runtime, its model's digest, and whether it is the incumbent.
+type armFacts struct {
+	runtime, digest map[string]string
+	baseline        map[string]bool
+}
+
+func armFactsOf(ev *Evidence) armFacts {
+	f := armFacts{runtime: map[string]string{}, digest: map[string]string{}, baseline: map[string]bool{}}
+	for _, arm := range ev.Design.Arms {
+		f.runtime[arm.Name] = arm.Runtime
+		f.baseline[arm.Name] = arm.Role == studies.RoleIncumbent
+	}
+	for _, fa := range ev.Snapshot.Arms {
+		f.digest[fa.Name] = fa.ModelSHA256
+	}
+	return f
+}
+
+// kindBuilder turns one job kind's analysis into its report section.
+type kindBuilder struct {
+	ev   *Evidence
+	ai   analysis.Input
+	rep  *analysis.Report
+	arms armFacts
+	src  rowSources
+}
+
+// kind is the job kind's section but for its per-task rows (kindRows).
+func (b kindBuilder) kind(k analysis.KindResult) report.Kind {
+	d, rep := b.ev.Design, b.rep
+	jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha,
+		Interval: rep.IntervalText(k), Verdict: k.Verdict, Leader: k.Leader}
+	b.taskLists(&jk, k.JobKind)
+	if d.Power.SmallestDetectableDifference > 0 {
+		v := d.Power.SmallestDetectableDifference
+		jk.Detectable = &v
+	}
+	b.armRows(&jk, k)
+	jk.Sweep = sweepOf(k)
+	b.pairs(&jk, k.JobKind)
+	for _, f := range failureCounts(b.ev.Receipts, k.JobKind, judgedPass(d, k.JobKind, b.ai.Trials)) {
+		// A card sub-study's doesn't-fit cells are not ranked; their
+		// confirmation runs are in the card table instead.
+		if slices.ContainsFunc(k.Arms, func(ar analysis.ArmResult) bool { return ar.Arm == f.Arm }) {
+			jk.Failures = append(jk.Failures, f)
+		}
+	}
+	b.timings(&jk, k.JobKind)
+	return jk
+}
+
+// taskLists are the tasks the design left out and the near duplicates.
+func (b kindBuilder) taskLists(jk *report.Kind, jobKind string) {
+	for _, x := range b.ev.Snapshot.Excluded() {
+		if x.JobKind == jobKind {
+			jk.Excluded = append(jk.Excluded, report.Excluded{Task: x.Task, Why: x.Why})
+		}
+	}
+	for _, bank := range b.ev.Snapshot.Banks {
+		if bank.JobKind != jobKind {
+			continue
+		}
+		for _, p := range bank.NearDuplicates {
+			jk.NearDuplicates = append(jk.NearDuplicates, report.NearDuplicate{A: p.A, B: p.B, Similarity: p.Similarity})
+		}
+		if len(bank.NearDuplicates) > 0 {
+			jk.NearMethod = tasks.NearMethod()
+		}
+	}
+}
+
+// armRows are the arms' table, the tasks each left without an output, and
+// the cost-against-score figure.
+func (b kindBuilder) armRows(jk *report.Kind, k analysis.KindResult) {
+	costOf := map[string]analysis.Cost{}
+	for _, c := range k.Costs {
+		costOf[c.Arm] = c
+	}
+	var cost report.CostFigure
+	cost.Label = "mean wall time per trial (s)"
+	for _, ar := range k.Arms {
+		c := costOf[ar.Arm]
+		row := report.Arm{Arm: ar.Arm, Runtime: b.arms.runtime[ar.Arm], Digest: shortHash(b.arms.digest[ar.Arm]), Baseline: b.arms.baseline[ar.Arm],
+			Score:    report.Interval{Value: num(ar.Mean), Low: num(ar.Interval.Lo), High: num(ar.Interval.Hi), Method: string(ar.Interval.Method), Note: ar.Interval.Note},
+			PassRate: num(ar.PassRate), Median: num(ar.Median), P10: num(ar.P10), Worst: num(ar.Worst), PBest: num(ar.PBest),
+			Tie:   k.Verdict == "tie" && (ar.Arm == k.Leader || slices.Contains(k.TiedWith, ar.Arm)),
+			Tasks: ar.Tasks, Trials: ar.Counts.Trials, Preempted: ar.Counts.Preempted, Capped: ar.Counts.Capped,
+			WallSeconds: numPtr(c.MeanWallSeconds), EnergyJoules: numPtr(c.MeanEnergyJoules), EnergySource: string(c.EnergySource)}
+		if c.PeakMemoryBytes > 0 {
+			p := c.PeakMemoryBytes
+			row.PeakMemBytes = &p
+		}
+		jk.Arms = append(jk.Arms, row)
+		if len(ar.NoResult) > 0 {
+			jk.NoOutput = append(jk.NoOutput, report.NoOutput{Arm: ar.Arm, Tasks: ar.NoResult})
+		}
+		if c.MeanWallSeconds.Valid() && ar.Mean.Valid() {
+			cost.Points = append(cost.Points, report.CostPoint{Arm: ar.Arm, Cost: num(c.MeanWallSeconds), Score: num(ar.Mean)})
+		}
+	}
+	if len(cost.Points) > 0 {
+		jk.Cost = &cost
+	}
+}
+
+// sweepOf is the pass rate of each arm at each gate, nil without a sweep.
+func sweepOf(k analysis.KindResult) *report.Sweep {
+	if len(k.Sweep) == 0 {
+		return nil
+	}
+	sw := &report.Sweep{}
+	for _, ar := range k.Arms {
+		sw.Lines = append(sw.Lines, report.SweepLine{Arm: ar.Arm})
+	}
+	for _, p := range k.Sweep {
+		sw.Gates = append(sw.Gates, p.Gate)
+		for i := range sw.Lines {
+			v := math.NaN()
+			if i < len(p.PassRate) {
+				v = num(p.PassRate[i])
+			}
+			sw.Lines[i].PassRate = append(sw.Lines[i].PassRate, v)
+		}
+	}
+	return sw
+}
+
+// pairs are the named pairs' rows and the tasks that flipped between them,
+// with both outputs.
+func (b kindBuilder) pairs(jk *report.Kind, jobKind string) {
+	output := func(arm, task string) string {
+		return b.ev.Kept.Outputs[studies.TrialKey{Arm: arm, JobKind: jobKind, Task: task}]
+	}
+	for _, p := range b.rep.Pairs {
+		if p.JobKind != jobKind {
+			continue
+		}
+		pr := report.Pair{Challenger: p.Candidate, Baseline: p.Baseline,
+			Delta: report.Interval{Value: num(p.Delta), Low: num(p.Interval.Lo), High: num(p.Interval.Hi), Method: string(p.Interval.Method), Note: p.Interval.Note},
+			PRaw:  num(p.P), PHolm: num(p.PHolm), Test: p.Test, Outcome: string(p.Outcome), Missing: p.MissingTasks}
+		for _, m := range p.Missing {
+			pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
+		}
+		if p.Shown != "shown" && jk.Detectable != nil {
+			pr.NotShown = report.NotShownText(num(p.Delta), *jk.Detectable)
+		}
+		jk.Pairs = append(jk.Pairs, pr)
+		for _, t := range p.NewlyFixed {
+			jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFixed,
+				ChallengerScore: 1, BaselineScore: 0, ChallengerOutput: output(p.Candidate, t), BaselineOutput: output(p.Baseline, t)})
+		}
+		for _, t := range p.NewlyFailing {
+			jk.Paired = append(jk.Paired, report.PairedRow{Task: t, Challenger: p.Candidate, Baseline: p.Baseline, Change: report.NewlyFailing,
+				ChallengerScore: 0, BaselineScore: 1, ChallengerOutput: output(p.Candidate, t), BaselineOutput: output(p.Baseline, t)})
+		}
+	}
+}
+
+// timings are the latency table, the speed cards and the sample-ratio check.
+func (b kindBuilder) timings(jk *report.Kind, jobKind string) {
+	for _, l := range b.rep.Latency {
+		if l.JobKind == jobKind {
+			jk.Latency = append(jk.Latency, report.Latency{Arm: l.Arm, Trials: l.Trials, P50MS: numPtr(l.P50MS), P95MS: numPtr(l.P95MS),
+				DeltaP50MS: numPtr(l.DeltaP50MS), DeltaP95MS: numPtr(l.DeltaP95MS)})
+		}
+	}
+	for _, sp := range b.rep.Speed {
+		if sp.JobKind == jobKind {
+			card := speedCard(sp)
+			card.Runtime, card.Baseline = b.arms.runtime[sp.Arm], b.arms.baseline[sp.Arm]
+			jk.Speed = append(jk.Speed, card)
+		}
+	}
+	for _, sr := range b.rep.SRM {
+		if sr.JobKind == jobKind {
+			jk.SRM = &report.SRM{Arms: sr.Arms, Planned: sr.Planned, Scored: sr.Scored, ChiSq: numPtr(sr.ChiSq), DF: sr.DF, P: numPtr(sr.P), Alpha: sr.Alpha, Mismatch: sr.Mismatch}
+		}
+	}
+}
+
+// reportWarnings are the arms that do not fit their card, the analysis's
+// warnings, and where the energy figures came from.
+func reportWarnings(ev *Evidence, rep *analysis.Report) []string {
 	var unfit []string
-	for arm, v := range doesntFit(d, ev.Verdicts) {
+	for arm, v := range doesntFit(ev.Design, ev.Verdicts) {
 		unfit = append(unfit, fmt.Sprintf("%s doesn't fit at card %s (%s): not ranked.", arm, v.Profile.Name, v.Reason))
 	}
 	sort.Strings(unfit)
-	data.Warnings = append(data.Warnings, unfit...)
+	warnings := unfit
 	for _, w := range rep.Warnings {
-		data.Warnings = append(data.Warnings, w.String())
+		warnings = append(warnings, w.String())
 	}
 	measured := 0
 	for _, r := range ev.Receipts {
@@ -215,21 +275,27 @@ func ReportData(ev *Evidence, ai analysis.Input, rep *analysis.Report, x Extras)
 	}
 	switch {
 	case measured == 0:
-		data.Warnings = append(data.Warnings, "Energy is estimated from wall time at a nominal package draw: this machine exposes no power counter (no NVML, no readable RAPL).")
+		warnings = append(warnings, "Energy is estimated from wall time at a nominal package draw: this machine exposes no power counter (no NVML, no readable RAPL).")
 	case measured < len(ev.Receipts):
-		data.Warnings = append(data.Warnings, fmt.Sprintf("Energy is measured by the card's NVML counter on %d of %d receipts; the rest are estimated from wall time, and each arm's figure is labelled by its weakest source.", measured, len(ev.Receipts)))
+		warnings = append(warnings, fmt.Sprintf("Energy is measured by the card's NVML counter on %d of %d receipts; the rest are estimated from wall time, and each arm's figure is labelled by its weakest source.", measured, len(ev.Receipts)))
 	}
+	return warnings
+}
+
+// decisionData is the rule's outcome as rig evaluated it, its guardrails,
+// and who recorded the decision when one was.
+func decisionData(d *studies.Design, rep *analysis.Report, x Extras) *report.Decision {
 	dec := rep.Decision
-	data.Decision = &report.Decision{Rule: d.DecisionRule.Text, Trace: dec.Trace, Outcome: dec.Action, NextBaseline: dec.NextBaseline,
+	out := &report.Decision{Rule: d.DecisionRule.Text, Trace: dec.Trace, Outcome: dec.Action, NextBaseline: dec.NextBaseline,
 		Rationale: "evaluated by rig from the pre-registered rule; not yet recorded with rig study decide"}
 	for _, c := range rep.Constraints {
-		data.Decision.Constraints = append(data.Decision.Constraints, report.Constraint{Clause: c.Clause, Metric: c.Metric, JobKind: c.JobKind,
+		out.Constraints = append(out.Constraints, report.Constraint{Clause: c.Clause, Metric: c.Metric, JobKind: c.JobKind,
 			Challenger: c.Candidate, Baseline: c.Baseline, Limit: c.Limit, Reading: c.Reading, Blocks: c.Blocks})
 	}
 	if rec := x.Decision; rec != nil {
-		data.Decision.Actor, data.Decision.At, data.Decision.Rationale = rec.Actor, rec.At, rec.Rationale
+		out.Actor, out.At, out.Rationale = rec.Actor, rec.At, rec.Rationale
 	}
-	return data
+	return out
 }
 
 // licenceRows are the design's items with the use and verdict the

@@ -2,6 +2,7 @@ package findings
 
 import (
 	"cmp"
+	"slices"
 
 	"rig/analysis"
 	"rig/receipts"
@@ -83,5 +84,8 @@ func failureCounts(recs []receipts.Receipt, jobKind string, judged map[studies.T
 	for k, n := range count {
 		out = append(out, report.Failure{Arm: k.arm, Code: k.code, Count: n})
 	}
+	// By arm, then code: the same evidence gives the same report, byte for
+	// byte (a map's order differed from run to run).
+	slices.SortFunc(out, func(a, b report.Failure) int { return cmp.Or(cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Code, b.Code)) })
 	return out
 }
