@@ -73,6 +73,16 @@ func (s *Service) price(ctx context.Context, name, speedsFile string, w io.Write
 		return nil, d, nil, err
 	}
 	est, err := studies.DryRun(d, plan, speeds, nil)
+	if est != nil {
+		// The stopping rule's expected price simulates the analysis's
+		// monitor, which studies does not import, so it is added here, on
+		// the plan just priced; the caps were held to the whole plan.
+		sp, serr := run.PriceStopping(ctx, d, plan, est)
+		if serr != nil {
+			return nil, d, speeds, serr
+		}
+		est.Stopping = sp
+	}
 	return est, d, speeds, err
 }
 

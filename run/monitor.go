@@ -42,7 +42,7 @@ func monitorKey(arm, kind, task string) string { return arm + "|" + kind + "|" +
 // by a judge is refused: its grades exist only after the trial loop, so no
 // check between blocks could read them.
 func newMonitor(d *studies.Design, plan *studies.Plan) (*monitor, error) {
-	rule := d.StoppingRule()
+	rule := StoppingRule(d)
 	if rule == nil {
 		return nil, nil
 	}

@@ -239,7 +239,7 @@ func TestRunnerChecksTheStoppingRuleOnARealRun(t *testing.T) {
 		m["name"] = "runner-stopping"
 		m["stopping"] = map[string]any{"method": "anytime"}
 	})
-	if d.StoppingRule() == nil {
+	if StoppingRule(d) == nil {
 		t.Fatal("the frozen design lost its stopping rule")
 	}
 	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)

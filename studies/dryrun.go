@@ -2,7 +2,6 @@ package studies
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +90,8 @@ type Estimate struct {
 	CapWallTime time.Duration `json:"cap_wall_time"`
 	CapEnergyWh float64       `json:"cap_energy_wh"`
 	// Stopping is the expected price with the design's stopping rule; nil
-	// without one (the whole plan always runs).
+	// without one (the whole plan always runs). DryRun leaves it nil: it is
+	// a simulation of the analysis, which run.PriceStopping runs.
 	Stopping *StoppingPrice `json:"stopping,omitempty"`
 }
 
@@ -191,10 +191,8 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		e.EnergyWh += c.EnergyWh
 	}
 	// The caps are checked against the maximum: a study that never
-	// settles runs its whole plan.
-	if e.Stopping, err = priceStopping(context.Background(), d, p, e); err != nil {
-		return nil, err
-	}
+	// settles runs its whole plan, so the stopping rule's price
+	// (run.PriceStopping, added by the caller) changes no refusal.
 	var over []string
 	if e.WallTime > wallCap {
 		over = append(over, fmt.Sprintf("wall time %s > cap %s", e.WallTime.Round(time.Second), wallCap))

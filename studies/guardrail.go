@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"rig/analysis"
 )
 
 // Guardrail is a metric that may be the reason to say no to a challenger,
@@ -28,18 +26,26 @@ type Guardrail struct {
 	MaxAbsoluteIncrease *float64 `json:"max_absolute_increase,omitempty"`
 }
 
-// Guardrail metrics rig measures itself; all are lower-is-better. The
-// analysis reads them (analysis.Metric*).
+// Guardrail metrics rig measures itself; all are lower-is-better. They
+// are the design's words, kept here because studies imports no analysis;
+// report/findings' test holds them to analysis.Metric*, which reads them.
 const (
-	MetricCost       = analysis.MetricCost       // the rule's cost measure: mean wall seconds per trial
-	MetricWallTime   = analysis.MetricWallTime   // mean wall seconds per scored trial
-	MetricP95Latency = analysis.MetricP95Latency // 95th percentile of wall time per scored trial, ms
-	MetricPeakMemory = analysis.MetricPeakMemory // the largest peak memory of any trial, MiB
-	MetricEnergy     = analysis.MetricEnergy     // mean energy per scored trial, Wh
+	MetricCost       = "cost"        // the rule's cost measure: mean wall seconds per trial
+	MetricWallTime   = "wall_time"   // mean wall seconds per scored trial
+	MetricP95Latency = "p95_latency" // 95th percentile of wall time per scored trial, ms
+	MetricPeakMemory = "peak_memory" // the largest peak memory of any trial, MiB
+	MetricEnergy     = "energy"      // mean energy per scored trial, Wh
 )
 
 // ReceiptMetricPrefix starts a guardrail on a receipt field, "receipt.FIELD".
-const ReceiptMetricPrefix = analysis.ReceiptPrefix
+const ReceiptMetricPrefix = "receipt."
+
+// ReceiptMetricFields are the receipt's numeric measurements, by their JSON
+// names, that a "receipt.FIELD" guardrail may name, in the order a refusal
+// lists them. report/findings' test holds them to analysis.ReceiptFields
+// (what the analysis can read), which its other test holds to the receipt.
+var ReceiptMetricFields = []string{"input_tokens", "thinking_tokens", "output_tokens", "prompt_tok_s", "output_tok_s",
+	"ttft_ms", "tpot_ms", "wall_ms", "peak_memory_bytes", "peak_gpu_memory_bytes", "energy_joules"}
 
 // GuardrailMetrics are the metrics a guardrail may name besides receipt ones.
 var GuardrailMetrics = []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
@@ -90,8 +96,8 @@ func (v *validator) guardrails() {
 		p := fmt.Sprintf("guardrails[%d]", i)
 		field, isReceipt := strings.CutPrefix(g.Metric, ReceiptMetricPrefix)
 		switch {
-		case isReceipt && !slices.Contains(analysis.ReceiptFields, field):
-			v.add(KindInvalid, p+".metric", "%q: name a numeric receipt field after %q: one of %s", g.Metric, ReceiptMetricPrefix, strings.Join(analysis.ReceiptFields, ", "))
+		case isReceipt && !slices.Contains(ReceiptMetricFields, field):
+			v.add(KindInvalid, p+".metric", "%q: name a numeric receipt field after %q: one of %s", g.Metric, ReceiptMetricPrefix, strings.Join(ReceiptMetricFields, ", "))
 		case !isReceipt && !slices.Contains(GuardrailMetrics, g.Metric):
 			v.add(KindInvalid, p+".metric", "%q: use one of %s, or \"receipt.FIELD\" for a numeric receipt field", g.Metric, strings.Join(GuardrailMetrics, ", "))
 		}

@@ -151,3 +151,29 @@ func TestSchemaMatchesDesignType(t *testing.T) {
 	}
 	walk(c.root, reflect.TypeFor[Design](), "$")
 }
+
+// TestSchemaNamesTheDesignsWords: the schema lists the stopping rule's
+// methods and spending functions and the guardrail metrics and receipt
+// fields that studies keeps (run's and report/findings' tests hold those to
+// analysis's), so an editor offers exactly what validation accepts.
+func TestSchemaNamesTheDesignsWords(t *testing.T) {
+	defs := loadSchema(t).root["$defs"].(map[string]any)
+	prop := func(def, name string) map[string]any {
+		return defs[def].(map[string]any)["properties"].(map[string]any)[name].(map[string]any)
+	}
+	for _, c := range []struct {
+		name string
+		want []any
+	}{
+		{"method", []any{StopAnytime, StopGroupSequential}},
+		{"spending", []any{SpendOBrienFleming, SpendPocock}},
+	} {
+		if got := prop("stopping", c.name)["enum"]; !reflect.DeepEqual(got, c.want) {
+			t.Errorf("schema's stopping.%s enum %v, studies names %v", c.name, got, c.want)
+		}
+	}
+	want := "^(" + strings.Join(GuardrailMetrics, "|") + "|" + strings.ReplaceAll(ReceiptMetricPrefix, ".", `\.`) + "(" + strings.Join(ReceiptMetricFields, "|") + "))$"
+	if got := prop("guardrail", "metric")["pattern"]; got != want {
+		t.Errorf("schema's guardrail metric pattern\n%v\nstudies' words make\n%v", got, want)
+	}
+}

@@ -1,10 +1,7 @@
 package studies
 
 import (
-	"errors"
 	"fmt"
-
-	"rig/analysis"
 )
 
 // Stopping is the design's rule for stopping an execution early, frozen
@@ -41,31 +38,49 @@ type Futility struct {
 	Beta float64 `json:"beta,omitempty"`
 }
 
-// Stopping methods and spending functions a design may name.
+// Stopping methods and spending functions a design may name. They are the
+// design's words, kept here because studies imports no analysis; run's
+// test holds them to analysis's SequentialMethod and Spending values.
 const (
-	StopAnytime         = string(analysis.Anytime)
-	StopGroupSequential = string(analysis.GroupSequential)
-	SpendOBrienFleming  = string(analysis.OBrienFleming)
-	SpendPocock         = string(analysis.Pocock)
+	StopAnytime         = "anytime"
+	StopGroupSequential = "group_sequential"
+	SpendOBrienFleming  = "obrien_fleming"
+	SpendPocock         = "pocock"
 )
+
+// DefaultFutilityBeta is the futility beta a rule that leaves it out gets
+// (analysis.DefaultFutilityBeta, which run's test holds it to).
+const DefaultFutilityBeta = 0.05
 
 // MaxLooks bounds a group-sequential design's planned looks.
 const MaxLooks = 100
 
-// StoppingRule is the design's stopping rule as analysis.Monitor reads it,
-// with every default resolved from the design (alpha from the decision
-// rule; the futility difference and the discordance from the power plan),
-// or nil when the design has none. The runner passes it with one
-// analysis.MonitoredPair per entry of ResolvedPairs.
-func (d *Design) StoppingRule() *analysis.Stopping {
+// ResolvedStopping is the design's stopping rule with every default
+// resolved from the design: alpha from the decision rule, the futility
+// difference and the discordance from the power plan. run.StoppingRule
+// converts it for analysis.Monitor, which the runner feeds one monitored
+// pair per entry of ResolvedPairs.
+type ResolvedStopping struct {
+	Method       string
+	Looks        []float64
+	Spending     string
+	Alpha        float64
+	Futility     float64 // 0: no futility stop
+	FutilityBeta float64 // 0: DefaultFutilityBeta
+	Discordance  float64 // the pilot's ψ; 0 when the power plan states none
+}
+
+// ResolvedStopping is the design's stopping rule with its defaults
+// resolved, or nil when the design has none.
+func (d *Design) ResolvedStopping() *ResolvedStopping {
 	s := d.Stopping
 	if s == nil {
 		return nil
 	}
-	out := &analysis.Stopping{
-		Method:      analysis.SequentialMethod(s.Method),
+	out := &ResolvedStopping{
+		Method:      s.Method,
 		Looks:       s.Looks,
-		Spending:    analysis.Spending(s.Spending),
+		Spending:    s.Spending,
 		Alpha:       s.Alpha,
 		Discordance: d.Power.PilotDiscordance,
 	}
@@ -79,6 +94,53 @@ func (d *Design) StoppingRule() *analysis.Stopping {
 		}
 	}
 	return out
+}
+
+// Check returns the first field of the resolved rule that the monitor could
+// not run with, naming the fix, or nil. It asks what analysis's
+// Stopping.Validate asks, in the same order and words, so a design that
+// validates is one the runner's monitor accepts; run's test holds the two
+// to each other over a grid of rules.
+func (r ResolvedStopping) Check() *Problem {
+	bad := func(path, problem, fix string) *Problem {
+		return &Problem{Path: path, Kind: KindInvalid, Msg: fmt.Sprintf("%s (%s)", problem, fix)}
+	}
+	switch r.Method {
+	case StopAnytime:
+		if len(r.Looks) > 0 {
+			return bad("stopping.looks", "set for the anytime method", `an anytime test looks after every block; remove looks, or use "group_sequential"`)
+		}
+	case StopGroupSequential:
+		if r.Spending != SpendOBrienFleming && r.Spending != SpendPocock {
+			return bad("stopping.spending", fmt.Sprintf("%q is not a spending function", r.Spending), fmt.Sprintf("use %q or %q", SpendOBrienFleming, SpendPocock))
+		}
+		for i, t := range r.Looks {
+			if !(t > 0 && t <= 1) || (i > 0 && t <= r.Looks[i-1]) {
+				return bad(fmt.Sprintf("stopping.looks[%d]", i), fmt.Sprintf("%v is not above the previous look and within (0,1]", t), "list increasing shares of the planned tasks, e.g. [0.25, 0.5, 0.75, 1]")
+			}
+		}
+		if n := len(r.Looks); n > 0 && r.Looks[n-1] != 1 {
+			return bad(fmt.Sprintf("stopping.looks[%d]", n-1), fmt.Sprintf("%v: the last look is not 1", r.Looks[n-1]), "end the looks with 1: the full plan is always the last look")
+		}
+	default:
+		return bad("stopping.method", fmt.Sprintf("%q is not a method", r.Method), fmt.Sprintf("use %q or %q", StopAnytime, StopGroupSequential))
+	}
+	if !(r.Alpha > 0 && r.Alpha < 1) {
+		return bad("stopping.alpha", fmt.Sprintf("%v is outside (0,1)", r.Alpha), "the family-wise alpha, e.g. 0.05")
+	}
+	if !(r.Futility >= 0 && r.Futility < 1) {
+		return bad("stopping.futility.difference", fmt.Sprintf("%v is outside [0,1)", r.Futility), "the smallest difference worth finding, e.g. 0.2")
+	}
+	if !(r.Discordance >= 0 && r.Discordance <= 1) {
+		return bad("stopping.discordance", fmt.Sprintf("%v is outside [0,1]", r.Discordance), "the pilot's share of discordant tasks")
+	}
+	if r.Discordance > 0 && r.Futility > r.Discordance {
+		return bad("stopping.futility.difference", fmt.Sprintf("%v is above the pilot discordance %v", r.Futility, r.Discordance), "a lead cannot exceed the share of tasks where the arms differ; state a smaller difference")
+	}
+	if !(r.FutilityBeta >= 0 && r.FutilityBeta < 0.5) {
+		return bad("stopping.futility.beta", fmt.Sprintf("%v is outside [0,0.5)", r.FutilityBeta), fmt.Sprintf("a small chance such as %v, or leave it out", DefaultFutilityBeta))
+	}
+	return nil
 }
 
 func (v *validator) stopping() {
@@ -104,7 +166,7 @@ func (v *validator) stopping() {
 	if len(v.d.ResolvedPairs()) == 0 {
 		v.add(KindMissing, "stopping", "no pair to monitor: the rule monitors the pairs the decision rule names (name them in pairs, or give the job kind an incumbent and a candidate)")
 	}
-	rule := v.d.StoppingRule()
+	rule := v.d.ResolvedStopping()
 	// A default taken from a field that is itself wrong is reported there.
 	if !(rule.Alpha > 0 && rule.Alpha < 1) && s.Alpha == 0 {
 		rule.Alpha = 0.05
@@ -112,15 +174,8 @@ func (v *validator) stopping() {
 	if !(rule.Discordance > 0 && rule.Discordance <= 1) {
 		rule.Discordance = 0
 	}
-	if err := rule.Validate(); err != nil {
-		var fe *analysis.FieldError
-		if errors.As(err, &fe) && !v.has(fe.Field) {
-			msg := fe.Problem
-			if fe.Fix != "" {
-				msg = fmt.Sprintf("%s (%s)", fe.Problem, fe.Fix)
-			}
-			v.add(KindInvalid, fe.Field, "%s", msg)
-		}
+	if p := rule.Check(); p != nil && !v.has(p.Path) {
+		v.add(p.Kind, p.Path, "%s", p.Msg)
 	}
 }
 

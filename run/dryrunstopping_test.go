@@ -1,9 +1,14 @@
-package studies
+package run
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"rig/studies"
+	"rig/studies/studytest"
 )
 
 // A design with a stopping rule is priced three ways: under the stated
@@ -11,20 +16,36 @@ import (
 // and at most the whole plan. The expected trials never pass the maximum,
 // and the stated difference's are below it.
 func TestDryRunPricesTheStoppingRule(t *testing.T) {
-	d := demoDesign(t)
-	d.Stopping = &Stopping{Method: StopAnytime, Futility: &Futility{}}
+	d := studytest.DemoDesign(t)
+	d.Stopping = &studies.Stopping{Method: studies.StopAnytime, Futility: &studies.Futility{}}
 	if d.Power.SmallestDetectableDifference == 0 {
 		d.Power.SmallestDetectableDifference = 0.3
 	}
-	p, err := NewPlan(d, demoTasks(40, 4), PlanOptions{Seed: 5})
+	tasks := map[string][]string{}
+	for _, jk := range d.JobKinds {
+		for i := range 40 {
+			tasks[jk.Name] = append(tasks[jk.Name], fmt.Sprintf("%s-%02d", jk.Name, i))
+		}
+	}
+	p, err := studies.NewPlan(d, tasks, studies.PlanOptions{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := DryRun(d, p, demoSpeeds(), nil)
+	speeds := studies.SpeedTable{}
+	for _, a := range d.Arms {
+		speeds[a.Name] = studies.Speed{GenTokensPerSec: 100, PromptTokensPerSec: 1000, LoadSeconds: 2, Watts: 100, Source: studies.SourceMeasured}
+	}
+	e, err := studies.DryRun(d, p, speeds, nil)
 	if err != nil {
 		t.Fatalf("DryRun: %v", err)
 	}
-	sp := e.Stopping
+	if e.Stopping != nil {
+		t.Fatal("studies.DryRun priced the stopping rule itself: the simulation is the analysis's")
+	}
+	sp, err := PriceStopping(context.Background(), d, p, e)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if sp == nil || len(sp.Scenarios) != 2 || sp.MaxTrials != e.Trials || sp.MaxWallTime != e.WallTime {
 		t.Fatalf("stopping price %+v, estimate %d trials", sp, e.Trials)
 	}
@@ -36,6 +57,7 @@ func TestDryRunPricesTheStoppingRule(t *testing.T) {
 	if stated := sp.Scenarios[0]; stated.Lead == 0 || stated.Trials >= float64(e.Trials) || stated.Stopped == 0 {
 		t.Errorf("under the stated difference %+v: expected to stop early in some studies", stated)
 	}
+	e.Stopping = sp
 	var b bytes.Buffer
 	if err := e.WriteTable(&b); err != nil {
 		t.Fatal(err)
@@ -44,7 +66,7 @@ func TestDryRunPricesTheStoppingRule(t *testing.T) {
 		t.Errorf("table lacks the stopping rule's price:\n%s", b.String())
 	}
 	d.Stopping = nil
-	if e, _ := DryRun(d, p, demoSpeeds(), nil); e.Stopping != nil {
-		t.Error("a design without a stopping rule got a stopping price")
+	if sp, err := PriceStopping(context.Background(), d, p, e); sp != nil || err != nil {
+		t.Errorf("a design without a stopping rule got a stopping price %+v (%v)", sp, err)
 	}
 }
