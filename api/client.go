@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"syscall"
-
-	"rig/studies"
 )
 
 // The wire: one small JSON-over-HTTP protocol on the daemon's unix socket.
@@ -28,9 +26,49 @@ type Reply struct {
 }
 
 // Client calls a daemon over its unix socket: one method per call the
-// daemon serves.
+// daemon serves. Make it with NewClient and keep it for every call to that
+// daemon: it holds one HTTP transport, which the calls share. A Client
+// written as a literal (Client{Socket: s}) works too, with a transport made
+// for each call and dropped after it.
 type Client struct {
+	// Socket is the daemon's socket, as errors name it; NewClient's
+	// transport dials the one it was made with.
 	Socket string
+	// hc is NewClient's; nil in a literal.
+	hc *http.Client
+}
+
+// NewClient is a Client for the daemon serving on socket, with one
+// transport for all its calls.
+func NewClient(socket string) Client {
+	return Client{Socket: socket, hc: &http.Client{Transport: transport(socket)}}
+}
+
+// transport dials socket for every request and keeps no connection: the
+// daemon closes each connection after its answer (it serves with keep-alives
+// off and caps the connections a uid holds open), so an idle connection kept
+// here could serve no second request and would only count against that cap
+// while, say, `rig study run` polls status every 2 s. Without keep-alives a
+// connection is closed as soon as its answer has been read, whatever the
+// daemon at the other end does.
+func transport(socket string) *http.Transport {
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		DisableKeepAlives: true,
+	}
+}
+
+// httpClient is NewClient's HTTP client, or for a literal Client one made
+// for this call: its transport keeps no connection, so nothing of it
+// outlives the call.
+func (c Client) httpClient() *http.Client {
+	if c.hc != nil {
+		return c.hc
+	}
+	return &http.Client{Transport: transport(c.Socket)}
 }
 
 // Call sends one request to method and decodes the result into out (nil
@@ -44,15 +82,11 @@ func (c Client) Call(ctx context.Context, method string, req, out any, text io.W
 	if err != nil {
 		return err
 	}
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", c.Socket)
-	}}}
 	hreq, err := http.NewRequestWithContext(ctx, "POST", "http://rig/"+method, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	resp, err := hc.Do(hreq)
+	resp, err := c.httpClient().Do(hreq)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
@@ -191,8 +225,8 @@ func (c Client) Validate(ctx context.Context, req NameRequest, text io.Writer) (
 }
 
 // DryRun prices the frozen study's plan; the priced table goes to text.
-func (c Client) DryRun(ctx context.Context, req DryRunRequest, text io.Writer) (*studies.Estimate, error) {
-	return call[*studies.Estimate](ctx, c, MethodDryRun, req, text)
+func (c Client) DryRun(ctx context.Context, req DryRunRequest, text io.Writer) (*Estimate, error) {
+	return call[*Estimate](ctx, c, MethodDryRun, req, text)
 }
 
 // Executions.

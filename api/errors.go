@@ -6,7 +6,6 @@ import (
 	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/internal/textcheck"
-	"rig/studies"
 )
 
 // The stable code of every error class a caller may test for. Codes are part
@@ -99,6 +98,47 @@ var (
 	ErrPromptTooLong = errors.New("prompt and stop cap exceed the pinned context")
 )
 
+// The client's sentinels for the classes of package studies (the study as
+// data), which a client does not link: each is the sentinel of the same name
+// there, with its text. On the daemon's side studies' own sentinel carries
+// the code (daemon/wire.go), so an error of a study reads the same on both
+// sides, matched by errors.Is against studies' sentinel in the daemon and
+// against this one in a client.
+var (
+	// ErrStaleAsset is a pinned asset whose hash changed since it was
+	// registered or frozen (studies.ErrStaleAsset).
+	ErrStaleAsset = errors.New("stale asset")
+	// ErrTampered is a snapshot whose stored hashes do not match its
+	// content (studies.ErrTampered).
+	ErrTampered = errors.New("snapshot does not match its hash")
+	// ErrInvalidDesign is a design that failed validation
+	// (studies.ErrInvalidDesign).
+	ErrInvalidDesign = errors.New("invalid design")
+	// ErrUnsetReference is a model file reference naming an unset variable
+	// (studies.ErrUnsetReference).
+	ErrUnsetReference = errors.New("unset reference")
+	// ErrTransition is a refused change of a study's or a proposal's state
+	// (studies.ErrTransition).
+	ErrTransition = errors.New("transition refused")
+	// ErrNoLicenceLine is a passing review without a licence line
+	// (studies.ErrNoLicenceLine).
+	ErrNoLicenceLine = errors.New("review has no licence line")
+	// ErrIdempotencyConflict is a key reused with a different request
+	// (studies.ErrIdempotencyConflict).
+	ErrIdempotencyConflict = errors.New("idempotency key reused with another request")
+	// ErrNameTaken is a register of a study name that already exists
+	// (studies.ErrNameTaken).
+	ErrNameTaken = errors.New("study name taken")
+	// ErrOverBudget is a plan priced over a cap of its design
+	// (studies.ErrOverBudget).
+	ErrOverBudget = errors.New("plan over budget")
+	// ErrNoSpeed is an arm the speed table does not price (studies.ErrNoSpeed).
+	ErrNoSpeed = errors.New("no speed for arm")
+	// ErrEmptyPlan is a design and task set that produce no trials
+	// (studies.ErrEmptyPlan).
+	ErrEmptyPlan = errors.New("plan has no trials")
+)
+
 // codes is every code and the sentinel the client gives it.
 var codes = []struct {
 	code string
@@ -110,17 +150,17 @@ var codes = []struct {
 	{CodeNotRegradable, ErrNotRegradable},
 	{CodeGateRefused, ErrGate},
 	{CodeVerdictUnreadable, ErrVerdictUnreadable},
-	{CodeStaleAsset, studies.ErrStaleAsset},
-	{CodeTampered, studies.ErrTampered},
-	{CodeInvalidDesign, studies.ErrInvalidDesign},
-	{CodeUnsetReference, studies.ErrUnsetReference},
-	{CodeTransitionRefused, studies.ErrTransition},
-	{CodeNoLicenceLine, studies.ErrNoLicenceLine},
-	{CodeIdempotencyConflict, studies.ErrIdempotencyConflict},
-	{CodeNameTaken, studies.ErrNameTaken},
-	{CodeOverBudget, studies.ErrOverBudget},
-	{CodeNoSpeed, studies.ErrNoSpeed},
-	{CodeEmptyPlan, studies.ErrEmptyPlan},
+	{CodeStaleAsset, ErrStaleAsset},
+	{CodeTampered, ErrTampered},
+	{CodeInvalidDesign, ErrInvalidDesign},
+	{CodeUnsetReference, ErrUnsetReference},
+	{CodeTransitionRefused, ErrTransition},
+	{CodeNoLicenceLine, ErrNoLicenceLine},
+	{CodeIdempotencyConflict, ErrIdempotencyConflict},
+	{CodeNameTaken, ErrNameTaken},
+	{CodeOverBudget, ErrOverBudget},
+	{CodeNoSpeed, ErrNoSpeed},
+	{CodeEmptyPlan, ErrEmptyPlan},
 	{CodeStoreConflict, ErrStoreConflict},
 	{CodeStoreLocked, ErrStoreLocked},
 	{CodeNotFound, ErrNotFound},

@@ -3,8 +3,6 @@ package api
 import (
 	"fmt"
 	"time"
-
-	"rig/studies"
 )
 
 // Proposal states. A proposal starts pending_approval and moves once, to
@@ -21,22 +19,22 @@ const (
 // `rig study init` and `rig study dry-run` read as the baseline; nothing that
 // runs changes.
 type Proposal struct {
-	ID             string        `json:"id"`
-	State          string        `json:"state"`
-	Study          string        `json:"study"`
-	Execution      string        `json:"execution"`
-	DesignHash     string        `json:"design_hash"`
-	ComparisonHash string        `json:"comparison_hash"`
-	Report         string        `json:"report,omitempty"`
-	ReportSHA256   string        `json:"report_sha256,omitempty"`
-	Arm            string        `json:"arm"`
-	Runtime        string        `json:"runtime"`
-	Model          studies.Model `json:"model"`
+	ID             string `json:"id"`
+	State          string `json:"state"`
+	Study          string `json:"study"`
+	Execution      string `json:"execution"`
+	DesignHash     string `json:"design_hash"`
+	ComparisonHash string `json:"comparison_hash"`
+	Report         string `json:"report,omitempty"`
+	ReportSHA256   string `json:"report_sha256,omitempty"`
+	Arm            string `json:"arm"`
+	Runtime        string `json:"runtime"`
+	Model          Model  `json:"model"`
 	// ModelSHA256 and Binaries are the digests the arm was frozen with.
-	ModelSHA256 string           `json:"model_sha256"`
-	Binaries    []studies.Binary `json:"binaries,omitempty"`
-	Pins        studies.Pins     `json:"pins"`
-	ProposedBy  string           `json:"proposed_by"`
+	ModelSHA256 string   `json:"model_sha256"`
+	Binaries    []Binary `json:"binaries,omitempty"`
+	Pins        Pins     `json:"pins"`
+	ProposedBy  string   `json:"proposed_by"`
 	// ProposedByUID and DecidedByUID are the uids beside the names, as the
 	// socket named the callers: separation of duties compares them.
 	ProposedByUID *int      `json:"proposed_by_uid,omitempty"`

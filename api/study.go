@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"time"
-
-	"rig/studies"
 )
 
 // NameRequest names a study, with who asks and why where a method records it.
@@ -30,7 +28,7 @@ type RegisterRequest struct {
 	Actor      string `json:"actor"`
 	// Registry is --registry, an absolute path; ConfiguredRegistry is
 	// $RIG_LICENCE_REGISTRY as the CLI saw it (see
-	// studies.ChooseLicenceRegistry).
+	// ChooseLicenceRegistry in package studies).
 	Registry           string `json:"registry,omitempty"`
 	ConfiguredRegistry string `json:"configured_registry,omitempty"`
 	// Name, when set (register --name), is the study's name in place of the
@@ -41,9 +39,9 @@ type RegisterRequest struct {
 
 // ReviewRequest is `rig study review`.
 type ReviewRequest struct {
-	Name   string         `json:"name"`
-	Review studies.Review `json:"review"`
-	Why    string         `json:"why"`
+	Name   string `json:"name"`
+	Review Review `json:"review"`
+	Why    string `json:"why"`
 }
 
 // DryRunRequest is `rig study dry-run`.
@@ -54,16 +52,16 @@ type DryRunRequest struct {
 
 // StudyInfo is a study as status shows it.
 type StudyInfo struct {
-	Name         string               `json:"name"`
-	State        studies.State        `json:"state"`
-	DesignHash   string               `json:"design_hash"`
-	SnapshotHash string               `json:"snapshot_hash,omitempty"`
-	Dir          string               `json:"dir"`
-	Store        string               `json:"store"` // the study's bbolt file
-	Licences     []string             `json:"licences,omitempty"`
-	Executions   []ExecInfo           `json:"executions,omitempty"`
-	Audit        []studies.AuditEntry `json:"audit,omitempty"`
-	Replayed     bool                 `json:"replayed,omitempty"` // an idempotent repeat of an earlier request
+	Name         string       `json:"name"`
+	State        State        `json:"state"`
+	DesignHash   string       `json:"design_hash"`
+	SnapshotHash string       `json:"snapshot_hash,omitempty"`
+	Dir          string       `json:"dir"`
+	Store        string       `json:"store"` // the study's bbolt file
+	Licences     []string     `json:"licences,omitempty"`
+	Executions   []ExecInfo   `json:"executions,omitempty"`
+	Audit        []AuditEntry `json:"audit,omitempty"`
+	Replayed     bool         `json:"replayed,omitempty"` // an idempotent repeat of an earlier request
 	// Preflight and Validation are the gates before a run, filled once the
 	// study is frozen.
 	Preflight  []FitInfo          `json:"preflight,omitempty"`
@@ -73,7 +71,7 @@ type StudyInfo struct {
 	Activity string `json:"activity,omitempty"`
 	// LicenceTerms is what each licence entry the study rests on says
 	// (terms, page, verdict per use), shown to a reviewer before the line.
-	LicenceTerms []studies.LicenceTerm `json:"licence_terms,omitempty"`
+	LicenceTerms []LicenceTerm `json:"licence_terms,omitempty"`
 }
 
 // FitInfo is one arm's stored preflight verdict at its card.
@@ -104,7 +102,7 @@ type ValidationRecord struct {
 	// Caps are the validation's own, the same on every machine.
 	Caps string `json:"caps"`
 	// Speed is what the run measured on this machine.
-	Speed *studies.Speed `json:"speed,omitempty"`
+	Speed *Speed `json:"speed,omitempty"`
 }
 
 // ExecInfo is an execution's progress.

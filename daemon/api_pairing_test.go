@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -68,7 +69,8 @@ func constName(method string) string {
 // Every code the api package defines is one the daemon gives, in the same
 // order, and each crosses a real socket: the daemon's sentinel (wherever it
 // lives) goes out as its code, and the client's errors.Is matches the
-// sentinel api.Sentinel names for it, with the daemon's message kept.
+// sentinel api.Sentinel names for it, with the daemon's message kept and the
+// sentinel's own text the same on both sides.
 func TestEveryCodeCrossesTheSocket(t *testing.T) {
 	var server []string
 	for _, c := range errorCodes {
@@ -98,6 +100,10 @@ func TestEveryCodeCrossesTheSocket(t *testing.T) {
 			t.Errorf("%s: errors.Is(%v, %v) is false on the client side", c.code, err, want)
 		case !strings.Contains(err.Error(), "(code "+c.code+")"):
 			t.Errorf("%s: the daemon's message was lost: %q", c.code, err)
+		case want.Error() != c.err.Error():
+			// A client's copy of a sentinel (api.ErrStaleAsset for
+			// studies.ErrStaleAsset) reads as the original does.
+			t.Errorf("%s: the client's sentinel says %q, the daemon's %q", c.code, want, c.err)
 		}
 	}
 }
@@ -133,7 +139,7 @@ func TestTypedClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Name != "alpha" || info.DesignHash != hash || info.State != studies.Draft || len(info.Audit) == 0 || info.Audit[0].Actor != "alice" {
+	if info.Name != "alpha" || info.DesignHash != hash || info.State != api.Draft || len(info.Audit) == 0 || info.Audit[0].Actor != "alice" {
 		t.Errorf("Status = %+v; want alpha, draft, its design hash and alice's registration in the audit", info)
 	}
 	if _, err := c.Status(ctx, api.NameRequest{Name: "nosuch"}); !errors.Is(err, api.ErrNoStudy) {
@@ -167,9 +173,10 @@ func TestTypedClientRoundTrip(t *testing.T) {
 }
 
 // The api types the daemon converts to carry the same JSON names as the
-// types they are converted from, so the bytes on the wire are what they
-// were before the api package owned them. (A Go conversion already checks
-// the field names; the tags it does not.)
+// types they are converted from, at every depth, so the bytes on the wire are
+// what they were before the api package owned them. (A Go conversion already
+// checks the field names; the tags it does not, and a type converted field by
+// field, such as api.Pins with its api.Sampling, it does not check at all.)
 func TestAPITypesKeepTheWireNames(t *testing.T) {
 	pairs := []struct{ api, own any }{
 		{api.StudyInfo{}, StudyInfo{}},
@@ -183,11 +190,20 @@ func TestAPITypesKeepTheWireNames(t *testing.T) {
 		{api.ReportFiles{}, ReportFiles{}},
 		{api.RegradeReport{}, run.RegradeReport{}},
 		{api.RegradeRow{}, run.RegradeRow{}},
+		// The study's data, which api has its own copy of.
+		{api.Review{}, studies.Review{}},
+		{api.AuditEntry{}, studies.AuditEntry{}},
+		{api.LicenceTerm{}, studies.LicenceTerm{}},
+		{api.Speed{}, studies.Speed{}},
+		{api.Model{}, studies.Model{}},
+		{api.Binary{}, studies.Binary{}},
+		{api.Pins{}, studies.Pins{}},
+		{api.Estimate{}, studies.Estimate{}},
 	}
 	for _, p := range pairs {
 		a, o := jsonNames(reflect.TypeOf(p.api)), jsonNames(reflect.TypeOf(p.own))
 		if !slices.Equal(a, o) {
-			t.Errorf("%T has JSON names %v; %T has %v", p.api, a, p.own, o)
+			t.Errorf("%T has JSON names %v that %T has not; it has %v", p.api, without(a, o), p.own, without(o, a))
 		}
 	}
 	if api.ExecStatusRunning != string(receipts.Running) {
@@ -196,12 +212,46 @@ func TestAPITypesKeepTheWireNames(t *testing.T) {
 	if api.ReplayReproduced != string(genrecord.StatusReproduced) {
 		t.Errorf("api.ReplayReproduced %q, genrecord's %q", api.ReplayReproduced, genrecord.StatusReproduced)
 	}
+	states := map[api.State]studies.State{api.Draft: studies.Draft, api.Reviewed: studies.Reviewed, api.Approved: studies.Approved,
+		api.Frozen: studies.Frozen, api.Running: studies.Running, api.Decided: studies.Decided, api.Withdrawn: studies.Withdrawn}
+	for a, o := range states {
+		if string(a) != string(o) {
+			t.Errorf("api's state %q is studies' %q", a, o)
+		}
+	}
 }
 
-// jsonNames is the sorted JSON member names encoding/json gives a struct,
-// embedded structs flattened.
+// without is the names in a that are not in b.
+func without(a, b []string) []string {
+	return slices.DeleteFunc(slices.Clone(a), func(n string) bool { return slices.Contains(b, n) })
+}
+
+// opaque are the JSON members the protocol passes on as the daemon wrote
+// them (json.RawMessage on api's side), whose insides it does not type.
+var opaque = []string{"containment", "validation.containment"}
+
+// jsonNames is the sorted JSON member paths encoding/json gives a type,
+// nested members as "outer.inner", embedded structs flattened, through
+// pointers, slices and maps; a type that marshals itself (time.Time) is one
+// member, and members under an opaque one are left out.
 func jsonNames(t reflect.Type) []string {
 	var out []string
+	collectNames(t, "", &out, 0)
+	out = slices.DeleteFunc(out, func(n string) bool {
+		return slices.ContainsFunc(opaque, func(o string) bool { return strings.HasPrefix(n, o+".") })
+	})
+	slices.Sort(out)
+	return out
+}
+
+func collectNames(t reflect.Type, prefix string, out *[]string, depth int) {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	marshaler := reflect.TypeFor[json.Marshaler]()
+	if t.Kind() != reflect.Struct || t.Implements(marshaler) || reflect.PointerTo(t).Implements(marshaler) || depth > 8 {
+		return
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() {
@@ -212,14 +262,157 @@ func jsonNames(t reflect.Type) []string {
 			continue
 		}
 		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
-			out = append(out, jsonNames(f.Type)...)
+			collectNames(f.Type, prefix, out, depth)
 			continue
 		}
 		if tag == "" {
 			tag = f.Name
 		}
-		out = append(out, tag)
+		*out = append(*out, prefix+tag)
+		collectNames(f.Type, prefix+tag+".", out, depth+1)
 	}
-	slices.Sort(out)
-	return out
+}
+
+// The converters at the boundary keep every field: a value of the daemon's
+// type with every field set, converted, is the same JSON as the value itself,
+// as it was when the daemon sent its own type. So are a value with every
+// slice empty (null and [] differ on the wire) and the zero value.
+func TestBoundaryKeepsEveryField(t *testing.T) {
+	for _, mode := range []fillMode{fillAll, fillEmpty, fillZero} {
+		var info StudyInfo
+		fill(reflect.ValueOf(&info).Elem(), mode)
+		sameJSON(t, mode, "apiStudy", info, apiStudy(info))
+
+		var est studies.Estimate
+		fill(reflect.ValueOf(&est).Elem(), mode)
+		sameJSON(t, mode, "apiEstimate", &est, apiEstimate(&est))
+
+		var pins studies.Pins
+		fill(reflect.ValueOf(&pins).Elem(), mode)
+		sameJSON(t, mode, "apiPins", pins, apiPins(pins))
+
+		var fa studies.FrozenArm
+		fill(reflect.ValueOf(&fa).Elem(), mode)
+		sameJSON(t, mode, "apiBinary", fa.Binaries, convertAll(fa.Binaries, apiBinary))
+
+		var m studies.Model
+		fill(reflect.ValueOf(&m).Elem(), mode)
+		sameJSON(t, mode, "api.Model", m, api.Model(m))
+
+		// A review comes in: api's, as the command line sent it, to studies'.
+		var r api.Review
+		fill(reflect.ValueOf(&r).Elem(), mode)
+		sameJSON(t, mode, "studies.Review", r, studies.Review(r))
+	}
+	if got := apiEstimate(nil); got != nil {
+		t.Errorf("apiEstimate(nil) = %+v", got)
+	}
+}
+
+func sameJSON(t *testing.T, mode fillMode, what string, own, converted any) {
+	t.Helper()
+	a, err := json.Marshal(own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(converted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		i := 0
+		for i < min(len(a), len(b)) && a[i] == b[i] {
+			i++
+		}
+		t.Errorf("%s (%s) changes the wire from byte %d:\n own  …%s\n sent …%s", what, mode, i, a[max(0, i-40):], b[max(0, i-40):])
+	}
+}
+
+type fillMode string
+
+const (
+	fillAll   fillMode = "every field set"
+	fillEmpty fillMode = "slices empty"
+	fillZero  fillMode = "zero value"
+)
+
+// fill sets every exported field of v to a value that is not its zero (each
+// string and number its own), slices and maps to two elements (none with
+// fillEmpty), pointers to a filled value; fillZero leaves v as it is.
+func fill(v reflect.Value, mode fillMode) {
+	n := 0
+	fillValue(v, mode, &n, 0)
+}
+
+func fillValue(v reflect.Value, mode fillMode, n *int, depth int) {
+	if mode == fillZero || !v.CanSet() || depth > 8 {
+		return
+	}
+	*n++
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(fmt.Sprint("s", *n))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		v.SetInt(int64(*n))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		v.SetUint(uint64(*n))
+	case reflect.Float32, reflect.Float64:
+		v.SetFloat(float64(*n) + 0.5)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		fillValue(p.Elem(), mode, n, depth+1)
+		v.Set(p)
+	case reflect.Slice:
+		if v.Type() == reflect.TypeFor[json.RawMessage]() {
+			v.SetBytes([]byte(fmt.Sprintf(`{"n":%d}`, *n)))
+			return
+		}
+		l := 2
+		if mode == fillEmpty {
+			l = 0
+		}
+		s := reflect.MakeSlice(v.Type(), l, l)
+		for i := range l {
+			fillValue(s.Index(i), mode, n, depth+1)
+		}
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		if mode != fillEmpty {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			fillValue(k, mode, n, depth+1)
+			fillValue(e, mode, n, depth+1)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			v.Set(reflect.ValueOf(time.Date(2026, 5, 1, 0, 0, *n, 0, time.UTC)))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				fillValue(v.Field(i), mode, n, depth+1)
+			}
+		}
+	}
+}
+
+// The command line tells a reviewer which names a licence line may use
+// (api.LicenceTerm.Names); the daemon accepts the line by studies' Names. The
+// two give the same names.
+func TestLicenceTermNamesAgree(t *testing.T) {
+	for _, term := range []studies.LicenceTerm{
+		{EntryID: "gemma-3-270m", Licence: "Gemma Terms of Use (last modified 2025-03-24)"},
+		{EntryID: "smollm2", Licence: "Apache-2.0"},
+		{EntryID: "bank", Licence: "  "},
+		{EntryID: "odd", Licence: "(custom)"},
+		{EntryID: "x", Licence: "MIT (see LICENSE"},
+	} {
+		if a, o := apiLicenceTerm(term).Names(), term.Names(); !slices.Equal(a, o) {
+			t.Errorf("%+v: api names %q, studies %q", term, a, o)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"rig/api"
+	"rig/studies"
 )
 
 // Studies serves the requests about a study as data and its gates before a
@@ -22,7 +23,7 @@ func (sr Studies) methods() map[string]handler {
 			return studyReply(sr.Register(ctx, r))
 		}),
 		api.MethodReview: method(func(ctx context.Context, r api.ReviewRequest, _ io.Writer) (any, error) {
-			return studyReply(sr.Review(ctx, r.Name, r.Review, r.Why))
+			return studyReply(sr.Review(ctx, r.Name, studies.Review(r.Review), r.Why))
 		}),
 		api.MethodApprove: method(func(ctx context.Context, r api.NameRequest, _ io.Writer) (any, error) {
 			return studyReply(sr.Approve(ctx, r.Name, r.Actor, r.Why))
@@ -47,7 +48,8 @@ func (sr Studies) methods() map[string]handler {
 			return apiValidations(recs), err
 		}),
 		api.MethodDryRun: method(func(ctx context.Context, r api.DryRunRequest, w io.Writer) (any, error) {
-			return sr.DryRun(ctx, r.Name, r.Speeds, w)
+			est, err := sr.DryRun(ctx, r.Name, r.Speeds, w)
+			return apiEstimate(est), err
 		}),
 	}
 }

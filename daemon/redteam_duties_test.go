@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"rig/analysis"
+	"rig/api"
 	"rig/internal/atomicfile"
 	"rig/internal/provision"
 	"rig/studies"
@@ -261,7 +262,7 @@ func TestRedTeamDecideByRegistrant(t *testing.T) {
 	// caller's uid, so the approval is refused.
 	fakeRegistered(t, pd.svc, "forged", reg)
 	other, _ := strconv.Atoi(dir2.Uid)
-	forged := studies.Review{Verdict: "pass", LicenceLine: "licences: every item checked against the bundled registry", ReviewerUID: &other}
+	forged := api.Review{Verdict: "pass", LicenceLine: "licences: every item checked against the bundled registry", ReviewerUID: &other}
 	if rep := callAs(t, pd.bin, pd.socket, revRenamed, "review", ReviewRequest{Name: "forged", Review: forged, Why: "read"}); rep.Error != "" {
 		t.Fatalf("review: %s", rep.Error)
 	}

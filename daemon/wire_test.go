@@ -34,8 +34,9 @@ func serveOn(t *testing.T, svc *Service, methods map[string]handler) api.Client 
 
 // Errors keep their class across the socket: the client side matches each
 // with errors.Is against the sentinel the daemon's error wrapped (or, for a
-// sentinel of a package the client does not link, such as run.ErrGate, the
-// api package's sentinel of the same code), and keeps the daemon's message.
+// sentinel of a package the client does not link, such as run.ErrGate or
+// studies.ErrStaleAsset, the api package's sentinel of the same code), and
+// keeps the daemon's message.
 func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 	svc, err := NewService(t.TempDir(), nil)
 	if err != nil {
@@ -64,7 +65,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 		text   string
 	}{
 		{"status", NameRequest{Name: "nosuch"}, ErrNoStudy, `study "nosuch"`},
-		{"stale", struct{}{}, studies.ErrStaleAsset, "model:/m.gguf"},
+		{"stale", struct{}{}, api.ErrStaleAsset, "model:/m.gguf"},
 		{"gate", struct{}{}, api.ErrGate, "rig study preflight s"},
 		{"no-such-method", struct{}{}, ErrNoMethod, "restart the daemon"},
 		{"utf8", struct{}{}, textcheck.ErrInvalidUTF8, "bank.jsonl:2"},
@@ -77,7 +78,7 @@ func TestErrorsKeepTheirClassAcrossTheSocket(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.text) {
 			t.Errorf("%s: message %q lost %q", tt.method, err, tt.text)
 		}
-		for _, other := range []error{ErrNoStudy, studies.ErrStaleAsset, api.ErrGate} {
+		for _, other := range []error{ErrNoStudy, api.ErrStaleAsset, api.ErrGate} {
 			if other != tt.want && errors.Is(err, other) {
 				t.Errorf("%s: %v also matches %v", tt.method, err, other)
 			}

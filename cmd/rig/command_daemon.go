@@ -26,8 +26,10 @@ func socketPath(cmd *cobra.Command) string {
 }
 
 // client is the daemon's typed client on the socket the flags name: every
-// call a command makes to the daemon goes through it.
-func client(cmd *cobra.Command) api.Client { return api.Client{Socket: socketPath(cmd)} }
+// call a command makes to the daemon goes through it. A command that calls
+// more than once (follow polls every 2 s) keeps the one it made, and with it
+// one transport.
+func client(cmd *cobra.Command) api.Client { return api.NewClient(socketPath(cmd)) }
 
 func newDaemonCommand() *cobra.Command {
 	var noSandbox bool

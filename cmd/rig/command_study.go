@@ -141,7 +141,7 @@ func absOrEmpty(p string) (string, error) {
 }
 
 func studyReviewCommand() *cobra.Command {
-	var r studies.Review
+	var r api.Review
 	var why string
 	cmd := &cobra.Command{
 		Use:   "review NAME",
@@ -332,8 +332,9 @@ func workerCounts(ws map[string]int) string {
 // follow prints progress until the execution ends.
 func follow(ctx context.Context, cmd *cobra.Command, name, id string) error {
 	last, engine := "", false
+	c := client(cmd)
 	for {
-		info, err := client(cmd).Status(ctx, api.NameRequest{Name: name})
+		info, err := c.Status(ctx, api.NameRequest{Name: name})
 		if err != nil && engine && (errors.Is(err, api.ErrNoDaemon) || errors.Is(err, api.ErrDaemonStopped)) {
 			// The workers and the engine run the trials, not the daemon:
 			// the run goes on, and its merges wait for the coordinator.
@@ -419,7 +420,7 @@ func printStatus(cmd *cobra.Command, name string) (api.StudyInfo, error) {
 }
 
 // printAudit prints the whole audit log, one step a line, oldest first.
-func printAudit(w io.Writer, audit []studies.AuditEntry) {
+func printAudit(w io.Writer, audit []api.AuditEntry) {
 	if len(audit) == 0 {
 		return
 	}

@@ -25,6 +25,7 @@ func heartbeat(ctx context.Context, w io.Writer, socket, study, what string, eve
 	go func() {
 		defer wg.Done()
 		start := time.Now()
+		c := api.NewClient(socket)
 		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
@@ -35,7 +36,7 @@ func heartbeat(ctx context.Context, w io.Writer, socket, study, what string, eve
 			}
 			line := fmt.Sprintf("[%s] still %s, %s so far", time.Now().Format("15:04:05"), what, time.Since(start).Round(time.Second))
 			sctx, scancel := context.WithTimeout(ctx, every/2)
-			if info, err := (api.Client{Socket: socket}).Status(sctx, api.NameRequest{Name: study}); err == nil && info.Activity != "" {
+			if info, err := c.Status(sctx, api.NameRequest{Name: study}); err == nil && info.Activity != "" {
 				line += ": now " + info.Activity
 			}
 			scancel()

@@ -5,14 +5,14 @@ import (
 	"io"
 	"strings"
 
-	"rig/studies"
+	"rig/api"
 )
 
 // printLicenceTerms shows a reviewer what each licence entry the study rests
 // on says before they write the licence line: the licence, where its terms
 // were read and when, the clause, what it allows per use, and the uses this
 // study puts it to, restricted ones marked.
-func printLicenceTerms(w io.Writer, name string, terms []studies.LicenceTerm) {
+func printLicenceTerms(w io.Writer, name string, terms []api.LicenceTerm) {
 	if len(terms) == 0 {
 		fmt.Fprintf(w, "study %s names no licence entries\n", name)
 		return
@@ -54,7 +54,7 @@ func printLicenceTerms(w io.Writer, name string, terms []studies.LicenceTerm) {
 	}
 }
 
-func studyUses(t studies.LicenceTerm) string {
+func studyUses(t api.LicenceTerm) string {
 	var uses []string
 	for _, a := range t.Study {
 		uses = append(uses, a.Role+" as "+a.Use)
@@ -62,7 +62,7 @@ func studyUses(t studies.LicenceTerm) string {
 	return strings.Join(uses, ", ")
 }
 
-func reading(a studies.LicenceAllow) string {
+func reading(a api.LicenceAllow) string {
 	s := ""
 	if a.Reading != "" {
 		s = " — " + a.Reading
