@@ -107,8 +107,8 @@ func (s *Service) measuredSpeeds(name string, d *studies.Design, w io.Writer) (s
 	if err != nil {
 		return nil, err
 	}
-	byRuntime := map[string]studies.Speed{}
-	measuredBy := map[string]string{}
+	byRuntime := map[studies.Runtime]studies.Speed{}
+	measuredBy := map[studies.Runtime]string{}
 	var vals []run.ValidationRecord
 	_ = atomicfile.ReadJSON(sd.ValidationRecord(), &vals)
 	timed := map[string]studies.Speed{}
@@ -143,7 +143,7 @@ func (s *Service) measuredSpeeds(name string, d *studies.Design, w io.Writer) (s
 		}
 		sp := studies.Speed{GenTokensPerSec: tokens / (ms / 1000), PromptTokensPerSec: 10 * tokens / (ms / 1000), LoadSeconds: 5,
 			Watts: studies.EstimatedWatts, Source: studies.SourceMeasured}
-		if studies.HarnessOf(a.Runtime) == "aider" {
+		if a.Runtime.Aider() {
 			sp.OverheadSeconds = 10
 		}
 		byRuntime[a.Runtime] = sp

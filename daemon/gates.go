@@ -48,7 +48,7 @@ func (sr Studies) Preflight(ctx context.Context, name string, w io.Writer) ([]pr
 		if err != nil {
 			return out, err
 		}
-		est, err := preflight.Predict(f, p, studies.BaseRuntime(a.Runtime), cal)
+		est, err := preflight.Predict(f, p, a.Runtime.Engine(), cal)
 		if err != nil {
 			return out, err
 		}
@@ -124,10 +124,7 @@ func (ex Executions) checkGates(ctx context.Context, name string, snap *studies.
 		}
 		var need []string
 		for _, a := range d.Arms {
-			h := studies.HarnessOf(a.Runtime)
-			if h == "aider" {
-				h = a.Runtime
-			}
+			h := string(a.Runtime) // validated once per runtime, as run.Validate does
 			if !passed[h] {
 				need = append(need, h)
 			}

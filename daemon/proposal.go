@@ -47,7 +47,7 @@ func (pr Proposals) propose(rec DecisionRecord, snap *studies.Snapshot, d *studi
 	p := Proposal{ID: rec.Study + "-" + shortHash(rec.ComparisonHash), State: ProposalPending, Study: rec.Study, Execution: rec.Execution,
 		DesignHash: snap.DesignHash, ComparisonHash: rec.ComparisonHash, Arm: rec.Arm, ProposedBy: rec.Actor, ProposedByUID: rec.ActorUID, ProposedAt: rec.At}
 	if a := d.Arm(rec.Arm); a != nil {
-		p.Runtime, p.Model = a.Runtime, api.Model(a.Model)
+		p.Runtime, p.Model = string(a.Runtime), api.Model(a.Model)
 	}
 	for _, fa := range snap.Arms {
 		if fa.Name == rec.Arm {

@@ -67,7 +67,7 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 	}()
 	var over []PromptFit
 	for _, arm := range d.Arms {
-		if studies.HarnessOf(arm.Runtime) == "aider" {
+		if arm.Runtime.Aider() {
 			continue
 		}
 		fa, ok := snap.Arm(arm.Name)

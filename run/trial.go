@@ -219,7 +219,7 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 	}
 	rp := rt.Pins()
 	rec := x.newReceipt(arm, key, attempt, parent, rp)
-	if studies.HarnessOf(arm.Runtime) == "aider" {
+	if arm.Runtime.Aider() {
 		x.harnessPins(&rec, key.JobKind, task)
 	}
 	callID := fmt.Sprintf("%s#%d", key, attempt)
@@ -490,7 +490,7 @@ func samplingOf(p studies.Pins) runtimes.Sampling {
 
 // generate runs one trial's model work on a started runtime.
 func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string) (trialOutput, error) {
-	out := trialOutput{harness: studies.HarnessOf(arm.Runtime)}
+	out := trialOutput{harness: arm.Runtime.Harness()}
 	if out.harness != "aider" {
 		req, err := taskRequest(arm, bank, task, callID, x.topK)
 		if err != nil {
@@ -565,8 +565,8 @@ func (x *trialRunner) newReceipt(arm studies.Arm, key studies.TrialKey, attempt,
 	return receipts.Receipt{
 		SchemaVersion: receipts.SchemaVersion, StudyID: x.study, ExecutionID: x.exec.ID, DesignHash: x.snap.DesignHash,
 		Arm: key.Arm, JobKind: key.JobKind, TaskID: key.Task, Repeat: key.Repeat, Attempt: attempt, ParentAttempt: parent,
-		ModelName: arm.Model.RegistryName, ModelDigest: digest, Runtime: studies.BaseRuntime(arm.Runtime),
-		Harness: studies.HarnessOf(arm.Runtime), HarnessVersion: cmp.Or(rp.RuntimeVersion, "not started"),
+		ModelName: arm.Model.RegistryName, ModelDigest: digest, Runtime: arm.Runtime.Engine(),
+		Harness: arm.Runtime.Harness(), HarnessVersion: cmp.Or(rp.RuntimeVersion, "not started"),
 		Pins: x.pinMap(arm, rp), Machine: m.String(), NoSandbox: x.env.NoSandbox,
 		StartedAt: time.Now().UTC(),
 	}

@@ -54,10 +54,9 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		}
 	}
 	for _, arm := range d.Arms {
-		h := studies.HarnessOf(arm.Runtime)
-		if h == "aider" {
-			h = arm.Runtime
-		}
+		// One validation per runtime: each server, and each server under
+		// Aider.
+		h := string(arm.Runtime)
 		if seen[h] {
 			continue
 		}
@@ -71,7 +70,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
 		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
 			Caps: fmt.Sprintf("one task, one call of at most %d output tokens", arm.Pins.StopCap)}
-		if studies.HarnessOf(arm.Runtime) == "aider" {
+		if arm.Runtime.Aider() {
 			rec.Caps = "one task, " + studies.DescribeCaps(studies.ValidationCaps)
 		}
 		fmt.Fprintf(w, "validation %-22s arm %-28s running (%s) ...\n", h, arm.Name, rec.Caps)
@@ -130,7 +129,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		path := layout.Records(dir).Generation(arm.Name)
 		os.Remove(path)
 		if len(gen.calls) == 0 && genErr == nil {
-			if h == arm.Runtime { // a harness over a runtime: Aider
+			if arm.Runtime.Aider() {
 				why := "it made no model call"
 				if gen.aider != nil {
 					why = "aider: " + gen.aider.Describe()

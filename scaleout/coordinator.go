@@ -556,7 +556,7 @@ func checkReceipt(rec, plan receipts.Receipt, snap *studies.Snapshot, d *studies
 	case got != want:
 		return fmt.Errorf("pins.binary_sha256 %q is not the frozen %s binary's %s", got, kind, want)
 	}
-	if studies.BaseRuntime(arm.Runtime) == "ollama" && rec.Outcome != receipts.FailedAtCard {
+	if arm.Runtime.Engine() == "ollama" && rec.Outcome != receipts.FailedAtCard {
 		// A started Ollama reports the digest of the manifest it built
 		// from the frozen blob (runtimes.Ollama's pins).
 		d := rec.Pins["ollama_digest"]

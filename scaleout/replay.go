@@ -152,7 +152,7 @@ func (c *Coordinator) ReplaySample(ctx context.Context, study, execution string,
 			continue
 		}
 		kind, bin := snap.ArmRuntime(*arm)
-		if kind != studies.BaseRuntime(arm.Runtime) {
+		if kind != arm.Runtime.Engine() {
 			// Replay relaunches the CPU build (replay/record.go); a card's
 			// records are not replayed on workers until it relaunches theirs.
 			return nil, fmt.Errorf("arm %s runs on the CUDA build: replay on workers relaunches the CPU build only, so its records are not replayed here (docs/gpu.md)", a)

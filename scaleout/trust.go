@@ -289,7 +289,7 @@ func (c *Coordinator) checkGrade(ctx context.Context, snap *studies.Snapshot, d 
 	} else if v := strconv.Itoa(task.Grader.Version); r.GraderVersion != v {
 		return fmt.Errorf("grade.grader_version %q is not the version of task %s's grader %s, %q", r.GraderVersion, task.ID, task.Grader.Name, v)
 	}
-	if studies.HarnessOf(arm.Runtime) == "aider" {
+	if arm.Runtime.Aider() {
 		return nil
 	}
 	g, err := deterministicGraders().Get(task.Grader)

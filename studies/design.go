@@ -144,7 +144,7 @@ type Arm struct {
 	// JobKinds lists the job kinds the arm runs; empty means all of them.
 	JobKinds []string `json:"job_kinds,omitempty"`
 	Model    Model    `json:"model"`
-	Runtime  string   `json:"runtime"`
+	Runtime  Runtime  `json:"runtime"`
 	// Guest marks a model inside a runtime built for another family: it may
 	// answer how well that runtime drives models, and never ranks them.
 	Guest      bool   `json:"guest,omitempty"`

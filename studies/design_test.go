@@ -60,11 +60,11 @@ func TestBundledExampleValidates(t *testing.T) {
 	if len(d.JobKinds) < 2 {
 		t.Errorf("bundled example has %d job kinds, want at least 2", len(d.JobKinds))
 	}
-	runtimes := map[string]bool{}
+	runtimes := map[Runtime]bool{}
 	for _, a := range d.Arms {
 		runtimes[a.Runtime] = true
 	}
-	for _, rt := range []string{"ollama", "llama-server"} {
+	for _, rt := range []Runtime{"ollama", "llama-server"} {
 		if !runtimes[rt] {
 			t.Errorf("bundled example has no %s arm", rt)
 		}

@@ -96,23 +96,20 @@ type Assets interface {
 	Bank(ctx context.Context, jk JobKind) (Bank, error)
 }
 
-// Components lists the binaries an arm's runtime needs.
-func Components(runtime string) []string {
-	switch runtime {
-	case "aider+ollama":
-		return []string{"aider", "ollama"}
-	case "aider+llama-server":
-		return []string{"aider", "llama-server"}
-	default:
-		return []string{runtime}
+// Components lists the binaries the runtime needs: the harness, if any,
+// and the server.
+func (r Runtime) Components() []string {
+	if r.Aider() {
+		return []string{HarnessAider, r.Engine()}
 	}
+	return []string{string(r)}
 }
 
 // ArmComponents are the provisioned components an arm runs on: its
 // runtime's, with the CUDA build (llama-server's or Ollama's) in place of
 // the CPU one when the arm's offload pin names backend "cuda".
 func ArmComponents(a Arm) []string {
-	cs := Components(a.Runtime)
+	cs := a.Runtime.Components()
 	for i, c := range cs {
 		cs[i] = offload.Component(c, a.Pins.Offload.Backend)
 	}
@@ -126,7 +123,7 @@ func ArmComponents(a Arm) []string {
 // lookup of an arm's binary: the runner, the scale-out plan, the merge and
 // replay on workers all use it.
 func (s *Snapshot) ArmRuntime(a Arm) (component, binarySHA256 string) {
-	component = offload.Component(BaseRuntime(a.Runtime), a.Pins.Offload.Backend)
+	component = offload.Component(a.Runtime.Engine(), a.Pins.Offload.Backend)
 	if fa, ok := s.Arm(a.Name); ok {
 		for _, b := range fa.Binaries {
 			if b.Component == component {

@@ -116,7 +116,7 @@ func DeriveWalls(d *Design, speeds SpeedTable) (map[string]WallDerivation, error
 		var best WallDerivation
 		var missing []string
 		for _, a := range d.Arms {
-			if HarnessOf(a.Runtime) != "aider" || (len(a.JobKinds) > 0 && !slices.Contains(a.JobKinds, name)) {
+			if !a.Runtime.Aider() || (len(a.JobKinds) > 0 && !slices.Contains(a.JobKinds, name)) {
 				continue
 			}
 			sp, ok := speeds[a.Name]

@@ -173,7 +173,7 @@ func NewPlan(d *Design, tasks map[string][]string, opts PlanOptions) (*Plan, err
 // instance names the runtime process an arm's trials need; Aider runs per
 // task, so the server behind it is what a load costs.
 func instance(a *Arm) string {
-	server := strings.TrimPrefix(a.Runtime, "aider+")
+	server := a.Runtime.Engine()
 	return fmt.Sprintf("%s|%s|%s|ctx=%d", server, a.Model.File, a.Pins.Quant, a.Pins.Context)
 }
 

@@ -117,7 +117,7 @@ func (v *validator) promptFormats() {
 		switch a.PromptFormat {
 		case "", PromptChat:
 		case PromptCompletion:
-			if HarnessOf(a.Runtime) == "aider" {
+			if a.Runtime.Aider() {
 				v.add(KindInvalid, p, "%q: Aider sends chat requests of its own making, so an arm run through it takes chat turns (remove prompt_format, and point model.file at an instruction-tuned model)", a.PromptFormat)
 			}
 			if a.Role == RoleJudge {
@@ -160,11 +160,11 @@ func (v *validator) baseModels(ctx context.Context, opts ValidateOptions) {
 			continue
 		}
 		how := "a chat template"
-		if HarnessOf(a.Runtime) == "aider" {
+		if a.Runtime.Aider() {
 			how = "chat turns (Aider's)"
 		}
 		fix := fmt.Sprintf("declare the arm's \"prompt_format\": %q, which sends the task bank's few-shot prefix and the prompt as plain text (the bank's header needs a completion block; docs/tasks.md), or point model.file at an instruction-tuned GGUF", PromptCompletion)
-		if HarnessOf(a.Runtime) == "aider" {
+		if a.Runtime.Aider() {
 			fix = "point model.file at an instruction-tuned GGUF (Aider speaks only chat)"
 		}
 		v.add(KindBaseModel, v.armPath(i)+".model.file",

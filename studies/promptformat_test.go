@@ -106,7 +106,7 @@ func TestBaseModelRefusedInChat(t *testing.T) {
 		if d.Arms[i].Model.File != "${SMOLLM2_REQUANT_Q8_0_GGUF}" {
 			continue
 		}
-		if HarnessOf(d.Arms[i].Runtime) == "aider" {
+		if d.Arms[i].Runtime.Aider() {
 			d.Arms[i].Model.File = "${SMOLLM2_GGUF}"
 		} else {
 			d.Arms[i].PromptFormat = PromptCompletion

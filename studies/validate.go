@@ -307,7 +307,7 @@ func (v *validator) arms() {
 		default:
 			v.add(KindInvalid, p+".role", "%q: write \"candidate\", \"incumbent\" or \"judge\"", a.Role)
 		}
-		if !slices.Contains(runtimeNames, a.Runtime) {
+		if !slices.Contains(runtimeNames, string(a.Runtime)) {
 			v.add(KindUnknownRT, p+".runtime", "%q is not a runtime rig drives (use one of %s)", a.Runtime, strings.Join(runtimeNames, ", "))
 		}
 		if a.Guest && a.Role == RoleIncumbent {
@@ -324,7 +324,7 @@ func (v *validator) arms() {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
-		if o := a.Pins.Offload; o.Backend == offload.BackendCUDA && BaseRuntime(a.Runtime) == "ollama" {
+		if o := a.Pins.Offload; o.Backend == offload.BackendCUDA && a.Runtime.Engine() == "ollama" {
 			// Ollama's settings reach less far than llama-server's flags.
 			if o.KVOnHost {
 				v.add(KindInvalid, p+".pins.offload.kv_on_host", "Ollama has no setting that keeps the KV cache on the host while its layers sit on the card; remove kv_on_host, or run the arm on llama-server")
@@ -520,11 +520,11 @@ func (v *validator) judges() {
 			continue
 		case j.Role != RoleJudge:
 			v.add(KindInvalid, p+".judge", "arm %q has role %q; a judge is an arm with role \"judge\" (add one, or set that arm's role to \"judge\")", j.Name, j.Role)
-		case HarnessOf(j.Runtime) == "aider":
+		case j.Runtime.Aider():
 			v.add(KindInvalid, p+".judge", "arm %q runs %q; a judge answers in its runtime directly (use \"llama-server\" or \"ollama\")", j.Name, j.Runtime)
 		}
 		for _, a := range v.d.ArmsFor(jk.Name) {
-			if arm := v.d.Arms[a]; HarnessOf(arm.Runtime) == "aider" {
+			if arm := v.d.Arms[a]; arm.Runtime.Aider() {
 				v.add(KindInvalid, p+".grader.name", "arms[%d] (%q) runs %q: its output is a repository, which a judge does not read (grade the code job kind with the \"code\" grader)", a, arm.Name, arm.Runtime)
 			}
 		}

@@ -84,7 +84,7 @@ type armFacts struct {
 func armFactsOf(ev *Evidence) armFacts {
 	f := armFacts{runtime: map[string]string{}, digest: map[string]string{}, baseline: map[string]bool{}}
 	for _, arm := range ev.Design.Arms {
-		f.runtime[arm.Name] = arm.Runtime
+		f.runtime[arm.Name] = string(arm.Runtime)
 		f.baseline[arm.Name] = arm.Role == studies.RoleIncumbent
 	}
 	for _, fa := range ev.Snapshot.Arms {
