@@ -1,18 +1,7 @@
 package main
 
 import (
-	"cmp"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"text/tabwriter"
-
 	"github.com/spf13/cobra"
-
-	"rig/internal/offload"
-	"rig/internal/provision"
-	"rig/runtimes"
 )
 
 func newRuntimesCommand() *cobra.Command {
@@ -21,118 +10,5 @@ func newRuntimesCommand() *cobra.Command {
 		Short: "Check and exercise the provisioned runtimes and models",
 	}
 	cmd.AddCommand(newRuntimesCheckCommand(), newRuntimesSmokeCommand(), newRuntimesSynthModelCommand())
-	return cmd
-}
-
-func newRuntimesCheckCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "check",
-		Short: "Print what is installed, where, its version and sha256, and what is missing",
-		Long: `check reads the pin file compiled into rig (internal/provision/pins.env) and the
-cache that make setup fills ($RIG_CACHE, default ~/.cache/rig), and prints each
-runtime and model: its path, version and sha256, and whether it matches its pin.
-Each runtime build says its backend (cpu, cuda) and the devices it sees itself
-(llama-server --list-devices): a CUDA build on a machine with no card says why
-it found none. llama-server+cuda is "not built" where setup found no card; that
-is the CPU path, not a failure (RIG_CUDA_ARCHS=90 make setup builds it anyway).
-Anything missing is listed with the command that fixes it. Exit status 1 when
-something is missing or differs from its pin.`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			report, ok := runtimes.Check()
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "COMPONENT\tSTATUS\tBACKEND\tVERSION\tSHA256\tPATH")
-			for _, c := range report {
-				sum := c.SHA256
-				if len(sum) > 16 {
-					sum = sum[:16] + "…"
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Status, cmp.Or(c.Backend, "-"), c.Version, sum, c.Path)
-			}
-			w.Flush()
-			for _, c := range report {
-				if c.Status == "ok" && strings.HasPrefix(c.Name, "llama-server") {
-					devs := "none listed (computes on the host)"
-					if len(c.Devices) > 0 {
-						devs = strings.Join(c.Devices, "; ")
-					}
-					fmt.Fprintf(cmd.OutOrStdout(), "%s devices: %s\n", c.Name, devs)
-				}
-				if c.CPUBackend != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s CPU backend: %s\n", c.Name, c.CPUBackend)
-				}
-			}
-			for _, c := range report {
-				if c.Fix != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", c.Name, c.Fix)
-				}
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "machine:", runtimes.ReadMachine())
-			if !ok {
-				return fmt.Errorf("some components are missing or differ from their pins (run: make setup)")
-			}
-			return nil
-		},
-	}
-}
-
-func newRuntimesSmokeCommand() *cobra.Command {
-	var noSandbox, compare bool
-	var maxTokens int
-	var prompt, backend, modelFile string
-	cmd := &cobra.Command{
-		Use:   "smoke",
-		Short: "Run one short generation on each runtime x model inside the sandbox",
-		Long: `smoke starts a private llama-server and a private ollama serve for each bundled
-model, each in its own loopback-only network namespace, sends one short seeded
-greedy generation, and prints the tokens, the top-5 log-probabilities of the
-first steps, the runtime's timings, the peak memory of its process tree and what
-the containment check read. Everything it starts is stopped before it returns.
-
---backend cuda runs llama-server's CUDA build with every layer on the card
-(held to that pin: a partial offload fails) instead; --model FILE smokes that
-GGUF instead of the bundled models; --compare-backends runs the same seeded
-greedy generation on the CPU and the CUDA build and prints how far their
-log-probabilities are apart, step by step.
-
-  rig runtimes smoke --backend cuda --model /tmp/synth-1b.gguf --compare-backends`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := provision.Load()
-			if err != nil {
-				return err
-			}
-			switch {
-			case compare || backend == offload.BackendCUDA || modelFile != "":
-				return smokeBackends(cmd, in, backend, modelFile, prompt, maxTokens, noSandbox, compare)
-			case backend != offload.BackendCPU:
-				return fmt.Errorf("--backend %q: use cpu or cuda", backend)
-			}
-			work, err := os.MkdirTemp("", "rig-smoke-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(work)
-			for _, kind := range []string{"llama-server", "ollama"} {
-				build, err := runtimes.BuildOf(in, kind)
-				if err != nil {
-					return err
-				}
-				for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
-					m := in.Models[name]
-					cfg := runtimes.Config{Model: m.Path, ModelName: name, ModelSHA256: m.SHA256,
-						Context: 2048, WorkDir: filepath.Join(work, kind+"-"+name), NoSandbox: noSandbox}
-					if _, err := smokeOne(cmd, build, cfg, kind+" × "+name, "smoke-"+kind+"-"+name, prompt, maxTokens); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&noSandbox, "no-sandbox", false, "run without network namespaces (recorded on every receipt)")
-	cmd.Flags().IntVar(&maxTokens, "max-tokens", 12, "stop cap for the smoke generation")
-	cmd.Flags().StringVar(&prompt, "prompt", "Name three colours.", "the user message sent to every model")
-	cmd.Flags().StringVar(&backend, "backend", offload.BackendCPU, "cpu, or cuda for llama-server's CUDA build with every layer on the card")
-	cmd.Flags().StringVar(&modelFile, "model", "", "smoke this GGUF on llama-server instead of the bundled models")
-	cmd.Flags().BoolVar(&compare, "compare-backends", false, "run the generation on the CPU and the CUDA build and compare their log-probabilities")
 	return cmd
 }
