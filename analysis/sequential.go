@@ -758,65 +758,11 @@ func (mp MonitoredPair) validate(f string) error {
 
 // monitorPair walks one comparison's checks in order.
 func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
-	gate := mp.Gate
-	if gate == 0 {
-		gate = 0.5
-	}
-	n := len(mp.Tasks)
-	d := make([]float64, n) // paired difference per task
-	sign := make([]int, n)  // +1 candidate-only, −1 baseline-only, 0 concordant
-	for i, t := range mp.Tasks {
-		if mp.Measure == MeasurePass {
-			c, b := b2f(t.Candidate >= gate), b2f(t.Baseline >= gate)
-			d[i] = c - b
-		} else {
-			d[i] = t.Candidate - t.Baseline
-		}
-		switch {
-		case d[i] > 0:
-			sign[i] = 1
-		case d[i] < 0:
-			sign[i] = -1
-		}
-	}
+	d, sign := pairedDifferences(mp)
+	n := len(d)
 	cs := csPath(d, alphaK)
-	var fut []float64
-	switch {
-	case s.Futility == 0 || (s.Method == GroupSequential && mp.Measure == MeasurePass && s.Discordance > 0):
-	case mp.Measure == MeasurePass && s.Discordance > 0:
-		fut = discordantFutilityPath(sign, (s.Discordance+s.Futility)/(2*s.Discordance))
-	default:
-		fut = futilityPath(d, s.Futility)
-	}
-	// The anytime e-process after each task. With the plan's discordance
-	// and stated difference, a discordant task favours the leader with
-	// chance theta1 there, and the mixture is centred on it.
-	theta1 := 0.0
-	if mp.Measure == MeasurePass && s.Discordance > 0 && s.Futility > 0 && s.Futility <= s.Discordance {
-		theta1 = (s.Discordance + s.Futility) / (2 * s.Discordance)
-	}
-	var eAt []float64
-	if s.Method == Anytime {
-		if mp.Measure == MeasurePass {
-			eAt = make([]float64, n)
-			b, c := 0, 0
-			for i, x := range sign {
-				switch x {
-				case 1:
-					b++
-				case -1:
-					c++
-				}
-				if theta1 > 0.5 && theta1 < 1 {
-					eAt[i] = CentredE(b, c, theta1)
-				} else {
-					eAt[i] = BetaBinomialE(b, c, BetaPrior)
-				}
-			}
-		} else {
-			eAt = bettingPath(d)
-		}
-	}
+	fut := futilityEvidence(s, mp, d, sign)
+	eAt := anytimeEvidence(s, mp, d, sign)
 	pl := PairLook{Pair: mp.Pair, JobKind: mp.JobKind, Status: StatusContinue, StoppedAt: -1, Alpha: alphaK, P: 1}
 	wins := make([]int, n+1) // discordant counts over the first i tasks
 	losses := make([]int, n+1)
@@ -830,16 +776,7 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 			losses[i+1]++
 		}
 	}
-	// Group-sequential futility is exact for pass kinds when the plan gives
-	// the discordance; otherwise the futility e-process decides.
-	theta := 0.0
-	if s.Method == GroupSequential && mp.Measure == MeasurePass && s.Futility > 0 && s.Discordance > 0 {
-		theta = (s.Discordance + s.Futility) / (2 * s.Discordance)
-	}
-	st := SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: s.FutilityBeta}
-	g := newGS(theta)
-	var lookM, lookCrit []int // the looks taken so far: discordant tasks and critical |S|
-	nextLook, lastLookTasks, finalDone := 0, 0, false
+	gs := newGSLooks(s, alphaK, mp)
 	for k, nt := range mp.Checks {
 		pt := LookPoint{Check: k, Tasks: nt, Fraction: float64(nt) / float64(mp.Planned), Discordant: wins[nt] + losses[nt],
 			Boundary: Num(math.NaN()), FutilityE: Num(math.NaN()), FutilityBound: Num(math.NaN()), CS: ConfidenceSequence{Lo: -1, Hi: 1, Level: 1 - alphaK}}
@@ -860,54 +797,7 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 				crossed = maxE >= 1/alphaK
 			}
 		case GroupSequential:
-			// The end of the pair's plan is one look, taken once, that
-			// spends what is left; other looks need new tasks.
-			final := !finalDone && (nt == mp.Planned || (mp.Final && k == len(mp.Checks)-1))
-			if len(s.Looks) == 0 {
-				pt.Look = nt > lastLookTasks
-			} else {
-				planned := false
-				for nextLook < len(s.Looks) && pt.Fraction >= s.Looks[nextLook]-1e-12 {
-					nextLook++
-					planned = true
-				}
-				pt.Look = planned && nt > lastLookTasks
-			}
-			pt.Look = pt.Look || final
-			finalDone = finalDone || final
-			m, sv := wins[nt]+losses[nt], wins[nt]-losses[nt]
-			pt.Statistic = float64(sv)
-			if pt.Look && pl.Status != StatusCrossed {
-				lastLookTasks = nt
-				frac := pt.Fraction
-				if final {
-					frac = 1 // the end spends whatever alpha is left
-				}
-				g.advance(m)
-				before, tailObs := g.spent, g.tail(abs(sv))
-				crit, fu, _ := g.look(SpendAlpha(st.Spending, st.Alpha, frac), SpendAlpha(OBrienFleming, st.Beta, frac))
-				if crit <= m {
-					pt.Boundary = Num(crit)
-				}
-				if fu >= 0 {
-					pt.FutilityBound = Num(fu)
-					futile = abs(sv) <= fu
-				}
-				// The stagewise p is valid where the design stops by
-				// itself: at a crossing or at the end. A pair stopped
-				// uncrossed in between keeps p = 1.
-				lookM, lookCrit = append(lookM, m), append(lookCrit, crit)
-				if crossed = abs(sv) >= crit; crossed || final {
-					pl.P = Num(math.Min(1, before+tailObs))
-					if mp.Measure == MeasurePass && nt > 0 {
-						// Each task's difference is −1, 0 or +1: the mean is
-						// (m/n)(2θ − 1) for the discordant tasks' chance θ.
-						lo, hi := st.StagewiseCI(lookM, lookCrit[:len(lookCrit)-1], sv)
-						scale := float64(m) / float64(nt)
-						pl.Stagewise = &StagewiseInterval{Lo: Num(scale * (2*lo - 1)), Hi: Num(scale * (2*hi - 1)), Level: 1 - alphaK, Tasks: nt, Discordant: m}
-					}
-				}
-			}
+			crossed, futile = gs.check(&pl, &pt, k, wins[nt], losses[nt])
 		}
 		if fut != nil && nt > 0 {
 			pt.FutilityE = Num(fut[nt-1])
@@ -932,6 +822,164 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 		pl.CS = cs[n-1]
 	}
 	return pl
+}
+
+// pairedDifferences is the pair's difference on each task (on a pass
+// measure, the two passes at the gate subtracted) and its sign: +1 where
+// only the candidate did better, −1 only the baseline, 0 concordant.
+func pairedDifferences(mp MonitoredPair) ([]float64, []int) {
+	gate := mp.Gate
+	if gate == 0 {
+		gate = 0.5
+	}
+	d := make([]float64, len(mp.Tasks))
+	sign := make([]int, len(mp.Tasks))
+	for i, t := range mp.Tasks {
+		if mp.Measure == MeasurePass {
+			c, b := b2f(t.Candidate >= gate), b2f(t.Baseline >= gate)
+			d[i] = c - b
+		} else {
+			d[i] = t.Candidate - t.Baseline
+		}
+		switch {
+		case d[i] > 0:
+			sign[i] = 1
+		case d[i] < 0:
+			sign[i] = -1
+		}
+	}
+	return d, sign
+}
+
+// futilityEvidence is the futility e-process after each task, nil where
+// the rule has no futility or the group-sequential test's own exact
+// futility bound decides (a pass kind with the plan's discordance).
+func futilityEvidence(s Stopping, mp MonitoredPair, d []float64, sign []int) []float64 {
+	switch {
+	case s.Futility == 0 || (s.Method == GroupSequential && mp.Measure == MeasurePass && s.Discordance > 0):
+		return nil
+	case mp.Measure == MeasurePass && s.Discordance > 0:
+		return discordantFutilityPath(sign, (s.Discordance+s.Futility)/(2*s.Discordance))
+	default:
+		return futilityPath(d, s.Futility)
+	}
+}
+
+// anytimeEvidence is the anytime e-process after each task, nil for a
+// group-sequential rule. With the plan's discordance and stated difference,
+// a discordant task favours the leader with chance theta1 there, and the
+// mixture is centred on it.
+func anytimeEvidence(s Stopping, mp MonitoredPair, d []float64, sign []int) []float64 {
+	if s.Method != Anytime {
+		return nil
+	}
+	if mp.Measure != MeasurePass {
+		return bettingPath(d)
+	}
+	theta1 := 0.0
+	if s.Discordance > 0 && s.Futility > 0 && s.Futility <= s.Discordance {
+		theta1 = (s.Discordance + s.Futility) / (2 * s.Discordance)
+	}
+	eAt := make([]float64, len(sign))
+	b, c := 0, 0
+	for i, x := range sign {
+		switch x {
+		case 1:
+			b++
+		case -1:
+			c++
+		}
+		if theta1 > 0.5 && theta1 < 1 {
+			eAt[i] = CentredE(b, c, theta1)
+		} else {
+			eAt[i] = BetaBinomialE(b, c, BetaPrior)
+		}
+	}
+	return eAt
+}
+
+// gsLooks is a group-sequential pair's state across its checks: which
+// looks were taken, at how many discordant tasks and with what critical
+// value, and the exact recursion over the sign test's paths.
+type gsLooks struct {
+	s      Stopping
+	st     SignTest
+	g      *gsState
+	mp     MonitoredPair
+	alphaK float64
+
+	lookM, lookCrit []int // the looks taken so far: discordant tasks and critical |S|
+	nextLook        int
+	lastLookTasks   int
+	finalDone       bool
+}
+
+func newGSLooks(s Stopping, alphaK float64, mp MonitoredPair) *gsLooks {
+	// Group-sequential futility is exact for pass kinds when the plan gives
+	// the discordance; otherwise the futility e-process decides.
+	theta := 0.0
+	if s.Method == GroupSequential && mp.Measure == MeasurePass && s.Futility > 0 && s.Discordance > 0 {
+		theta = (s.Discordance + s.Futility) / (2 * s.Discordance)
+	}
+	return &gsLooks{s: s, st: SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: s.FutilityBeta}, g: newGS(theta), mp: mp, alphaK: alphaK}
+}
+
+// check decides whether check k (pt) is a look and, if it is, whether the
+// sign statistic crossed its boundary or fell within the futility bound;
+// at a crossing or the plan's end it sets the pair's stagewise p and, on a
+// pass kind, its stagewise-exact interval.
+func (l *gsLooks) check(pl *PairLook, pt *LookPoint, k, wins, losses int) (crossed, futile bool) {
+	nt, mp := pt.Tasks, l.mp
+	// The end of the pair's plan is one look, taken once, that spends what
+	// is left; other looks need new tasks.
+	final := !l.finalDone && (nt == mp.Planned || (mp.Final && k == len(mp.Checks)-1))
+	if len(l.s.Looks) == 0 {
+		pt.Look = nt > l.lastLookTasks
+	} else {
+		planned := false
+		for l.nextLook < len(l.s.Looks) && pt.Fraction >= l.s.Looks[l.nextLook]-1e-12 {
+			l.nextLook++
+			planned = true
+		}
+		pt.Look = planned && nt > l.lastLookTasks
+	}
+	pt.Look = pt.Look || final
+	l.finalDone = l.finalDone || final
+	m, sv := wins+losses, wins-losses
+	pt.Statistic = float64(sv)
+	if !pt.Look || pl.Status == StatusCrossed {
+		return false, false
+	}
+	l.lastLookTasks = nt
+	frac := pt.Fraction
+	if final {
+		frac = 1 // the end spends whatever alpha is left
+	}
+	l.g.advance(m)
+	before, tailObs := l.g.spent, l.g.tail(abs(sv))
+	crit, fu, _ := l.g.look(SpendAlpha(l.st.Spending, l.st.Alpha, frac), SpendAlpha(OBrienFleming, l.st.Beta, frac))
+	if crit <= m {
+		pt.Boundary = Num(crit)
+	}
+	if fu >= 0 {
+		pt.FutilityBound = Num(fu)
+		futile = abs(sv) <= fu
+	}
+	// The stagewise p is valid where the design stops by itself: at a
+	// crossing or at the end. A pair stopped uncrossed in between keeps
+	// p = 1.
+	l.lookM, l.lookCrit = append(l.lookM, m), append(l.lookCrit, crit)
+	if crossed = abs(sv) >= crit; crossed || final {
+		pl.P = Num(math.Min(1, before+tailObs))
+		if mp.Measure == MeasurePass && nt > 0 {
+			// Each task's difference is −1, 0 or +1: the mean is (m/n)(2θ − 1)
+			// for the discordant tasks' chance θ.
+			lo, hi := l.st.StagewiseCI(l.lookM, l.lookCrit[:len(l.lookCrit)-1], sv)
+			scale := float64(m) / float64(nt)
+			pl.Stagewise = &StagewiseInterval{Lo: Num(scale * (2*lo - 1)), Hi: Num(scale * (2*hi - 1)), Level: 1 - l.alphaK, Tasks: nt, Discordant: m}
+		}
+	}
+	return crossed, futile
 }
 
 // maxUpTo is the running maximum of e over its first n values: an
