@@ -363,7 +363,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 			ar.Worst = Num(s[0])
 		}
 		if tb.kind.Measure == MeasurePass {
-			ar.Interval = rateInterval(xs, tb.trials(rows, a), d.Level)
+			ar.Interval = RateInterval(xs, tb.trials(rows, a), d.Level)
 		} else {
 			ar.Interval = bootInterval(d.Interval, d.Level, xs, ab, 0, 1)
 		}
@@ -496,7 +496,7 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		for j, i := range rows {
 			cs[j], bs[j] = tb.val[i][ci], tb.val[i][bi]
 		}
-		pr.Interval = deltaInterval(cs, bs, min(tb.trials(rows, ci), tb.trials(rows, bi)), d.Level)
+		pr.Interval = DeltaInterval(cs, bs, min(tb.trials(rows, ci), tb.trials(rows, bi)), d.Level)
 	} else if err := pr.bootDelta(ctx, d, sh, ci, bi, diffs, stream); err != nil {
 		return pr, err
 	}

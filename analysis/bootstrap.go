@@ -117,6 +117,19 @@ func bootInterval(method IntervalMethod, level float64, xs, boot []float64, lo, 
 	return interval(method, level, xs, boot)
 }
 
+// BootstrapInterval is the bootstrap interval (method, at level) of the
+// mean of xs from resamples resamples drawn on seed and stream, computed as
+// Analyse computes a score arm's but without its exact bound for a sample
+// with no spread. It is exported so that `rig bench stats` (bench/stats)
+// can measure the interval's coverage; Analyse does not call it.
+func BootstrapInterval(ctx context.Context, xs []float64, resamples int, seed, stream uint64, method IntervalMethod, level float64) (Interval, error) {
+	boot, err := resampler{x: xs, n: len(xs), k: 1}.means(ctx, resamples, seed, stream)
+	if err != nil {
+		return Interval{}, err
+	}
+	return interval(method, level, xs, boot), nil
+}
+
 // interval computes the bootstrap interval of the mean of xs from its
 // bootstrap distribution boot (which it sorts in place).
 func interval(method IntervalMethod, level float64, xs, boot []float64) Interval {

@@ -88,9 +88,11 @@ func noSpreadBounds(v, lo, hi float64, n int, level float64) (float64, float64) 
 	return v - (v-lo)*r, v + (hi-v)*r
 }
 
-// rateInterval is the interval of a pass job kind's arm mean: ys are the
+// RateInterval is the interval of a pass job kind's arm mean: ys are the
 // per-task shares of repeats passed and trials the scored trials behind them.
-func rateInterval(ys []float64, trials int, level float64) Interval {
+// Analyse gives it to each arm; it is exported so that `rig bench stats`
+// (bench/stats) can measure its coverage.
+func RateInterval(ys []float64, trials int, level float64) Interval {
 	iv := Interval{Level: level, Method: Wilson, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	n := len(ys)
 	if n == 0 {
@@ -115,10 +117,12 @@ func rateInterval(ys []float64, trials int, level float64) Interval {
 	return iv
 }
 
-// deltaInterval is the interval of a pass job kind's paired difference:
+// DeltaInterval is the interval of a pass job kind's paired difference:
 // cs and bs are the candidate's and baseline's per-task shares over the
 // paired tasks, trials the fewer scored trials of the two arms on them.
-func deltaInterval(cs, bs []float64, trials int, level float64) Interval {
+// Analyse gives it to each pair; it is exported so that `rig bench stats`
+// (bench/stats) can measure its coverage.
+func DeltaInterval(cs, bs []float64, trials int, level float64) Interval {
 	iv := Interval{Level: level, Method: Tango, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	n := len(cs)
 	if n == 0 {

@@ -13,7 +13,7 @@ import (
 )
 
 // RuntimeCalibration holds the constants of one runtime's memory model that
-// only a measurement can give. The preflight bench (preflight/bench) fits them.
+// only a measurement can give. The preflight bench (bench/memory) fits them.
 type RuntimeCalibration struct {
 	BaseBytes      float64 `json:"base_bytes"`      // the runtime's own resident size: binary, libraries, threads
 	PerVocabBytes  float64 `json:"per_vocab_bytes"` // tokenizer tables per vocabulary entry

@@ -5,6 +5,6 @@
 // declares card profiles. It does not read GGUF bytes itself (internal/gguf
 // does), make the memory cgroup that enforces a simulated card
 // (internal/cgroup's Reservation does), start runtimes (package runtimes does;
-// preflight/bench measures this package's accuracy through it), schedule
-// trials or store verdicts; callers own those.
+// bench/memory, `rig bench preflight`, measures this package's accuracy
+// through it), schedule trials or store verdicts; callers own those.
 package preflight

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"math"
 	"testing"
 
 	"rig/genrecord"
@@ -56,22 +55,6 @@ func TestEditOneToken(t *testing.T) {
 	row.Output = row.Output[1:]
 	if _, _, ok := editOneToken(row, 0); ok {
 		t.Errorf("a row whose only runner-ups are end-of-generation tokens was edited")
-	}
-}
-
-func TestLineFit(t *testing.T) {
-	xs := []float64{16, 64, 128, 16, 64, 128}
-	ys := make([]float64, len(xs))
-	for i, x := range xs {
-		ys[i] = 300 + 35*x
-	}
-	slope, icept, r2 := lineFit(xs, ys)
-	if math.Abs(slope-35) > 1e-9 || math.Abs(icept-300) > 1e-9 || math.Abs(r2-1) > 1e-9 {
-		t.Errorf("fit of an exact line: slope %g, intercept %g, R² %g; want 35, 300, 1", slope, icept, r2)
-	}
-	ys[0] += 400
-	if _, _, r2 := lineFit(xs, ys); r2 >= 1 || r2 <= 0 {
-		t.Errorf("R² %g for a noisy line, want in (0, 1)", r2)
 	}
 }
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"rig/bench/memory"
 	"rig/internal/cgroup"
 	"rig/internal/provision"
 	"rig/preflight"
-	"rig/preflight/bench"
 	"rig/runtimes"
 )
 
@@ -63,7 +63,7 @@ func TestStackIsByteIdenticalOnEveryPath(t *testing.T) {
 
 			// A bench row: in a memory reservation, another KV type,
 			// llama-server's verbose log, Ollama's shared store.
-			row, err := bench.Measure(ctx, bench.Options{Installed: in, Limit: 2 * preflight.GiB, RunTimeout: 5 * time.Minute}, kind, m, 1024, "q8_0")
+			row, err := memory.Measure(ctx, memory.Options{Installed: in, Limit: 2 * preflight.GiB, RunTimeout: 5 * time.Minute}, kind, m, 1024, "q8_0")
 			if errors.Is(err, cgroup.ErrNoCgroup) {
 				t.Skipf("the bench path needs a writable memory cgroup: %v", err)
 			}

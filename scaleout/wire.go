@@ -39,7 +39,7 @@ const (
 
 // CoordinatorActivities are the coordinator's side of the workflows, run on
 // its task queue. A Coordinator serves them from the studies' stores; a
-// bench (scaleout/scalebench) plugs in a synthetic plan of its own, so the
+// bench (bench/scale) plugs in a synthetic plan of its own, so the
 // workflows carry no bench-only switch.
 type CoordinatorActivities interface {
 	// Plan lays out the execution's plan and publishes what workers need.

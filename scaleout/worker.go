@@ -54,7 +54,7 @@ type WorkerOptions struct {
 	ModelsDir string
 	// Launch, when set, starts an arm's runtime in place of its build's
 	// server (run.Env.Launch): the synthetic runtime of rig bench scale's
-	// fleet (scalebench), whose trials are a timed sleep through this
+	// fleet (bench/scale), whose trials are a timed sleep through this
 	// worker's real checks, runner and spool. Nil in a real worker.
 	Launch func(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error)
 }

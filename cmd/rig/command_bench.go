@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/analysis"
+	"rig/bench/memory"
+	"rig/bench/stats"
 	"rig/internal/provision"
-	"rig/preflight/bench"
 	"rig/runtimes"
 )
 
@@ -22,7 +22,7 @@ func newBenchCommand() *cobra.Command {
 	}
 	var seed uint64
 	var stopping bool
-	stats := &cobra.Command{
+	statsCmd := &cobra.Command{
 		Use:   "stats",
 		Short: "Simulate the analysis: false winners under the null, interval coverage, power",
 		Long: `stats runs the statistics against simulated truth: under the null with 8
@@ -40,13 +40,13 @@ block, trials saved and power at ±20 points, futility, for the
 group-sequential and anytime rules beside the fixed design.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stopping {
-				pass, err := analysis.BenchStopping(cmd.Context(), cmd.OutOrStdout(), 0, seed)
+				pass, err := stats.BenchStopping(cmd.Context(), cmd.OutOrStdout(), 0, seed)
 				if err == nil && !pass {
 					err = fmt.Errorf("bench stats --stopping: a goal was missed")
 				}
 				return err
 			}
-			res, err := analysis.BenchStats(cmd.Context(), cmd.OutOrStdout(), analysis.BenchOptions{Seed: seed})
+			res, err := stats.BenchStats(cmd.Context(), cmd.OutOrStdout(), stats.BenchOptions{Seed: seed})
 			if err != nil {
 				return err
 			}
@@ -56,8 +56,8 @@ group-sequential and anytime rules beside the fixed design.`,
 			return nil
 		},
 	}
-	stats.Flags().Uint64Var(&seed, "seed", 1, "simulation seed")
-	stats.Flags().BoolVar(&stopping, "stopping", false, "simulate the early-stopping rules instead (4000 studies per setting)")
+	statsCmd.Flags().Uint64Var(&seed, "seed", 1, "simulation seed")
+	statsCmd.Flags().BoolVar(&stopping, "stopping", false, "simulate the early-stopping rules instead (4000 studies per setting)")
 	var table, calOut string
 	var benchRuntimes []string
 	var fit bool
@@ -110,16 +110,16 @@ until one is committed (docs/gpu.md). Without a card it says so and stops.
 					}
 					models = append(models, provision.Model{Name: strings.TrimSuffix(filepath.Base(f), ".gguf"), Path: f, SHA256: sum})
 				}
-				_, err := bench.RunCard(cmd.Context(), cmd.OutOrStdout(), bench.CardOptions{Installed: in, Card: cardIndex, Models: models})
+				_, err := memory.RunCard(cmd.Context(), cmd.OutOrStdout(), memory.CardOptions{Installed: in, Card: cardIndex, Models: models})
 				return err
 			default:
 				return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", device)
 			}
 			if len(fromTables) > 0 {
-				return bench.Refit(cmd.Context(), cmd.OutOrStdout(), bench.Options{Installed: in, Runtimes: benchRuntimes, Models: benchModels(in, otherQuants),
+				return memory.Refit(cmd.Context(), cmd.OutOrStdout(), memory.Options{Installed: in, Runtimes: benchRuntimes, Models: benchModels(in, otherQuants),
 					Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut}, fromTables)
 			}
-			return bench.Run(cmd.Context(), cmd.OutOrStdout(), bench.Options{
+			return memory.Run(cmd.Context(), cmd.OutOrStdout(), memory.Options{
 				Installed: in, Runtimes: benchRuntimes,
 				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut, Repeats: repeats,
 				Contexts: contexts, KVTypes: kvTypes, Models: benchModels(in, otherQuants),
@@ -138,7 +138,7 @@ until one is committed (docs/gpu.md). Without a card it says so and stops.
 	pre.Flags().BoolVar(&otherQuants, "other-quants", false, "also measure the other provisioned quants (the Q8_0 files setup requantizes)")
 	pre.Flags().StringSliceVar(&kvTypes, "kv", nil, "KV-cache types to measure (default f16,q8_0)")
 	pre.Flags().IntVar(&repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
-	cmd.AddCommand(stats, pre)
+	cmd.AddCommand(statsCmd, pre)
 	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand())
 	return cmd
 }

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"rig/replay"
 
 	"github.com/spf13/cobra"
+
+	"rig/bench/replaycost"
 )
 
 func newBenchReplayCommand() *cobra.Command {
-	req := replay.ReplayBenchRequest{Model: "smollm2-135m-instruct"}
+	req := replaycost.ReplayBenchRequest{Model: "smollm2-135m-instruct"}
 	var runtime string
 	var asJSON bool
 	cmd := &cobra.Command{
@@ -37,7 +38,7 @@ Exit status 1 when a goal is missed.`,
 			if req.Runtimes, err = replayRuntimes("bench replay", runtime); err != nil {
 				return err
 			}
-			res, err := replay.BenchReplay(cmd.Context(), req)
+			res, err := replaycost.BenchReplay(cmd.Context(), req)
 			if err != nil {
 				return err
 			}

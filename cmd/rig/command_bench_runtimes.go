@@ -3,8 +3,8 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"rig/bench/speed"
 	"rig/internal/provision"
-	"rig/runtimes/speed"
 )
 
 func newBenchRuntimesCommand() *cobra.Command {

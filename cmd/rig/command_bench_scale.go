@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"rig/scaleout/scalebench"
+	"rig/bench/scale"
 )
 
 func newBenchScaleCommand() *cobra.Command {
 	var fanout, overhead, tasks, workers, samples int
-	var fleet scalebench.FleetOptions
+	var fleet scale.FleetOptions
 	var design string
 	var skipThroughput bool
 	cmd := &cobra.Command{
@@ -58,7 +58,7 @@ bench study in a temporary home: a few minutes. --skip-throughput leaves it out.
 			if err != nil {
 				return err
 			}
-			lines, err := scalebench.Run(cmd.Context(), scalebench.Options{Bin: bin, Fanout: fanout, Overhead: overhead, Tasks: tasks,
+			lines, err := scale.Run(cmd.Context(), scale.Options{Bin: bin, Fanout: fanout, Overhead: overhead, Tasks: tasks,
 				Design: design, SkipThroughput: skipThroughput, Workers: workers, Samples: samples, Fleet: fleet}, cmd.OutOrStdout())
 			if err != nil {
 				return err

@@ -22,6 +22,18 @@ var leaves = []string{"runtimes", "governor", "preflight", "receipts", "genrecor
 // reaches them through the daemon's client only.
 var notForTheCLI = []string{"run", "receipts", "scaleout"}
 
+// notForTheData are the runner, the statistics, the report, the engine, the
+// daemon and the protocol (and the packages below each): studies, the
+// study as data, imports none of them, so reading, checking and planning a
+// study needs none of them, and what joins a design to one of them (its
+// stopping rule to the monitor, its guardrails to the analysis) lives in a
+// package that imports both.
+var notForTheData = []string{"run", "analysis", "report", "report/findings", "scaleout", "daemon", "api"}
+
+// benchRoom holds every `rig bench …`: only the command line imports a
+// bench, so no package of the product links one.
+const benchRoom = "bench/"
+
 // goPackages lists the module's packages and their rig imports (code, not
 // tests), internal/ left out: the table names the rooms.
 func goPackages(t *testing.T) map[string][]string {
@@ -127,6 +139,20 @@ func TestArrowsPointDown(t *testing.T) {
 	for _, dep := range code["cmd/rig"] {
 		if slices.Contains(notForTheCLI, dep) {
 			t.Errorf("cmd/rig imports %s: the command line reaches the runner, the store and the engine through the daemon's client", dep)
+		}
+	}
+	for name, deps := range code {
+		for _, dep := range deps {
+			if strings.HasPrefix(dep, benchRoom) && name != "cmd/rig" {
+				t.Errorf("%s imports %s: only cmd/rig imports a bench; move what %s needs out of bench/ into the room it measures", name, dep, name)
+			}
+		}
+	}
+	for _, dep := range code["studies"] {
+		for _, room := range notForTheData {
+			if dep == room || strings.HasPrefix(dep, room+"/") {
+				t.Errorf("studies imports %s: the study as data imports none of %s; move the code that needs %s to a package that imports both (run, report/findings or the daemon) and keep in studies only the design's own words", dep, cell(notForTheData), dep)
+			}
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package analysis
+package stats
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"rig/analysis"
 )
 
 // CoverageOptions sizes the pass-rate coverage grid. Zero values take the
@@ -136,13 +138,13 @@ func PassCoverage(ctx context.Context, opts CoverageOptions) ([]CoverageCell, er
 
 // run simulates one cell with the analysis's intervals.
 func (c *CoverageCell) run(seed, stream uint64) {
-	c.runWith(seed, stream, rateInterval, deltaInterval)
+	c.runWith(seed, stream, analysis.RateInterval, analysis.DeltaInterval)
 }
 
 // runWith simulates one cell with the given interval makers, so a test can
 // measure a published alternative on the very studies the analysis's
 // intervals see.
-func (c *CoverageCell) runWith(seed, stream uint64, arm func(ys []float64, trials int, level float64) Interval, delta func(cs, bs []float64, trials int, level float64) Interval) {
+func (c *CoverageCell) runWith(seed, stream uint64, arm func(ys []float64, trials int, level float64) analysis.Interval, delta func(cs, bs []float64, trials int, level float64) analysis.Interval) {
 	rng := rand.New(rand.NewPCG(seed, 0xc0fe+stream))
 	scale := math.Sqrt(1 + c.Spread*c.Spread)
 	n, r := c.Tasks, c.Repeats
@@ -173,7 +175,7 @@ func (c *CoverageCell) runWith(seed, stream uint64, arm func(ys []float64, trial
 				bs[i] = passShare(rng, pb, r)
 			}
 		}
-		var iv Interval
+		var iv analysis.Interval
 		truth := p
 		if paired {
 			iv = delta(ys, bs, n*r, coverageLevel)

@@ -1,10 +1,12 @@
-package analysis
+package stats
 
 import (
 	"context"
 	"fmt"
 	"io"
 	"math"
+
+	"rig/analysis"
 )
 
 // Goals of early stopping, as StoppingGoals checks them.
@@ -27,32 +29,32 @@ type StoppingGoal struct {
 	Pass   bool    `json:"pass"`
 	Detail string  `json:"detail"`
 	// Sim is the whole simulated result the goal was read from.
-	Sim StoppingSimResult `json:"sim"`
+	Sim analysis.StoppingSimResult `json:"sim"`
 }
 
 // StoppingGoals simulates the rule in the issue's settings, each with
-// studies studies and a check after every block of DefaultBlock tasks:
+// studies studies and a check after every block of analysis.DefaultBlock tasks:
 // under no difference 8 identical arms on 60 tasks (a difficulty per task)
 // and 2 arms on 100 tasks (discordance 0.3, the example design's pilot);
 // a challenger 20 points ahead and 20 behind on 100 tasks. The futility
 // goal is read from the 2-arm null (no difference cannot reach the rule's
 // stated one). The rule's Alpha, Futility and Discordance are used as given.
-func StoppingGoals(ctx context.Context, s Stopping, studies int, seed uint64) ([]StoppingGoal, error) {
+func StoppingGoals(ctx context.Context, s analysis.Stopping, studies int, seed uint64) ([]StoppingGoal, error) {
 	type setting struct {
 		name string
-		sim  StoppingSim
+		sim  analysis.StoppingSim
 	}
 	settings := []setting{
-		{"no difference, 8 arms, 60 tasks", StoppingSim{Arms: 8, Tasks: 60}},
-		{"no difference, 2 arms, 100 tasks", StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3}},
-		{"challenger +20 points, 100 tasks", StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3, Lead: 0.2}},
-		{"challenger -20 points, 100 tasks", StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3, Lead: -0.2}},
+		{"no difference, 8 arms, 60 tasks", analysis.StoppingSim{Arms: 8, Tasks: 60}},
+		{"no difference, 2 arms, 100 tasks", analysis.StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3}},
+		{"challenger +20 points, 100 tasks", analysis.StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3, Lead: 0.2}},
+		{"challenger -20 points, 100 tasks", analysis.StoppingSim{Arms: 2, Tasks: 100, Discordance: 0.3, Lead: -0.2}},
 	}
 	var out []StoppingGoal
 	for i, st := range settings {
 		sim := st.sim
 		sim.Stopping, sim.Studies, sim.Seed = s, studies, seed+uint64(i)
-		r, err := SimulateStopping(ctx, sim)
+		r, err := analysis.SimulateStopping(ctx, sim)
 		if err != nil {
 			return out, err
 		}
@@ -88,13 +90,13 @@ func BenchStopping(ctx context.Context, w io.Writer, studies int, seed uint64) (
 		studies = 4000
 	}
 	pass = true
-	if _, err := fmt.Fprintf(w, "rig bench stats --stopping (seed %d, %d studies per setting, a look after every %d-task block)\n\n| rule | setting | goal | got | fixed design | want | |\n|---|---|---|---|---|---|---|\n", seed, studies, DefaultBlock); err != nil {
+	if _, err := fmt.Fprintf(w, "rig bench stats --stopping (seed %d, %d studies per setting, a look after every %d-task block)\n\n| rule | setting | goal | got | fixed design | want | |\n|---|---|---|---|---|---|---|\n", seed, studies, analysis.DefaultBlock); err != nil {
 		return false, err
 	}
-	for _, s := range []Stopping{
-		{Method: GroupSequential, Spending: OBrienFleming, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
-		{Method: GroupSequential, Spending: Pocock, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
-		{Method: Anytime, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
+	for _, s := range []analysis.Stopping{
+		{Method: analysis.GroupSequential, Spending: analysis.OBrienFleming, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
+		{Method: analysis.GroupSequential, Spending: analysis.Pocock, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
+		{Method: analysis.Anytime, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
 	} {
 		rows, err := StoppingGoals(ctx, s, studies, seed)
 		if err != nil {
@@ -107,7 +109,7 @@ func BenchStopping(ctx context.Context, w io.Writer, studies int, seed uint64) (
 		for _, r := range rows {
 			mark := "ok"
 			switch {
-			case !r.Pass && s.Method == Anytime && r.Goal == GoalPower:
+			case !r.Pass && s.Method == analysis.Anytime && r.Goal == GoalPower:
 				mark = "missed (anytime)"
 			case !r.Pass:
 				mark, pass = "FAIL", false

@@ -1,4 +1,4 @@
-package scalebench
+package scale
 
 import (
 	"context"
@@ -225,7 +225,7 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 			return nil, err
 		}
 	}
-	cl := api.Client{Socket: api.SocketIn(rhome)}
+	cl := api.NewClient(api.SocketIn(rhome))
 	workers, samples := max(o.Workers, 2), max(o.Samples, 1)
 	rates := map[int][]float64{}
 	parent := ""

@@ -1,4 +1,4 @@
-package analysis
+package stats
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"rig/analysis"
 )
 
 // TestPassCoverage is the coverage goal of the pass-rate intervals,
@@ -58,96 +60,6 @@ func sparseDiscordance(c CoverageCell) bool {
 	return c.Target == "paired delta" && float64(c.Tasks)*math.Min(c.Rate, 1-c.Rate) < 5
 }
 
-// TestZeroOfThirty is the case the issue reported: 0 of 30 tasks passed
-// must not give [0, 0]; Wilson's upper bound is 0.114.
-func TestZeroOfThirty(t *testing.T) {
-	iv := rateInterval(make([]float64, 30), 30, 0.95)
-	if iv.Method != Wilson || iv.Lo != 0 || math.Abs(float64(iv.Hi)-0.1135) > 0.0005 {
-		t.Errorf("0 of 30: %+v, want wilson [0, 0.114]", iv)
-	}
-	// Three repeats each, all failed: the design effect cannot be
-	// estimated, so the bound is exact over tasks (Clopper–Pearson's 0.116).
-	iv = rateInterval(make([]float64, 30), 90, 0.95)
-	if iv.Method != NoSpread || iv.Lo != 0 || math.Abs(float64(iv.Hi)-0.1157) > 0.0005 || iv.Note == "" {
-		t.Errorf("0 of 30 × 3: %+v, want exact-no-spread [0, 0.116] with a note", iv)
-	}
-	// Both arms failing all 30 paired tasks: Tango gives ±3.84/33.84; with
-	// three repeats each the repeats say nothing about their correlation,
-	// so the count stays at the 30 tasks, not the 90 trials.
-	iv = deltaInterval(make([]float64, 30), make([]float64, 30), 30, 0.95)
-	if want := 3.8415 / 33.8415; iv.Method != Tango || math.Abs(float64(iv.Hi)-want) > 1e-3 || math.Abs(float64(iv.Lo)+want) > 1e-3 {
-		t.Errorf("0 vs 0 of 30: %+v, want tango ±%.4f", iv, want)
-	}
-	iv = deltaInterval(make([]float64, 30), make([]float64, 30), 90, 0.95)
-	if want := 3.8415 / 33.8415; iv.Method != TangoDesignEffect || iv.EffectiveN != 30 || math.Abs(float64(iv.Hi)-want) > 1e-3 {
-		t.Errorf("0 vs 0 of 30 × 3: %+v, want tango-design-effect at 30 tasks, ±%.4f", iv, want)
-	}
-}
-
-// TestWilsonReference checks Wilson's bounds against values computed by
-// hand from the closed form (z = 1.959964): 7 of 20, 1 of 50, 20 of 20.
-func TestWilsonReference(t *testing.T) {
-	for _, c := range []struct {
-		k, n   float64
-		lo, hi float64
-	}{{7, 20, 0.1812, 0.5671}, {1, 50, 0.0035, 0.1050}, {20, 20, 0.8389, 1}} {
-		lo, hi := wilsonBounds(c.k/c.n, c.n, zFor(0.95))
-		if math.Abs(lo-c.lo) > 5e-4 || math.Abs(hi-c.hi) > 5e-4 {
-			t.Errorf("%v of %v: [%.4f, %.4f], want [%.4f, %.4f]", c.k, c.n, lo, hi, c.lo, c.hi)
-		}
-	}
-}
-
-// TestTangoScore checks the interval's defining property: at each bound the
-// score statistic, with the constrained MLE found by brute-force search
-// over the likelihood, equals ±z.
-func TestTangoScore(t *testing.T) {
-	z := zFor(0.95)
-	for _, c := range [][3]float64{{3, 5, 30}, {7, 0, 20}, {0, 7, 20}, {10, 10, 20}, {2, 1, 200}, {0, 0, 30}} {
-		b, cc, n := c[0], c[1], c[2]
-		lo, hi := tangoBounds(b, cc, n, z)
-		if !(lo <= (b-cc)/n && (b-cc)/n <= hi) || lo < -1 || hi > 1 {
-			t.Fatalf("b %v c %v n %v: [%v, %v] does not hold the estimate", b, cc, n, lo, hi)
-		}
-		for _, bound := range []struct {
-			delta, want float64
-		}{{lo, z}, {hi, -z}} {
-			if math.Abs(bound.delta) >= 1 {
-				continue
-			}
-			q := bruteQ21(b, cc, n, bound.delta)
-			got := (b - cc - n*bound.delta) / math.Sqrt(n*(2*q+bound.delta-bound.delta*bound.delta))
-			if math.Abs(got-bound.want) > 1e-3 {
-				t.Errorf("b %v c %v n %v: score at %.5f is %.4f, want %.4f", b, cc, n, bound.delta, got, bound.want)
-			}
-		}
-	}
-}
-
-// bruteQ21 maximises the paired multinomial likelihood under a difference
-// delta by a grid search, independently of the closed form.
-func bruteQ21(b, c, n, delta float64) float64 {
-	lo, hi := math.Max(0, -delta), (1-delta)/2
-	best, arg := math.Inf(-1), lo
-	for i := 0; i <= 200000; i++ {
-		q := lo + (hi-lo)*float64(i)/200000
-		l := 0.0
-		if b > 0 {
-			l += b * math.Log(q+delta)
-		}
-		if c > 0 {
-			l += c * math.Log(q)
-		}
-		if m := n - b - c; m > 0 {
-			l += m * math.Log(1-2*q-delta)
-		}
-		if l > best {
-			best, arg = l, q
-		}
-	}
-	return arg
-}
-
 // TestPairedCornerDiscreteness is why a paired difference over-covers
 // where tasks × min(rate, 1−rate) < 5, and why no interval brings that
 // corner inside 95% ± 1.5, computed exactly rather than simulated. Two arms
@@ -173,14 +85,13 @@ func TestPairedCornerDiscreteness(t *testing.T) {
 		}
 		return out
 	}
-	z := zFor(0.95)
 	// cover is the exact coverage of Δ = 0 by Tango's interval, rejecting
 	// in addition on every one-way split of extra discordant tasks.
 	cover := func(pk []float64, n, extra int) float64 {
 		miss := 0.0
 		for k := 1; k <= n; k++ {
 			for b := 0; b <= k; b++ {
-				lo, hi := tangoBounds(float64(b), float64(k-b), float64(n), z)
+				lo, hi := tango(b, k-b, n)
 				if lo > 0 || hi < 0 || (k == extra && (b == 0 || b == k)) {
 					miss += pk[k] * binomPMF(b, k, 0.5)
 				}
@@ -245,15 +156,15 @@ func TestPairedAlternativesInCorner(t *testing.T) {
 	if lo, hi := adjustedWald(40, 20, 160, 0.5, z); math.Abs(lo-0.030898) > 1e-5 || math.Abs(hi-0.216016) > 1e-5 {
 		t.Fatalf("Agresti–Min 40, 20 of 160: [%.6f, %.6f], want [0.030898, 0.216016]", lo, hi)
 	}
-	wald := func(k float64) func(cs, bs []float64, trials int, level float64) Interval {
-		return func(cs, bs []float64, _ int, _ float64) Interval {
+	wald := func(k float64) func(cs, bs []float64, trials int, level float64) analysis.Interval {
+		return func(cs, bs []float64, _ int, _ float64) analysis.Interval {
 			var b, c float64
 			for i := range cs {
 				b += cs[i] * (1 - bs[i])
 				c += (1 - cs[i]) * bs[i]
 			}
 			lo, hi := adjustedWald(b, c, float64(len(cs)), k, z)
-			return Interval{Lo: Num(lo), Hi: Num(hi)}
+			return analysis.Interval{Lo: analysis.Num(lo), Hi: analysis.Num(hi)}
 		}
 	}
 	for _, c := range []struct {
@@ -267,7 +178,7 @@ func TestPairedAlternativesInCorner(t *testing.T) {
 		{"Agresti–Min, Δ 0.1", 0.5, 0.1, false, 0.935},
 	} {
 		cell := CoverageCell{Target: "paired delta", Rate: 0.02, Delta: c.delta, Tasks: 20, Repeats: 1, Spread: 1, Sims: 2000}
-		cell.runWith(1, 0, rateInterval, wald(c.k))
+		cell.runWith(1, 0, analysis.RateInterval, wald(c.k))
 		t.Logf("%s, 2%% of 20 tasks, σ 1: coverage %.4f", c.name, cell.Covered)
 		if c.over != (cell.Covered > c.threshold) {
 			t.Errorf("%s, 2%% of 20 tasks, σ 1: coverage %.4f, want it %s %.3f", c.name, cell.Covered, map[bool]string{true: "over", false: "under"}[c.over], c.threshold)
@@ -368,4 +279,51 @@ func TestPairedCornerExactBound(t *testing.T) {
 			t.Errorf("Δ %.1f, σ %.0f: coverage bound %.4f, want it over 0.965", d, cell.sigma, 1-excludable)
 		}
 	}
+}
+
+// tango is the analysis's interval for a paired difference (Tango's, one
+// repeat a task) on a table of n tasks, b of them passed by the candidate
+// alone and c by the baseline alone.
+func tango(b, c, n int) (lo, hi float64) {
+	cs, bs := make([]float64, n), make([]float64, n)
+	for i := range b {
+		cs[i] = 1
+	}
+	for i := b; i < b+c; i++ {
+		bs[i] = 1
+	}
+	iv := analysis.DeltaInterval(cs, bs, n, 0.95)
+	return float64(iv.Lo), float64(iv.Hi)
+}
+
+// zFor is the two-sided normal quantile for a central interval at level,
+// as the analysis computes it.
+func zFor(level float64) float64 {
+	return distuv.UnitNormal.Quantile(1 - (1-level)/2)
+}
+
+func clampRange(x, lo, hi float64) float64 {
+	return math.Min(hi, math.Max(lo, x))
+}
+
+// binomPMF is P(X = k) for X ~ Binomial(n, p), computed in log space, as
+// the analysis computes it.
+func binomPMF(k, n int, p float64) float64 {
+	if k < 0 || k > n {
+		return 0
+	}
+	switch p {
+	case 0:
+		if k == 0 {
+			return 1
+		}
+		return 0
+	case 1:
+		if k == n {
+			return 1
+		}
+		return 0
+	}
+	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
+	return math.Exp(lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
 }

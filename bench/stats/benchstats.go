@@ -1,4 +1,4 @@
-package analysis
+package stats
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"rig/analysis"
 )
 
 // BenchOptions sizes the statistics self-check behind `rig bench stats`.
@@ -67,7 +69,7 @@ type BenchResult struct {
 // points, percentile and BCa); (c) the pass-rate intervals' coverage over
 // the grid of PassCoverage (mean within 1.5 points, lowest cell at least
 // 93.5% less two Monte Carlo standard errors), with the grid printed;
-// (d) McNemarPower's prediction against the
+// (d) analysis.McNemarPower's prediction against the
 // simulated detection rate (within 3 points). It prints a table to w. A
 // failed check is reported in the result, not as an error; errors are for
 // cancellation and write failures.
@@ -97,7 +99,7 @@ func BenchStats(ctx context.Context, w io.Writer, opts BenchOptions) (BenchResul
 	if err := add(Check{Name: "null, 8 identical arms: ranking verdict \"best\"", Got: best, SE: math.Sqrt(best * (1 - best) / n), Want: "≤ 0.05", Pass: best <= 0.05}); err != nil {
 		return res, err
 	}
-	for _, m := range []IntervalMethod{Percentile, BCa} {
+	for _, m := range []analysis.IntervalMethod{analysis.Percentile, analysis.BCa} {
 		cov, err := coverage(ctx, o, m)
 		if err != nil {
 			return res, err
@@ -110,10 +112,10 @@ func BenchStats(ctx context.Context, w io.Writer, opts BenchOptions) (BenchResul
 		return res, err
 	}
 	const psi = 0.3
-	alpha := HolmStepAlpha(0.05, 7, 1)
-	dmin, _ := MinDetectable(o.PowerTasks, psi, alpha, 0.8)
+	alpha := analysis.HolmStepAlpha(0.05, 7, 1)
+	dmin, _ := analysis.MinDetectable(o.PowerTasks, psi, alpha, 0.8)
 	for _, delta := range []float64{dmin, dmin / 2} {
-		pred := McNemarPower(o.PowerTasks, psi, delta, alpha)
+		pred := analysis.McNemarPower(o.PowerTasks, psi, delta, alpha)
 		sim, err := simulatedPower(ctx, o, psi, delta, alpha)
 		if err != nil {
 			return res, err
@@ -136,22 +138,22 @@ func BenchStats(ctx context.Context, w io.Writer, opts BenchOptions) (BenchResul
 }
 
 // nullRates analyses NullStudies studies of 8 arms drawn from one
-// distribution through the full Analyse path, with a rule that accepts any
+// distribution through the full analysis.Analyse path, with a rule that accepts any
 // challenger shown to improve on the incumbent.
 func nullRates(ctx context.Context, o BenchOptions) (winner, best float64, err error) {
 	const arms = 8
-	d := Design{Hash: "null", Incumbent: "arm0", JobKinds: []JobKind{{Name: "job", Measure: MeasurePass}}, Seed: o.Seed}
+	d := analysis.Design{Hash: "null", Incumbent: "arm0", JobKinds: []analysis.JobKind{{Name: "job", Measure: analysis.MeasurePass}}, Seed: o.Seed}
 	for a := range arms {
 		name := fmt.Sprintf("arm%d", a)
-		d.Arms = append(d.Arms, Arm{Name: name})
+		d.Arms = append(d.Arms, analysis.Arm{Name: name})
 		if a > 0 {
-			d.Pairs = append(d.Pairs, Pair{Candidate: name, Baseline: "arm0"})
-			d.Rule.Clauses = append(d.Rule.Clauses, Clause{If: []Condition{{Outcomes: []Outcome{Improvement}, Candidate: name, Baseline: "arm0"}}, Then: "accept " + name})
+			d.Pairs = append(d.Pairs, analysis.Pair{Candidate: name, Baseline: "arm0"})
+			d.Rule.Clauses = append(d.Rule.Clauses, analysis.Clause{If: []analysis.Condition{{Outcomes: []analysis.Outcome{analysis.Improvement}, Candidate: name, Baseline: "arm0"}}, Then: "accept " + name})
 		}
 	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0xa11))
 	difficulty := distuv.Beta{Alpha: 1, Beta: 1, Src: rng}
-	trials := make([]Trial, 0, arms*o.NullTasks)
+	trials := make([]analysis.Trial, 0, arms*o.NullTasks)
 	wins, bests := 0, 0
 	for s := range o.NullStudies {
 		if err := ctx.Err(); err != nil {
@@ -161,15 +163,15 @@ func nullRates(ctx context.Context, o BenchOptions) (winner, best float64, err e
 		for t := range o.NullTasks {
 			p := difficulty.Rand()
 			for a := range arms {
-				trials = append(trials, Trial{DesignHash: "null", Arm: d.Arms[a].Name, JobKind: "job", Task: fmt.Sprintf("t%04d", t), Pass: rng.Float64() < p})
+				trials = append(trials, analysis.Trial{DesignHash: "null", Arm: d.Arms[a].Name, JobKind: "job", Task: fmt.Sprintf("t%04d", t), Pass: rng.Float64() < p})
 			}
 		}
 		d.Seed = o.Seed + uint64(s)
-		r, err := Analyse(ctx, Input{Design: d, Trials: trials})
+		r, err := analysis.Analyse(ctx, analysis.Input{Design: d, Trials: trials})
 		if err != nil {
 			return 0, 0, err
 		}
-		if r.Decision.Verdict == Accept {
+		if r.Decision.Verdict == analysis.Accept {
 			wins++
 		}
 		if r.Kinds[0].Verdict == "best" {
@@ -182,7 +184,7 @@ func nullRates(ctx context.Context, o BenchOptions) (winner, best float64, err e
 
 // coverage draws task scores from Beta(2,5) (mean 2/7, skewed like real
 // scores) and counts how often the interval covers the true mean.
-func coverage(ctx context.Context, o BenchOptions, m IntervalMethod) (float64, error) {
+func coverage(ctx context.Context, o BenchOptions, m analysis.IntervalMethod) (float64, error) {
 	rng := rand.New(rand.NewPCG(o.Seed, 0xc0e))
 	dist := distuv.Beta{Alpha: 2, Beta: 5, Src: rng}
 	truth := 2.0 / 7
@@ -192,11 +194,10 @@ func coverage(ctx context.Context, o BenchOptions, m IntervalMethod) (float64, e
 		for i := range xs {
 			xs[i] = dist.Rand()
 		}
-		boot, err := resampler{x: xs, n: len(xs), k: 1}.means(ctx, o.CoverageResamples, o.Seed+uint64(s), 7)
+		iv, err := analysis.BootstrapInterval(ctx, xs, o.CoverageResamples, o.Seed+uint64(s), 7, m, 0.95)
 		if err != nil {
 			return 0, err
 		}
-		iv := interval(m, 0.95, xs, boot)
 		if float64(iv.Lo) <= truth && truth <= float64(iv.Hi) {
 			hit++
 		}
@@ -224,7 +225,7 @@ func simulatedPower(ctx context.Context, o BenchOptions, psi, delta, alpha float
 				c++
 			}
 		}
-		if b > c && ExactMcNemar(b, c).P <= alpha {
+		if b > c && analysis.ExactMcNemar(b, c).P <= alpha {
 			hit++
 		}
 	}

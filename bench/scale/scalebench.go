@@ -1,14 +1,20 @@
-// Package scalebench measures the scale-out engine alone, for `rig bench
-// scale`: synthetic plans that run through the very workflows a study uses,
-// with a coordinator and a trial activity of its own plugged in
-// (scaleout.RegisterCoordinator, scaleout.RegisterTrialActivity), so the
-// production workflows, coordinator and worker carry no bench-only switch.
+// Package scale is `rig bench scale`: the scale-out engine timed on a
+// private Temporal dev server. Synthetic plans run through the very
+// workflows a study uses, with a coordinator and a trial activity of its
+// own plugged in (scaleout.RegisterCoordinator,
+// scaleout.RegisterTrialActivity), so the production workflows, coordinator
+// and worker carry no bench-only switch; the fleet runs many real workers
+// whose runtime is a timed sleep (scaleout.WorkerOptions.Launch) against
+// the real coordinator and a study store of its own; the throughput run
+// drives a real daemon and workers (the rig binary) through api on a copy
+// of a design, cut to a few tasks, in a home of its own.
 //
 // It is for timing the engine: the overhead of handing a trial to a runner,
-// and the fan-out of a large plan against Temporal's history limits. It is
-// not for measuring models or runtimes (rig bench runtimes), and nothing it
-// runs reads a study or stores a receipt.
-package scalebench
+// the fan-out of a large plan against Temporal's history limits, and a
+// study's throughput on 1 and N workers. It is not for measuring models or
+// runtimes (rig bench runtimes), and it touches no study but the ones it
+// makes for itself.
+package scale
 
 import (
 	"context"

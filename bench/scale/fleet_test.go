@@ -1,4 +1,4 @@
-package scalebench
+package scale
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package bench
+package memory
 
 import (
 	"encoding/json"

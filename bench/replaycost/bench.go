@@ -1,4 +1,4 @@
-package replay
+package replaycost
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"rig/genrecord"
 	"rig/genrecord/callrow"
 	"rig/internal/provision"
+	"rig/replay"
 	"rig/runtimes"
 )
 
@@ -128,11 +129,14 @@ func BenchReplay(ctx context.Context, req ReplayBenchRequest) (ReplayBench, erro
 	if err != nil {
 		return out, err
 	}
-	work, cleanup, err := workDir(req.WorkDir, "rig-bench-replay-")
-	if err != nil {
-		return out, err
+	work := req.WorkDir
+	if work == "" {
+		// A temporary folder, removed after; a given one is kept.
+		if work, err = os.MkdirTemp("", "rig-bench-replay-"); err != nil {
+			return out, err
+		}
+		defer os.RemoveAll(work)
 	}
-	defer cleanup()
 	for _, kind := range req.Runtimes {
 		costs, fit, err := benchReplayOn(ctx, in, kind, req, filepath.Join(work, kind))
 		if err != nil {
@@ -167,28 +171,28 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return nil, fit, err
 	}
-	st, err := startReplayStack(ctx, in, kind, req.Model, work, req.NoSandbox)
+	st, err := replay.StartStack(ctx, in, kind, req.Model, work, req.NoSandbox)
 	if err != nil {
 		return nil, fit, err
 	}
-	defer st.stop()
+	defer st.Stop()
 	prefill := req.Prefill && kind == "llama-server"
 	ptol := req.PrefillTolerance
 	if ptol == (genrecord.Tolerance{}) {
-		ptol = DefaultPrefillTolerance
+		ptol = replay.DefaultPrefillTolerance
 	}
 	if prefill {
 		m := in.Models[req.Model]
-		if err := st.withPrefill(ctx, in, m.Path, filepath.Join(work, "prefill"), req.NoSandbox); err != nil {
+		if err := st.WithPrefill(ctx, in, m.Path, filepath.Join(work, "prefill"), req.NoSandbox); err != nil {
 			return nil, fit, err
 		}
 	}
 	// One call first, so that loading the model is in neither column.
-	if _, err := st.rt.Generate(ctx, runtimes.Request{CallID: "warm-up", Messages: []runtimes.Message{{Role: "user", Content: "Hello."}}, MaxTokens: 4, TopK: genrecord.DefaultK}); err != nil {
+	if _, err := st.Runtime().Generate(ctx, runtimes.Request{CallID: "warm-up", Messages: []runtimes.Message{{Role: "user", Content: "Hello."}}, MaxTokens: 4, TopK: genrecord.DefaultK}); err != nil {
 		return nil, fit, fmt.Errorf("%s warm-up: %w", kind, err)
 	}
 	path := filepath.Join(work, "bench.jsonl")
-	w, err := genrecord.OpenWriter(path, st.header.Pins)
+	w, err := genrecord.OpenWriter(path, st.Pins())
 	if err != nil {
 		return nil, fit, err
 	}
@@ -200,8 +204,8 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 	// Each row is replayed right after the next one is generated: the two
 	// columns see the same machine load, and the replay never finds its own
 	// prompt in the runtime's cache (Ollama keeps the last prompt's).
-	replay := func(id string) error {
-		sum, err := genrecord.Replay(ctx, path, st.rescorer(), genrecord.ReplayOptions{Rows: []string{id}})
+	replayRow := func(id string) error {
+		sum, err := genrecord.Replay(ctx, path, st.Exact(), genrecord.ReplayOptions{Rows: []string{id}})
 		if err != nil {
 			return err
 		}
@@ -210,7 +214,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		}
 		results = append(results, sum.Results[0])
 		if prefill {
-			ps, err := genrecord.Replay(ctx, path, st.rs(), genrecord.ReplayOptions{Rows: []string{id}, Tolerance: ptol})
+			ps, err := genrecord.Replay(ctx, path, st.Rescorer(), genrecord.ReplayOptions{Rows: []string{id}, Tolerance: ptol})
 			if err != nil {
 				return err
 			}
@@ -225,10 +229,10 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 	// Interleave the caps so that a drift in machine load falls on all of them.
 	for i := range req.Rows {
 		for _, n := range req.Lengths {
-			msgs, samp := rowPlan(2*i+1, "Write a long story about %s.")
+			msgs, samp := replay.RowPlan(2*i+1, "Write a long story about %s.")
 			samp.Seed = 5000 + i*len(req.Lengths) + n
 			id := fmt.Sprintf("len%d-%03d", n, i)
-			res, err := st.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: n, TopK: genrecord.DefaultK})
+			res, err := st.Runtime().Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: n, TopK: genrecord.DefaultK})
 			if err != nil {
 				return nil, fit, fmt.Errorf("%s, row %s: %w", kind, id, err)
 			}
@@ -242,14 +246,14 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 				floorMS[id] = perToken * float64(res.PromptTokens+len(row.Output))
 			}
 			if prev != "" {
-				if err := replay(prev); err != nil {
+				if err := replayRow(prev); err != nil {
 					return nil, fit, err
 				}
 			}
 			prev = id
 		}
 	}
-	if err := replay(prev); err != nil {
+	if err := replayRow(prev); err != nil {
 		return nil, fit, err
 	}
 	slog.InfoContext(ctx, "bench replay: done", "runtime", kind, "rows", len(results))
@@ -259,10 +263,7 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		n := capOf[r.RowID]
 		c := by[n]
 		if c == nil {
-			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind), Threads: st.rt.Pins().Threads}
-			if st.scorer != nil {
-				c.PrefillThreads = st.scorer.threads
-			}
+			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind), Threads: st.Runtime().Pins().Threads, PrefillThreads: st.PrefillThreads()}
 			by[n] = c
 		}
 		c.Rows++

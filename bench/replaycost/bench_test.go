@@ -1,6 +1,7 @@
-package replay
+package replaycost
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,5 +24,21 @@ func TestReplayBenchTextSaysThreads(t *testing.T) {
 	}
 	if !strings.Contains(out, "(scorer on 2 threads), against 4000.0 ms generated (on 1 thread): 0.325×") {
 		t.Errorf("the prefill line does not give both thread counts:\n%s", out)
+	}
+}
+
+func TestLineFit(t *testing.T) {
+	xs := []float64{16, 64, 128, 16, 64, 128}
+	ys := make([]float64, len(xs))
+	for i, x := range xs {
+		ys[i] = 300 + 35*x
+	}
+	slope, icept, r2 := lineFit(xs, ys)
+	if math.Abs(slope-35) > 1e-9 || math.Abs(icept-300) > 1e-9 || math.Abs(r2-1) > 1e-9 {
+		t.Errorf("fit of an exact line: slope %g, intercept %g, R² %g; want 35, 300, 1", slope, icept, r2)
+	}
+	ys[0] += 400
+	if _, _, r2 := lineFit(xs, ys); r2 >= 1 || r2 <= 0 {
+		t.Errorf("R² %g for a noisy line, want in (0, 1)", r2)
 	}
 }
