@@ -468,13 +468,7 @@ func TestRedTeamSocketFamiliesInside(t *testing.T) {
 // probeSocketFamilies opens one socket of each family and makes the other
 // refused calls, printing what each returned.
 func probeSocketFamilies() int {
-	res := func(name string, err error) {
-		if err == nil {
-			fmt.Printf("%s: ok\n", name)
-			return
-		}
-		fmt.Printf("%s: %v\n", name, err)
-	}
+	res := printProbeResult
 	for _, s := range []struct {
 		name       string
 		family, ty int

@@ -483,15 +483,19 @@ func TestRedTeamSyscallsInside(t *testing.T) {
 	}
 }
 
+// printProbeResult prints a probe's call as the tests read it: "NAME: ok"
+// or "NAME: " and the error.
+func printProbeResult(name string, err error) {
+	if err == nil {
+		fmt.Printf("%s: ok\n", name)
+		return
+	}
+	fmt.Printf("%s: %v\n", name, err)
+}
+
 // probeSyscalls runs inside the sandbox (see redteamProbeEnv).
 func probeSyscalls() int {
-	res := func(name string, err error) {
-		if err == nil {
-			fmt.Printf("%s: ok\n", name)
-			return
-		}
-		fmt.Printf("%s: %v\n", name, err)
-	}
+	res := printProbeResult
 	errno := func(_, _ uintptr, e syscall.Errno) error {
 		if e != 0 {
 			return e
