@@ -158,6 +158,10 @@ type PowerReport struct {
 	Power            float64 `json:"power"`
 	Alpha            float64 `json:"alpha"` // the Holm step's alpha used
 	MinDetectable    Num     `json:"minDetectable"`
+	// SmallestDifference is the design's stated smallest detectable
+	// difference; the summary words a pair not shown against it, as the
+	// report page does (PairResult.Reading).
+	SmallestDifference float64 `json:"smallestDifference,omitempty"`
 }
 
 // Analyse computes the report for one study. It validates the input first;

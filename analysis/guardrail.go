@@ -156,12 +156,13 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 			if g.HigherIsBetter {
 				worse = bv - cv
 			}
+			words := directionOf(g.Metric, g.HigherIsBetter)
 			if g.MaxRelative != nil {
 				c.Limit = fmt.Sprintf("at most %+.1f%% worse", 100**g.MaxRelative)
-				c.Blocks, c.Reading = relativeCheck(cv, bv, worse, *g.MaxRelative)
+				c.Blocks, c.Reading = relativeCheck(cv, bv, worse, *g.MaxRelative, words)
 			} else {
 				c.Limit = fmt.Sprintf("at most %+.4g worse", *g.MaxAbsolute)
-				c.Blocks, c.Reading = absoluteCheck(cv, bv, worse, *g.MaxAbsolute)
+				c.Blocks, c.Reading = absoluteCheck(cv, bv, worse, *g.MaxAbsolute, words)
 			}
 			out = append(out, c)
 		}
@@ -189,7 +190,7 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 			cv, bv := metric(d, trials, p.Candidate, p.JobKind, MetricCost), metric(d, trials, p.Baseline, p.JobKind, MetricCost)
 			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
 			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxCostIncrease)
-			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxCostIncrease)
+			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxCostIncrease, directionOf(MetricCost, false))
 			out = append(out, c)
 		}
 		if pol.MaxP95LatencyIncrease != nil {
@@ -198,7 +199,7 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 			cv, bv := latencyMS(trials, p.Candidate, p.JobKind, 0.95), latencyMS(trials, p.Baseline, p.JobKind, 0.95)
 			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
 			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxP95LatencyIncrease)
-			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxP95LatencyIncrease)
+			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxP95LatencyIncrease, directionOf(MetricP95Latency, false))
 			out = append(out, c)
 		}
 		c := base
@@ -229,10 +230,54 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 	return out
 }
 
+// direction is the words a reading moves in: better and worse as the
+// metric's own terms say them ("faster", "slower"), so a reading never
+// needs a sign the reader must turn around (issue 46: an arm 15.5% faster
+// was read "-15.5% worse").
+type direction struct{ better, worse string }
+
+// speedMetrics are those where better means faster: times (lower is better)
+// and rates (higher is better).
+var speedMetrics = map[string]bool{
+	MetricWallTime: false, MetricP95Latency: false,
+	ReceiptPrefix + "ttft_ms": false, ReceiptPrefix + "tpot_ms": false, ReceiptPrefix + "wall_ms": false,
+	ReceiptPrefix + "prompt_tok_s": true, ReceiptPrefix + "output_tok_s": true,
+}
+
+// directionOf words a metric's moves given which way is better. A speed
+// metric read the way its kind reads (a time lower, a rate higher) says
+// faster and slower, cost says cheaper and costlier; anything else, or a
+// metric the design turns around, says the plain direction and whether it
+// is the better one, which is true whatever the metric.
+func directionOf(metric string, higherIsBetter bool) direction {
+	if rate, ok := speedMetrics[metric]; ok && rate == higherIsBetter {
+		return direction{"faster", "slower"}
+	}
+	if metric == MetricCost && !higherIsBetter {
+		return direction{"cheaper", "costlier"}
+	}
+	if higherIsBetter {
+		return direction{"higher (better)", "lower (worse)"}
+	}
+	return direction{"lower (better)", "higher (worse)"}
+}
+
+// move words a change by its size and direction: worse is how much worse
+// the candidate is (negative when better), shown as given by size.
+func (d direction) move(worse float64, size string) string {
+	switch {
+	case worse > 0:
+		return size + " " + d.worse
+	case worse < 0:
+		return size + " " + d.better
+	}
+	return "no change"
+}
+
 // relativeCheck blocks when worse, as a fraction of the baseline's value,
 // is above limit; a value not measured for either arm blocks too, since a
 // guardrail that cannot be read cannot clear a winner.
-func relativeCheck(cv, bv, worse, limit float64) (bool, string) {
+func relativeCheck(cv, bv, worse, limit float64, d direction) (bool, string) {
 	switch {
 	case math.IsNaN(cv) || math.IsNaN(bv):
 		return true, fmt.Sprintf("not measured (candidate %s, baseline %s): a guardrail that cannot be read cannot clear a winner", fmtNum(cv), fmtNum(bv))
@@ -240,17 +285,27 @@ func relativeCheck(cv, bv, worse, limit float64) (bool, string) {
 		if worse <= 0 {
 			return false, fmt.Sprintf("%s vs %s: no worse", fmtNum(cv), fmtNum(bv))
 		}
-		return true, fmt.Sprintf("%s vs %s: worse than a baseline of zero, which no fraction allows", fmtNum(cv), fmtNum(bv))
+		return true, fmt.Sprintf("%s vs %s: %s than a baseline of zero, which no fraction allows", fmtNum(cv), fmtNum(bv), d.worse)
 	}
 	rel := worse / math.Abs(bv)
-	return rel > limit, fmt.Sprintf("%s vs %s, %+.1f%% worse", fmtNum(cv), fmtNum(bv), 100*rel)
+	blocks := rel > limit
+	return blocks, fmt.Sprintf("%s vs %s, %s, %s %.1f%%", fmtNum(cv), fmtNum(bv), d.move(rel, fmt.Sprintf("%.1f%%", 100*math.Abs(rel))), against(blocks), 100*limit)
 }
 
-func absoluteCheck(cv, bv, worse, limit float64) (bool, string) {
+func absoluteCheck(cv, bv, worse, limit float64, d direction) (bool, string) {
 	if math.IsNaN(cv) || math.IsNaN(bv) {
 		return true, fmt.Sprintf("not measured (candidate %s, baseline %s): a guardrail that cannot be read cannot clear a winner", fmtNum(cv), fmtNum(bv))
 	}
-	return worse > limit, fmt.Sprintf("%s vs %s, %+.4g worse", fmtNum(cv), fmtNum(bv), worse)
+	blocks := worse > limit
+	return blocks, fmt.Sprintf("%s vs %s, %s, %s %.4g", fmtNum(cv), fmtNum(bv), d.move(worse, fmt.Sprintf("%.4g", math.Abs(worse))), against(blocks), limit)
+}
+
+// against says where a reading stands against its limit.
+func against(blocks bool) string {
+	if blocks {
+		return "over the limit of"
+	}
+	return "within the limit of"
 }
 
 func fmtNum(v float64) string {

@@ -50,13 +50,13 @@ func TestGuardrailsAndPolicyBlockOrNot(t *testing.T) {
 		wantVerdict Verdict
 	}{
 		{name: "p95 within the guardrail", base: 10, cand: 10.5, guardrails: []Guardrail{{Metric: MetricP95Latency, MaxRelative: ptr(0.1)}},
-			clause: "guardrails[0]", readingHas: "+5.0% worse", wantVerdict: Accept},
+			clause: "guardrails[0]", readingHas: "5.0% slower, within the limit of 10.0%", wantVerdict: Accept},
 		{name: "p95 past the guardrail", base: 10, cand: 12, guardrails: []Guardrail{{Metric: MetricP95Latency, MaxRelative: ptr(0.1)}},
-			clause: "guardrails[0]", blocks: true, readingHas: "+20.0% worse", wantVerdict: Keep},
+			clause: "guardrails[0]", blocks: true, readingHas: "20.0% slower, over the limit of 10.0%", wantVerdict: Keep},
 		{name: "wall time absolute within", base: 10, cand: 11, guardrails: []Guardrail{{Metric: MetricWallTime, MaxAbsolute: ptr(2)}},
-			clause: "guardrails[0]", readingHas: "+1 worse", wantVerdict: Accept},
+			clause: "guardrails[0]", readingHas: "1 slower, within the limit of 2", wantVerdict: Accept},
 		{name: "wall time absolute past", base: 10, cand: 13, guardrails: []Guardrail{{Metric: MetricWallTime, MaxAbsolute: ptr(2)}},
-			clause: "guardrails[0]", blocks: true, readingHas: "+3 worse", wantVerdict: Keep},
+			clause: "guardrails[0]", blocks: true, readingHas: "3 slower, over the limit of 2", wantVerdict: Keep},
 		{name: "peak memory not measured blocks", base: 10, cand: 10, guardrails: []Guardrail{{Metric: MetricPeakMemory, MaxAbsolute: ptr(512)}},
 			clause: "guardrails[0]", blocks: true, readingHas: "not measured", wantVerdict: Keep},
 		{name: "higher-is-better receipt metric falls too far", base: 10, cand: 10,
@@ -65,22 +65,22 @@ func TestGuardrailsAndPolicyBlockOrNot(t *testing.T) {
 				for i := range in.Trials {
 					in.Trials[i].Metrics = map[string]float64{"output_tok_s": map[string]float64{"base": 40, "cand": 20}[in.Trials[i].Arm]}
 				}
-			}, clause: "guardrails[0]", blocks: true, readingHas: "20 vs 40, +50.0% worse", wantVerdict: Keep},
+			}, clause: "guardrails[0]", blocks: true, readingHas: "20 vs 40, 50.0% slower", wantVerdict: Keep},
 		{name: "higher-is-better receipt metric rises", base: 10, cand: 10,
 			guardrails: []Guardrail{{Metric: "receipt.output_tok_s", HigherIsBetter: true, MaxRelative: ptr(0.2)}},
 			edit: func(in *Input) {
 				for i := range in.Trials {
 					in.Trials[i].Metrics = map[string]float64{"output_tok_s": map[string]float64{"base": 20, "cand": 40}[in.Trials[i].Arm]}
 				}
-			}, clause: "guardrails[0]", readingHas: "-100.0% worse", wantVerdict: Accept},
+			}, clause: "guardrails[0]", readingHas: "100.0% faster, within the limit", wantVerdict: Accept},
 		{name: "pass-rate lead too small", base: 10, cand: 10, policy: &WinnerPolicy{MinPassRateDelta: ptr(0.9), AllowRegressions: true},
 			clause: "winner_policy.min_pass_rate_delta", blocks: true, readingHas: "delta +0.", wantVerdict: Keep},
 		{name: "pass-rate lead enough", base: 10, cand: 10, policy: &WinnerPolicy{MinPassRateDelta: ptr(0), AllowRegressions: true},
 			clause: "winner_policy.min_pass_rate_delta", readingHas: "delta +0.", wantVerdict: Accept},
 		{name: "cost increase within", base: 10, cand: 11, policy: &WinnerPolicy{MaxCostIncrease: ptr(0.15)},
-			clause: "winner_policy.max_cost_increase", readingHas: "+10.0% worse", wantVerdict: Accept},
+			clause: "winner_policy.max_cost_increase", readingHas: "10.0% costlier, within the limit of 15.0%", wantVerdict: Accept},
 		{name: "cost increase past", base: 10, cand: 13, policy: &WinnerPolicy{MaxCostIncrease: ptr(0.15)},
-			clause: "winner_policy.max_cost_increase", blocks: true, readingHas: "+30.0% worse", wantVerdict: Keep},
+			clause: "winner_policy.max_cost_increase", blocks: true, readingHas: "30.0% costlier, over the limit of 15.0%", wantVerdict: Keep},
 		{name: "p95 increase past", base: 10, cand: 13, policy: &WinnerPolicy{MaxP95LatencyIncrease: ptr(0.1)},
 			clause: "winner_policy.max_p95_latency_increase", blocks: true, readingHas: "1.3e+04 vs 1e+04", wantVerdict: Keep},
 		{name: "a new paired regression blocks", base: 10, cand: 10, policy: &WinnerPolicy{},

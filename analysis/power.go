@@ -143,5 +143,5 @@ func PlanPower(p PowerPlan, alpha float64, family int) PowerReport {
 	if !ok {
 		md = math.NaN()
 	}
-	return PowerReport{PilotDiscordance: p.PilotDiscordance, Tasks: p.Tasks, Power: p.Power, Alpha: step, MinDetectable: Num(md)}
+	return PowerReport{PilotDiscordance: p.PilotDiscordance, Tasks: p.Tasks, Power: p.Power, Alpha: step, MinDetectable: Num(md), SmallestDifference: p.SmallestDifference}
 }

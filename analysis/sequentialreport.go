@@ -80,10 +80,32 @@ func (s *Sequential) stopClause() string {
 		return ""
 	}
 	if !s.StoppedEarly {
-		return fmt.Sprintf("stopping rule (%s): ran to the end of the plan at check %d; monitored pairs use the sequential p-values and confidence sequences", s.Stopping.Method, s.Look.Check+1)
+		return fmt.Sprintf("stopping rule (%s): ran to the end of the plan at check %d; monitored pairs use the sequential p-values and %s", s.Stopping.Method, s.Look.Check+1, s.intervalsShown())
 	}
-	return fmt.Sprintf("stopped early at check %d (%s): %s; %d planned trials not run; monitored pairs use the sequential p-values and confidence sequences, valid at this stopping time",
-		s.Look.Check+1, s.Stopping.Method, s.Look.Reason, len(s.NotRun))
+	return fmt.Sprintf("stopped early at check %d (%s): %s; %d planned trials not run; monitored pairs use the sequential p-values and %s, valid at this stopping time",
+		s.Look.Check+1, s.Stopping.Method, s.Look.Reason, len(s.NotRun), s.intervalsShown())
+}
+
+// intervalsShown names the interval the report shows for the monitored
+// pairs, as sequentialPair sets it: the stagewise-exact one where the
+// group-sequential test set it, else the confidence sequence. The trace
+// names the interval the reader sees, not one the report left out.
+func (s *Sequential) intervalsShown() string {
+	var exact, cs []string
+	for _, pl := range s.Look.Pairs {
+		if pl.Stagewise != nil {
+			exact = append(exact, pl.JobKind+" "+pl.Pair.String())
+		} else {
+			cs = append(cs, pl.JobKind+" "+pl.Pair.String())
+		}
+	}
+	switch {
+	case len(cs) == 0:
+		return "the stagewise-exact intervals"
+	case len(exact) == 0:
+		return "confidence sequences"
+	}
+	return fmt.Sprintf("the stagewise-exact interval for %s and the confidence sequence for %s", strings.Join(exact, ", "), strings.Join(cs, ", "))
 }
 
 // NotRunID is how Sequential.NotRun names a planned trial: "arm|job

@@ -15,7 +15,7 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("design %s  comparison %s\n", short(r.DesignHash), short(r.ComparisonHash))
-	p("intervals %.0f%% (method beside each); bootstrap %s, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", 100*r.Level, r.IntervalMethod, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
+	p("intervals %s (method beside each); bootstrap %s, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", LevelPercent(r.Level), r.IntervalMethod, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
 	for _, k := range r.Kinds {
 		p("\n%s (%s, gate %.2f, %d tasks, %d common)\n", k.JobKind, k.Measure, k.Gate, k.Tasks, k.CommonTasks)
 		p("arm\ttasks\tmean\tinterval\tpass\tmedian\tp10\tworst\tP(best)\tcapped\n")
@@ -36,9 +36,13 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		}
 	}
 	if len(r.Pairs) > 0 {
+		var detectable float64
+		if r.Power != nil {
+			detectable = r.Power.SmallestDifference
+		}
 		p("\npair\tkind\ttasks\tmissing pairs\tdelta\tinterval\tp\tHolm p\toutcome\n")
 		for _, pr := range r.Pairs {
-			p("%s vs %s\t%s\t%d\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks, f3(pr.Delta), f3(pr.Interval.Lo), f3(pr.Interval.Hi), pr.Interval.Method, fp(pr.P), fp(pr.PHolm), pr.Outcome, pr.Shown)
+			p("%s vs %s\t%s\t%d\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks, f3(pr.Delta), f3(pr.Interval.Lo), f3(pr.Interval.Hi), pr.Interval.Method, fp(pr.P), fp(pr.PHolm), pr.Outcome, pr.Reading(detectable))
 		}
 	}
 	p("\ndecision: %s (next baseline: %s)\n", r.Decision.Action, orNone(r.Decision.NextBaseline))
@@ -91,7 +95,7 @@ func (r *Report) IntervalText(k KindResult) string {
 			see(pr.Candidate+" vs "+pr.Baseline, pr.Interval)
 		}
 	}
-	parts := []string{fmt.Sprintf("%.0f%%", 100*r.Level)}
+	parts := []string{LevelPercent(r.Level)}
 	for _, m := range methods {
 		parts = append(parts, string(m)+": "+m.Describe())
 	}

@@ -239,7 +239,7 @@ func TestRolesAndIdentitiesWithRealUsers(t *testing.T) {
 	// Staff cannot approve, and the error names the role needed.
 	want(callAs(t, bin, socket, staff, "approve", NameRequest{Name: name}), "forbidden", "needs the director role")
 	// The registrant cannot review their own study, though they hold the role.
-	review := api.Review{Verdict: "pass", LicenceLine: "all items allowed for evaluation"}
+	review := api.Review{Verdict: "pass", LicenceLine: "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation"}
 	want(callAs(t, bin, socket, staff, "review", ReviewRequest{Name: name, Review: review}), "forbidden", "registered study roles")
 	// A typed reviewer that is not the caller is refused, naming both.
 	typed := review

@@ -72,7 +72,7 @@ func TestJudgeGradesBlindOnRealRuntime(t *testing.T) {
 			return err
 		},
 		func() error {
-			_, err := svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "all items allowed for evaluation"}, "")
+			_, err := svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation"}, "")
 			return err
 		},
 		func() error { _, err := svc.Studies().Approve(ctx, name, "director", "read"); return err },

@@ -146,7 +146,7 @@ func fakeDecidable(t *testing.T, s *Service, name string, registrant, reviewer, 
 	ctx := context.Background()
 	dh, canon := fakeRegistered(t, s, name, registrant)
 	at := time.Date(2026, 12, 1, 7, 0, 0, 0, time.UTC)
-	review := &studies.Review{Reviewer: display(reviewer), Verdict: "pass", LicenceLine: "licences: every item checked against the bundled registry", DesignHash: dh}
+	review := &studies.Review{Reviewer: display(reviewer), Verdict: "pass", LicenceLine: "licences: smollm2-135m-instruct (Apache-2.0) and every other item checked against the bundled registry", DesignHash: dh}
 	for _, ev := range []studies.Event{
 		{Kind: studies.EventReview, Actor: display(reviewer), At: at.Add(time.Minute), Why: "read", Review: review},
 		{Kind: studies.EventApprove, Actor: display(director), At: at.Add(2 * time.Minute), Why: "go"},
@@ -262,7 +262,7 @@ func TestRedTeamDecideByRegistrant(t *testing.T) {
 	// caller's uid, so the approval is refused.
 	fakeRegistered(t, pd.svc, "forged", reg)
 	other, _ := strconv.Atoi(dir2.Uid)
-	forged := api.Review{Verdict: "pass", LicenceLine: "licences: every item checked against the bundled registry", ReviewerUID: &other}
+	forged := api.Review{Verdict: "pass", LicenceLine: "licences: smollm2-135m-instruct (Apache-2.0) and every other item checked against the bundled registry", ReviewerUID: &other}
 	if rep := callAs(t, pd.bin, pd.socket, revRenamed, "review", ReviewRequest{Name: "forged", Review: forged, Why: "read"}); rep.Error != "" {
 		t.Fatalf("review: %s", rep.Error)
 	}

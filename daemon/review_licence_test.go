@@ -73,3 +73,46 @@ func TestReviewLicenceLineNamesTheRestrictedLicence(t *testing.T) {
 		t.Fatalf("after a passing review the study is %s", info.State)
 	}
 }
+
+// TestReviewLicenceLineNamesALicenceWhenNothingIsRestricted: a study whose
+// items are all allowed still needs a pass's line to name one of their
+// licences; "all good" is refused with no_licence_line, listing what the
+// line may name, and the study stays in draft (issue 46).
+func TestReviewLicenceLineNamesALicenceWhenNothingIsRestricted(t *testing.T) {
+	if _, err := provision.Load(); err != nil {
+		t.Skipf("runtimes not provisioned (make setup): %v", err) // register fingerprints them
+	}
+	ctx := context.Background()
+	svc, err := NewService(t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	const name = "allowed-licences"
+	path := filepath.Join(t.TempDir(), "design.json")
+	if err := os.WriteFile(path, studytest.JudgedStudyDesign(t, name), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Studies().Register(ctx, RegisterRequest{DesignFile: path, Actor: "staff"}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := svc.Studies().Status(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range info.LicenceTerms {
+		if lt.Restricted {
+			t.Fatalf("the judged study rests on a restricted licence (%s); this test needs none", lt.EntryID)
+		}
+	}
+	_, err = svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "all good"}, "")
+	if !errors.Is(err, studies.ErrNoLicenceLine) || !strings.Contains(err.Error(), "smollm2-135m-instruct") {
+		t.Fatalf(`a pass with the line "all good": %v, want no_licence_line listing smollm2-135m-instruct`, err)
+	}
+	if info, _ := svc.Studies().Status(ctx, name); info.State != studies.Draft {
+		t.Fatalf("a refused review moved the study to %s", info.State)
+	}
+	if _, err := svc.Studies().Review(ctx, name, studies.Review{Reviewer: "outside", Verdict: "pass", LicenceLine: "licences: Apache-2.0 and MIT terms read; every use allowed"}, ""); err != nil {
+		t.Fatalf("a line naming a licence: %v", err)
+	}
+}

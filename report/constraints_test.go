@@ -18,13 +18,13 @@ func withDecisionRules() Data {
 	k.Latency = []Latency{{Arm: k.Arms[0].Arm, Trials: 40, P50MS: &p50, P95MS: &p95}, {Arm: k.Arms[1].Arm, Trials: 38, P50MS: &p50, P95MS: &p95, DeltaP50MS: &d50, DeltaP95MS: &d95}}
 	k.SRM = &SRM{Arms: []string{k.Arms[0].Arm, k.Arms[1].Arm}, Planned: []int{300, 300}, Scored: []int{300, 150}, ChiSq: &chi, DF: 1, P: &p, Alpha: 0.001, Mismatch: true}
 	d.Decision.Constraints = []Constraint{{Clause: "guardrails[0]", Metric: "p95_latency", JobKind: k.Name, Challenger: k.Arms[1].Arm, Baseline: k.Arms[0].Arm,
-		Limit: "at most +10.0% worse", Reading: "2500 vs 2000, +25.0% worse", Blocks: true}}
+		Limit: "at most +10.0% worse", Reading: "2500 vs 2000, 25.0% slower, over the limit of 10.0%", Blocks: true}}
 	return d
 }
 
 func TestDecisionRuleNumbersInEveryFormat(t *testing.T) {
 	d := withDecisionRules()
-	want := []string{"guardrails[0]", "+25.0% worse", "blocks", "2.50 s", "+300 ms", "-40 ms", "SAMPLE-RATIO MISMATCH", "p = 3.96e-07", "300 of 300", "150 of 300"}
+	want := []string{"guardrails[0]", "25.0% slower, over the limit of 10.0%", "blocks", "2.50 s", "+300 ms", "-40 ms", "SAMPLE-RATIO MISMATCH", "p = 3.96e-07", "300 of 300", "150 of 300"}
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, d); err != nil {
 		t.Fatal(err)

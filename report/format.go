@@ -137,12 +137,6 @@ func slug(s string) string {
 	return out
 }
 
-// NotShownText is the wording for a delta smaller than the study can
-// detect: it says "not shown", never "equal".
-func NotShownText(delta, detectable float64) string {
-	return fmt.Sprintf("not shown: |Δ| %.3f is below the %.3f this task count can detect at 80%% power", math.Abs(delta), detectable)
-}
-
 // MissingText is a pair's missing pairs as the tables print them: "0", or
 // the count with the tasks, e.g. "2: t07 (lacks gemma), t09 (lacks both)".
 func MissingText(p Pair) string {

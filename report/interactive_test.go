@@ -225,7 +225,7 @@ func checkDetail(t *testing.T, ctx context.Context, k Kind, id string) {
 	}
 }
 
-var sections = []string{"summary", "variants", "rows", "regressions", "metrics", "traces", "decision-part", "evidence"}
+var sections = []string{"summary", "variants", "rows", "flipped", "metrics", "traces", "decision-part", "evidence"}
 
 // TestBrowserInteractiveReport drives the sample report: the gate slider,
 // every filter, a row's detail, and a screenshot of each section.

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"rig/analysis"
 )
 
 // hostileOutput is a model output that would load a remote image and run a
@@ -120,7 +122,7 @@ func SampleData() Data {
 			p.PHolm = math.Min(1, p.PRaw*float64(len(specs)-i))
 			switch {
 			case math.Abs(d) < *k.Detectable:
-				p.Outcome, p.NotShown = "inconclusive", NotShownText(d, *k.Detectable)
+				p.Outcome, p.NotShown = "inconclusive", analysis.NotShownText(d, *k.Detectable)
 			case d > 0 && p.PHolm < k.Alpha:
 				p.Outcome = "improvement"
 			case d < 0 && p.PHolm < k.Alpha:

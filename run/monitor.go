@@ -197,20 +197,39 @@ func DescribeStop(seq analysis.Sequential) string {
 			fmt.Fprintf(&b, ", Holm p=%.4g", l.HolmP[i])
 		}
 		if g := p.Stagewise; g != nil {
-			fmt.Fprintf(&b, ", %.0f%% stagewise-exact interval [%.3f, %.3f]", g.Level*100, float64(g.Lo), float64(g.Hi))
+			fmt.Fprintf(&b, ", %s stagewise-exact interval [%.3f, %.3f]", analysis.LevelPercent(g.Level), float64(g.Lo), float64(g.Hi))
 		} else {
-			fmt.Fprintf(&b, ", %.0f%% CS [%.3f, %.3f]", p.CS.Level*100, float64(p.CS.Lo), float64(p.CS.Hi))
+			fmt.Fprintf(&b, ", %s CS [%.3f, %.3f]", analysis.LevelPercent(p.CS.Level), float64(p.CS.Lo), float64(p.CS.Hi))
 		}
-		if n := len(p.Path); n > 0 {
-			pt := p.Path[n-1]
-			if bd := float64(pt.Boundary); math.IsNaN(bd) {
-				fmt.Fprintf(&b, ", statistic %.4g after %d tasks (no count could cross the boundary yet)", pt.Statistic, pt.Tasks)
-			} else {
-				fmt.Fprintf(&b, ", statistic %.4g vs boundary %.4g after %d tasks", pt.Statistic, bd, pt.Tasks)
+		b.WriteString(describePath(p))
+	}
+	return b.String()
+}
+
+// describePath words where a pair's statistic stands against its boundary.
+// A crossed pair is read at the check it crossed: its later checks are not
+// looks and carry no boundary, and reading one of those as "no count could
+// cross the boundary yet" contradicts the crossing (issue 46).
+func describePath(p analysis.PairLook) string {
+	if p.Status == analysis.StatusCrossed {
+		for _, pt := range p.Path {
+			if pt.Check == p.StoppedAt && !math.IsNaN(float64(pt.Boundary)) {
+				return fmt.Sprintf(", statistic %.4g reached the boundary %.4g at check %d (%d tasks)", pt.Statistic, float64(pt.Boundary), pt.Check+1, pt.Tasks)
 			}
 		}
 	}
-	return b.String()
+	n := len(p.Path)
+	if n == 0 {
+		return ""
+	}
+	pt := p.Path[n-1]
+	switch bd := float64(pt.Boundary); {
+	case !math.IsNaN(bd):
+		return fmt.Sprintf(", statistic %.4g vs boundary %.4g after %d tasks", pt.Statistic, bd, pt.Tasks)
+	case !pt.Look:
+		return fmt.Sprintf(", statistic %.4g after %d tasks (not a look)", pt.Statistic, pt.Tasks)
+	}
+	return fmt.Sprintf(", statistic %.4g after %d tasks (no count could cross the boundary yet)", pt.Statistic, pt.Tasks)
 }
 
 // checkStop checks the stopping rule when trial i ends its block, stores

@@ -121,15 +121,22 @@ func wordAt(s string, i int) bool {
 
 // CheckLicenceLine is what a passing review's licence line must say: the
 // licence of every entry the study's uses are restricted by (its id or its
-// licence's name). A line that misses one ("x (y)") is refused with
-// ErrNoLicenceLine, naming what to write. With nothing restricted, any
-// statement stands: the lifecycle refuses an empty or placeholder one.
+// licence's name), or, with nothing restricted, the licence of at least one
+// of the design's items — the line is the reviewer's statement that they
+// read the terms, and "all good" names none of them (issue 46: review asked
+// for a licence and then accepted "all good"). A line that misses ("x (y)")
+// is refused with ErrNoLicenceLine, listing what it may name. With no
+// registry entry behind the items there is no licence to name: the
+// lifecycle still refuses an empty or placeholder line.
 func CheckLicenceLine(terms []LicenceTerm, line string) error {
 	if len(terms) == 0 {
 		return nil
 	}
-	var restricted, missing []string
+	var restricted, missing, nameable []string
+	named := false
 	for _, t := range terms {
+		named = named || t.named(line)
+		nameable = append(nameable, describeNames(t))
 		if t.Restricted {
 			restricted = append(restricted, t.EntryID)
 			if !t.named(line) {
@@ -141,8 +148,10 @@ func CheckLicenceLine(terms []LicenceTerm, line string) error {
 		return &LicenceLineError{Msg: fmt.Sprintf("the licence line %s does not name the restricted licence of %s: a pass states that the reviewer read the restriction (rig study review lists its terms), e.g. %q",
 			jsonerr.Quote(line), strings.Join(missing, " and "), "licences: "+strings.Join(restricted, ", ")+" restricted use read and accepted; the rest allowed")}
 	}
-	// Nothing is restricted: the line is the reviewer's statement, and the
-	// lifecycle refuses an empty or placeholder one.
+	if len(restricted) == 0 && !named {
+		return &LicenceLineError{Msg: fmt.Sprintf("the licence line %s names none of the design's licences: a pass states that the reviewer read their terms (rig study review lists them); name at least one of %s, e.g. %q",
+			jsonerr.Quote(line), strings.Join(nameable, ", "), "licences: "+terms[0].EntryID+" and the rest read; no banned or restricted use")}
+	}
 	return nil
 }
 

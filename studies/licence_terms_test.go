@@ -69,13 +69,29 @@ func TestLicenceLineMustNameTheRestrictedLicence(t *testing.T) {
 			t.Errorf("%q names the restricted licence, refused: %v", line, err)
 		}
 	}
-	// With nothing restricted, any statement stands (the lifecycle still
-	// refuses an empty or placeholder line).
+}
+
+// TestLicenceLineNamesALicenceWhenNothingIsRestricted: with nothing
+// restricted the line must still name a licence of the design's items (any
+// one); "all good" was once accepted, though review told the reviewer the
+// line "must name at least one of these licences" (issue 46). The refusal
+// lists what the line may name.
+func TestLicenceLineNamesALicenceWhenNothingIsRestricted(t *testing.T) {
 	allowed, err := LicenceTermsFor(gemmaItems[:1], LicenceRecord{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckLicenceLine(allowed, "all items allowed for evaluation and inference"); err != nil {
-		t.Errorf("a study on allowed licences only: %v", err)
+	for _, line := range []string{"all good", "all items allowed for evaluation and inference", "licences: smollm2-135m-instructx checked"} {
+		err := CheckLicenceLine(allowed, line)
+		if !errors.Is(err, ErrNoLicenceLine) {
+			t.Errorf("%q, naming no licence, was accepted: %v", line, err)
+		} else if !strings.Contains(err.Error(), "smollm2-135m-instruct") || !strings.Contains(err.Error(), allowed[0].Licence) {
+			t.Errorf("%q: the refusal does not list what the line may name (%v): %v", line, allowed[0].Names(), err)
+		}
+	}
+	for _, line := range []string{"licences: smollm2-135m-instruct checked, allowed for evaluation", allowed[0].Licence + " read; evaluation allowed"} {
+		if err := CheckLicenceLine(allowed, line); err != nil {
+			t.Errorf("%q names the licence, refused: %v", line, err)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func TestDemoDesignValidatesWhileACoreIsBusy(t *testing.T) {
 	}
 	busy := startBusyLoop(t)
 	e.rig(true, "study", "register", design)
-	e.rig(true, "study", "review", d.Name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "review", d.Name, "--verdict", "pass", "--licence-line", "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation and inference")
 	e.rig(true, "study", "approve", d.Name)
 	e.rig(true, "study", "freeze", d.Name)
 	e.rig(true, "study", "preflight", d.Name)

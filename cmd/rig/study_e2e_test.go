@@ -223,7 +223,7 @@ func (e *rigEnv) ensureGovernorPass() {
 
 func (e *rigEnv) prepare(design, name string) {
 	e.rig(true, "study", "register", design)
-	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation and inference")
 	e.rig(true, "study", "approve", name)
 	e.rig(true, "study", "freeze", name)
 	e.rig(true, "study", "preflight", name)
@@ -243,7 +243,7 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	if !strings.Contains(out, "gate refused") && !strings.Contains(out, "not frozen") {
 		t.Fatalf("run before freeze was not refused clearly:\n%s", out)
 	}
-	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference")
+	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation and inference")
 	e.rig(true, "study", "approve", name)
 	e.rig(true, "study", "freeze", name)
 	out = e.rig(false, "study", "run", name)

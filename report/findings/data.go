@@ -219,7 +219,7 @@ func (b kindBuilder) pairs(jk *report.Kind, jobKind string) {
 			pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
 		}
 		if p.Shown != "shown" && jk.Detectable != nil {
-			pr.NotShown = report.NotShownText(num(p.Delta), *jk.Detectable)
+			pr.NotShown = p.Reading(*jk.Detectable)
 		}
 		jk.Pairs = append(jk.Pairs, pr)
 		for _, t := range p.NewlyFixed {
