@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,9 +141,8 @@ func TestRolesAndIdentitiesWithRealUsers(t *testing.T) {
 			t.Skipf("needs %s (Debian package passwd) to create the test's users: %v", tool, err)
 		}
 	}
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("register fingerprints the provisioned runtimes (run make setup): %v", err)
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	u := osUsers{t: t, prefix: fmt.Sprintf("rigt%d", os.Getpid()%100000)}
 	group := u.name("studio")
 	u.addGroup(group)

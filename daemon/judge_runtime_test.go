@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,9 +55,8 @@ func TestJudgeGradesBlindOnRealRuntime(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts llama-server three times with real models (run without -short)")
 	}
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("runtimes not provisioned (make setup): %v", err)
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	svc, err := NewService(t.TempDir(), slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strconv"
 	"strings"
 	"testing"
@@ -302,9 +303,8 @@ func TestRedTeamDecideByRegistrant(t *testing.T) {
 // design it may read, so the refusals were the files' rights' doing.
 func TestRedTeamRegisterRootOnlyFile(t *testing.T) {
 	needAccounts(t)
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("register fingerprints the provisioned runtimes (run make setup): %v", err)
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	u := osUsers{t: t, prefix: fmt.Sprintf("rigf%d", os.Getpid()%100000)}
 	studio := u.name("studio")
 	u.addGroup(studio)

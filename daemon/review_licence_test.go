@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strings"
 	"testing"
 
@@ -22,9 +23,8 @@ import (
 // a pass whose line does not name the licence ("x (y)") is refused with
 // no_licence_line and the study stays in draft, and a line naming it passes.
 func TestReviewLicenceLineNamesTheRestrictedLicence(t *testing.T) {
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("runtimes not provisioned (make setup): %v", err) // register fingerprints them
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	ctx := context.Background()
 	svc, err := NewService(t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
@@ -79,9 +79,8 @@ func TestReviewLicenceLineNamesTheRestrictedLicence(t *testing.T) {
 // licences; "all good" is refused with no_licence_line, listing what the
 // line may name, and the study stays in draft (issue 46).
 func TestReviewLicenceLineNamesALicenceWhenNothingIsRestricted(t *testing.T) {
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("runtimes not provisioned (make setup): %v", err) // register fingerprints them
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	ctx := context.Background()
 	svc, err := NewService(t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strconv"
 	"strings"
 	"syscall"
@@ -548,9 +549,8 @@ time.sleep(2)
 // no limit is named.
 func TestRedTeamScratchCapCountsWhatIsWritten(t *testing.T) {
 	requireSandbox(t)
-	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not installed; the fill is written in it")
-	}
+	_, err := exec.LookPath("python3")
+	testenv.NeedsSetup(t, "python3 (the fill is written in it)", err)
 	dir := t.TempDir()
 	var before unix.Statfs_t
 	if err := unix.Statfs(filepath.Dir(dir), &before); err != nil {

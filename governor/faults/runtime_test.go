@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"rig/internal/testenv"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ func installedOrSkip(t *testing.T) *realRuntime {
 	t.Helper()
 	in, err := loadRuntime(provision.Path())
 	if errors.Is(err, ErrNotInstalled) {
-		t.Skipf("real-runtime classes need llama-server and SmolLM2 from installed.env (run make setup): %v", err)
+		testenv.NeedsSetup(t, "llama-server and SmolLM2 in installed.env (the real-runtime classes)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strconv"
 	"strings"
 	"syscall"
@@ -86,9 +87,8 @@ func procPeakRSS(t *testing.T, pid int) int64 {
 // under 512 MiB. Its CPU per refusal is logged; the under-a-second goal is
 // BenchmarkBigInputRefusals's.
 func TestBigInputsThroughDaemon(t *testing.T) {
-	if _, err := provision.Load(); err != nil {
-		t.Skipf("runtimes not provisioned (make setup): %v", err)
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	materialize(t)
 	exe, err := os.Executable()
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +27,8 @@ import (
 // opens a socket. Last, the valid design registers, so the refusals were
 // the hostile files' doing.
 func TestHostileCorpusThroughDaemon(t *testing.T) {
-	if _, err := provision.Load(); err != nil {
-		// Registering fingerprints the provisioned runtime binaries.
-		t.Skipf("runtimes not provisioned (make setup): %v", err)
-	}
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (register fingerprints them)", err)
 	hostile, _ := corpusCases(t)
 	abs := func(rel string) string {
 		p, err := filepath.Abs(filepath.Join(corpusDir, rel))
