@@ -242,19 +242,7 @@ func TestRunnerChecksTheStoppingRuleOnARealRun(t *testing.T) {
 	if StoppingRule(d) == nil {
 		t.Fatal("the frozen design lost its stopping rule")
 	}
-	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
-		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
-	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: "frozen for the stopping test", At: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutExecution(ctx, exec); err != nil {
-		t.Fatal(err)
-	}
+	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the stopping test")
 	var why string
 	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
 		Ended: func(_ context.Context, _, w string) { why = w }})

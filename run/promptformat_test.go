@@ -219,19 +219,7 @@ func TestCompletionArmRunsOnLlamaServer(t *testing.T) {
 		t.Fatal(loadErr, err)
 	}
 	dir := t.TempDir()
-	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
-		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
-	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: "frozen for the completion test", At: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutExecution(ctx, exec); err != nil {
-		t.Fatal(err)
-	}
+	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the completion test")
 	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
 	if err != nil {
 		t.Fatal(err)

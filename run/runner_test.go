@@ -49,19 +49,7 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	env, snap, d, dir := freezeDemoSlice(t, ctx, in, nil)
-	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
-		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
-	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: "frozen for the runner test", At: time.Now().UTC()}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutExecution(ctx, exec); err != nil {
-		t.Fatal(err)
-	}
+	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the runner test")
 	var endedKind string
 	var told []receipts.Receipt // Env.Stored: what the daemon's metrics are told
 	var toldMu sync.Mutex
@@ -159,4 +147,25 @@ func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, 
 		t.Fatal(err)
 	}
 	return env, snap, d, dir
+}
+
+// frozenExecution opens the study's store in dir, freezes it at snap and
+// records execution exec-1 as running, as the daemon does before it starts a
+// run; the store closes with the test.
+func frozenExecution(t *testing.T, ctx context.Context, dir string, d *studies.Design, snap *studies.Snapshot, why string) (*receipts.Store, receipts.Execution) {
+	t.Helper()
+	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
+		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
+	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: why, At: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutExecution(ctx, exec); err != nil {
+		t.Fatal(err)
+	}
+	return st, exec
 }
