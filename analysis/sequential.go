@@ -3,6 +3,7 @@ package analysis
 import (
 	"fmt"
 	"math"
+	"rig/internal/stoprule"
 	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -27,12 +28,12 @@ const (
 	// Ville's inequality. Pass kinds use a beta-binomial mixture on the
 	// discordant tasks; score kinds a betting e-process on the paired
 	// differences.
-	Anytime SequentialMethod = "anytime"
+	Anytime SequentialMethod = stoprule.Anytime
 	// GroupSequential uses Lan–DeMets alpha spending at the looks, with
 	// boundaries computed exactly for the sign test on the discordant tasks
 	// (score kinds: on the signs of the non-zero differences), conditional
 	// on the discordant counts seen at each look.
-	GroupSequential SequentialMethod = "group_sequential"
+	GroupSequential SequentialMethod = stoprule.GroupSequential
 )
 
 // Spending names a Lan–DeMets alpha-spending function.
@@ -40,9 +41,9 @@ type Spending string
 
 const (
 	// OBrienFleming spends little early: α(t) = 2 − 2Φ(z_{1−α/2}/√t).
-	OBrienFleming Spending = "obrien_fleming"
+	OBrienFleming Spending = stoprule.OBrienFleming
 	// Pocock spends evenly: α(t) = α·ln(1 + (e−1)t).
-	Pocock Spending = "pocock"
+	Pocock Spending = stoprule.Pocock
 )
 
 // BetaPrior is the Beta(a, a) mixing prior of the anytime test on the
@@ -53,7 +54,7 @@ const BetaPrior = 1.0
 // DefaultFutilityBeta is the chance, at most, that a challenger truly at
 // the stated difference is stopped as futile (a loss of power, never a
 // false winner: futility stops only ever keep a difference from being shown).
-const DefaultFutilityBeta = 0.05
+const DefaultFutilityBeta = stoprule.DefaultFutilityBeta
 
 // Stopping is the design's stopping rule as the analysis reads it.
 type Stopping struct {
@@ -83,42 +84,12 @@ type Stopping struct {
 
 // Validate checks the rule's fields; the errors name the field and the fix.
 func (s Stopping) Validate() error {
-	switch s.Method {
-	case Anytime:
-		if len(s.Looks) > 0 {
-			return &FieldError{Field: "stopping.looks", Problem: "set for the anytime method", Fix: "an anytime test looks after every block; remove looks, or use \"group_sequential\""}
-		}
-	case GroupSequential:
-		if s.Spending != OBrienFleming && s.Spending != Pocock {
-			return &FieldError{Field: "stopping.spending", Problem: fmt.Sprintf("%q is not a spending function", s.Spending), Fix: `use "obrien_fleming" or "pocock"`}
-		}
-		for i, t := range s.Looks {
-			if !(t > 0 && t <= 1) || (i > 0 && t <= s.Looks[i-1]) {
-				return &FieldError{Field: fmt.Sprintf("stopping.looks[%d]", i), Problem: fmt.Sprintf("%v is not above the previous look and within (0,1]", t), Fix: "list increasing shares of the planned tasks, e.g. [0.25, 0.5, 0.75, 1]"}
-			}
-		}
-		if n := len(s.Looks); n > 0 && s.Looks[n-1] != 1 {
-			return &FieldError{Field: fmt.Sprintf("stopping.looks[%d]", n-1), Problem: fmt.Sprintf("%v: the last look is not 1", s.Looks[n-1]), Fix: "end the looks with 1: the full plan is always the last look"}
-		}
-	default:
-		return &FieldError{Field: "stopping.method", Problem: fmt.Sprintf("%q is not a method", s.Method), Fix: `use "anytime" or "group_sequential"`}
+	p := stoprule.Rule{Method: string(s.Method), Looks: s.Looks, Spending: string(s.Spending), Alpha: s.Alpha,
+		Futility: s.Futility, FutilityBeta: s.FutilityBeta, Discordance: s.Discordance}.Check()
+	if p == nil {
+		return nil
 	}
-	if !(s.Alpha > 0 && s.Alpha < 1) {
-		return &FieldError{Field: "stopping.alpha", Problem: fmt.Sprintf("%v is outside (0,1)", s.Alpha), Fix: "the family-wise alpha, e.g. 0.05"}
-	}
-	if !(s.Futility >= 0 && s.Futility < 1) {
-		return &FieldError{Field: "stopping.futility.difference", Problem: fmt.Sprintf("%v is outside [0,1)", s.Futility), Fix: "the smallest difference worth finding, e.g. 0.2"}
-	}
-	if !(s.Discordance >= 0 && s.Discordance <= 1) {
-		return &FieldError{Field: "stopping.discordance", Problem: fmt.Sprintf("%v is outside [0,1]", s.Discordance), Fix: "the pilot's share of discordant tasks"}
-	}
-	if s.Discordance > 0 && s.Futility > s.Discordance {
-		return &FieldError{Field: "stopping.futility.difference", Problem: fmt.Sprintf("%v is above the pilot discordance %v", s.Futility, s.Discordance), Fix: "a lead cannot exceed the share of tasks where the arms differ; state a smaller difference"}
-	}
-	if !(s.FutilityBeta >= 0 && s.FutilityBeta < 0.5) {
-		return &FieldError{Field: "stopping.futility.beta", Problem: fmt.Sprintf("%v is outside [0,0.5)", s.FutilityBeta), Fix: fmt.Sprintf("a small chance such as %v, or leave it out", DefaultFutilityBeta)}
-	}
-	return nil
+	return &FieldError{Field: p.Field, Problem: p.Problem, Fix: p.Fix}
 }
 
 // SpendAlpha is the alpha spent by information fraction t under the

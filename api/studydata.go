@@ -1,9 +1,9 @@
 package api
 
 import (
-	"strings"
 	"time"
 
+	"rig/internal/licencename"
 	"rig/internal/offload"
 )
 
@@ -87,18 +87,10 @@ type LicenceAllow struct {
 // Names is how a licence line may name the entry: its registry id, or its
 // licence's name, with or without a trailing note in parentheses ("Gemma
 // Terms of Use (last modified 2025-03-24)" is named by "Gemma Terms of Use").
-// It is here, not only in package studies, so that the command line can tell
-// a reviewer what the daemon's check will accept without linking studies; a
-// daemon test holds the two to the same answers.
+// The command line tells a reviewer with it what the daemon's check will
+// accept, without linking studies: both answer by internal/licencename.
 func (t LicenceTerm) Names() []string {
-	names := []string{t.EntryID}
-	if l := strings.TrimSpace(t.Licence); l != "" {
-		names = append(names, l)
-		if i := strings.Index(l, " ("); i > 0 && strings.HasSuffix(l, ")") {
-			names = append(names, strings.TrimSpace(l[:i]))
-		}
-	}
-	return names
+	return licencename.Of(t.EntryID, t.Licence)
 }
 
 // Speed is how fast an arm runs, from a pilot or measured on this machine.

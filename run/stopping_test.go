@@ -33,8 +33,11 @@ func TestStoppingVocabularyIsAnalysiss(t *testing.T) {
 // TestStoppingCheckIsAnalysissValidate holds the design's check of its
 // resolved rule (studies.ResolvedStopping.Check, which validation reports)
 // to the monitor's own (analysis.Stopping.Validate) over a grid of rules:
-// the same first field, problem and fix, or both none. A design that
-// validates then never holds a rule the runner refuses at its first check.
+// the same first field, problem and fix, or both none. Both are
+// internal/stoprule's check; this holds what each makes of it (the design's
+// resolved fields, analysis's typed ones, and each error type) to the
+// other. A design that validates then never holds a rule the runner
+// refuses at its first check.
 func TestStoppingCheckIsAnalysissValidate(t *testing.T) {
 	methods := []string{"", studies.StopAnytime, studies.StopGroupSequential, "peek"}
 	spendings := []string{"", studies.SpendOBrienFleming, studies.SpendPocock, "linear"}

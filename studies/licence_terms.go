@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"rig/internal/jsonerr"
+	"rig/internal/licencename"
 	"rig/licences"
 )
 
@@ -80,14 +81,7 @@ func LicenceTermsFor(items []Item, rec LicenceRecord) ([]LicenceTerm, error) {
 // licence's name, with or without a trailing note in parentheses ("Gemma
 // Terms of Use (last modified 2025-03-24)" is named by "Gemma Terms of Use").
 func (t LicenceTerm) Names() []string {
-	names := []string{t.EntryID}
-	if l := strings.TrimSpace(t.Licence); l != "" {
-		names = append(names, l)
-		if i := strings.Index(l, " ("); i > 0 && strings.HasSuffix(l, ")") {
-			names = append(names, strings.TrimSpace(l[:i]))
-		}
-	}
-	return names
+	return licencename.Of(t.EntryID, t.Licence)
 }
 
 // named reports whether line names the entry, as a whole word (case aside):

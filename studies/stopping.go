@@ -2,6 +2,7 @@ package studies
 
 import (
 	"fmt"
+	"rig/internal/stoprule"
 )
 
 // Stopping is the design's rule for stopping an execution early, frozen
@@ -38,19 +39,19 @@ type Futility struct {
 	Beta float64 `json:"beta,omitempty"`
 }
 
-// Stopping methods and spending functions a design may name. They are the
-// design's words, kept here because studies imports no analysis; run's
-// test holds them to analysis's SequentialMethod and Spending values.
+// Stopping methods and spending functions a design may name: the words of
+// internal/stoprule, which analysis's SequentialMethod and Spending values
+// are too (studies imports no analysis).
 const (
-	StopAnytime         = "anytime"
-	StopGroupSequential = "group_sequential"
-	SpendOBrienFleming  = "obrien_fleming"
-	SpendPocock         = "pocock"
+	StopAnytime         = stoprule.Anytime
+	StopGroupSequential = stoprule.GroupSequential
+	SpendOBrienFleming  = stoprule.OBrienFleming
+	SpendPocock         = stoprule.Pocock
 )
 
-// DefaultFutilityBeta is the futility beta a rule that leaves it out gets
-// (analysis.DefaultFutilityBeta, which run's test holds it to).
-const DefaultFutilityBeta = 0.05
+// DefaultFutilityBeta is the futility beta a rule that leaves it out gets,
+// the same constant analysis uses.
+const DefaultFutilityBeta = stoprule.DefaultFutilityBeta
 
 // MaxLooks bounds a group-sequential design's planned looks.
 const MaxLooks = 100
@@ -97,50 +98,15 @@ func (d *Design) ResolvedStopping() *ResolvedStopping {
 }
 
 // Check returns the first field of the resolved rule that the monitor could
-// not run with, naming the fix, or nil. It asks what analysis's
-// Stopping.Validate asks, in the same order and words, so a design that
-// validates is one the runner's monitor accepts; run's test holds the two
-// to each other over a grid of rules.
+// not run with, naming the fix, or nil: internal/stoprule's check, the one
+// analysis's Stopping.Validate makes too, so a design that validates is one
+// the runner's monitor accepts.
 func (r ResolvedStopping) Check() *Problem {
-	bad := func(path, problem, fix string) *Problem {
-		return &Problem{Path: path, Kind: KindInvalid, Msg: fmt.Sprintf("%s (%s)", problem, fix)}
+	p := stoprule.Rule(r).Check()
+	if p == nil {
+		return nil
 	}
-	switch r.Method {
-	case StopAnytime:
-		if len(r.Looks) > 0 {
-			return bad("stopping.looks", "set for the anytime method", `an anytime test looks after every block; remove looks, or use "group_sequential"`)
-		}
-	case StopGroupSequential:
-		if r.Spending != SpendOBrienFleming && r.Spending != SpendPocock {
-			return bad("stopping.spending", fmt.Sprintf("%q is not a spending function", r.Spending), fmt.Sprintf("use %q or %q", SpendOBrienFleming, SpendPocock))
-		}
-		for i, t := range r.Looks {
-			if !(t > 0 && t <= 1) || (i > 0 && t <= r.Looks[i-1]) {
-				return bad(fmt.Sprintf("stopping.looks[%d]", i), fmt.Sprintf("%v is not above the previous look and within (0,1]", t), "list increasing shares of the planned tasks, e.g. [0.25, 0.5, 0.75, 1]")
-			}
-		}
-		if n := len(r.Looks); n > 0 && r.Looks[n-1] != 1 {
-			return bad(fmt.Sprintf("stopping.looks[%d]", n-1), fmt.Sprintf("%v: the last look is not 1", r.Looks[n-1]), "end the looks with 1: the full plan is always the last look")
-		}
-	default:
-		return bad("stopping.method", fmt.Sprintf("%q is not a method", r.Method), fmt.Sprintf("use %q or %q", StopAnytime, StopGroupSequential))
-	}
-	if !(r.Alpha > 0 && r.Alpha < 1) {
-		return bad("stopping.alpha", fmt.Sprintf("%v is outside (0,1)", r.Alpha), "the family-wise alpha, e.g. 0.05")
-	}
-	if !(r.Futility >= 0 && r.Futility < 1) {
-		return bad("stopping.futility.difference", fmt.Sprintf("%v is outside [0,1)", r.Futility), "the smallest difference worth finding, e.g. 0.2")
-	}
-	if !(r.Discordance >= 0 && r.Discordance <= 1) {
-		return bad("stopping.discordance", fmt.Sprintf("%v is outside [0,1]", r.Discordance), "the pilot's share of discordant tasks")
-	}
-	if r.Discordance > 0 && r.Futility > r.Discordance {
-		return bad("stopping.futility.difference", fmt.Sprintf("%v is above the pilot discordance %v", r.Futility, r.Discordance), "a lead cannot exceed the share of tasks where the arms differ; state a smaller difference")
-	}
-	if !(r.FutilityBeta >= 0 && r.FutilityBeta < 0.5) {
-		return bad("stopping.futility.beta", fmt.Sprintf("%v is outside [0,0.5)", r.FutilityBeta), fmt.Sprintf("a small chance such as %v, or leave it out", DefaultFutilityBeta))
-	}
-	return nil
+	return &Problem{Path: p.Field, Kind: KindInvalid, Msg: fmt.Sprintf("%s (%s)", p.Problem, p.Fix)}
 }
 
 func (v *validator) stopping() {
