@@ -64,22 +64,36 @@ func Check() ([]Component, bool) {
 		add(c)
 	}
 	add(binary(in, "aider", pins["AIDER_VERSION"]))
+	// Every model file setup provisions is listed: the registry's quant and
+	// the one requantized here (Q8_0), which Ollama arms of the demos run.
 	for _, name := range []string{"smollm2-135m-instruct", "gemma-3-270m"} {
-		m := in.Models[name]
-		c := Component{Name: name, Path: m.Path, Version: m.Quant}
-		sum, err := FileSHA256(m.Path)
-		switch {
-		case err != nil:
-			c.Status, c.Fix = "missing", fixSetup
-		case sum != m.SHA256:
-			c.Status, c.SHA256 = "differs", sum
-			c.Fix = fmt.Sprintf("sha256 %s, pinned %s: remove %s and %s", sum, m.SHA256, m.Path, fixSetup)
-		default:
-			c.Status, c.SHA256 = "ok", sum
+		add(modelComponent(name, in.Models[name]))
+		if q, ok := in.OtherQuants[name]; ok {
+			add(modelComponent(name+" "+q.Quant, q))
+		} else {
+			add(Component{Name: name + " Q8_0", Status: "missing", Fix: fixSetup})
 		}
-		add(c)
 	}
 	return out, ok
+}
+
+// modelComponent checks one provisioned model file against its pinned sha256.
+func modelComponent(name string, m provision.Model) Component {
+	c := Component{Name: name, Path: m.Path, Version: m.Quant}
+	if m.DerivedFrom != "" {
+		c.Version += " (from " + m.DerivedFrom + ")"
+	}
+	sum, err := FileSHA256(m.Path)
+	switch {
+	case err != nil:
+		c.Status, c.Fix = "missing", fixSetup
+	case sum != m.SHA256:
+		c.Status, c.SHA256 = "differs", sum
+		c.Fix = fmt.Sprintf("sha256 %s, pinned %s: remove %s and %s", sum, m.SHA256, m.Path, fixSetup)
+	default:
+		c.Status, c.SHA256 = "ok", sum
+	}
+	return c
 }
 
 func binary(in provision.Installed, kind, pinned string) Component {
