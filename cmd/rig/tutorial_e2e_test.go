@@ -74,7 +74,7 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	repoState := gitStatusPorcelain(t)
 	const lint = "rig tasks lint arith.jsonl"
 	script := tutorialScript(t)
-	for _, want := range []string{lint, "export RIG_HOME=", "export RIG_DAEMON_LOCK=", "exclude_tasks:", "rig study withdraw arith-first-study", "--name arith-second-study"} {
+	for _, want := range []string{lint, "export RIG_HOME=", "export RIG_DAEMON_LOCK=", "export RIG_STATE_DIR=", "exclude_tasks:", "rig study withdraw arith-first-study", "--name arith-second-study"} {
 		if !strings.Contains(script, want) {
 			t.Fatalf("the tutorial no longer runs %q", want)
 		}
@@ -119,6 +119,11 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	}
 	// The tutorial's own home: its daemon stopped with its shell.
 	e.home = filepath.Join(work, "arith", ".rig-home")
+	// Its governor state is private too: the fault suite's pass that let
+	// its counted run start was written inside its home, not the machine's.
+	if passes, _ := filepath.Glob(filepath.Join(e.home, "state", "governor", "*")); len(passes) == 0 {
+		t.Errorf("the tutorial's governor state is not in its private home (%s holds nothing)", filepath.Join(e.home, "state", "governor"))
+	}
 	e.startDaemon()
 	if st := e.rig(true, "study", "status", "arith-second-study"); !strings.Contains(st, "state      decided") || !strings.Contains(st, "decide ") {
 		t.Errorf("the second study was not decided, or its audit log lacks the decision:\n%s", st)
