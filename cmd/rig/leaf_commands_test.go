@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +62,21 @@ func TestLeafCommandsHelp(t *testing.T) {
 				t.Errorf("rig %s has no RunE", path)
 			}
 		})
+	}
+}
+
+// TestErrorsCarryOnePrefix: an error that quotes another rig process's
+// output, which began with its own "rig:", is still printed with one.
+func TestErrorsCarryOnePrefix(t *testing.T) {
+	for in, want := range map[string]string{
+		"no daemon":               "rig: no daemon",
+		"rig: no daemon":          "rig: no daemon",
+		"rig: rig: no daemon":     "rig: no daemon",
+		"rig:no daemon":           "rig: no daemon",
+		"study x: rig: no daemon": "rig: study x: rig: no daemon",
+	} {
+		if got := errorLine(errors.New(in)); got != want {
+			t.Errorf("errorLine(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

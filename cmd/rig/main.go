@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -22,9 +23,24 @@ func main() {
 	defer stop()
 	root := newRootCommand()
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "rig:", err)
+		fmt.Fprintln(os.Stderr, errorLine(err))
 		os.Exit(1)
 	}
+}
+
+// errorLine is how a command's error is printed: one "rig:" prefix. An error
+// can carry one already when it quotes another rig process (a worker, the
+// sandbox's init, a bench's child) whose output began with its own.
+func errorLine(err error) string {
+	msg := err.Error()
+	for {
+		rest, ok := strings.CutPrefix(msg, "rig:")
+		if !ok {
+			break
+		}
+		msg = strings.TrimLeft(rest, " ")
+	}
+	return "rig: " + msg
 }
 
 func newRootCommand() *cobra.Command {
