@@ -53,3 +53,18 @@ func ollamaContext(h HParams, rt string, context int) int {
 	}
 	return context
 }
+
+// ollamaModelCopy is the page cache Ollama's copy of the model file charges
+// to a simulated card. Its launcher (runtimes.Ollama) uploads the GGUF into
+// a blob store in the run's work directory, and `ollama serve` writes it from
+// inside the card's reservation, so the blob, the file's whole size, is
+// charged there; the runner then reads its weights from that cached copy
+// into memory of its own (no mmap), which Peak counts. The kernel writes the
+// copy back and reclaims it before it would kill the run, so it is not part
+// of what must fit. llama-server reads the file where it is, cached outside.
+func ollamaModelCopy(f *gguf.File, rt string, p Profile) uint64 {
+	if rt != RuntimeOllama || !p.Simulated || f.Size <= 0 {
+		return 0
+	}
+	return uint64(f.Size)
+}

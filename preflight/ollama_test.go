@@ -1,6 +1,7 @@
 package preflight
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -138,5 +139,58 @@ func TestOllamaRunsAtMostTheTrainedContext(t *testing.T) {
 	}
 	if !slices.ContainsFunc(ol.Notes, func(n string) bool { return strings.Contains(n, "lowers context 32768") }) {
 		t.Errorf("no note that Ollama does not hold the pinned context: %v", ol.Notes)
+	}
+}
+
+// Ollama's launcher writes its own copy of the model file inside a simulated
+// card's reservation: the estimate carries the copy beside the need, not in
+// what must fit, and the verdict prints the peak a reservation with room
+// reads. llama-server, and Ollama on a real card (no reservation), carry none.
+func TestOllamaModelCopy(t *testing.T) {
+	cal := sameConstants(t)
+	cuda := cal.Runtimes[RuntimeOllama]
+	cuda.CardContextBytes = 300 * float64(MiB) // made up for the arithmetic, not measured
+	cal.Runtimes[CalibrationKey(RuntimeOllama, "cuda")] = cuda
+	f := fakeModel(t, "llama", 4, 256, 4, 2, 64, 0, 1000)
+	f.Size = int64(2 * GiB) // a file far larger than its need, so the copy decides the test
+	p := Profile{Name: "sim", CardMemory: 8 * GiB, Context: 2048, Simulated: true}
+	ls, err := Predict(f, p, RuntimeLlamaServer, cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ol, err := Predict(f, p, RuntimeOllama, cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.ModelCopy != 0 || ls.ReservationPeak() != ls.Peak {
+		t.Errorf("llama-server reads the file where it is, cached outside; it counts a copy of %s", ls.ModelCopy)
+	}
+	if ol.ModelCopy != Size(f.Size) || ol.ReservationPeak() != ol.Peak+Size(f.Size) {
+		t.Errorf("Ollama: model copy %s, reservation peak %s; want the file's %s beside the need %s", ol.ModelCopy, ol.ReservationPeak(), Size(f.Size), ol.Peak)
+	}
+	if ol.Card != ls.Card || ol.Peak != ls.Peak {
+		t.Errorf("the copy is reclaimable, not part of what must fit: Ollama needs %s (peak %s), llama-server %s (peak %s) with the same constants", ol.Card, ol.Peak, ls.Card, ls.Peak)
+	}
+
+	p.CardMemory = Size(float64(ol.Card) * (1 + 2*ol.RelError))
+	v := Decide(ol, p, time.Unix(0, 0))
+	if !v.Fits || p.CardMemory >= ol.ReservationPeak() {
+		t.Errorf("a card of %s (the need %s and twice its error, less than the peak with the copy %s): fits=%v (%s)", p.CardMemory, ol.Card, ol.ReservationPeak(), v.Fits, v.Reason)
+	}
+	var out strings.Builder
+	if err := v.Print(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("reads a peak of about %s (±%.0f%%)", ol.ReservationPeak(), 100*ol.RelError)
+	if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "copy of the model file ("+Size(f.Size).String()+")") {
+		t.Errorf("the verdict does not print the peak with Ollama's copy (want %q):\n%s", want, out.String())
+	}
+
+	card, err := Predict(f, Profile{Name: "h200", CardMemory: 80 * GiB, Context: 2048, OffloadLayers: OffloadAll, Backend: "cuda"}, RuntimeOllama, cal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.ModelCopy != 0 {
+		t.Errorf("a real card has no reservation to charge the copy to; the estimate counts %s", card.ModelCopy)
 	}
 }
