@@ -60,27 +60,8 @@ func (ex Executions) Run(ctx context.Context, req RunRequest) (run.ExecInfo, err
 		}
 		return run.ExecInfo{}, fmt.Errorf("study %s is running execution %s; one execution at a time owns the card (rig study cancel %s)", name, info.ID, name)
 	}
-	switch req.Engine {
-	case "", "local":
-		if req.InFlight != 0 || req.StartWait != 0 {
-			return run.ExecInfo{}, fmt.Errorf("--in-flight and --start-wait set the temporal engine's task queues; a run on this card has none (add --engine temporal, or leave them out)")
-		}
-	case "temporal":
-		if ex.s.Engine == nil {
-			return run.ExecInfo{}, fmt.Errorf("--engine temporal: this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR; see docs/scale-out.md)")
-		}
-		d, err := snap.DesignValue()
-		if err != nil {
-			return run.ExecInfo{}, err
-		}
-		if err := scaleout.CheckDesign(d); err != nil {
-			return run.ExecInfo{}, err
-		}
-		if err := runOptions(req).Check(); err != nil {
-			return run.ExecInfo{}, err
-		}
-	default:
-		return run.ExecInfo{}, fmt.Errorf("--engine %q: the engines are local (this card) and temporal (rig workers through Temporal)", req.Engine)
+	if err := ex.checkEngine(req, snap); err != nil {
+		return run.ExecInfo{}, err
 	}
 	if err := ex.checkGates(ctx, req.Study, snap); err != nil {
 		return run.ExecInfo{}, err
@@ -97,22 +78,10 @@ func (ex Executions) Run(ctx context.Context, req RunRequest) (run.ExecInfo, err
 	if err := ex.s.Budget().check(ctx, req.Study); err != nil {
 		return run.ExecInfo{}, err
 	}
-	execs, err := st.Executions(ctx)
+	e, err := nextExecution(ctx, st, snap, req.Parent)
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
-	e := receipts.Execution{ID: fmt.Sprintf("exec-%d", len(execs)+1), Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash, CreatedAt: time.Now().UTC()}
-	if req.Parent != "" {
-		if err := layout.CheckExecutionID(req.Parent); err != nil {
-			return run.ExecInfo{}, err
-		}
-		parent, err := st.Execution(ctx, req.Parent)
-		if err != nil {
-			return run.ExecInfo{}, err
-		}
-		e.Parent, e.Attempt = parent.ID, parent.Attempt+1
-	}
-	e.PlanSeed = uint64(studies.PlanSeed(snap.Hash, e.Attempt))
 	if req.Key != "" {
 		if existing, replay, err := st.ClaimIdempotency(ctx, req.Key, body, e.ID); err != nil {
 			return run.ExecInfo{}, err
@@ -128,16 +97,7 @@ func (ex Executions) Run(ctx context.Context, req RunRequest) (run.ExecInfo, err
 		return run.ExecInfo{}, err
 	}
 	if req.Engine == "temporal" {
-		x, err := ex.s.execution(req.Study, e.ID)
-		if err != nil {
-			return run.ExecInfo{}, err
-		}
-		if err := os.MkdirAll(x.Dir(), 0o700); err != nil {
-			return run.ExecInfo{}, err
-		}
-		// The marker makes a daemon restarted mid-run follow the workflow
-		// again instead of running the trials here.
-		if err := atomicfile.WriteJSON(x.EngineMarker(), engineMarker{Engine: "temporal", Workflow: scaleout.WorkflowID(req.Study, e.ID), InFlight: req.InFlight, StartWait: req.StartWait}, 0o600); err != nil {
+		if err := ex.markEngine(req, e.ID); err != nil {
 			return run.ExecInfo{}, err
 		}
 	}
@@ -145,6 +105,71 @@ func (ex Executions) Run(ctx context.Context, req RunRequest) (run.ExecInfo, err
 		return run.ExecInfo{}, err
 	}
 	return ex.start(req.Study, snap, e)
+}
+
+// checkEngine refuses an unknown engine, options the engine does not take,
+// and for temporal a daemon without a cluster or a design it cannot spread.
+func (ex Executions) checkEngine(req RunRequest, snap *studies.Snapshot) error {
+	switch req.Engine {
+	case "", "local":
+		if req.InFlight != 0 || req.StartWait != 0 {
+			return fmt.Errorf("--in-flight and --start-wait set the temporal engine's task queues; a run on this card has none (add --engine temporal, or leave them out)")
+		}
+	case "temporal":
+		if ex.s.Engine == nil {
+			return fmt.Errorf("--engine temporal: this daemon has no Temporal cluster configured (start it with rig daemon --temporal HOST:PORT --spool DIR; see docs/scale-out.md)")
+		}
+		d, err := snap.DesignValue()
+		if err != nil {
+			return err
+		}
+		if err := scaleout.CheckDesign(d); err != nil {
+			return err
+		}
+		if err := runOptions(req).Check(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--engine %q: the engines are local (this card) and temporal (rig workers through Temporal)", req.Engine)
+	}
+	return nil
+}
+
+// nextExecution is the study's next execution, not yet stored: numbered
+// after those in st, one attempt after its parent's when it has one.
+func nextExecution(ctx context.Context, st *receipts.Store, snap *studies.Snapshot, parentID string) (receipts.Execution, error) {
+	execs, err := st.Executions(ctx)
+	if err != nil {
+		return receipts.Execution{}, err
+	}
+	e := receipts.Execution{ID: fmt.Sprintf("exec-%d", len(execs)+1), Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash, CreatedAt: time.Now().UTC()}
+	if parentID != "" {
+		if err := layout.CheckExecutionID(parentID); err != nil {
+			return receipts.Execution{}, err
+		}
+		parent, err := st.Execution(ctx, parentID)
+		if err != nil {
+			return receipts.Execution{}, err
+		}
+		e.Parent, e.Attempt = parent.ID, parent.Attempt+1
+	}
+	e.PlanSeed = uint64(studies.PlanSeed(snap.Hash, e.Attempt))
+	return e, nil
+}
+
+// markEngine writes the execution's engine marker for a run through
+// Temporal.
+func (ex Executions) markEngine(req RunRequest, execID string) error {
+	x, err := ex.s.execution(req.Study, execID)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(x.Dir(), 0o700); err != nil {
+		return err
+	}
+	// The marker makes a daemon restarted mid-run follow the workflow
+	// again instead of running the trials here.
+	return atomicfile.WriteJSON(x.EngineMarker(), engineMarker{Engine: "temporal", Workflow: scaleout.WorkflowID(req.Study, execID), InFlight: req.InFlight, StartWait: req.StartWait}, 0o600)
 }
 
 // Resume restarts every execution that was running when the daemon stopped.

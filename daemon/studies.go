@@ -53,14 +53,9 @@ type StudyInfo struct {
 // Register checks licences, fingerprints every pinned asset and records the
 // study in its own new store. Nothing is written when any check fails.
 func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo, error) {
-	data := req.Design
-	if data == nil {
-		var err error
-		if data, err = sr.s.readAsCaller(ctx, "design_file", req.DesignFile); err != nil {
-			return StudyInfo{}, err
-		}
-	} else if !filepath.IsAbs(req.DesignFile) {
-		return StudyInfo{}, fmt.Errorf("%w: design_file: %q is not an absolute path (relative banks and models resolve against its folder)", ErrBadRequest, req.DesignFile)
+	data, err := sr.designData(ctx, req)
+	if err != nil {
+		return StudyInfo{}, err
 	}
 	// Banks, audit records, the registry and models are read with the
 	// caller's rights, each through the descriptor that was judged.
@@ -94,32 +89,12 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		return StudyInfo{}, err
 	}
 	derived := req.Key == ""
-	if derived {
-		// Without a key, the design's own content is the key: registering the
-		// same file twice returns the study; another design under the same name
-		// is refused as a name already taken.
-		h, err := studies.DesignHash(d)
-		if err != nil {
-			return StudyInfo{}, err
-		}
-		req.Key = "register-" + h[:16]
+	if req.Key, err = registrationKey(d, req.Key); err != nil {
+		return StudyInfo{}, err
 	}
-	var prev *studies.RequestRecord
-	var prevAssets studies.AssetSet
-	if req.Key != "" {
-		var rec studies.RequestRecord
-		var assets studies.AssetSet
-		dir, err := sr.s.study(d.Name)
-		if err != nil {
-			return StudyInfo{}, err
-		}
-		if err := atomicfile.ReadJSON(dir.Registration(), &struct {
-			Request *studies.RequestRecord `json:"request"`
-			Assets  *studies.AssetSet      `json:"assets"`
-		}{&rec, &assets}); err == nil && rec.Key == req.Key {
-			prev = &rec
-			prevAssets = assets
-		}
+	prev, prevAssets, err := sr.earlierRegistration(d.Name, req.Key)
+	if err != nil {
+		return StudyInfo{}, err
 	}
 	lic, err := studies.OpenLicencesWith(open, choice)
 	if err != nil {
@@ -151,6 +126,60 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	}
 	sr.s.Log.Info("study registered", "study", d.Name, "design_hash", out.DesignHash, "actor", actor)
 	return sr.Status(ctx, d.Name)
+}
+
+// registrationKey is the request's idempotency key, or, without one, a key
+// derived from the design.
+func registrationKey(d *studies.Design, key string) (string, error) {
+	if key != "" {
+		return key, nil
+	}
+	// Without a key, the design's own content is the key: registering the
+	// same file twice returns the study; another design under the same name
+	// is refused as a name already taken.
+	h, err := studies.DesignHash(d)
+	if err != nil {
+		return "", err
+	}
+	return "register-" + h[:16], nil
+}
+
+// designData is the design the request sends, or else the design file read
+// with the caller's rights.
+func (sr Studies) designData(ctx context.Context, req RegisterRequest) ([]byte, error) {
+	data := req.Design
+	if data == nil {
+		var err error
+		if data, err = sr.s.readAsCaller(ctx, "design_file", req.DesignFile); err != nil {
+			return nil, err
+		}
+	} else if !filepath.IsAbs(req.DesignFile) {
+		return nil, fmt.Errorf("%w: design_file: %q is not an absolute path (relative banks and models resolve against its folder)", ErrBadRequest, req.DesignFile)
+	}
+	return data, nil
+}
+
+// earlierRegistration is the request and assets the study was registered
+// with, when that was under the same key; nil when not.
+func (sr Studies) earlierRegistration(name, key string) (*studies.RequestRecord, studies.AssetSet, error) {
+	var prev *studies.RequestRecord
+	var prevAssets studies.AssetSet
+	if key != "" {
+		var rec studies.RequestRecord
+		var assets studies.AssetSet
+		dir, err := sr.s.study(name)
+		if err != nil {
+			return nil, studies.AssetSet{}, err
+		}
+		if err := atomicfile.ReadJSON(dir.Registration(), &struct {
+			Request *studies.RequestRecord `json:"request"`
+			Assets  *studies.AssetSet      `json:"assets"`
+		}{&rec, &assets}); err == nil && rec.Key == key {
+			prev = &rec
+			prevAssets = assets
+		}
+	}
+	return prev, prevAssets, nil
 }
 
 // create makes the registered study's directory and store, with its first

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
@@ -93,54 +94,81 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 	}
 	p := newPlot("paired tasks", yl)
 	addGrid(p, false, true)
-	var path, up, down, futU, futD plotter.XYs
-	stopAt := -1
+	ls := stopPathLines(sp, anytime, tr)
+	if err := fitStopAxes(p, s, sp, ls, id); err != nil {
+		return figure{}, err
+	}
+	dash := []vg.Length{vg.Points(6), vg.Points(3)}
+	dot := []vg.Length{vg.Points(2), vg.Points(2)}
+	add := func(xys plotter.XYs, c int, dash []vg.Length, label string, points bool) error {
+		return addStopLine(p, id, xys, c, dash, label, points)
+	}
+	// Boundaries get glyphs too: a boundary that exists at one look only
+	// would otherwise be a line of one point, invisible.
+	for _, e := range []error{
+		add(ls.path, 0, nil, sp.Challenger+" vs "+sp.Baseline, true),
+		add(ls.up, -1, dash, "efficacy boundary", true),
+		add(ls.down, -1, dash, "", true),
+		add(ls.futU, 2, dot, "futility bound", true),
+		add(ls.futD, 2, dot, "", true),
+	} {
+		if e != nil {
+			return figure{}, e
+		}
+	}
+	desc := fmt.Sprintf("%s vs %s in %s: %s after %d of %d planned paired tasks", sp.Challenger, sp.Baseline, sp.JobKind, sp.Status, sp.Tasks, sp.Planned)
+	if ls.stopAt >= 0 {
+		x := float64(sp.Path[ls.stopAt].Tasks)
+		lo, hi := p.Y.Min, p.Y.Max
+		v, err := vline(x, lo, hi, ink, dot)
+		if err != nil {
+			return figure{}, err
+		}
+		p.Add(v)
+		desc += fmt.Sprintf("; settled (%s) at check %d, %d tasks", sp.Path[ls.stopAt].Status, ls.stopAt+1, sp.Path[ls.stopAt].Tasks)
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(6)
+	caption := stopCaption(s, sp, ls, anytime)
+	return render(p, vg.Points(560), vg.Points(300), figure{ID: id, Class: "fig-stop", Title: "Stopping path, " + sp.Challenger + " vs " + sp.Baseline, Desc: desc + ".", Caption: caption})
+}
+
+// stopLines are a pair's path and boundaries as drawn, on the figure's
+// y scale, and the check it was settled at (-1 when never).
+type stopLines struct {
+	path, up, down, futU, futD plotter.XYs
+	stopAt                     int
+}
+
+// stopPathLines draws the pair's path and its boundaries through tr, the
+// y scale; an anytime rule has one efficacy boundary and no futility bound.
+func stopPathLines(sp StopPair, anytime bool, tr func(float64) float64) stopLines {
+	ls := stopLines{stopAt: -1}
 	for i, pt := range sp.Path {
-		path = append(path, plotter.XY{X: float64(pt.Tasks), Y: tr(pt.Statistic)})
+		ls.path = append(ls.path, plotter.XY{X: float64(pt.Tasks), Y: tr(pt.Statistic)})
 		if pt.Boundary != nil {
-			up = append(up, plotter.XY{X: float64(pt.Tasks), Y: tr(*pt.Boundary)})
+			ls.up = append(ls.up, plotter.XY{X: float64(pt.Tasks), Y: tr(*pt.Boundary)})
 			if !anytime {
-				down = append(down, plotter.XY{X: float64(pt.Tasks), Y: -*pt.Boundary})
+				ls.down = append(ls.down, plotter.XY{X: float64(pt.Tasks), Y: -*pt.Boundary})
 			}
 		}
 		if pt.FutilityBound != nil && !anytime {
-			futU = append(futU, plotter.XY{X: float64(pt.Tasks), Y: *pt.FutilityBound})
-			futD = append(futD, plotter.XY{X: float64(pt.Tasks), Y: -*pt.FutilityBound})
+			ls.futU = append(ls.futU, plotter.XY{X: float64(pt.Tasks), Y: *pt.FutilityBound})
+			ls.futD = append(ls.futD, plotter.XY{X: float64(pt.Tasks), Y: -*pt.FutilityBound})
 		}
-		if stopAt < 0 && pt.Status != "continue" {
-			stopAt = i
+		if ls.stopAt < 0 && pt.Status != "continue" {
+			ls.stopAt = i
 		}
 	}
-	add := func(xys plotter.XYs, c int, dash []vg.Length, label string, points bool) error {
-		if len(xys) == 0 {
-			return nil
-		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return fmt.Errorf("report: stop figure %s: %w", id, err)
-		}
-		l.Width, l.Dashes = vg.Points(2), dash
-		l.Color = baselineColor
-		if c >= 0 {
-			l.Color = palette[c]
-		}
-		p.Add(l)
-		if label != "" {
-			p.Legend.Add(label, l)
-		}
-		if points {
-			sc, err := plotter.NewScatter(xys)
-			if err != nil {
-				return err
-			}
-			sc.GlyphStyle.Color, sc.GlyphStyle.Radius = l.Color, vg.Points(3)
-			p.Add(sc)
-		}
-		return nil
-	}
+	return ls
+}
+
+// fitStopAxes sets the axes around the lines, and for a stopped execution
+// shades the planned tasks the stop left unrun.
+func fitStopAxes(p *plot.Plot, s Stop, sp StopPair, ls stopLines, id string) error {
 	// Headroom above the data for the legend, which sits top left.
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for _, xys := range []plotter.XYs{path, up, down, futU, futD} {
+	for _, xys := range []plotter.XYs{ls.path, ls.up, ls.down, ls.futU, ls.futD} {
 		for _, xy := range xys {
 			lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
 		}
@@ -158,54 +186,63 @@ func stopFigure(s Stop, sp StopPair, id string) (figure, error) {
 			band, err := plotter.NewPolygon(plotter.XYs{{X: last, Y: p.Y.Min}, {X: float64(sp.Planned), Y: p.Y.Min},
 				{X: float64(sp.Planned), Y: p.Y.Max}, {X: last, Y: p.Y.Max}})
 			if err != nil {
-				return figure{}, fmt.Errorf("report: stop figure %s: %w", id, err)
+				return fmt.Errorf("report: stop figure %s: %w", id, err)
 			}
 			band.Color, band.LineStyle.Width = gridInk, 0
 			p.Add(band)
 			p.Legend.Add(fmt.Sprintf("not run: %d of %d paired tasks", sp.Planned-sp.Tasks, sp.Planned), band)
 		}
 	}
-	dash := []vg.Length{vg.Points(6), vg.Points(3)}
-	dot := []vg.Length{vg.Points(2), vg.Points(2)}
-	// Boundaries get glyphs too: a boundary that exists at one look only
-	// would otherwise be a line of one point, invisible.
-	for _, e := range []error{
-		add(path, 0, nil, sp.Challenger+" vs "+sp.Baseline, true),
-		add(up, -1, dash, "efficacy boundary", true),
-		add(down, -1, dash, "", true),
-		add(futU, 2, dot, "futility bound", true),
-		add(futD, 2, dot, "", true),
-	} {
-		if e != nil {
-			return figure{}, e
-		}
+	return nil
+}
+
+// addStopLine draws one line of the stop figure in palette colour c (-1 for
+// the baseline's), with its legend entry when labelled and a glyph at each
+// check when points.
+func addStopLine(p *plot.Plot, id string, xys plotter.XYs, c int, dash []vg.Length, label string, points bool) error {
+	if len(xys) == 0 {
+		return nil
 	}
-	desc := fmt.Sprintf("%s vs %s in %s: %s after %d of %d planned paired tasks", sp.Challenger, sp.Baseline, sp.JobKind, sp.Status, sp.Tasks, sp.Planned)
-	if stopAt >= 0 {
-		x := float64(sp.Path[stopAt].Tasks)
-		lo, hi := p.Y.Min, p.Y.Max
-		v, err := vline(x, lo, hi, ink, dot)
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return fmt.Errorf("report: stop figure %s: %w", id, err)
+	}
+	l.Width, l.Dashes = vg.Points(2), dash
+	l.Color = baselineColor
+	if c >= 0 {
+		l.Color = palette[c]
+	}
+	p.Add(l)
+	if label != "" {
+		p.Legend.Add(label, l)
+	}
+	if points {
+		sc, err := plotter.NewScatter(xys)
 		if err != nil {
-			return figure{}, err
+			return err
 		}
-		p.Add(v)
-		desc += fmt.Sprintf("; settled (%s) at check %d, %d tasks", sp.Path[stopAt].Status, stopAt+1, sp.Path[stopAt].Tasks)
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius = l.Color, vg.Points(3)
+		p.Add(sc)
 	}
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), -vg.Points(6)
+	return nil
+}
+
+// stopCaption says what the stop figure shows: the band, the settling line
+// and why some checks have no efficacy boundary.
+func stopCaption(s Stop, sp StopPair, ls stopLines, anytime bool) string {
 	caption := fmt.Sprintf("Early stopping in %s, %s vs %s: the %s at each check (one per block) against its boundary", sp.JobKind, sp.Challenger, sp.Baseline, sp.Statistic)
 	if s.Stopped && sp.Planned > sp.Tasks {
 		caption += fmt.Sprintf("; the grey band is the %d of its %d planned paired tasks the stop left unrun", sp.Planned-sp.Tasks, sp.Planned)
 	}
-	if stopAt >= 0 {
+	if ls.stopAt >= 0 {
 		caption += "; the dotted vertical line is where the pair was settled."
 	} else {
 		caption += "; the pair was never settled, so the plan ran on."
 	}
-	if len(up) < len(sp.Path) && !anytime {
+	if len(ls.up) < len(sp.Path) && !anytime {
 		caption += " A check without an efficacy boundary is one where no count of the discordant tasks so far could cross it (or not a planned look)."
 	}
-	return render(p, vg.Points(560), vg.Points(300), figure{ID: id, Class: "fig-stop", Title: "Stopping path, " + sp.Challenger + " vs " + sp.Baseline, Desc: desc + ".", Caption: caption})
+	return caption
 }
 
 // Line is the stop in one sentence, for Markdown and the summary.

@@ -20,139 +20,168 @@ var outcomes = []string{"improvement", "regression", "tradeoff", "tie", "inconcl
 // renderers call it first, because a report that silently drops a row is
 // worse than no report.
 func (d Data) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...)))
-	}
+	var p problems
 	if d.Study == "" {
-		bad("study", "empty (name the study the report is for)")
+		p.bad("study", "empty (name the study the report is for)")
 	}
 	for i, k := range d.Kinds {
-		at := fmt.Sprintf("kinds[%d]", i)
-		if k.Name == "" {
-			bad(at+".name", "empty (name the job kind)")
-		}
-		arms := map[string]bool{}
-		for j, a := range k.Arms {
-			f := fmt.Sprintf("%s.arms[%d]", at, j)
-			if a.Arm == "" {
-				bad(f+".arm", "empty (every row needs the arm's name)")
-			}
-			if arms[a.Arm] {
-				bad(f+".arm", "%q appears twice in job kind %q (one row per arm)", a.Arm, k.Name)
-			}
-			arms[a.Arm] = true
-			for _, n := range []named{
-				{"score.value", a.Score.Value}, {"score.low", a.Score.Low}, {"score.high", a.Score.High},
-				{"pass_rate", a.PassRate}, {"median", a.Median}, {"p10", a.P10}, {"worst", a.Worst}, {"p_best", a.PBest},
-			} {
-				if !finite(n.v) {
-					bad(f+"."+n.name, "%v is not a number (mark missing data as a warning instead)", n.v)
-				}
-			}
-		}
-		known := func(field, arm string) {
-			if !arms[arm] {
-				bad(field, "%q is not an arm of job kind %q (arms are %v)", arm, k.Name, armNames(k))
-			}
-		}
-		for j, p := range k.Pairs {
-			f := fmt.Sprintf("%s.pairs[%d]", at, j)
-			known(f+".challenger", p.Challenger)
-			known(f+".baseline", p.Baseline)
-			if !slices.Contains(outcomes, p.Outcome) {
-				bad(f+".outcome", "%q is not an outcome class (use one of %v)", p.Outcome, outcomes)
-			}
-			for _, n := range []named{{"delta.value", p.Delta.Value}, {"delta.low", p.Delta.Low}, {"delta.high", p.Delta.High}, {"p_raw", p.PRaw}, {"p_holm", p.PHolm}} {
-				if !finite(n.v) {
-					bad(f+"."+n.name, "%v is not a number", n.v)
-				}
-			}
-		}
-		if s := k.Sweep; s != nil {
-			for j, l := range s.Lines {
-				f := fmt.Sprintf("%s.sweep.lines[%d]", at, j)
-				known(f+".arm", l.Arm)
-				if len(l.PassRate) != len(s.Gates) {
-					bad(f+".pass_rate", "%d values for %d gates (give one pass rate per gate)", len(l.PassRate), len(s.Gates))
-				}
-			}
-		}
-		for j, r := range k.Paired {
-			f := fmt.Sprintf("%s.paired[%d]", at, j)
-			known(f+".challenger", r.Challenger)
-			known(f+".baseline", r.Baseline)
-			if r.Change != NewlyFailing && r.Change != NewlyFixed {
-				bad(f+".change", "%q is neither %q nor %q", r.Change, NewlyFailing, NewlyFixed)
-			}
-		}
-		for j, fl := range k.Failures {
-			known(fmt.Sprintf("%s.failures[%d].arm", at, j), fl.Arm)
-		}
-		for j, l := range k.Latency {
-			known(fmt.Sprintf("%s.latency[%d].arm", at, j), l.Arm)
-		}
-		for j, sp := range k.Speed {
-			known(fmt.Sprintf("%s.speed[%d].arm", at, j), sp.Arm)
-		}
-		if s := k.SRM; s != nil {
-			for j, a := range s.Arms {
-				known(fmt.Sprintf("%s.srm.arms[%d]", at, j), a)
-			}
-			if len(s.Planned) != len(s.Arms) || len(s.Scored) != len(s.Arms) {
-				bad(at+".srm", "%d arms, %d planned and %d scored counts (give one of each per arm)", len(s.Arms), len(s.Planned), len(s.Scored))
-			}
-		}
-		if sc := k.Scores; sc != nil {
-			if len(sc.Values) != len(sc.Arms) {
-				bad(at+".scores.values", "%d arms of values for %d arms (one list per arm)", len(sc.Values), len(sc.Arms))
-			}
-			if !slices.IsSorted(sc.Tasks) || len(slices.Compact(slices.Clone(sc.Tasks))) != len(sc.Tasks) {
-				bad(at+".scores.tasks", "not sorted and unique (the analysis lists each task once, in order)")
-			}
-			for j, arm := range sc.Arms {
-				known(fmt.Sprintf("%s.scores.arms[%d]", at, j), arm)
-				if j >= len(sc.Values) {
-					continue
-				}
-				if len(sc.Values[j]) != len(sc.Tasks) {
-					bad(fmt.Sprintf("%s.scores.values[%d]", at, j), "%d values for %d tasks (one per task, null when missing)", len(sc.Values[j]), len(sc.Tasks))
-				}
-				for t, v := range sc.Values[j] {
-					if v != nil && !finite(*v) {
-						bad(fmt.Sprintf("%s.scores.values[%d][%d]", at, j, t), "%v is not a number (leave a missing value null)", *v)
-					}
-				}
-			}
-		}
-		if len(k.Rows) > 0 && k.Scores == nil {
-			bad(at+".rows", "%d rows but no scores (the rows read their values from scores)", len(k.Rows))
-		}
-		for j, r := range k.Rows {
-			if r.Pair < 0 || r.Pair >= len(k.Pairs) {
-				bad(fmt.Sprintf("%s.rows[%d].pair", at, j), "%d is not a pair of job kind %q (it has %d)", r.Pair, k.Name, len(k.Pairs))
-			}
-		}
-		if c := k.Cost; c != nil {
-			for j, p := range c.Points {
-				f := fmt.Sprintf("%s.cost.points[%d]", at, j)
-				known(f+".arm", p.Arm)
-				if !finite(p.Cost) || !finite(p.Score) {
-					bad(f, "cost %v, score %v: both must be numbers", p.Cost, p.Score)
-				}
-			}
-		}
+		p.checkKind(fmt.Sprintf("kinds[%d]", i), k)
 	}
 	if r := d.Replay; r != nil {
 		for j, row := range r.Rows {
 			switch row.Status {
 			case Reproduced, Mismatch, StackDiffers:
 			default:
-				bad(fmt.Sprintf("replay.rows[%d].status", j), "%q is not one of %q, %q, %q", row.Status, Reproduced, Mismatch, StackDiffers)
+				p.bad(fmt.Sprintf("replay.rows[%d].status", j), "%q is not one of %q, %q, %q", row.Status, Reproduced, Mismatch, StackDiffers)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errors.Join(p...)
+}
+
+// problems are what Validate found, in the order it found them.
+type problems []error
+
+// bad adds a problem with field, each wrapping ErrInvalid.
+func (p *problems) bad(field, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...)))
+}
+
+// checkKind checks one job kind, at field path at: its arm rows, and that
+// every other part names only those arms.
+func (p *problems) checkKind(at string, k Kind) {
+	if k.Name == "" {
+		p.bad(at+".name", "empty (name the job kind)")
+	}
+	arms := p.checkArmRows(at, k)
+	known := func(field, arm string) {
+		if !arms[arm] {
+			p.bad(field, "%q is not an arm of job kind %q (arms are %v)", arm, k.Name, armNames(k))
+		}
+	}
+	p.checkPairs(at, k, known)
+	if s := k.Sweep; s != nil {
+		for j, l := range s.Lines {
+			f := fmt.Sprintf("%s.sweep.lines[%d]", at, j)
+			known(f+".arm", l.Arm)
+			if len(l.PassRate) != len(s.Gates) {
+				p.bad(f+".pass_rate", "%d values for %d gates (give one pass rate per gate)", len(l.PassRate), len(s.Gates))
+			}
+		}
+	}
+	for j, r := range k.Paired {
+		f := fmt.Sprintf("%s.paired[%d]", at, j)
+		known(f+".challenger", r.Challenger)
+		known(f+".baseline", r.Baseline)
+		if r.Change != NewlyFailing && r.Change != NewlyFixed {
+			p.bad(f+".change", "%q is neither %q nor %q", r.Change, NewlyFailing, NewlyFixed)
+		}
+	}
+	for j, fl := range k.Failures {
+		known(fmt.Sprintf("%s.failures[%d].arm", at, j), fl.Arm)
+	}
+	for j, l := range k.Latency {
+		known(fmt.Sprintf("%s.latency[%d].arm", at, j), l.Arm)
+	}
+	for j, sp := range k.Speed {
+		known(fmt.Sprintf("%s.speed[%d].arm", at, j), sp.Arm)
+	}
+	if s := k.SRM; s != nil {
+		for j, a := range s.Arms {
+			known(fmt.Sprintf("%s.srm.arms[%d]", at, j), a)
+		}
+		if len(s.Planned) != len(s.Arms) || len(s.Scored) != len(s.Arms) {
+			p.bad(at+".srm", "%d arms, %d planned and %d scored counts (give one of each per arm)", len(s.Arms), len(s.Planned), len(s.Scored))
+		}
+	}
+	p.checkScores(at, k, known)
+	if c := k.Cost; c != nil {
+		for j, pt := range c.Points {
+			f := fmt.Sprintf("%s.cost.points[%d]", at, j)
+			known(f+".arm", pt.Arm)
+			if !finite(pt.Cost) || !finite(pt.Score) {
+				p.bad(f, "cost %v, score %v: both must be numbers", pt.Cost, pt.Score)
+			}
+		}
+	}
+}
+
+// checkArmRows checks the job kind's arm rows and returns the arms they
+// name, which every other part of the kind may refer to.
+func (p *problems) checkArmRows(at string, k Kind) map[string]bool {
+	arms := map[string]bool{}
+	for j, a := range k.Arms {
+		f := fmt.Sprintf("%s.arms[%d]", at, j)
+		if a.Arm == "" {
+			p.bad(f+".arm", "empty (every row needs the arm's name)")
+		}
+		if arms[a.Arm] {
+			p.bad(f+".arm", "%q appears twice in job kind %q (one row per arm)", a.Arm, k.Name)
+		}
+		arms[a.Arm] = true
+		for _, n := range []named{
+			{"score.value", a.Score.Value}, {"score.low", a.Score.Low}, {"score.high", a.Score.High},
+			{"pass_rate", a.PassRate}, {"median", a.Median}, {"p10", a.P10}, {"worst", a.Worst}, {"p_best", a.PBest},
+		} {
+			if !finite(n.v) {
+				p.bad(f+"."+n.name, "%v is not a number (mark missing data as a warning instead)", n.v)
+			}
+		}
+	}
+	return arms
+}
+
+// checkPairs checks the job kind's named pairs: known arms, an outcome
+// class and finite numbers.
+func (p *problems) checkPairs(at string, k Kind, known func(field, arm string)) {
+	for j, pr := range k.Pairs {
+		f := fmt.Sprintf("%s.pairs[%d]", at, j)
+		known(f+".challenger", pr.Challenger)
+		known(f+".baseline", pr.Baseline)
+		if !slices.Contains(outcomes, pr.Outcome) {
+			p.bad(f+".outcome", "%q is not an outcome class (use one of %v)", pr.Outcome, outcomes)
+		}
+		for _, n := range []named{{"delta.value", pr.Delta.Value}, {"delta.low", pr.Delta.Low}, {"delta.high", pr.Delta.High}, {"p_raw", pr.PRaw}, {"p_holm", pr.PHolm}} {
+			if !finite(n.v) {
+				p.bad(f+"."+n.name, "%v is not a number", n.v)
+			}
+		}
+	}
+}
+
+// checkScores checks the job kind's per-task score table and the rows that
+// read their values from it.
+func (p *problems) checkScores(at string, k Kind, known func(field, arm string)) {
+	if sc := k.Scores; sc != nil {
+		if len(sc.Values) != len(sc.Arms) {
+			p.bad(at+".scores.values", "%d arms of values for %d arms (one list per arm)", len(sc.Values), len(sc.Arms))
+		}
+		if !slices.IsSorted(sc.Tasks) || len(slices.Compact(slices.Clone(sc.Tasks))) != len(sc.Tasks) {
+			p.bad(at+".scores.tasks", "not sorted and unique (the analysis lists each task once, in order)")
+		}
+		for j, arm := range sc.Arms {
+			known(fmt.Sprintf("%s.scores.arms[%d]", at, j), arm)
+			if j >= len(sc.Values) {
+				continue
+			}
+			if len(sc.Values[j]) != len(sc.Tasks) {
+				p.bad(fmt.Sprintf("%s.scores.values[%d]", at, j), "%d values for %d tasks (one per task, null when missing)", len(sc.Values[j]), len(sc.Tasks))
+			}
+			for t, v := range sc.Values[j] {
+				if v != nil && !finite(*v) {
+					p.bad(fmt.Sprintf("%s.scores.values[%d][%d]", at, j, t), "%v is not a number (leave a missing value null)", *v)
+				}
+			}
+		}
+	}
+	if len(k.Rows) > 0 && k.Scores == nil {
+		p.bad(at+".rows", "%d rows but no scores (the rows read their values from scores)", len(k.Rows))
+	}
+	for j, r := range k.Rows {
+		if r.Pair < 0 || r.Pair >= len(k.Pairs) {
+			p.bad(fmt.Sprintf("%s.rows[%d].pair", at, j), "%d is not a pair of job kind %q (it has %d)", r.Pair, k.Name, len(k.Pairs))
+		}
+	}
 }
 
 // named is a field name and its value, in the order errors are reported.

@@ -225,9 +225,71 @@ func (x *execution) judgeSeed(jk string, task string, repeat int) uint64 {
 // and the caller retries on a fresh runtime.
 func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge studies.Arm, rt runtimes.Runtime, g judgeGroup,
 	texts map[string]string, ids []string, blinding map[string]BlindingRecord) (bool, error) {
+	p, err := x.blindJudgePrompt(ctx, jk, rt, g, texts, ids)
+	if err != nil {
+		return false, err
+	}
+	w, err := x.writer(judge.Name, rt.Pins())
+	if err != nil {
+		return false, err
+	}
+	callID := fmt.Sprintf("%s/%s/%s/%d#%d", studies.JudgeName(judge.Name), jk.Name, g.task, g.repeat, w.Rows()+1)
+	bkey := jk.Name + "|" + g.task + "|" + strconv.Itoa(g.repeat)
+	// The key is written before the call, apart from it: a crash after the
+	// call still leaves the labels' owners on disk.
+	blinding[bkey] = BlindingRecord{JobKind: jk.Name, Task: g.task, Repeat: g.repeat, Call: callID, Map: p.bmap}
+	if err := atomicfile.WriteJSON(x.records().Blinding(judge.Name), blinding, 0o600); err != nil {
+		return false, err
+	}
+	req := runtimes.Request{CallID: callID, Messages: p.msgs, Sampling: samplingOf(judge.Pins), MaxTokens: judge.Pins.StopCap,
+		TopK: x.topK, Effort: runtimes.Effort{Level: judge.Pins.Effort.Value}}
+	if rt.Name() == "llama-server" {
+		req.Grammar = judgeGrammar(p.labels)
+	}
+	res, preempted, err := x.watchedCall(ctx, rt, req)
+	if preempted != "" || errors.Is(err, runtimes.ErrCrashed) {
+		x.env.Log.Warn("judge call not kept", "call", callID, "preempted", preempted, "err", err)
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := w.Append(generationRow(callID, judge.Name, genrecord.RoleJudge, judge.Pins, x.topK, res)); err != nil {
+		return false, err
+	}
+	if err := tasks.AssertNoIdentity(res.RenderedPrompt, p.ids); err != nil {
+		return false, fmt.Errorf("the judge's rendered prompt (row %s) is not blind; no grade kept: %w", callID, err)
+	}
+	scores, err := parseJudgeAnswer(res.Text, p.labels)
+	if err != nil {
+		// The call stays in the record; the task stays ungraded (missing in
+		// the analysis, never a zero) and is retried on a resumed run.
+		x.env.Log.Warn("judge answer unreadable; task left ungraded", "call", callID, "err", err)
+		return true, nil
+	}
+	grades, err := x.unblindGrades(judge, g, p, scores, callID)
+	if err != nil {
+		return false, err
+	}
+	return true, x.store.PutGrades(ctx, grades)
+}
+
+// judgePrompt is one task's judge prompt, its outputs under random labels,
+// and the key from those labels back to the trials.
+type judgePrompt struct {
+	msgs   []runtimes.Message
+	labels []string // in the order the prompt shows them
+	bmap   tasks.BlindMap
+	ids    []string // every identity the prompt must not show
+}
+
+// blindJudgePrompt builds the judge prompt for one task's outputs and refuses
+// it when it, or the judge's chat template around it, shows an identity.
+func (x *execution) blindJudgePrompt(ctx context.Context, jk studies.JobKind, rt runtimes.Runtime, g judgeGroup,
+	texts map[string]string, ids []string) (judgePrompt, error) {
 	task, ok := x.banks[jk.Name].Task(g.task)
 	if !ok {
-		return false, fmt.Errorf("task %s is not in bank %s", g.task, x.banks[jk.Name].File)
+		return judgePrompt{}, fmt.Errorf("task %s is not in bank %s", g.task, x.banks[jk.Name].File)
 	}
 	outs := make([]tasks.Output, len(g.recs))
 	for i, r := range g.recs {
@@ -241,7 +303,7 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 	msgs := []runtimes.Message{{Role: "system", Content: judgeSystem}, {Role: "user", Content: tasks.JudgePrompt(judgeInstructions, x.judgeTaskText(task, ids), items)}}
 	for _, m := range msgs {
 		if err := tasks.AssertNoIdentity(m.Content, ids); err != nil {
-			return false, fmt.Errorf("refusing to send the judge prompt: %w", err)
+			return judgePrompt{}, fmt.Errorf("refusing to send the judge prompt: %w", err)
 		}
 	}
 	if r, ok := rt.(interface {
@@ -251,54 +313,21 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 		// before anything is sent.
 		rendered, _, err := r.Render(ctx, msgs, runtimes.EffortRecord{})
 		if err != nil {
-			return false, err
+			return judgePrompt{}, err
 		}
 		if err := tasks.AssertNoIdentity(rendered, ids); err != nil {
-			return false, fmt.Errorf("refusing to send the judge prompt: its chat template renders %w", err)
+			return judgePrompt{}, fmt.Errorf("refusing to send the judge prompt: its chat template renders %w", err)
 		}
-	}
-	w, err := x.writer(judge.Name, rt.Pins())
-	if err != nil {
-		return false, err
-	}
-	callID := fmt.Sprintf("%s/%s/%s/%d#%d", studies.JudgeName(judge.Name), jk.Name, g.task, g.repeat, w.Rows()+1)
-	bkey := jk.Name + "|" + g.task + "|" + strconv.Itoa(g.repeat)
-	// The key is written before the call, apart from it: a crash after the
-	// call still leaves the labels' owners on disk.
-	blinding[bkey] = BlindingRecord{JobKind: jk.Name, Task: g.task, Repeat: g.repeat, Call: callID, Map: bmap}
-	if err := atomicfile.WriteJSON(x.records().Blinding(judge.Name), blinding, 0o600); err != nil {
-		return false, err
 	}
 	labels := make([]string, len(items))
 	for i, it := range items {
 		labels[i] = it.Label
 	}
-	req := runtimes.Request{CallID: callID, Messages: msgs, Sampling: samplingOf(judge.Pins), MaxTokens: judge.Pins.StopCap,
-		TopK: x.topK, Effort: runtimes.Effort{Level: judge.Pins.Effort.Value}}
-	if rt.Name() == "llama-server" {
-		req.Grammar = judgeGrammar(labels)
-	}
-	res, preempted, err := x.watchedCall(ctx, rt, req)
-	if preempted != "" || errors.Is(err, runtimes.ErrCrashed) {
-		x.env.Log.Warn("judge call not kept", "call", callID, "preempted", preempted, "err", err)
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if err := w.Append(generationRow(callID, judge.Name, genrecord.RoleJudge, judge.Pins, x.topK, res)); err != nil {
-		return false, err
-	}
-	if err := tasks.AssertNoIdentity(res.RenderedPrompt, ids); err != nil {
-		return false, fmt.Errorf("the judge's rendered prompt (row %s) is not blind; no grade kept: %w", callID, err)
-	}
-	scores, err := parseJudgeAnswer(res.Text, labels)
-	if err != nil {
-		// The call stays in the record; the task stays ungraded (missing in
-		// the analysis, never a zero) and is retried on a resumed run.
-		x.env.Log.Warn("judge answer unreadable; task left ungraded", "call", callID, "err", err)
-		return true, nil
-	}
+	return judgePrompt{msgs: msgs, labels: labels, bmap: bmap, ids: ids}, nil
+}
+
+// unblindGrades joins the judge's scores by label back to their trials.
+func (x *execution) unblindGrades(judge studies.Arm, g judgeGroup, p judgePrompt, scores map[string]float64, callID string) ([]receipts.GradeRecord, error) {
 	// Only now, after grading, are the labels joined back to their trials.
 	now := time.Now().UTC()
 	byCall := map[string]receipts.Receipt{}
@@ -306,10 +335,10 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 		byCall[TrialCallID(r)] = r
 	}
 	var grades []receipts.GradeRecord
-	for _, label := range labels {
-		e, ok := bmap.Lookup(label)
+	for _, label := range p.labels {
+		e, ok := p.bmap.Lookup(label)
 		if !ok {
-			return false, fmt.Errorf("label %s is not in the blinding map", label)
+			return nil, fmt.Errorf("label %s is not in the blinding map", label)
 		}
 		r := byCall[e.TrialID]
 		s := scores[label]
@@ -317,7 +346,7 @@ func (x *execution) judgeTask(ctx context.Context, jk studies.JobKind, judge stu
 			Repeat: r.Repeat, Attempt: r.Attempt, Grader: studies.JudgeName(judge.Name), GraderVersion: strconv.Itoa(studies.JudgeGraderVersion),
 			Score: s, Pass: s >= judgePassScore, Label: label, Call: callID, GradedAt: now})
 	}
-	return true, x.store.PutGrades(ctx, grades)
+	return grades, nil
 }
 
 // judgeTaskText is the task as the judge sees it: the prompt and, when the

@@ -76,54 +76,81 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 		}
 		counter, ok := counters[fa.ModelSHA256]
 		if !ok {
-			work := filepath.Join(dir, "count-"+fa.ModelSHA256[:12])
-			if err := os.MkdirAll(work, 0o700); err != nil {
+			if counter, err = startPromptCounter(ctx, env, build, arm, fa, dir); err != nil {
 				return nil, err
 			}
-			rt, err := build.Start(ctx, runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
-				Context: 512, WorkDir: work, NoSandbox: env.NoSandbox})
-			if err != nil {
-				return nil, fmt.Errorf("starting llama-server to count arm %s's prompts: %w", arm.Name, err)
-			}
-			ls, isLS := rt.(*runtimes.LlamaServer)
-			if !isLS {
-				rt.Stop(ctx)
-				return nil, fmt.Errorf("counting prompts: the llama-server build started %T", rt)
-			}
-			counter, counters[fa.ModelSHA256] = ls, ls
+			counters[fa.ModelSHA256] = counter
 		}
-		effort := runtimes.EffortRecord{Label: arm.Pins.Effort.Value, Supported: arm.Pins.Effort.Value != ""}
-		for _, jk := range d.JobKinds {
-			if len(arm.JobKinds) > 0 && !slices.Contains(arm.JobKinds, jk.Name) {
-				continue
-			}
-			b := banks[jk.Name]
-			if b == nil {
-				continue
-			}
-			for _, t := range b.Select(true) {
-				if left[jk.Name+"\x00"+t.ID] {
-					continue
-				}
-				var ids []int
-				var err error
-				if p, ok := b.Header.CompletionPrompt(t); ok && arm.Format() == studies.PromptCompletion {
-					ids, err = counter.Tokenize(ctx, p) // as a completion arm sends it: no template
-				} else {
-					_, ids, err = counter.Render(ctx, []runtimes.Message{{Role: "user", Content: t.Input.Prompt}}, effort)
-				}
-				if err != nil {
-					return nil, fmt.Errorf("counting task %s's prompt for arm %s: %w", t.ID, arm.Name, err)
-				}
-				if len(ids)+arm.Pins.StopCap > arm.Pins.Context {
-					over = append(over, PromptFit{Arm: arm.Name, Task: t.ID, Tokens: len(ids), StopCap: arm.Pins.StopCap, Context: arm.Pins.Context})
-				}
-			}
+		armOver, err := promptsOverContext(ctx, counter, d, arm, banks, left)
+		if err != nil {
+			return nil, err
 		}
+		over = append(over, armOver...)
 	}
 	if len(over) == 0 {
 		return nil, nil
 	}
+	return over, promptsDoNotFit(d, banks, over)
+}
+
+// startPromptCounter starts a small llama-server on the arm's model file,
+// only to count prompts with its tokenizer and chat template.
+func startPromptCounter(ctx context.Context, env Env, build runtimes.Build, arm studies.Arm, fa studies.FrozenArm, dir string) (*runtimes.LlamaServer, error) {
+	work := filepath.Join(dir, "count-"+fa.ModelSHA256[:12])
+	if err := os.MkdirAll(work, 0o700); err != nil {
+		return nil, err
+	}
+	rt, err := build.Start(ctx, runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
+		Context: 512, WorkDir: work, NoSandbox: env.NoSandbox})
+	if err != nil {
+		return nil, fmt.Errorf("starting llama-server to count arm %s's prompts: %w", arm.Name, err)
+	}
+	ls, isLS := rt.(*runtimes.LlamaServer)
+	if !isLS {
+		rt.Stop(ctx)
+		return nil, fmt.Errorf("counting prompts: the llama-server build started %T", rt)
+	}
+	return ls, nil
+}
+
+// promptsOverContext counts, with counter, the prompt of every task arm runs
+// and returns those whose prompt and stop cap exceed the arm's context.
+func promptsOverContext(ctx context.Context, counter *runtimes.LlamaServer, d *studies.Design, arm studies.Arm, banks map[string]*tasks.Bank, left map[string]bool) ([]PromptFit, error) {
+	var over []PromptFit
+	effort := runtimes.EffortRecord{Label: arm.Pins.Effort.Value, Supported: arm.Pins.Effort.Value != ""}
+	for _, jk := range d.JobKinds {
+		if len(arm.JobKinds) > 0 && !slices.Contains(arm.JobKinds, jk.Name) {
+			continue
+		}
+		b := banks[jk.Name]
+		if b == nil {
+			continue
+		}
+		for _, t := range b.Select(true) {
+			if left[jk.Name+"\x00"+t.ID] {
+				continue
+			}
+			var ids []int
+			var err error
+			if p, ok := b.Header.CompletionPrompt(t); ok && arm.Format() == studies.PromptCompletion {
+				ids, err = counter.Tokenize(ctx, p) // as a completion arm sends it: no template
+			} else {
+				_, ids, err = counter.Render(ctx, []runtimes.Message{{Role: "user", Content: t.Input.Prompt}}, effort)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("counting task %s's prompt for arm %s: %w", t.ID, arm.Name, err)
+			}
+			if len(ids)+arm.Pins.StopCap > arm.Pins.Context {
+				over = append(over, PromptFit{Arm: arm.Name, Task: t.ID, Tokens: len(ids), StopCap: arm.Pins.StopCap, Context: arm.Pins.Context})
+			}
+		}
+	}
+	return over, nil
+}
+
+// promptsDoNotFit is the refusal for the prompts in over, with the
+// exclude_tasks entries that would leave them out.
+func promptsDoNotFit(d *studies.Design, banks map[string]*tasks.Bank, over []PromptFit) error {
 	var lines, exclude []string
 	seen := map[string]bool{}
 	for _, p := range over {
@@ -142,7 +169,7 @@ func CheckPromptsFit(ctx context.Context, env Env, snap *studies.Snapshot, dir s
 	if len(exclude) > 20 {
 		exclude = append(exclude[:20], fmt.Sprintf("… and %d more", len(exclude)-20))
 	}
-	return over, fmt.Errorf("%w: %d task prompts do not fit (counted with each arm's model tokenizer and chat template):\n  %s\n"+
+	return fmt.Errorf("%w: %d task prompts do not fit (counted with each arm's model tokenizer and chat template):\n  %s\n"+
 		"Either shorten those prompts, lower the stop cap or raise the arm's context; or leave those tasks out with a reason, in the design:\n"+
 		"  exclude_tasks:\n    - %s\n"+
 		"then register the changed design under a new name (withdraw this study first: rig study withdraw %s --why \"…\")",

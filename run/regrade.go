@@ -103,88 +103,120 @@ func Regrade(ctx context.Context, in RegradeInput) (*RegradeReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A grade is stored once per trial and grader version.
-	type gradeKey struct {
-		trial           receipts.TrialKey
-		grader, version string
-	}
-	stored := map[gradeKey]receipts.GradeRecord{}
+	rg := &regrading{in: in, stored: map[gradeKey]receipts.GradeRecord{}, rep: &RegradeReport{Execution: in.Exec}}
 	for _, g := range existing {
-		stored[gradeKey{g.Trial(), g.Grader, g.GraderVersion}] = g
+		rg.stored[gradeKey{g.Trial(), g.Grader, g.GraderVersion}] = g
 	}
-	rep := &RegradeReport{Execution: in.Exec}
-	var texts map[string]string
-	var grades []receipts.GradeRecord
-	var notKept []string
 	for _, k := range keys {
-		r := counted[k]
-		if r.Grade == nil || r.Outcome == receipts.FailedAtCard {
-			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s, nothing to re-grade", k, r.Outcome))
-			continue
+		if err := rg.regradeTrial(ctx, k, counted[k]); err != nil {
+			return nil, err
 		}
-		bank := in.Banks[r.JobKind]
-		if bank == nil {
-			return nil, fmt.Errorf("job kind %s of trial %s has no bank in the snapshot", r.JobKind, k)
-		}
-		task, ok := bank.Task(r.TaskID)
-		if !ok {
-			return nil, fmt.Errorf("trial %s: task %s is not in bank %s", k, r.TaskID, bank.File)
-		}
-		if in.Grader != "" && task.Grader.Name != in.Grader {
-			continue
-		}
-		g, err := pickGrader(in.Registry, task.Grader.Name, in.Version)
-		if err != nil {
-			return nil, fmt.Errorf("trial %s (task %s grades with %s): %w", k, task.ID, task.Grader.Name, err)
-		}
-		newVer := strconv.Itoa(g.Version())
-		if g.Name() == r.Grade.Grader && newVer == r.Grade.GraderVersion {
-			if in.Version == 0 {
-				return nil, fmt.Errorf("trial %s was graded by %s@v%s, the newest version registered (known: %s): nothing newer to re-grade with", k, g.Name(), newVer, strings.Join(in.Registry.Known(), ", "))
-			}
-			return nil, fmt.Errorf("trial %s was graded by %s@v%s already; re-grading is with another version (pass another --version)", k, g.Name(), newVer)
-		}
-		var repo map[string]string
-		if r.Harness == "aider" {
-			var kept bool
-			if repo, kept = KeptRepo(layout.Records(in.RecDir), TrialCallID(r)); !kept {
-				notKept = append(notKept, k.String())
-				continue
-			}
-		}
-		row := RegradeRow{JobKind: r.JobKind, Task: r.TaskID, Arm: r.Arm, Repeat: r.Repeat,
-			OldGrader: r.Grade.Grader + "@v" + r.Grade.GraderVersion, OldScore: r.Grade.Score, OldPass: r.Grade.Pass,
-			NewGrader: g.Name() + "@v" + newVer}
-		if old, ok := stored[gradeKey{k, g.Name(), newVer}]; ok {
-			row.NewScore, row.NewPass, row.AlreadyHad = old.Score, old.Pass, true
-		} else {
-			if texts == nil {
-				if texts, err = RecordTexts(in.RecDir); err != nil {
-					return nil, err
-				}
-			}
-			call := TrialCallID(r)
-			text, ok := texts[call]
-			if !ok && repo == nil && r.GenerationSHA256 != genrecord.EmptySum {
-				return nil, fmt.Errorf("trial %s: %w: no row %s in %s", k, ErrNotRegradable, call, in.RecDir)
-			}
-			ng, err := in.Registry.Regrade(ctx, task, tasks.Output{TrialID: call, TaskID: task.ID, Text: text, Files: repo}, g.Version())
-			if err != nil {
-				return nil, err
-			}
-			row.NewScore, row.NewPass = ng.Score, ng.Pass
-			grades = append(grades, receipts.GradeRecord{ExecutionID: in.Exec, Arm: r.Arm, JobKind: r.JobKind, TaskID: r.TaskID,
-				Repeat: r.Repeat, Attempt: r.Attempt, Grader: ng.Grader, GraderVersion: newVer, Score: ng.Score, Pass: ng.Pass,
-				Detail: "re-grade of " + row.OldGrader, GradedAt: in.Now()})
-		}
-		row.Changed = row.NewScore != row.OldScore || row.NewPass != row.OldPass
-		if row.Changed {
-			rep.Changed++
-		}
-		rep.Rows = append(rep.Rows, row)
 	}
-	if len(notKept) > 0 {
-		msg := fmt.Sprintf("%d code trials (%s): their execution predates kept repositories (only the model calls are kept), so the code grader cannot run again on them", len(notKept), strings.Join(firstN(notKept, 3), ", "))
+	return rg.finish(ctx)
+}
+
+// gradeKey is what a grade is stored once per: a trial and a grader version.
+type gradeKey struct {
+	trial           receipts.TrialKey
+	grader, version string
+}
+
+// regrading is one re-grade under way: the grades already stored and what
+// it has graded so far.
+type regrading struct {
+	in      RegradeInput
+	stored  map[gradeKey]receipts.GradeRecord
+	rep     *RegradeReport
+	texts   map[string]string // the records' texts, read at the first grade to make
+	grades  []receipts.GradeRecord
+	notKept []string
+}
+
+// regradeTrial re-grades one counted trial, or records why it is skipped.
+func (rg *regrading) regradeTrial(ctx context.Context, k receipts.TrialKey, r receipts.Receipt) error {
+	in := rg.in
+	if r.Grade == nil || r.Outcome == receipts.FailedAtCard {
+		rg.rep.Skipped = append(rg.rep.Skipped, fmt.Sprintf("%s: %s, nothing to re-grade", k, r.Outcome))
+		return nil
+	}
+	bank := in.Banks[r.JobKind]
+	if bank == nil {
+		return fmt.Errorf("job kind %s of trial %s has no bank in the snapshot", r.JobKind, k)
+	}
+	task, ok := bank.Task(r.TaskID)
+	if !ok {
+		return fmt.Errorf("trial %s: task %s is not in bank %s", k, r.TaskID, bank.File)
+	}
+	if in.Grader != "" && task.Grader.Name != in.Grader {
+		return nil
+	}
+	g, err := pickGrader(in.Registry, task.Grader.Name, in.Version)
+	if err != nil {
+		return fmt.Errorf("trial %s (task %s grades with %s): %w", k, task.ID, task.Grader.Name, err)
+	}
+	newVer := strconv.Itoa(g.Version())
+	if g.Name() == r.Grade.Grader && newVer == r.Grade.GraderVersion {
+		if in.Version == 0 {
+			return fmt.Errorf("trial %s was graded by %s@v%s, the newest version registered (known: %s): nothing newer to re-grade with", k, g.Name(), newVer, strings.Join(in.Registry.Known(), ", "))
+		}
+		return fmt.Errorf("trial %s was graded by %s@v%s already; re-grading is with another version (pass another --version)", k, g.Name(), newVer)
+	}
+	var repo map[string]string
+	if r.Harness == "aider" {
+		var kept bool
+		if repo, kept = KeptRepo(layout.Records(in.RecDir), TrialCallID(r)); !kept {
+			rg.notKept = append(rg.notKept, k.String())
+			return nil
+		}
+	}
+	row := RegradeRow{JobKind: r.JobKind, Task: r.TaskID, Arm: r.Arm, Repeat: r.Repeat,
+		OldGrader: r.Grade.Grader + "@v" + r.Grade.GraderVersion, OldScore: r.Grade.Score, OldPass: r.Grade.Pass,
+		NewGrader: g.Name() + "@v" + newVer}
+	if old, ok := rg.stored[gradeKey{k, g.Name(), newVer}]; ok {
+		row.NewScore, row.NewPass, row.AlreadyHad = old.Score, old.Pass, true
+	} else if err := rg.gradeAgain(ctx, k, r, task, g, repo, &row); err != nil {
+		return err
+	}
+	row.Changed = row.NewScore != row.OldScore || row.NewPass != row.OldPass
+	if row.Changed {
+		rg.rep.Changed++
+	}
+	rg.rep.Rows = append(rg.rep.Rows, row)
+	return nil
+}
+
+// gradeAgain runs grader g on the trial's kept output (its text, or for a
+// code trial its repository) and fills in row's new grade.
+func (rg *regrading) gradeAgain(ctx context.Context, k receipts.TrialKey, r receipts.Receipt, task tasks.Task, g tasks.Grader, repo map[string]string, row *RegradeRow) error {
+	in := rg.in
+	if rg.texts == nil {
+		var err error
+		if rg.texts, err = RecordTexts(in.RecDir); err != nil {
+			return err
+		}
+	}
+	call := TrialCallID(r)
+	text, ok := rg.texts[call]
+	if !ok && repo == nil && r.GenerationSHA256 != genrecord.EmptySum {
+		return fmt.Errorf("trial %s: %w: no row %s in %s", k, ErrNotRegradable, call, in.RecDir)
+	}
+	ng, err := in.Registry.Regrade(ctx, task, tasks.Output{TrialID: call, TaskID: task.ID, Text: text, Files: repo}, g.Version())
+	if err != nil {
+		return err
+	}
+	row.NewScore, row.NewPass = ng.Score, ng.Pass
+	rg.grades = append(rg.grades, receipts.GradeRecord{ExecutionID: in.Exec, Arm: r.Arm, JobKind: r.JobKind, TaskID: r.TaskID,
+		Repeat: r.Repeat, Attempt: r.Attempt, Grader: ng.Grader, GraderVersion: strconv.Itoa(g.Version()), Score: ng.Score, Pass: ng.Pass,
+		Detail: "re-grade of " + row.OldGrader, GradedAt: in.Now()})
+	return nil
+}
+
+// finish says what could not be re-graded, refuses a re-grade with nothing
+// in it and stores the new grades.
+func (rg *regrading) finish(ctx context.Context) (*RegradeReport, error) {
+	in, rep := rg.in, rg.rep
+	if len(rg.notKept) > 0 {
+		msg := fmt.Sprintf("%d code trials (%s): their execution predates kept repositories (only the model calls are kept), so the code grader cannot run again on them", len(rg.notKept), strings.Join(firstN(rg.notKept, 3), ", "))
 		if in.Grader != "" {
 			return nil, fmt.Errorf("%w: %s; rerun the study as a new execution to grade code with a new version", ErrNotRegradable, msg)
 		}
@@ -193,10 +225,10 @@ func Regrade(ctx context.Context, in RegradeInput) (*RegradeReport, error) {
 	if len(rep.Rows) == 0 {
 		return nil, fmt.Errorf("execution %s has no trial to re-grade%s", in.Exec, graderClause(in.Grader))
 	}
-	if err := in.Store.PutGrades(ctx, grades); err != nil {
+	if err := in.Store.PutGrades(ctx, rg.grades); err != nil {
 		return nil, err
 	}
-	rep.Written = len(grades)
+	rep.Written = len(rg.grades)
 	return rep, nil
 }
 

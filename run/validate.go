@@ -66,123 +66,176 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 			out = append(out, v)
 			continue
 		}
-		// The validation's own stop cap: short by construction, on any machine.
-		arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
-		rec := ValidationRecord{Snapshot: snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
-			Caps: fmt.Sprintf("one task, one call of at most %d output tokens", arm.Pins.StopCap)}
-		if arm.Runtime.Aider() {
-			rec.Caps = "one task, " + studies.DescribeCaps(studies.ValidationCaps)
-		}
-		fmt.Fprintf(w, "validation %-22s arm %-28s running (%s) ...\n", h, arm.Name, rec.Caps)
-		rt, err := x.startArm(ctx, arm)
+		rec, err := x.validateHarness(ctx, arm, dir, w)
 		if err != nil {
-			x.stopArm(ctx, nil)
-			return out, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
-		}
-		rec.Containment = rt.Pins().Containment
-		var jk studies.JobKind
-		for _, k := range d.JobKinds {
-			if len(arm.JobKinds) == 0 || slices.Contains(arm.JobKinds, k.Name) {
-				jk = k
-				break
-			}
-		}
-		bankPath := jk.TaskBank
-		for _, fb := range snap.Banks {
-			if fb.JobKind == jk.Name {
-				bankPath = fb.Path // as frozen: resolved from the design's folder
-			}
-		}
-		bank, err := tasks.LoadBank(bankPath)
-		if err != nil {
-			x.stopArm(ctx, rt)
 			return out, err
-		}
-		sel := bank.Select(false)
-		if len(sel) == 0 {
-			x.stopArm(ctx, rt)
-			return out, fmt.Errorf("%s: %w", bankPath, errNoTasks)
-		}
-		task := sel[0]
-		gen, genErr := x.generate(ctx, arm, rt, jk.Name, bank, task, "validation/"+arm.Name)
-		pins := rt.Pins()
-		x.stopArm(ctx, rt)
-		if genErr != nil {
-			rec.Problems = append(rec.Problems, "generation failed: "+genErr.Error())
-		}
-		if !env.NoSandbox && !rec.Containment.LoopbackOnly {
-			rec.Problems = append(rec.Problems, "containment check did not read loopback-only: "+strings.Join(rec.Containment.Violations, "; "))
-		}
-		if !env.NoSandbox {
-			for _, p := range rec.Containment.Confinement.Problems() {
-				rec.Problems = append(rec.Problems, "containment: "+p)
-			}
-			if gen.aider != nil && gen.aider.Containment.Sandboxed {
-				for _, p := range gen.aider.Containment.Confinement.Problems() {
-					rec.Problems = append(rec.Problems, "aider's containment: "+p)
-				}
-			}
-		}
-		if env.NoSandbox {
-			rec.Problems = append(rec.Problems, "running with --no-sandbox: containment not established (recorded on every receipt)")
-		}
-		path := layout.Records(dir).Generation(arm.Name)
-		os.Remove(path)
-		if len(gen.calls) == 0 && genErr == nil {
-			if arm.Runtime.Aider() {
-				why := "it made no model call"
-				if gen.aider != nil {
-					why = "aider: " + gen.aider.Describe()
-					if gen.aider.LogTail != "" {
-						why += "; its log ends: " + strings.Join(strings.Fields(gen.aider.LogTail), " ")
-					}
-				}
-				rec.Problems = append(rec.Problems, fmt.Sprintf("%s answered no model call within the validation's caps (%s), so this run shows no record: %s", arm.Runtime, rec.Caps, studies.Clip(why, 2000)))
-			} else {
-				rec.Problems = append(rec.Problems, "no model call was recorded")
-			}
-		}
-		rec.Speed = measuredSpeed(gen)
-		if len(gen.calls) > 0 {
-			wr, err := genrecord.OpenWriter(path, callrow.Pins(pins, snap.DesignHash, name, "validation"))
-			if err != nil {
-				return out, err
-			}
-			for i, c := range gen.calls {
-				if err := wr.Append(generationRow(fmt.Sprintf("validation-%d", i+1), arm.Name, genrecord.RoleCandidate, arm.Pins, x.topK, c)); err != nil {
-					rec.Problems = append(rec.Problems, "generation row rejected: "+err.Error())
-				}
-				if len(c.Steps) > 0 && len(c.Steps[0].Top) != x.topK {
-					rec.Problems = append(rec.Problems, fmt.Sprintf("top-K has %d entries, want %d", len(c.Steps[0].Top), x.topK))
-				}
-			}
-			wr.Close()
-			if _, rows, err := genrecord.ReadAll(path); err != nil {
-				rec.Problems = append(rec.Problems, "generation record does not read back: "+err.Error())
-			} else if len(rows) != len(gen.calls) {
-				rec.Problems = append(rec.Problems, fmt.Sprintf("generation record holds %d rows, %d calls were made", len(rows), len(gen.calls)))
-			}
-			rec.Record = path
-		}
-		rec.Pass = len(rec.Problems) == 0
-		fmt.Fprintf(w, "validation %-22s arm %-28s pass=%v", h, arm.Name, rec.Pass)
-		if rec.Containment.Sandboxed {
-			fmt.Fprintf(w, " netns=%s loopback-only=%v", rec.Containment.NetNS, rec.Containment.LoopbackOnly)
-		}
-		fmt.Fprintln(w)
-		if rec.Containment.Sandboxed {
-			fmt.Fprintln(w, "   contained", rec.Containment.Confinement.Summary())
-		}
-		if gen.aider != nil && gen.aider.Containment.Sandboxed {
-			fmt.Fprintln(w, "   aider contained", gen.aider.Containment.Confinement.Summary())
-		}
-		for _, p := range rec.Problems {
-			fmt.Fprintln(w, "   problem:", p)
 		}
 		out = append(out, rec)
 	}
+	return out, saveValidationVerdict(dir, out)
+}
+
+// validateHarness makes the free validation run of arm's harness and checks
+// what it recorded; an error means the run could not be made at all.
+func (x *trialRunner) validateHarness(ctx context.Context, arm studies.Arm, dir string, w io.Writer) (ValidationRecord, error) {
+	h := string(arm.Runtime)
+	// The validation's own stop cap: short by construction, on any machine.
+	arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
+	rec := ValidationRecord{Snapshot: x.snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
+		Caps: fmt.Sprintf("one task, one call of at most %d output tokens", arm.Pins.StopCap)}
+	if arm.Runtime.Aider() {
+		rec.Caps = "one task, " + studies.DescribeCaps(studies.ValidationCaps)
+	}
+	fmt.Fprintf(w, "validation %-22s arm %-28s running (%s) ...\n", h, arm.Name, rec.Caps)
+	rt, err := x.startArm(ctx, arm)
+	if err != nil {
+		x.stopArm(ctx, nil)
+		return rec, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
+	}
+	rec.Containment = rt.Pins().Containment
+	jobKind, bank, task, err := x.validationTask(arm)
+	if err != nil {
+		x.stopArm(ctx, rt)
+		return rec, err
+	}
+	gen, genErr := x.generate(ctx, arm, rt, jobKind, bank, task, "validation/"+arm.Name)
+	pins := rt.Pins()
+	x.stopArm(ctx, rt)
+	if genErr != nil {
+		rec.Problems = append(rec.Problems, "generation failed: "+genErr.Error())
+	}
+	rec.Problems = append(rec.Problems, x.containmentProblems(rec.Containment, gen)...)
+	path := layout.Records(dir).Generation(arm.Name)
+	os.Remove(path)
+	if len(gen.calls) == 0 && genErr == nil {
+		rec.Problems = append(rec.Problems, noCallProblem(arm, rec.Caps, gen))
+	}
+	rec.Speed = measuredSpeed(gen)
+	if len(gen.calls) > 0 {
+		if err := x.writeValidationRecord(&rec, path, arm, pins, gen); err != nil {
+			return rec, err
+		}
+	}
+	rec.Pass = len(rec.Problems) == 0
+	printValidation(w, rec, gen)
+	return rec, nil
+}
+
+// validationTask is the one task the validation runs on arm: the first task
+// of the first job kind the arm runs, from its bank as frozen.
+func (x *trialRunner) validationTask(arm studies.Arm) (string, *tasks.Bank, tasks.Task, error) {
+	var jk studies.JobKind
+	for _, k := range x.design.JobKinds {
+		if len(arm.JobKinds) == 0 || slices.Contains(arm.JobKinds, k.Name) {
+			jk = k
+			break
+		}
+	}
+	bankPath := jk.TaskBank
+	for _, fb := range x.snap.Banks {
+		if fb.JobKind == jk.Name {
+			bankPath = fb.Path // as frozen: resolved from the design's folder
+		}
+	}
+	bank, err := tasks.LoadBank(bankPath)
+	if err != nil {
+		return "", nil, tasks.Task{}, err
+	}
+	sel := bank.Select(false)
+	if len(sel) == 0 {
+		return "", nil, tasks.Task{}, fmt.Errorf("%s: %w", bankPath, errNoTasks)
+	}
+	return jk.Name, bank, sel[0], nil
+}
+
+// containmentProblems are what the containment checks of the server (and of
+// Aider, where it ran sandboxed) found wrong.
+func (x *trialRunner) containmentProblems(c runtimes.Containment, gen trialOutput) []string {
+	var problems []string
+	if !x.env.NoSandbox && !c.LoopbackOnly {
+		problems = append(problems, "containment check did not read loopback-only: "+strings.Join(c.Violations, "; "))
+	}
+	if !x.env.NoSandbox {
+		for _, p := range c.Confinement.Problems() {
+			problems = append(problems, "containment: "+p)
+		}
+		if gen.aider != nil && gen.aider.Containment.Sandboxed {
+			for _, p := range gen.aider.Containment.Confinement.Problems() {
+				problems = append(problems, "aider's containment: "+p)
+			}
+		}
+	}
+	if x.env.NoSandbox {
+		problems = append(problems, "running with --no-sandbox: containment not established (recorded on every receipt)")
+	}
+	return problems
+}
+
+// noCallProblem says why a run that did not fail made no model call; for
+// Aider, what Aider itself reported.
+func noCallProblem(arm studies.Arm, caps string, gen trialOutput) string {
+	if !arm.Runtime.Aider() {
+		return "no model call was recorded"
+	}
+	why := "it made no model call"
+	if gen.aider != nil {
+		why = "aider: " + gen.aider.Describe()
+		if gen.aider.LogTail != "" {
+			why += "; its log ends: " + strings.Join(strings.Fields(gen.aider.LogTail), " ")
+		}
+	}
+	return fmt.Sprintf("%s answered no model call within the validation's caps (%s), so this run shows no record: %s", arm.Runtime, caps, studies.Clip(why, 2000))
+}
+
+// writeValidationRecord writes the run's calls to a generation record at
+// path and reads it back, adding to rec what is wrong with either.
+func (x *trialRunner) writeValidationRecord(rec *ValidationRecord, path string, arm studies.Arm, pins runtimes.Pins, gen trialOutput) error {
+	wr, err := genrecord.OpenWriter(path, callrow.Pins(pins, x.snap.DesignHash, x.study, "validation"))
+	if err != nil {
+		return err
+	}
+	for i, c := range gen.calls {
+		if err := wr.Append(generationRow(fmt.Sprintf("validation-%d", i+1), arm.Name, genrecord.RoleCandidate, arm.Pins, x.topK, c)); err != nil {
+			rec.Problems = append(rec.Problems, "generation row rejected: "+err.Error())
+		}
+		if len(c.Steps) > 0 && len(c.Steps[0].Top) != x.topK {
+			rec.Problems = append(rec.Problems, fmt.Sprintf("top-K has %d entries, want %d", len(c.Steps[0].Top), x.topK))
+		}
+	}
+	wr.Close()
+	if _, rows, err := genrecord.ReadAll(path); err != nil {
+		rec.Problems = append(rec.Problems, "generation record does not read back: "+err.Error())
+	} else if len(rows) != len(gen.calls) {
+		rec.Problems = append(rec.Problems, fmt.Sprintf("generation record holds %d rows, %d calls were made", len(rows), len(gen.calls)))
+	}
+	rec.Record = path
+	return nil
+}
+
+// printValidation prints one harness's verdict, its containment and its
+// problems.
+func printValidation(w io.Writer, rec ValidationRecord, gen trialOutput) {
+	fmt.Fprintf(w, "validation %-22s arm %-28s pass=%v", rec.Harness, rec.Arm, rec.Pass)
+	if rec.Containment.Sandboxed {
+		fmt.Fprintf(w, " netns=%s loopback-only=%v", rec.Containment.NetNS, rec.Containment.LoopbackOnly)
+	}
+	fmt.Fprintln(w)
+	if rec.Containment.Sandboxed {
+		fmt.Fprintln(w, "   contained", rec.Containment.Confinement.Summary())
+	}
+	if gen.aider != nil && gen.aider.Containment.Sandboxed {
+		fmt.Fprintln(w, "   aider contained", gen.aider.Containment.Confinement.Summary())
+	}
+	for _, p := range rec.Problems {
+		fmt.Fprintln(w, "   problem:", p)
+	}
+}
+
+// saveValidationVerdict writes the records to dir and refuses counted runs
+// while any harness failed.
+func saveValidationVerdict(dir string, out []ValidationRecord) error {
 	if err := atomicfile.WriteJSON(layout.Records(dir).ValidationRecord(), out, 0o600); err != nil {
-		return out, err
+		return err
 	}
 	var failed []string
 	for _, r := range out {
@@ -191,9 +244,9 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 		}
 	}
 	if len(failed) > 0 {
-		return out, fmt.Errorf("validation failed for %s: counted runs stay refused until it passes (see the problems above)", strings.Join(failed, ", "))
+		return fmt.Errorf("validation failed for %s: counted runs stay refused until it passes (see the problems above)", strings.Join(failed, ", "))
 	}
-	return out, nil
+	return nil
 }
 
 // ValidationRecord is the free validation run of one harness.

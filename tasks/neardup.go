@@ -104,6 +104,15 @@ func nearPairs(sets [][]uint64, threshold float64) []simPair {
 	// merge a few more buckets: extra candidates, never a missed one.
 	idxBits := bits.Len(uint(n - 1))
 	mask := uint64(1)<<idxBits - 1
+	keys := bandKeys(sets, mask, workers)
+	from, to := bucketSpans(keys, n, mask, workers)
+	return verifyBuckets(sets, threshold, keys, from, to, mask, workers)
+}
+
+// bandKeys are the band keys of every task (see nearPairs), made in
+// parallel.
+func bandKeys(sets [][]uint64, mask uint64, workers int) []uint64 {
+	n := len(sets)
 	keys := make([]uint64, lintBands*n)
 	parallel(n, workers, func(lo, hi int) {
 		sig := make([]uint64, lintBands*lintRows)
@@ -119,11 +128,15 @@ func nearPairs(sets [][]uint64, threshold float64) []simPair {
 			}
 		}
 	})
+	return keys
+}
 
-	// Buckets: after sorting, band b's bucket members later than task i
-	// are keys[b*n+from : b*n+to] (index in the low bits).
-	from := make([]uint32, lintBands*n)
-	to := make([]uint32, lintBands*n)
+// bucketSpans sorts each band's keys in place and returns the buckets:
+// after sorting, band b's bucket members later than task i are
+// keys[b*n+from : b*n+to] (index in the low bits).
+func bucketSpans(keys []uint64, n int, mask uint64, workers int) (from, to []uint32) {
+	from = make([]uint32, lintBands*n)
+	to = make([]uint32, lintBands*n)
 	parallel(lintBands, min(workers, lintBands), func(lo, hi int) {
 		for b := lo; b < hi; b++ {
 			k := keys[b*n : (b+1)*n]
@@ -141,9 +154,13 @@ func nearPairs(sets [][]uint64, threshold float64) []simPair {
 			}
 		}
 	})
+	return from, to
+}
 
-	// Verify: each task against the later members of its buckets, each
-	// candidate once, in blocks so the result comes back in task order.
+// verifyBuckets checks each task against the later members of its buckets,
+// each candidate once, in blocks so the result comes back in task order.
+func verifyBuckets(sets [][]uint64, threshold float64, keys []uint64, from, to []uint32, mask uint64, workers int) []simPair {
+	n := len(sets)
 	const block = 256
 	blocks := make([][]simPair, (n+block-1)/block)
 	var next atomic.Int64

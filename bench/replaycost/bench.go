@@ -197,34 +197,37 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		return nil, fit, err
 	}
 	defer w.Close()
-	capOf, tokens := map[string]int{}, map[string]int{}
-	floorMS := map[string]float64{}
-	var results []genrecord.RowResult
-	prefills := map[string]genrecord.RowResult{}
-	// Each row is replayed right after the next one is generated: the two
-	// columns see the same machine load, and the replay never finds its own
-	// prompt in the runtime's cache (Ollama keeps the last prompt's).
-	replayRow := func(id string) error {
-		sum, err := genrecord.Replay(ctx, path, st.Exact(), genrecord.ReplayOptions{Rows: []string{id}})
-		if err != nil {
-			return err
-		}
-		if sum.Status == genrecord.StatusStackDiffers || len(sum.Results) != 1 {
-			return fmt.Errorf("%s, row %s: replay gave %s with %d results", kind, id, sum.Status, len(sum.Results))
-		}
-		results = append(results, sum.Results[0])
-		if prefill {
-			ps, err := genrecord.Replay(ctx, path, st.Rescorer(), genrecord.ReplayOptions{Rows: []string{id}, Tolerance: ptol})
-			if err != nil {
-				return err
-			}
-			if len(ps.Results) != 1 {
-				return fmt.Errorf("%s, row %s: prefill replay gave %s with %d results", kind, id, ps.Status, len(ps.Results))
-			}
-			prefills[id] = ps.Results[0]
-		}
-		return nil
+	run := &replayRun{kind: kind, st: st, path: path, prefill: prefill, ptol: ptol,
+		capOf: map[string]int{}, tokens: map[string]int{}, floorMS: map[string]float64{}, prefills: map[string]genrecord.RowResult{}}
+	if err := run.generateAndReplay(ctx, req, w); err != nil {
+		return nil, fit, err
 	}
+	slog.InfoContext(ctx, "bench replay: done", "runtime", kind, "rows", len(run.results))
+	costs, xs, ys := run.costs()
+	fit.MSPerToken, fit.InterceptMS, fit.R2 = lineFit(xs, ys)
+	fit.Rows = len(xs)
+	return costs, fit, nil
+}
+
+// replayRun is one runtime's replay bench under way: the record it writes
+// and what each of its rows measured, by row id.
+type replayRun struct {
+	kind    string
+	st      *replay.Stack
+	path    string // the generation record
+	prefill bool   // also replay each row by prefill, within ptol
+	ptol    genrecord.Tolerance
+
+	capOf, tokens map[string]int
+	floorMS       map[string]float64 // the prompt-speed floor of a prefill replay
+	results       []genrecord.RowResult
+	prefills      map[string]genrecord.RowResult
+}
+
+// generateAndReplay generates the bench's rows into w, replaying each one
+// after the next is generated.
+func (run *replayRun) generateAndReplay(ctx context.Context, req ReplayBenchRequest, w *genrecord.Writer) error {
+	kind, st := run.kind, run.st
 	prev := ""
 	// Interleave the caps so that a drift in machine load falls on all of them.
 	for i := range req.Rows {
@@ -234,33 +237,64 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 			id := fmt.Sprintf("len%d-%03d", n, i)
 			res, err := st.Runtime().Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: n, TopK: genrecord.DefaultK})
 			if err != nil {
-				return nil, fit, fmt.Errorf("%s, row %s: %w", kind, id, err)
+				return fmt.Errorf("%s, row %s: %w", kind, id, err)
 			}
 			row := callrow.Row(id, req.Model, genrecord.RoleCandidate, callrow.Sampling(samp, n), genrecord.DefaultK, res)
 			if err := w.Append(row); err != nil {
-				return nil, fit, err
+				return err
 			}
-			capOf[id], tokens[id] = n, len(row.Output)
+			run.capOf[id], run.tokens[id] = n, len(row.Output)
 			if t := res.Timings; t.PromptTokens > 0 && t.PromptDuration > 0 {
 				perToken := float64(t.PromptDuration) / float64(time.Millisecond) / float64(t.PromptTokens)
-				floorMS[id] = perToken * float64(res.PromptTokens+len(row.Output))
+				run.floorMS[id] = perToken * float64(res.PromptTokens+len(row.Output))
 			}
 			if prev != "" {
-				if err := replayRow(prev); err != nil {
-					return nil, fit, err
+				if err := run.replayRow(ctx, prev); err != nil {
+					return err
 				}
 			}
 			prev = id
 		}
 	}
-	if err := replayRow(prev); err != nil {
-		return nil, fit, err
+	return run.replayRow(ctx, prev)
+}
+
+// replayRow replays one row of the record exactly, and by prefill where the
+// bench measures it.
+//
+// Each row is replayed right after the next one is generated: the two
+// columns see the same machine load, and the replay never finds its own
+// prompt in the runtime's cache (Ollama keeps the last prompt's).
+func (run *replayRun) replayRow(ctx context.Context, id string) error {
+	kind, st := run.kind, run.st
+	sum, err := genrecord.Replay(ctx, run.path, st.Exact(), genrecord.ReplayOptions{Rows: []string{id}})
+	if err != nil {
+		return err
 	}
-	slog.InfoContext(ctx, "bench replay: done", "runtime", kind, "rows", len(results))
+	if sum.Status == genrecord.StatusStackDiffers || len(sum.Results) != 1 {
+		return fmt.Errorf("%s, row %s: replay gave %s with %d results", kind, id, sum.Status, len(sum.Results))
+	}
+	run.results = append(run.results, sum.Results[0])
+	if run.prefill {
+		ps, err := genrecord.Replay(ctx, run.path, st.Rescorer(), genrecord.ReplayOptions{Rows: []string{id}, Tolerance: run.ptol})
+		if err != nil {
+			return err
+		}
+		if len(ps.Results) != 1 {
+			return fmt.Errorf("%s, row %s: prefill replay gave %s with %d results", kind, id, ps.Status, len(ps.Results))
+		}
+		run.prefills[id] = ps.Results[0]
+	}
+	return nil
+}
+
+// costs sums the replayed rows into one cost per output cap, sorted by
+// cap, and returns each row's tokens and replay time for the line fit.
+func (run *replayRun) costs() (costs []ReplayCost, xs, ys []float64) {
+	kind, st := run.kind, run.st
 	by := map[int]*ReplayCost{}
-	var xs, ys []float64
-	for _, r := range results {
-		n := capOf[r.RowID]
+	for _, r := range run.results {
+		n := run.capOf[r.RowID]
 		c := by[n]
 		if c == nil {
 			c = &ReplayCost{Runtime: kind, MaxTokens: n, Goal: ReplayCostGoal(kind), Threads: st.Runtime().Pins().Threads, PrefillThreads: st.PrefillThreads()}
@@ -270,12 +304,12 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 		if r.Status == genrecord.StatusReproduced {
 			c.Reproduced++
 		}
-		c.MeanTokens += float64(tokens[r.RowID])
+		c.MeanTokens += float64(run.tokens[r.RowID])
 		c.OriginalMS += r.WallMS
 		c.ReplayMS += r.ReplayMS
-		if p, ok := prefills[r.RowID]; ok {
+		if p, ok := run.prefills[r.RowID]; ok {
 			c.PrefillRows++
-			c.PrefillFloor += floorMS[r.RowID]
+			c.PrefillFloor += run.floorMS[r.RowID]
 			c.PrefillMS += p.ReplayMS
 			c.PrefillMaxDiff = max(c.PrefillMaxDiff, p.Comparison.MaxAbsDiff)
 			if p.Status == genrecord.StatusReproduced {
@@ -285,32 +319,35 @@ func benchReplayOn(ctx context.Context, in provision.Installed, kind string, req
 				c.PrefillMS += r.ReplayMS
 			}
 		}
-		xs, ys = append(xs, float64(tokens[r.RowID])), append(ys, r.ReplayMS)
+		xs, ys = append(xs, float64(run.tokens[r.RowID])), append(ys, r.ReplayMS)
 	}
-	var costs []ReplayCost
 	for _, c := range by {
-		var toks = c.MeanTokens
-		if c.OriginalMS > 0 {
-			c.Ratio = c.ReplayMS / c.OriginalMS
-			c.PrefillRatio = c.PrefillMS / c.OriginalMS
-			c.PrefillFloor /= c.OriginalMS
-		}
-		if c.PrefillRows > 0 {
-			c.PrefillMS /= float64(c.PrefillRows)
-		}
-		if toks > 0 {
-			c.ReplayMSPerToken = c.ReplayMS / toks
-		}
-		c.MeanTokens /= float64(c.Rows)
-		c.OriginalMS /= float64(c.Rows)
-		c.ReplayMS /= float64(c.Rows)
-		c.Pass = c.Ratio > 0 && c.Ratio <= c.Goal && c.Reproduced == c.Rows
+		averageReplayCost(c)
 		costs = append(costs, *c)
 	}
 	sort.Slice(costs, func(i, j int) bool { return costs[i].MaxTokens < costs[j].MaxTokens })
-	fit.MSPerToken, fit.InterceptMS, fit.R2 = lineFit(xs, ys)
-	fit.Rows = len(xs)
-	return costs, fit, nil
+	return costs, xs, ys
+}
+
+// averageReplayCost turns c's sums over its rows into ratios and means, and
+// judges it against its goal.
+func averageReplayCost(c *ReplayCost) {
+	var toks = c.MeanTokens
+	if c.OriginalMS > 0 {
+		c.Ratio = c.ReplayMS / c.OriginalMS
+		c.PrefillRatio = c.PrefillMS / c.OriginalMS
+		c.PrefillFloor /= c.OriginalMS
+	}
+	if c.PrefillRows > 0 {
+		c.PrefillMS /= float64(c.PrefillRows)
+	}
+	if toks > 0 {
+		c.ReplayMSPerToken = c.ReplayMS / toks
+	}
+	c.MeanTokens /= float64(c.Rows)
+	c.OriginalMS /= float64(c.Rows)
+	c.ReplayMS /= float64(c.Rows)
+	c.Pass = c.Ratio > 0 && c.Ratio <= c.Goal && c.Reproduced == c.Rows
 }
 
 // lineFit is ordinary least squares of y on x, with R².

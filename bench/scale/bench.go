@@ -151,52 +151,17 @@ func mib(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
 // throughput runs the same small study through the engine with one
 // worker, then with two, on the real runtimes, and compares trials/min.
 func throughput(ctx context.Context, out io.Writer, o Options, addr, home string) ([]string, error) {
-	bin, designPath, tasks := o.Bin, o.Design, o.Tasks
-	raw, err := studies.ReadDesignFile(designPath)
+	tasks := o.Tasks
+	name, dpath, err := writeBenchDesign(o.Design, home, tasks)
 	if err != nil {
-		return nil, fmt.Errorf("%w (run rig bench scale from the repository, or name a design with --design)", err)
-	}
-	// The bench study is the design cut to --tasks tasks and one repeat,
-	// its banks named by absolute path, since it is written elsewhere.
-	d, err := studies.ParseDesign(designPath, raw)
-	if err != nil {
-		return nil, err
-	}
-	name := "bench-scale"
-	d.Name, d.Repeats, d.AllowPathsOutside = name, 1, true
-	for i := range d.JobKinds {
-		jk := &d.JobKinds[i]
-		if !filepath.IsAbs(jk.TaskBank) {
-			if jk.TaskBank, err = filepath.Abs(filepath.Join(filepath.Dir(designPath), jk.TaskBank)); err != nil {
-				return nil, err
-			}
-		}
-		jk.SampleTasks = tasks
-	}
-	d.Power.TaskCount = tasks
-	dpath := filepath.Join(home, "design.json")
-	b, err := json.MarshalIndent(d, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(dpath, b, 0o600); err != nil {
 		return nil, err
 	}
 	rhome := filepath.Join(home, "rig")
 	os.MkdirAll(rhome, 0o700)
-	env := append(os.Environ(), "RIG_HOME="+rhome, "RIG_DAEMON_LOCK="+filepath.Join(rhome, "daemon.lock"))
-	rig := func(args ...string) (string, error) {
-		c := exec.CommandContext(ctx, bin, args...)
-		c.Env = env
-		o, err := c.CombinedOutput()
-		if err != nil {
-			return string(o), fmt.Errorf("rig %s: %w\n%s", strings.Join(args, " "), err, o)
-		}
-		return string(o), nil
-	}
-	spool := filepath.Join(home, "spool")
-	dm := exec.CommandContext(ctx, bin, "daemon", "--temporal", addr, "--spool", spool)
-	dm.Env = env
+	r := benchRig{bin: o.Bin, addr: addr, home: home, spool: filepath.Join(home, "spool"),
+		env: append(os.Environ(), "RIG_HOME="+rhome, "RIG_DAEMON_LOCK="+filepath.Join(rhome, "daemon.lock"))}
+	dm := exec.CommandContext(ctx, r.bin, "daemon", "--temporal", addr, "--spool", r.spool)
+	dm.Env = r.env
 	dlog, _ := os.Create(filepath.Join(home, "daemon.log"))
 	defer dlog.Close()
 	dm.Stdout, dm.Stderr = dlog, dlog
@@ -211,19 +176,8 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if _, err := rig("governor", "status"); err != nil {
-		fmt.Fprintln(out, "throughput: the governor's fault suite first (counted runs need a pass)…")
-		if _, err := rig("governor", "faults"); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Fprintf(out, "throughput: registering, freezing, preflighting and validating a %d-task, two-arm study…\n", tasks)
-	for _, args := range [][]string{{"study", "register", dpath},
-		{"study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference"},
-		{"study", "approve", name}, {"study", "freeze", name}, {"study", "preflight", name}, {"study", "validate", name}} {
-		if _, err := rig(args...); err != nil {
-			return nil, err
-		}
+	if err := r.prepareStudy(ctx, out, dpath, name, tasks); err != nil {
+		return nil, err
 	}
 	cl := api.NewClient(api.SocketIn(rhome))
 	workers, samples := max(o.Workers, 2), max(o.Samples, 1)
@@ -234,28 +188,7 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 		order = append(order, 1, workers)
 	}
 	for run, n := range order {
-		var ws []*exec.Cmd
-		for i := 1; i <= n; i++ {
-			w := exec.CommandContext(ctx, bin, "worker", "--temporal", addr, "--spool", spool, "--id", fmt.Sprintf("bench-%d-of-%d", i, n))
-			w.Env = env
-			wl, _ := os.Create(filepath.Join(home, fmt.Sprintf("worker-%d-of-%d.log", i, n)))
-			w.Stdout, w.Stderr = wl, wl
-			if err := w.Start(); err != nil {
-				return nil, err
-			}
-			ws = append(ws, w)
-		}
-		fmt.Fprintf(out, "throughput: the study through %d worker(s)…\n", n)
-		start := time.Now()
-		info, err := cl.Run(ctx, api.RunRequest{Study: name, Parent: parent, Engine: "temporal", Key: fmt.Sprintf("bench-scale-%d", run)})
-		if err == nil {
-			info, err = finished(ctx, cl, name, info.ID)
-		}
-		el := time.Since(start)
-		for _, w := range ws {
-			w.Process.Signal(syscall.SIGTERM)
-			w.Wait()
-		}
+		info, el, err := r.timeRun(ctx, out, cl, name, parent, run, n)
 		if err != nil {
 			return nil, err
 		}
@@ -269,6 +202,108 @@ func throughput(ctx context.Context, out io.Writer, o Options, addr, home string
 	one, many := meanSD(rates[1]), meanSD(rates[workers])
 	return []string{fmt.Sprintf("throughput, same study, each runtime on one thread, %d interleaved samples each: 1 worker %.1f ± %.1f trials/min, %d workers %.1f ± %.1f trials/min: %.2f× (goal ≥ %.2f×, 0.85 of linear; every worker shares this machine's %d cores)",
 		samples, one[0], one[1], workers, many[0], many[1], many[0]/one[0], 0.85*float64(workers), runtime.NumCPU())}, nil
+}
+
+// writeBenchDesign writes the bench study's design into home and returns
+// the study's name and the design's path.
+func writeBenchDesign(designPath, home string, tasks int) (name, dpath string, err error) {
+	raw, err := studies.ReadDesignFile(designPath)
+	if err != nil {
+		return "", "", fmt.Errorf("%w (run rig bench scale from the repository, or name a design with --design)", err)
+	}
+	// The bench study is the design cut to --tasks tasks and one repeat,
+	// its banks named by absolute path, since it is written elsewhere.
+	d, err := studies.ParseDesign(designPath, raw)
+	if err != nil {
+		return "", "", err
+	}
+	name = "bench-scale"
+	d.Name, d.Repeats, d.AllowPathsOutside = name, 1, true
+	for i := range d.JobKinds {
+		jk := &d.JobKinds[i]
+		if !filepath.IsAbs(jk.TaskBank) {
+			if jk.TaskBank, err = filepath.Abs(filepath.Join(filepath.Dir(designPath), jk.TaskBank)); err != nil {
+				return "", "", err
+			}
+		}
+		jk.SampleTasks = tasks
+	}
+	d.Power.TaskCount = tasks
+	dpath = filepath.Join(home, "design.json")
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(dpath, b, 0o600); err != nil {
+		return "", "", err
+	}
+	return name, dpath, nil
+}
+
+// benchRig is the rig binary as the throughput bench runs it: in its own
+// home, against the bench's Temporal server at addr.
+type benchRig struct {
+	bin, addr, home, spool string
+	env                    []string
+}
+
+// rig runs one rig command to its end.
+func (r benchRig) rig(ctx context.Context, args ...string) (string, error) {
+	c := exec.CommandContext(ctx, r.bin, args...)
+	c.Env = r.env
+	o, err := c.CombinedOutput()
+	if err != nil {
+		return string(o), fmt.Errorf("rig %s: %w\n%s", strings.Join(args, " "), err, o)
+	}
+	return string(o), nil
+}
+
+// prepareStudy takes the bench study from its design to validated, after
+// the governor's fault suite where this home has no pass yet.
+func (r benchRig) prepareStudy(ctx context.Context, out io.Writer, dpath, name string, tasks int) error {
+	if _, err := r.rig(ctx, "governor", "status"); err != nil {
+		fmt.Fprintln(out, "throughput: the governor's fault suite first (counted runs need a pass)…")
+		if _, err := r.rig(ctx, "governor", "faults"); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "throughput: registering, freezing, preflighting and validating a %d-task, two-arm study…\n", tasks)
+	for _, args := range [][]string{{"study", "register", dpath},
+		{"study", "review", name, "--verdict", "pass", "--licence-line", "all items allowed for evaluation and inference"},
+		{"study", "approve", name}, {"study", "freeze", name}, {"study", "preflight", name}, {"study", "validate", name}} {
+		if _, err := r.rig(ctx, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timeRun runs the study once, as a child of parent, through n workers
+// started for it and stopped after it, and times it.
+func (r benchRig) timeRun(ctx context.Context, out io.Writer, cl api.Client, name, parent string, run, n int) (api.ExecInfo, time.Duration, error) {
+	var ws []*exec.Cmd
+	for i := 1; i <= n; i++ {
+		w := exec.CommandContext(ctx, r.bin, "worker", "--temporal", r.addr, "--spool", r.spool, "--id", fmt.Sprintf("bench-%d-of-%d", i, n))
+		w.Env = r.env
+		wl, _ := os.Create(filepath.Join(r.home, fmt.Sprintf("worker-%d-of-%d.log", i, n)))
+		w.Stdout, w.Stderr = wl, wl
+		if err := w.Start(); err != nil {
+			return api.ExecInfo{}, 0, err
+		}
+		ws = append(ws, w)
+	}
+	fmt.Fprintf(out, "throughput: the study through %d worker(s)…\n", n)
+	start := time.Now()
+	info, err := cl.Run(ctx, api.RunRequest{Study: name, Parent: parent, Engine: "temporal", Key: fmt.Sprintf("bench-scale-%d", run)})
+	if err == nil {
+		info, err = finished(ctx, cl, name, info.ID)
+	}
+	el := time.Since(start)
+	for _, w := range ws {
+		w.Process.Signal(syscall.SIGTERM)
+		w.Wait()
+	}
+	return info, el, err
 }
 
 // meanSD is the mean and the sample standard deviation (0 for one sample,

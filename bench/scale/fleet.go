@@ -266,47 +266,15 @@ func newFleetStudy(dir string, o FleetOptions) (*fleetStudy, error) {
 			return nil, err
 		}
 	}
-	bin := filepath.Join(dir, "cache", "llama-server")
-	if err := os.WriteFile(bin, []byte("#!/bin/false\n# rig bench scale --fleet: the synthetic runtime's stand-in binary, never run\n"), 0o755); err != nil {
-		return nil, err
-	}
-	binSum, err := runtimes.FileSHA256(bin)
+	binSum, modelSHA, modelPath, err := fx.writeStandIns(dir)
 	if err != nil {
 		return nil, err
 	}
-	fx.installed = provision.Installed{LlamaServer: bin, LlamaBuildFlag: "synthetic", Cache: filepath.Join(dir, "cache")}
-	model := []byte("GGUF rig bench scale --fleet: a stand-in model, never loaded\n")
-	modelSum := sha256.Sum256(model)
-	modelSHA := hex.EncodeToString(modelSum[:])
-	modelPath := filepath.Join(fx.models, modelSHA)
-	if err := os.WriteFile(modelPath, model, 0o644); err != nil {
-		return nil, err
-	}
-
-	tasksPerArm := max(1, o.Trials/(2*o.Repeats))
-	var bank strings.Builder
-	bank.WriteString(`{"schema_version":1,"job_kind":"synthetic","bank_version":"1","description":"rig bench scale --fleet: one-word answers"}` + "\n")
-	for i := range tasksPerArm {
-		id := fmt.Sprintf("t%05d", i+1)
-		fx.taskIDs = append(fx.taskIDs, id)
-		fmt.Fprintf(&bank, `{"id":%q,"job_kind":"synthetic","template_id":"t","difficulty":"easy","input":{"prompt":"Answer with one word: ok."},"key":{"answer":"ok"},"grader":{"name":"exact","version":1},"holdout":false,"source":"private"}`+"\n", id)
-	}
-	bankPath := filepath.Join(dir, "bank", "synthetic.jsonl")
-	if err := os.WriteFile(bankPath, []byte(bank.String()), 0o644); err != nil {
-		return nil, err
-	}
-	b, err := tasks.LoadBank(bankPath)
+	bankPath, b, err := fx.writeBank(dir, o)
 	if err != nil {
 		return nil, err
 	}
-	pins := studies.Pins{Quant: "Q4_1", Context: 512, StopCap: 8, RuntimeBuild: "synthetic",
-		Sampling: studies.Sampling{Temperature: 0, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1}}
-	d := &studies.Design{Name: fleetStudyName, Repeats: o.Repeats,
-		Arms: []studies.Arm{
-			{Name: "a", Role: studies.RoleIncumbent, Runtime: "llama-server", Model: studies.Model{RegistryName: "synthetic"}, Pins: pins},
-			{Name: "b", Role: studies.RoleCandidate, Runtime: "llama-server", Model: studies.Model{RegistryName: "synthetic"}, Pins: pins}},
-		JobKinds:     []studies.JobKind{{Name: fleetKind, RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}},
-		DecisionRule: studies.DecisionRule{Alpha: 0.05}}
+	d := fleetDesign(o)
 	raw, err := json.Marshal(d)
 	if err != nil {
 		return nil, err
@@ -321,9 +289,75 @@ func newFleetStudy(dir string, o FleetOptions) (*fleetStudy, error) {
 	fx.snap = &studies.Snapshot{DesignHash: hash, Design: raw, Arms: []studies.FrozenArm{frozen("a"), frozen("b")},
 		Banks: []studies.FrozenBank{{JobKind: fleetKind, Bank: studies.Bank{Path: bankPath, SHA256: b.Hash, Tasks: fx.taskIDs}}}}
 	fx.dir = filepath.Join(dir, "records")
+	if err := fx.openStore(dir, d, hash); err != nil {
+		return nil, err
+	}
+	return fx, nil
+}
+
+// writeStandIns writes the stand-in runtime binary and model file and
+// returns their digests and the model's path.
+func (fx *fleetStudy) writeStandIns(dir string) (binSum, modelSHA, modelPath string, err error) {
+	bin := filepath.Join(dir, "cache", "llama-server")
+	if err := os.WriteFile(bin, []byte("#!/bin/false\n# rig bench scale --fleet: the synthetic runtime's stand-in binary, never run\n"), 0o755); err != nil {
+		return "", "", "", err
+	}
+	binSum, err = runtimes.FileSHA256(bin)
+	if err != nil {
+		return "", "", "", err
+	}
+	fx.installed = provision.Installed{LlamaServer: bin, LlamaBuildFlag: "synthetic", Cache: filepath.Join(dir, "cache")}
+	model := []byte("GGUF rig bench scale --fleet: a stand-in model, never loaded\n")
+	modelSum := sha256.Sum256(model)
+	modelSHA = hex.EncodeToString(modelSum[:])
+	modelPath = filepath.Join(fx.models, modelSHA)
+	if err := os.WriteFile(modelPath, model, 0o644); err != nil {
+		return "", "", "", err
+	}
+	return binSum, modelSHA, modelPath, nil
+}
+
+// writeBank writes and loads the synthetic bank: enough one-word tasks for
+// o.Trials trials over two arms and o.Repeats repeats.
+func (fx *fleetStudy) writeBank(dir string, o FleetOptions) (string, *tasks.Bank, error) {
+	tasksPerArm := max(1, o.Trials/(2*o.Repeats))
+	var bank strings.Builder
+	bank.WriteString(`{"schema_version":1,"job_kind":"synthetic","bank_version":"1","description":"rig bench scale --fleet: one-word answers"}` + "\n")
+	for i := range tasksPerArm {
+		id := fmt.Sprintf("t%05d", i+1)
+		fx.taskIDs = append(fx.taskIDs, id)
+		fmt.Fprintf(&bank, `{"id":%q,"job_kind":"synthetic","template_id":"t","difficulty":"easy","input":{"prompt":"Answer with one word: ok."},"key":{"answer":"ok"},"grader":{"name":"exact","version":1},"holdout":false,"source":"private"}`+"\n", id)
+	}
+	bankPath := filepath.Join(dir, "bank", "synthetic.jsonl")
+	if err := os.WriteFile(bankPath, []byte(bank.String()), 0o644); err != nil {
+		return "", nil, err
+	}
+	b, err := tasks.LoadBank(bankPath)
+	if err != nil {
+		return "", nil, err
+	}
+	return bankPath, b, nil
+}
+
+// fleetDesign is the synthetic study's design: two arms on the same
+// stand-in model, graded by exact match.
+func fleetDesign(o FleetOptions) *studies.Design {
+	pins := studies.Pins{Quant: "Q4_1", Context: 512, StopCap: 8, RuntimeBuild: "synthetic",
+		Sampling: studies.Sampling{Temperature: 0, TopK: 40, TopP: 0.95, MinP: 0.05, Seed: 1}}
+	return &studies.Design{Name: fleetStudyName, Repeats: o.Repeats,
+		Arms: []studies.Arm{
+			{Name: "a", Role: studies.RoleIncumbent, Runtime: "llama-server", Model: studies.Model{RegistryName: "synthetic"}, Pins: pins},
+			{Name: "b", Role: studies.RoleCandidate, Runtime: "llama-server", Model: studies.Model{RegistryName: "synthetic"}, Pins: pins}},
+		JobKinds:     []studies.JobKind{{Name: fleetKind, RankingMeasure: studies.Measure{Name: "pass_rate"}, Grader: studies.Grader{Name: "exact", Version: 1}}},
+		DecisionRule: studies.DecisionRule{Alpha: 0.05}}
+}
+
+// openStore opens the study's store in dir, takes it to frozen with one
+// running execution, and plans that execution.
+func (fx *fleetStudy) openStore(dir string, d *studies.Design, hash string) error {
 	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), fleetStudyName)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	fx.st = st
 	ctx := context.Background()
@@ -339,14 +373,14 @@ func newFleetStudy(dir string, o FleetOptions) (*fleetStudy, error) {
 	} {
 		if err := step(); err != nil {
 			st.Close()
-			return nil, err
+			return err
 		}
 	}
 	if fx.plan, err = run.PlanOf(d, fx.snap, fx.exec); err != nil {
 		st.Close()
-		return nil, err
+		return err
 	}
-	return fx, nil
+	return nil
 }
 
 // check reads the store and the records after the run: one counted

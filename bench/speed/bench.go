@@ -273,21 +273,9 @@ func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build,
 			_ = rt.Stop(context.Background())
 		}
 	}()
-	pins := map[string]runtimes.Pins{}
-	for _, kind := range req.Runtimes {
-		cfg := runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: req.Context, Threads: threads,
-			WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox}
-		rt, err := builds[kind].Start(ctx, cfg)
-		if err != nil {
-			return cell, nil, err
-		}
-		sp, ok := rt.(speeder)
-		if !ok {
-			_ = rt.Stop(ctx)
-			return cell, nil, fmt.Errorf("%s cannot take the bench's raw call", kind)
-		}
-		started[kind] = sp
-		pins[kind] = rt.Pins()
+	pins, err := startCellRuntimes(ctx, req, builds, m, threads, work, started)
+	if err != nil {
+		return cell, nil, err
 	}
 	ls := started["llama-server"].(*runtimes.LlamaServer)
 	pp := make([]string, req.Reps)
@@ -312,32 +300,10 @@ func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build,
 	for rep := 0; rep < req.Reps; rep++ {
 		for i := 0; i < n; i++ {
 			kind := req.Runtimes[(i+rep)%n]
-			calls := []struct {
-				kind, prompt string
-				max          int
-			}{{"pp", pp[rep], 1}, {"tg", countingPrompt(1 + 100*rep), req.GenTokens}}
-			if spare > 0 {
-				calls = append(calls, struct {
-					kind, prompt string
-					max          int
-				}{"tg-busy", countingPrompt(1 + 100*rep), req.GenTokens})
-			}
-			for _, c := range calls {
-				var stop func()
-				if c.kind == "tg-busy" {
-					stop = spin(spare)
-				}
-				r, err := started[kind].Speed(ctx, c.prompt, c.max)
-				if stop != nil {
-					stop()
-				}
+			for _, c := range repCalls(req, pp[rep], rep, spare) {
+				call, err := timeCall(ctx, started[kind], kind, c, rep, spare)
 				if err != nil {
-					return cell, nil, fmt.Errorf("%s %s rep %d: %w", kind, c.kind, rep+1, err)
-				}
-				call := Call{Rep: rep + 1, Kind: c.kind, PromptTokens: r.Timings.PromptTokens, OutputTokens: r.Timings.OutputTokens,
-					PromptTime: r.Timings.PromptDuration, OutputTime: r.Timings.OutputDuration, Wall: r.Wall, PeakMemory: r.PeakMemory}
-				if err := call.check(); err != nil {
-					return cell, nil, fmt.Errorf("%s %s rep %d: %w", kind, c.kind, rep+1, err)
+					return cell, nil, err
 				}
 				rows[kind].Calls = append(rows[kind].Calls, call)
 			}
@@ -358,6 +324,69 @@ func runCell(ctx context.Context, req Request, builds map[string]runtimes.Build,
 		cell.Ratios = append(cell.Ratios, r)
 	}
 	return cell, pins, nil
+}
+
+// startCellRuntimes starts each runtime of the bench on model m with the
+// cell's threads, into started (which the caller stops), and returns
+// their pins.
+func startCellRuntimes(ctx context.Context, req Request, builds map[string]runtimes.Build, m provision.Model, threads int, work string, started map[string]speeder) (map[string]runtimes.Pins, error) {
+	pins := map[string]runtimes.Pins{}
+	for _, kind := range req.Runtimes {
+		cfg := runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: req.Context, Threads: threads,
+			WorkDir: filepath.Join(work, kind), NoSandbox: req.NoSandbox}
+		rt, err := builds[kind].Start(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		sp, ok := rt.(speeder)
+		if !ok {
+			_ = rt.Stop(ctx)
+			return nil, fmt.Errorf("%s cannot take the bench's raw call", kind)
+		}
+		started[kind] = sp
+		pins[kind] = rt.Pins()
+	}
+	return pins, nil
+}
+
+// plannedCall is one timed call of a repetition: its kind (pp, tg or
+// tg-busy), its prompt and its output cap.
+type plannedCall struct {
+	kind, prompt string
+	max          int
+}
+
+// repCalls are the calls of repetition rep on one runtime: prompt
+// processing on prompt, generation, and generation beside spare busy
+// threads where the machine has spare cores.
+func repCalls(req Request, prompt string, rep, spare int) []plannedCall {
+	calls := []plannedCall{{"pp", prompt, 1}, {"tg", countingPrompt(1 + 100*rep), req.GenTokens}}
+	if spare > 0 {
+		calls = append(calls, plannedCall{"tg-busy", countingPrompt(1 + 100*rep), req.GenTokens})
+	}
+	return calls
+}
+
+// timeCall makes call c on runtime kind, spinning spare threads through a
+// tg-busy call, and checks what it measured.
+func timeCall(ctx context.Context, sp speeder, kind string, c plannedCall, rep, spare int) (Call, error) {
+	var stop func()
+	if c.kind == "tg-busy" {
+		stop = spin(spare)
+	}
+	r, err := sp.Speed(ctx, c.prompt, c.max)
+	if stop != nil {
+		stop()
+	}
+	if err != nil {
+		return Call{}, fmt.Errorf("%s %s rep %d: %w", kind, c.kind, rep+1, err)
+	}
+	call := Call{Rep: rep + 1, Kind: c.kind, PromptTokens: r.Timings.PromptTokens, OutputTokens: r.Timings.OutputTokens,
+		PromptTime: r.Timings.PromptDuration, OutputTime: r.Timings.OutputDuration, Wall: r.Wall, PeakMemory: r.PeakMemory}
+	if err := call.check(); err != nil {
+		return Call{}, fmt.Errorf("%s %s rep %d: %w", kind, c.kind, rep+1, err)
+	}
+	return call, nil
 }
 
 // errTiming is a call whose runtime-reported times do not fit its wall time.

@@ -20,6 +20,12 @@ func newBenchCommand() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure rig against its own goals, with ratios measured side by side",
 	}
+	cmd.AddCommand(newBenchStatsCommand(), newBenchPreflightCommand())
+	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand())
+	return cmd
+}
+
+func newBenchStatsCommand() *cobra.Command {
 	var seed uint64
 	var stopping bool
 	statsCmd := &cobra.Command{
@@ -58,17 +64,26 @@ group-sequential and anytime rules beside the fixed design.`,
 	}
 	statsCmd.Flags().Uint64Var(&seed, "seed", 1, "simulation seed")
 	statsCmd.Flags().BoolVar(&stopping, "stopping", false, "simulate the early-stopping rules instead (4000 studies per setting)")
-	var table, calOut string
-	var benchRuntimes []string
-	var fit bool
-	var repeats int
-	var device string
-	var cardIndex int
-	var cardModels []string
-	var contexts []int
-	var kvTypes []string
-	var otherQuants bool
-	var fromTables []string
+	return statsCmd
+}
+
+// benchPreflightOptions are rig bench preflight's flags.
+type benchPreflightOptions struct {
+	table, calOut string
+	runtimes      []string
+	fit           bool
+	repeats       int
+	device        string
+	cardIndex     int
+	cardModels    []string
+	contexts      []int
+	kvTypes       []string
+	otherQuants   bool
+	fromTables    []string
+}
+
+func newBenchPreflightCommand() *cobra.Command {
+	var o *benchPreflightOptions
 	pre := &cobra.Command{
 		Use:   "preflight",
 		Short: "Measure true peaks of the real models and compare rig's, the runtimes' own and gguf-parser-go's predictions",
@@ -94,53 +109,63 @@ uncalibrated; a run study's preflight refuses the CUDA backend as uncalibrated
 until one is committed (docs/gpu.md). Without a card it says so and stops.
 
   rig bench preflight --device cuda --card 0`,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			in, err := provision.Load()
-			if err != nil {
-				return err
-			}
-			switch device {
-			case "cpu":
-			case "cuda":
-				var models []provision.Model
-				for _, f := range cardModels {
-					sum, err := runtimes.FileSHA256(f)
-					if err != nil {
-						return fmt.Errorf("--model: %w", err)
-					}
-					models = append(models, provision.Model{Name: strings.TrimSuffix(filepath.Base(f), ".gguf"), Path: f, SHA256: sum})
-				}
-				_, err := memory.RunCard(cmd.Context(), cmd.OutOrStdout(), memory.CardOptions{Installed: in, Card: cardIndex, Models: models})
-				return err
-			default:
-				return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", device)
-			}
-			if len(fromTables) > 0 {
-				return memory.Refit(cmd.Context(), cmd.OutOrStdout(), memory.Options{Installed: in, Runtimes: benchRuntimes, Models: benchModels(in, otherQuants),
-					Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut}, fromTables)
-			}
-			return memory.Run(cmd.Context(), cmd.OutOrStdout(), memory.Options{
-				Installed: in, Runtimes: benchRuntimes,
-				Machine: runtimes.ReadMachine().String(), TablePath: table, Fit: fit, CalibrationOut: calOut, Repeats: repeats,
-				Contexts: contexts, KVTypes: kvTypes, Models: benchModels(in, otherQuants),
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	pre.Flags().StringVar(&device, "device", "cpu", "cpu (memory cgroups) or cuda (a real card through NVML)")
-	pre.Flags().IntVar(&cardIndex, "card", 0, "with --device cuda, the card's NVML index")
-	pre.Flags().StringSliceVar(&cardModels, "model", nil, "with --device cuda, GGUF files to measure instead of the provisioned models")
-	pre.Flags().StringVar(&table, "table", "", "also write the measured table (Markdown) here")
-	pre.Flags().StringSliceVar(&benchRuntimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
-	pre.Flags().BoolVar(&fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")
-	pre.Flags().StringVar(&calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
-	pre.Flags().IntSliceVar(&contexts, "context", nil, "contexts to measure (default 2048,8192,32768)")
-	pre.Flags().StringSliceVar(&fromTables, "from", nil, "predict (and with --fit, fit) again from the measured peaks of tables an earlier run wrote with --table, without running the runtimes")
-	pre.Flags().BoolVar(&otherQuants, "other-quants", false, "also measure the other provisioned quants (the Q8_0 files setup requantizes)")
-	pre.Flags().StringSliceVar(&kvTypes, "kv", nil, "KV-cache types to measure (default f16,q8_0)")
-	pre.Flags().IntVar(&repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
-	cmd.AddCommand(statsCmd, pre)
-	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand())
-	return cmd
+	o = benchPreflightFlags(pre)
+	return pre
+}
+
+// benchPreflightFlags adds rig bench preflight's flags to cmd.
+func benchPreflightFlags(cmd *cobra.Command) *benchPreflightOptions {
+	o := &benchPreflightOptions{}
+	f := cmd.Flags()
+	f.StringVar(&o.device, "device", "cpu", "cpu (memory cgroups) or cuda (a real card through NVML)")
+	f.IntVar(&o.cardIndex, "card", 0, "with --device cuda, the card's NVML index")
+	f.StringSliceVar(&o.cardModels, "model", nil, "with --device cuda, GGUF files to measure instead of the provisioned models")
+	f.StringVar(&o.table, "table", "", "also write the measured table (Markdown) here")
+	f.StringSliceVar(&o.runtimes, "runtime", nil, "runtimes to measure: llama-server, ollama (default: each one installed)")
+	f.BoolVar(&o.fit, "fit", false, "fit each measured runtime's overhead constants from this run and print them")
+	f.StringVar(&o.calOut, "calibration-out", "", "with --fit, write the fitted calibration JSON here (e.g. preflight/calibration.json)")
+	f.IntSliceVar(&o.contexts, "context", nil, "contexts to measure (default 2048,8192,32768)")
+	f.StringSliceVar(&o.fromTables, "from", nil, "predict (and with --fit, fit) again from the measured peaks of tables an earlier run wrote with --table, without running the runtimes")
+	f.BoolVar(&o.otherQuants, "other-quants", false, "also measure the other provisioned quants (the Q8_0 files setup requantizes)")
+	f.StringSliceVar(&o.kvTypes, "kv", nil, "KV-cache types to measure (default f16,q8_0)")
+	f.IntVar(&o.repeats, "repeats", 1, "measure each configuration this many times (the fit counts their spread into its error)")
+	return o
+}
+
+// run measures on the CPU with memory cgroups, on a card through NVML, or
+// predicts again from tables an earlier run wrote.
+func (o *benchPreflightOptions) run(cmd *cobra.Command) error {
+	in, err := provision.Load()
+	if err != nil {
+		return err
+	}
+	switch o.device {
+	case "cpu":
+	case "cuda":
+		var models []provision.Model
+		for _, f := range o.cardModels {
+			sum, err := runtimes.FileSHA256(f)
+			if err != nil {
+				return fmt.Errorf("--model: %w", err)
+			}
+			models = append(models, provision.Model{Name: strings.TrimSuffix(filepath.Base(f), ".gguf"), Path: f, SHA256: sum})
+		}
+		_, err := memory.RunCard(cmd.Context(), cmd.OutOrStdout(), memory.CardOptions{Installed: in, Card: o.cardIndex, Models: models})
+		return err
+	default:
+		return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", o.device)
+	}
+	if len(o.fromTables) > 0 {
+		return memory.Refit(cmd.Context(), cmd.OutOrStdout(), memory.Options{Installed: in, Runtimes: o.runtimes, Models: benchModels(in, o.otherQuants),
+			Machine: runtimes.ReadMachine().String(), TablePath: o.table, Fit: o.fit, CalibrationOut: o.calOut}, o.fromTables)
+	}
+	return memory.Run(cmd.Context(), cmd.OutOrStdout(), memory.Options{
+		Installed: in, Runtimes: o.runtimes,
+		Machine: runtimes.ReadMachine().String(), TablePath: o.table, Fit: o.fit, CalibrationOut: o.calOut, Repeats: o.repeats,
+		Contexts: o.contexts, KVTypes: o.kvTypes, Models: benchModels(in, o.otherQuants),
+	})
 }
 
 // benchModels is what `rig bench preflight` measures: nil (every provisioned

@@ -57,27 +57,7 @@ without one, prefill uses rig's default tolerance and says so.
 Exit status 1 unless every replayed row reproduced.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.File = args[0]
-			if rows != "" {
-				req.Options.Rows = strings.Split(rows, ",")
-			}
-			sum, err := replay.ReplayRecord(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				b, err := sum.JSON()
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else if err := sum.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if sum.Status != genrecord.StatusReproduced {
-				return fmt.Errorf("replay: %s", sum.Status)
-			}
-			return nil
+			return runReplay(cmd, &req, args[0], rows, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&req.Options.Sample, "sample", 0, "replay a seeded random sample of this many rows")
@@ -94,4 +74,30 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact (decode steps through the runtime) or prefill (one batched pass through its library)")
 	cmd.AddCommand(newReplayCalibrateCommand())
 	return cmd
+}
+
+// runReplay replays the rows of the generation record file that req and
+// rows select, prints the summary, and fails unless every row reproduced.
+func runReplay(cmd *cobra.Command, req *replay.ReplayRequest, file, rows string, asJSON bool) error {
+	req.File = file
+	if rows != "" {
+		req.Options.Rows = strings.Split(rows, ",")
+	}
+	sum, err := replay.ReplayRecord(cmd.Context(), *req)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, err := sum.JSON()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	} else if err := sum.WriteText(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if sum.Status != genrecord.StatusReproduced {
+		return fmt.Errorf("replay: %s", sum.Status)
+	}
+	return nil
 }

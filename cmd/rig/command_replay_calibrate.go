@@ -51,38 +51,7 @@ Replay with the tolerance it sets: rig replay FILE --calibration calibration.jso
 Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if out == "" {
-				return fmt.Errorf("replay calibrate: --out is required (the file the calibration is written to, e.g. --out calibration.json)")
-			}
-			var err error
-			if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
-				return err
-			}
-			cal, err := replay.CalibrateReplay(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if err := cal.WriteFile(out); err != nil {
-				return fmt.Errorf("replay calibrate: --out %s: %w", out, err)
-			}
-			if asJSON {
-				b, err := json.MarshalIndent(cal, "", "  ")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else {
-				if err := cal.WriteText(cmd.OutOrStdout()); err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "calibration written to %s\n", out)
-			}
-			for _, rc := range cal.Runtimes {
-				if !rc.Separable() {
-					return fmt.Errorf("replay calibrate: on %s the genuine rows and the controls overlap (see the rates above)", rc.Runtime)
-				}
-			}
-			return nil
+			return runReplayCalibrate(cmd, &req, runtime, out, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the calibration (JSON) to this file (required)")
@@ -97,4 +66,42 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
 	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact or prefill: the replay mode the tolerance is for (prefill: llama-server only)")
 	return cmd
+}
+
+// runReplayCalibrate measures the calibration req asks for on the runtimes
+// named, writes it to out and prints it, and fails a runtime whose genuine
+// rows and controls overlap.
+func runReplayCalibrate(cmd *cobra.Command, req *replay.ReplayCalibrationRequest, runtime, out string, asJSON bool) error {
+	if out == "" {
+		return fmt.Errorf("replay calibrate: --out is required (the file the calibration is written to, e.g. --out calibration.json)")
+	}
+	var err error
+	if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
+		return err
+	}
+	cal, err := replay.CalibrateReplay(cmd.Context(), *req)
+	if err != nil {
+		return err
+	}
+	if err := cal.WriteFile(out); err != nil {
+		return fmt.Errorf("replay calibrate: --out %s: %w", out, err)
+	}
+	if asJSON {
+		b, err := json.MarshalIndent(cal, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), string(b))
+	} else {
+		if err := cal.WriteText(cmd.OutOrStdout()); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "calibration written to %s\n", out)
+	}
+	for _, rc := range cal.Runtimes {
+		if !rc.Separable() {
+			return fmt.Errorf("replay calibrate: on %s the genuine rows and the controls overlap (see the rates above)", rc.Runtime)
+		}
+	}
+	return nil
 }

@@ -17,9 +17,7 @@ import (
 )
 
 func newTasksExportBlindCommand() *cobra.Command {
-	var candidates, controls, bank, out, mapFile string
-	var identities []string
-	var seed uint64
+	o := &exportBlindOptions{}
 	cmd := &cobra.Command{
 		Use:   "export-blind --candidates FILE --controls FILE --out ITEMS --map MAP",
 		Short: "Write candidate and control outputs, shuffled and unnamed, for a human reviewer",
@@ -44,60 +42,71 @@ Neither --out nor --map is ever overwritten. Exit status 0 when both were
 written; 1 when an input does not parse, a text still names its source, or a
 file exists or cannot be written.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if candidates == "" || out == "" || mapFile == "" {
-				return errors.New("export-blind needs --candidates FILE, --out ITEMS and --map MAP (see rig tasks export-blind --help)")
-			}
-			cands, err := readOutputs(candidates)
-			if err != nil {
-				return err
-			}
-			var ctrls []tasks.Output
-			if controls != "" {
-				if ctrls, err = readOutputs(controls); err != nil {
-					return err
-				}
-			}
-			var b *tasks.Bank
-			if bank != "" {
-				if b, err = tasks.LoadBank(bank); err != nil {
-					return err
-				}
-			}
-			if !cmd.Flags().Changed("seed") {
-				seed = rand.Uint64()
-			}
-			var items bytes.Buffer
-			m, err := tasks.ExportBlind(&items, b, cands, ctrls, seed, identities...)
-			if err != nil {
-				return err
-			}
-			mj, err := json.MarshalIndent(m, "", "  ")
-			if err != nil {
-				return err
-			}
-			// The map is written first: items without their map cannot be
-			// joined back, a map without items is only a stray file.
-			if err := writeNew(mapFile, append(mj, '\n')); err != nil {
-				return err
-			}
-			if err := writeNew(out, items.Bytes()); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d items (%d candidate, %d control) to %s; blinding map (seed %d) to %s: keep it from the reviewer\n",
-				len(m.Entries), len(cands), len(ctrls), out, seed, mapFile)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&candidates, "candidates", "", "JSONL of candidate outputs")
-	f.StringVar(&controls, "controls", "", "JSONL of incumbent control outputs")
-	f.StringVar(&bank, "bank", "", "task bank that supplies each item's prompt")
-	f.StringVar(&out, "out", "", "reviewer file to write (JSONL)")
-	f.StringVar(&mapFile, "map", "", "blinding map to write (JSON); keep it apart")
-	f.StringArrayVar(&identities, "identity", nil, "another name to redact, e.g. a registry id (repeatable)")
-	f.Uint64Var(&seed, "seed", 0, "shuffle seed (default: drawn at random and recorded in the map)")
+	f.StringVar(&o.candidates, "candidates", "", "JSONL of candidate outputs")
+	f.StringVar(&o.controls, "controls", "", "JSONL of incumbent control outputs")
+	f.StringVar(&o.bank, "bank", "", "task bank that supplies each item's prompt")
+	f.StringVar(&o.out, "out", "", "reviewer file to write (JSONL)")
+	f.StringVar(&o.mapFile, "map", "", "blinding map to write (JSON); keep it apart")
+	f.StringArrayVar(&o.identities, "identity", nil, "another name to redact, e.g. a registry id (repeatable)")
+	f.Uint64Var(&o.seed, "seed", 0, "shuffle seed (default: drawn at random and recorded in the map)")
 	return cmd
+}
+
+// exportBlindOptions are rig tasks export-blind's flags.
+type exportBlindOptions struct {
+	candidates, controls, bank, out, mapFile string
+	identities                               []string
+	seed                                     uint64
+}
+
+// run blinds the candidate and control outputs and writes the reviewer's
+// items and the blinding map, neither over an existing file.
+func (o *exportBlindOptions) run(cmd *cobra.Command) error {
+	if o.candidates == "" || o.out == "" || o.mapFile == "" {
+		return errors.New("export-blind needs --candidates FILE, --out ITEMS and --map MAP (see rig tasks export-blind --help)")
+	}
+	cands, err := readOutputs(o.candidates)
+	if err != nil {
+		return err
+	}
+	var ctrls []tasks.Output
+	if o.controls != "" {
+		if ctrls, err = readOutputs(o.controls); err != nil {
+			return err
+		}
+	}
+	var b *tasks.Bank
+	if o.bank != "" {
+		if b, err = tasks.LoadBank(o.bank); err != nil {
+			return err
+		}
+	}
+	if !cmd.Flags().Changed("seed") {
+		o.seed = rand.Uint64()
+	}
+	var items bytes.Buffer
+	m, err := tasks.ExportBlind(&items, b, cands, ctrls, o.seed, o.identities...)
+	if err != nil {
+		return err
+	}
+	mj, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	// The map is written first: items without their map cannot be
+	// joined back, a map without items is only a stray file.
+	if err := writeNew(o.mapFile, append(mj, '\n')); err != nil {
+		return err
+	}
+	if err := writeNew(o.out, items.Bytes()); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "wrote %d items (%d candidate, %d control) to %s; blinding map (seed %d) to %s: keep it from the reviewer\n",
+		len(m.Entries), len(cands), len(ctrls), o.out, o.seed, o.mapFile)
+	return nil
 }
 
 // readOutputs reads a JSONL file of trial outputs.
