@@ -75,7 +75,7 @@ func (a localAssets) Bank(_ context.Context, jk studies.JobKind) (studies.Bank, 
 		}
 	}
 	return studies.Bank{Path: jk.TaskBank, SHA256: b.Hash, Tasks: studies.SampleByTemplate(b.Select(jk.IncludeHoldout), jk.SampleTasks),
-		NearDuplicates: near, Completion: b.Header.Completion != nil}, nil
+		NearDuplicates: near, Completion: b.Header.Completion != nil, Graders: studies.TaskGraders(b.Tasks)}, nil
 }
 
 // Assets resolves a design's pins on this host: what Register and Freeze

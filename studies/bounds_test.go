@@ -2,6 +2,7 @@ package studies
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -66,7 +67,16 @@ var boundCases = []struct {
 	{"p_best_bar above 1", func(m map[string]any) { m["p_best_bar"] = 7 }, "p_best_bar", []string{"between 0 and 1"}},
 	{"alpha 1", func(m map[string]any) { m["decision_rule"].(map[string]any)["alpha"] = 1 }, "decision_rule.alpha", []string{"e.g. 0.05"}},
 	{"power above 1", func(m map[string]any) { m["power"].(map[string]any)["power"] = 80 }, "power.power", []string{"between 0 and 1"}},
-	{"top_k enormous", func(m map[string]any) { m["top_k"] = 1 << 20 }, "top_k", []string{"1..20"}},
+	{"top_k enormous", func(m map[string]any) { m["top_k"] = 1 << 20 }, "top_k", []string{"0..20", "0 or left out means 5"}},
+	{"seed 2^63", func(m map[string]any) {
+		pins(m, 0)["sampling"].(map[string]any)["seed"] = json.Number("9223372036854775808")
+	}, "arms[0].pins.sampling.seed", []string{"9223372036854775808", "from -9223372036854775808 to 9223372036854775807"}},
+	{"seed 2^32", func(m map[string]any) {
+		pins(m, 0)["sampling"].(map[string]any)["seed"] = 1 << 32
+	}, "arms[0].pins.sampling.seed", []string{"4294967296", "from 0 to 4294967294", "random"}},
+	{"seed -1", func(m map[string]any) {
+		pins(m, 0)["sampling"].(map[string]any)["seed"] = -1
+	}, "arms[0].pins.sampling.seed", []string{"-1", "from 0 to 4294967294"}},
 	{"task bank leaves the study", func(m map[string]any) { jobKind(m, 0)["task_bank"] = "../../../../etc/passwd" }, "job_kinds[0].task_bank", []string{`"../../../../etc/passwd"`, "outside", "allow_paths_outside"}},
 	{"task bank absolute elsewhere", func(m map[string]any) { jobKind(m, 1)["task_bank"] = "/etc/passwd" }, "job_kinds[1].task_bank", []string{"/etc/passwd", "move the file inside"}},
 	{"licence registry leaves the study", func(m map[string]any) { m["licence_registry"] = "../../elsewhere/registry.json" }, "licence_registry", []string{"outside", "allow_paths_outside"}},

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -354,9 +357,14 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 		return nil, &ParseError{File: file, Err: errors.New("the design is null (a design file holds one object; run `rig study init` for an example)")}
 	}
 	var probs []Problem
-	checkShape(file, tree, reflect.TypeFor[Design](), "", &probs)
+	tree = checkShape(file, tree, reflect.TypeFor[Design](), "", &probs)
 	if len(probs) > 0 {
 		return nil, &ValidationError{Problems: probs}
+	}
+	// checkShape wrote whole numbers spelt with a fraction or an exponent
+	// (1.0, 1e2) as integers, which encoding/json alone refuses.
+	if jsonData, err = json.Marshal(tree); err != nil {
+		return nil, &ParseError{File: file, Err: err}
 	}
 	var d Design
 	if err := json.Unmarshal(jsonData, &d); err != nil {
@@ -506,24 +514,40 @@ func lineCol(data []byte, off int64) (int, int) {
 
 // checkShape walks the decoded tree beside the Go type and records every
 // unknown field and wrongly typed value with its JSON path, so the user sees
-// arms[2].pins.quant rather than encoding/json's field name alone.
-func checkShape(file string, v any, t reflect.Type, path string, probs *[]Problem) {
+// arms[2].pins.quant rather than encoding/json's field name alone. It
+// accepts what the published schema does: null is no value of any field
+// (leave the field out instead), and a whole number may be written with a
+// fraction or an exponent (1.0, 1e2), as JSON Schema's "integer" allows and
+// YAML users write; it returns v with such numbers in integer form.
+func checkShape(file string, v any, t reflect.Type, path string, probs *[]Problem) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
-	}
-	if v == nil {
-		return // null leaves the zero value, which validation judges
 	}
 	bad := func(want string) {
 		*probs = append(*probs, Problem{File: file, Path: path, Kind: KindWrongType,
 			Msg: fmt.Sprintf("is %s, want %s", jsonKind(v), want)})
+	}
+	if v == nil {
+		if path == "" {
+			bad("an object") // ParseDesign says so first; kept for other callers
+			return v
+		}
+		if file == snapshotFile && (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
+			// A snapshot is rig's own writing: encoding/json writes a list
+			// it holds empty as null (items or decision_rule.clauses of a
+			// design built in code, and every snapshot frozen before null
+			// was refused). A user's file may not.
+			return v
+		}
+		bad(jsonerr.Kind(t.Kind()) + " (null is no value: write one, or leave the field out)")
+		return v
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
 			bad("an object")
-			return
+			return v
 		}
 		fields := jsonFields(t)
 		keys := make([]string, 0, len(m))
@@ -538,16 +562,16 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 					Msg: fmt.Sprintf("unknown field (known fields here: %s)", strings.Join(sortedKeys(fields), ", "))})
 				continue
 			}
-			checkShape(file, m[k], f.Type, join(path, k), probs)
+			m[k] = checkShape(file, m[k], f.Type, join(path, k), probs)
 		}
 	case reflect.Slice:
 		s, ok := v.([]any)
 		if !ok {
 			bad("a list")
-			return
+			return v
 		}
 		for i, e := range s {
-			checkShape(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
+			s[i] = checkShape(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
@@ -558,24 +582,69 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			bad("true or false")
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
+		lo, hi := intRange(t)
+		want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
 		n, ok := v.(json.Number)
 		if !ok {
-			bad("a whole number")
-			return
+			bad(want)
+			return v
 		}
-		if _, err := n.Int64(); err != nil {
-			bad("a whole number")
+		i, ok := wholeNumber(n, lo, hi)
+		if !ok {
+			bad(want)
+			return v
 		}
+		return json.Number(strconv.FormatInt(i, 10))
 	case reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
 			bad("a number")
-			return
+			return v
 		}
 		if _, err := n.Float64(); err != nil {
 			bad("a number in range")
 		}
 	}
+	return v
+}
+
+// intRange is the range a Go integer kind holds.
+func intRange(t reflect.Type) (lo, hi int64) {
+	bits := t.Bits()
+	return -1 << (bits - 1), 1<<(bits-1) - 1
+}
+
+// wholeNumber reads n as an integer in lo..hi. A whole number written with a
+// fraction or an exponent ("1.0", "2e3") counts; a fraction or a value out
+// of range does not. The literal comes from a file, so an exponent too long
+// to be a real value is judged by its float reading before any exact
+// arithmetic sized by it.
+func wholeNumber(n json.Number, lo, hi int64) (int64, bool) {
+	if i, err := n.Int64(); err == nil {
+		return i, i >= lo && i <= hi
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil || math.IsInf(f, 0) || f != math.Trunc(f) || f < -0x1p63 || f > 0x1p63 {
+		return 0, false
+	}
+	if len(n) > 64 {
+		return 0, false // no int64 needs 64 characters, however written
+	}
+	mant, exp, _ := strings.Cut(strings.ToLower(string(n)), "e")
+	if e, err := strconv.Atoi(exp); exp != "" && (err != nil || e < -200 || e > 200) {
+		// 64 characters of mantissa cannot bring such an exponent back
+		// into int64's range: only a zero is whole here.
+		if strings.Trim(mant, "+-0.") == "" {
+			return 0, lo <= 0 && hi >= 0
+		}
+		return 0, false
+	}
+	r, ok := new(big.Rat).SetString(string(n))
+	if !ok || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	i := r.Num().Int64()
+	return i, i >= lo && i <= hi
 }
 
 func jsonKind(v any) string {

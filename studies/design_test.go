@@ -224,7 +224,7 @@ func TestValidateRejects(t *testing.T) {
 		{"unknown job kind on arm", func(m map[string]any) { arm(m, 1)["job_kinds"] = []any{"summarise"} }, KindUnknownRef, "arms[1].job_kinds[0]", `"summarise" is not a job kind`},
 		{"model not in items", func(m map[string]any) {
 			arm(m, 1)["model"].(map[string]any)["registry_name"] = "Qwen3-0.6B"
-		}, KindMissing, "arms[1].model.registry_name", "not listed in items"},
+		}, KindUnknownRef, "arms[1].model.registry_name", "not listed in items"},
 		{"rule without no-decision", func(m map[string]any) {
 			r := m["decision_rule"].(map[string]any)
 			r["clauses"] = []any{map[string]any{"when": "challenger_better", "assign": "switch"}}
@@ -410,6 +410,9 @@ func FuzzParseDesign(f *testing.F) {
 	// Values no run can honour (see boundCases): parsed, then refused by Validate.
 	f.Add([]byte("name: x\nrepeats: 1099511627776\njob_kinds:\n- sample_tasks: -1\n  task_bank: ../../../etc/passwd\n"), true)
 	f.Add([]byte(`{"repeats": -3, "top_k": 1048576, "budget": {"energy_wh": 1e308}, "arms": [{"pins": {"context": 1073741824}}]}`), false)
+	// Whole numbers with a fraction or an exponent, seeds past 64 bits, null.
+	f.Add([]byte("name: x\nrepeats: 1.0\njob_kinds:\n- grader: {name: regex, version: 1.0}\n"), true)
+	f.Add([]byte(`{"repeats": 2e0, "top_k": 1e-999999999, "arms": [{"pins": {"sampling": {"seed": 18446744073709551616}, "context": 0.5e4}}], "pairs": null}`), false)
 	f.Fuzz(func(t *testing.T, data []byte, asYAML bool) {
 		file := "design.json"
 		if asYAML {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"rig/internal/jsonerr"
 )
 
 // A study may leave some of a bank's tasks out, each with its reason
@@ -54,7 +56,7 @@ func excluded(d *Design, jk string, b *Bank) error {
 		}
 		at := slices.Index(b.Tasks, x.Task)
 		if at < 0 {
-			return fmt.Errorf("exclude_tasks[%d].task: %q is not among the counted tasks of job kind %s's bank %s (check the id against the bank; a hold-out task is out already)", i, x.Task, jk, b.Path)
+			return fmt.Errorf("exclude_tasks[%d].task: %s is not among the counted tasks of job kind %s's bank %s (check the id against the bank; a hold-out task is out already)", i, jsonerr.Quote(x.Task), jk, b.Path)
 		}
 		b.Tasks = slices.Delete(slices.Clone(b.Tasks), at, at+1)
 		b.Excluded = append(b.Excluded, x)

@@ -81,6 +81,10 @@ type Bank struct {
 	// Excluded are the tasks the design's exclude_tasks leaves out of this
 	// bank, with their reasons; they are not in Tasks.
 	Excluded []ExcludedTask `json:"excluded,omitempty"`
+	// Graders maps each task id of the bank to the grader the task names
+	// (TaskGraders): register and freeze refuse a bank whose counted tasks
+	// name another grader than their job kind's. Not part of the snapshot.
+	Graders map[string]string `json:"-"`
 }
 
 // Assets resolves pins to digests. The lead wires it to the runtimes
@@ -250,6 +254,9 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 		if err := excluded(d, jk.Name, &b); err != nil {
 			return nil, nil, nil, err
 		}
+		if err := checkGraders(i, jk, b); err != nil {
+			return nil, nil, nil, err
+		}
 		set["bank:"+jk.Name] = b.SHA256
 		banks = append(banks, FrozenBank{JobKind: jk.Name, Bank: b})
 		for j, a := range d.Arms {
@@ -386,8 +393,12 @@ func (s *Snapshot) Verify() error {
 // DesignValue parses the frozen design, as every step after the freeze
 // reads it (card studies expanded into their cells).
 func (s *Snapshot) DesignValue() (*Design, error) {
-	return ParseDesign("snapshot.json", s.Design)
+	return ParseDesign(snapshotFile, s.Design)
 }
+
+// snapshotFile is the name a frozen design is parsed under: the reader
+// knows by it that the design is rig's own writing.
+const snapshotFile = "snapshot.json"
 
 // Arm is the frozen arm of that name.
 func (s *Snapshot) Arm(name string) (FrozenArm, bool) {

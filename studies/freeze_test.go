@@ -112,12 +112,22 @@ func (a diskAssets) Bank(_ context.Context, jk JobKind) (Bank, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for line := 1; sc.Scan(); line++ {
 		var row struct {
-			ID string `json:"id"`
+			ID     string `json:"id"`
+			Grader struct {
+				Name string `json:"name"`
+			} `json:"grader"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &row); err != nil || row.ID == "" {
 			return Bank{}, fmt.Errorf("line %d: task has no id", line)
 		}
 		b.Tasks = append(b.Tasks, row.ID)
+		if b.Graders == nil {
+			b.Graders = map[string]string{}
+		}
+		if row.Grader.Name == "" {
+			row.Grader.Name = jk.Grader.Name // the fixtures' shorthand: the job kind's
+		}
+		b.Graders[row.ID] = row.Grader.Name
 	}
 	return b, nil
 }
@@ -347,5 +357,62 @@ func TestRelativeTaskBankResolvesFromTheDesignFolder(t *testing.T) {
 	}
 	if _, err := Fingerprint(ctx, fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup}); err == nil {
 		t.Error("without the design's folder the relative banks were found in the working directory")
+	}
+}
+
+// TestRegisterRefusesTasksOfAnotherGrader: a bank half of whose tasks name
+// another grader than the job kind's is refused at register (and so at
+// freeze), naming the job kind's field, the first tasks and a count, and
+// the ways on; leaving those tasks out with exclude_tasks lets it through,
+// and a judged job kind grades every task whatever grader it names.
+func TestRegisterRefusesTasksOfAnotherGrader(t *testing.T) {
+	fx := newFreezeFixture(t)
+	var rows []string
+	for i := range 14 {
+		g := "json"
+		if i%2 == 1 {
+			g = "normalized"
+		}
+		rows = append(rows, fmt.Sprintf(`{"id":"ej-%d","grader":{"name":%q,"version":1}}`, i, g))
+	}
+	if err := os.WriteFile(fx.files["bankA"], []byte(strings.Join(rows, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Fingerprint(context.Background(), fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup, BaseDir: fx.opts.BaseDir})
+	if err == nil {
+		t.Fatal("a bank graded half by another grader was accepted")
+	}
+	for _, want := range []string{`job_kinds[0].grader.name: "json"`, "7 of the 14 tasks", `"ej-1" ("normalized")`, `"ej-9" ("normalized")`, "and 2 more", "set grader.name", "exclude_tasks"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal does not say %q:\n%v", want, err)
+		}
+	}
+	for i := 1; i < 14; i += 2 {
+		fx.design.ExcludeTasks = append(fx.design.ExcludeTasks, ExcludedTask{JobKind: "extract-json", Task: fmt.Sprintf("ej-%d", i), Why: "graded by normalized"})
+	}
+	if _, err := Fingerprint(context.Background(), fx.design, fx.assets, ResolveOptions{Lookup: fx.opts.Lookup, BaseDir: fx.opts.BaseDir}); err != nil {
+		t.Errorf("with the other grader's tasks left out: %v", err)
+	}
+	fx.design.ExcludeTasks = nil
+	fx.design.JobKinds[0].Grader = Grader{Name: JudgeGrader, Version: JudgeGraderVersion}
+	if err := checkGraders(0, fx.design.JobKinds[0], Bank{Path: "b.jsonl", Tasks: []string{"a"}, Graders: map[string]string{"a": "json"}}); err != nil {
+		t.Errorf("a judged job kind refused for its tasks' own graders: %v", err)
+	}
+	if err := checkGraders(0, JobKind{Grader: Grader{Name: "regex"}}, Bank{Path: "b.jsonl", Tasks: []string{"a"}}); err == nil {
+		t.Error("a bank whose graders were not reported was let through")
+	}
+}
+
+// TestSnapshotReadsItsOwnNulls: a snapshot holds the design as rig wrote it,
+// where an empty list is null; reading it back must not refuse what rig
+// wrote, while a user's design file with the same null is refused.
+func TestSnapshotReadsItsOwnNulls(t *testing.T) {
+	d, err := ParseDesign("design.json", []byte(`{"decision_rule": {"clauses": null}}`))
+	if err == nil || !strings.Contains(err.Error(), "null is no value") {
+		t.Errorf("a user's null list: %v (design %v), want it refused as null", err, d)
+	}
+	_, err = ParseDesign(snapshotFile, []byte(`{"decision_rule": {"clauses": null}, "items": null}`))
+	if err != nil && strings.Contains(err.Error(), "null") {
+		t.Errorf("rig's own snapshot with null lists is refused over them: %v", err)
 	}
 }

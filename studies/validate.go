@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"rig/internal/jsonerr"
 	"rig/internal/layout"
 	"rig/internal/offload"
 	"slices"
@@ -113,6 +116,7 @@ const (
 	MaxCardProfiles = 16
 	MaxContext      = 1 << 20
 	MaxSamplingTopK = 1 << 20
+	MaxTopK         = 20
 	MaxTurns        = 1000
 	MaxTokens       = 10_000_000
 	MaxGraderVer    = 1000
@@ -121,6 +125,11 @@ const (
 	MaxEnergyWh     = 1_000_000
 	MaxWallTime     = 30 * 24 * time.Hour
 	MaxHarnessWall  = 24 * time.Hour
+	// MaxSeed is the largest sampling seed both runtimes honour: llama.cpp
+	// (llama-server, and Ollama's runner) keeps a seed in 32 bits and reads
+	// 0xFFFFFFFF (and Ollama -1) as "pick one at random", so a larger or a
+	// negative seed is cut or thrown away and the pin would not hold.
+	MaxSeed = 1<<32 - 2
 )
 
 var (
@@ -172,7 +181,40 @@ type validator struct {
 }
 
 func (v *validator) add(kind ProblemKind, path, format string, args ...any) {
+	for i, a := range args {
+		// Any string kind (a Runtime too) but rig's own lists.
+		if rv := reflect.ValueOf(a); rv.Kind() == reflect.String {
+			if _, own := a.(nameList); !own {
+				args[i] = echo(rv.String())
+			}
+		}
+	}
 	v.probs = append(v.probs, Problem{File: v.file, Path: path, Kind: kind, Msg: fmt.Sprintf(format, args...)})
+}
+
+// echo is a string from the design as a message shows it: %q quotes it
+// with jsonerr.Quote, which cuts a long one to its first characters and
+// says its length, and %s and %v cut one longer than maxEcho the same way,
+// so a megabyte arm name costs a line, not a megabyte, in every message.
+type echo string
+
+// maxEcho is the longest text %s shows whole: rig's own lists of names
+// (runtimes, arms, job kinds) fit; a value pasted by mistake does not.
+const maxEcho = 512
+
+func (e echo) Format(f fmt.State, verb rune) {
+	s := string(e)
+	switch {
+	case verb == 'q':
+		s = jsonerr.Quote(s)
+	case len(s) > maxEcho:
+		cut := []rune(s)
+		if len(cut) > jsonerr.MaxSpan {
+			cut = cut[:jsonerr.MaxSpan]
+		}
+		s = fmt.Sprintf("%s… (%d bytes)", string(cut), len(s))
+	}
+	io.WriteString(f, s)
 }
 
 func (v *validator) need(path, value, fix string) bool {
@@ -200,8 +242,8 @@ func (v *validator) top() {
 	if !(d.PBestBar > 0 && d.PBestBar < 1) {
 		v.add(KindInvalid, "p_best_bar", "%v: must be between 0 and 1, e.g. 0.8 (a best model under it is reported as a tie)", d.PBestBar)
 	}
-	if d.TopK < 0 || d.TopK > 20 {
-		v.add(KindInvalid, "top_k", "%d: must be 1..20, or left out for %d", d.TopK, DefaultTopK)
+	if d.TopK < 0 || d.TopK > MaxTopK {
+		v.add(KindInvalid, "top_k", "%d: must be 0..%d (0 or left out means %d)", d.TopK, MaxTopK, DefaultTopK)
 	}
 	if v.need("budget.wall_time", d.Budget.WallTime, "cap the execution's wall time, e.g. \"2h\"") {
 		if dur, err := time.ParseDuration(d.Budget.WallTime); err != nil || dur <= 0 {
@@ -265,20 +307,24 @@ func (v *validator) knownJobKind(name string) bool {
 	return slices.ContainsFunc(v.d.JobKinds, func(j JobKind) bool { return j.Name == name })
 }
 
-func (v *validator) jobKindNames() string {
+// nameList is rig's own list of the design's names, each cut as
+// jsonerr.Quote cuts it; add shows it whole.
+type nameList string
+
+func (v *validator) jobKindNames() nameList {
 	names := make([]string, len(v.d.JobKinds))
 	for i, j := range v.d.JobKinds {
-		names[i] = fmt.Sprintf("%q", j.Name)
+		names[i] = jsonerr.Quote(j.Name)
 	}
-	return strings.Join(names, ", ")
+	return nameList(strings.Join(names, ", "))
 }
 
-func (v *validator) armNames() string {
+func (v *validator) armNames() nameList {
 	names := make([]string, len(v.d.Arms))
 	for i, a := range v.d.Arms {
-		names[i] = fmt.Sprintf("%q", a.Name)
+		names[i] = jsonerr.Quote(a.Name)
 	}
-	return strings.Join(names, ", ")
+	return nameList(strings.Join(names, ", "))
 }
 
 func (v *validator) arms() {
@@ -377,6 +423,9 @@ func (v *validator) pins(p string, pins Pins) {
 	if s.TopK < 0 || s.TopK > MaxSamplingTopK {
 		v.add(KindInvalid, p+".sampling.top_k", "%d: must be 0 (off) to %d", s.TopK, MaxSamplingTopK)
 	}
+	if s.Seed < 0 || s.Seed > MaxSeed {
+		v.add(KindInvalid, p+".sampling.seed", "%d: pin a seed from 0 to %d (the runtimes keep 32 bits of it and read 4294967295 or -1 as a random seed, so the pin would not hold)", s.Seed, MaxSeed)
+	}
 	if s.TopP < 0 || s.TopP > 1 {
 		v.add(KindInvalid, p+".sampling.top_p", "%v: must be 0..1", s.TopP)
 	}
@@ -450,7 +499,7 @@ func (v *validator) items() {
 			continue
 		}
 		if !slices.ContainsFunc(v.d.Items, func(it Item) bool { return strings.EqualFold(it.Name, name) }) {
-			v.add(KindMissing, fmt.Sprintf("arms[%d].model.registry_name", i),
+			v.add(KindUnknownRef, fmt.Sprintf("arms[%d].model.registry_name", i),
 				"%q is not listed in items (add an item with role, name %q, its licence registry_id and the use)", name, name)
 		}
 	}

@@ -131,57 +131,30 @@ func LoadBankWith(open func(string) (*os.File, error), file string) (*Bank, erro
 }
 
 // ParseBank reads a bank strictly: bytes that are not UTF-8, unknown fields,
-// malformed lines, missing required fields and duplicate ids are errors
-// naming file:line and field.
+// malformed lines, missing required fields and duplicate ids are problems
+// naming file:line and field. It reads the whole file and reports every
+// problem at once (a *BankError, the first MaxReported of them shown), so
+// one edit fixes them all; a bank with any problem is refused whole.
+// errors.As finds the first problem's *ParseError in the error.
 func ParseBank(r io.Reader, file string) (*Bank, error) {
+	p := bankParser{b: &Bank{File: file}, errs: &BankError{File: file}, seen: map[string]int{}}
 	br := bufio.NewReader(r)
-	b := &Bank{File: file}
-	seen := map[string]int{}
-	lineNo := 0
 	var offset int64
-	haveHeader := false
 	for {
-		raw, err := BankLineCap.ReadLine(br, file, lineNo+1)
+		raw, err := BankLineCap.ReadLine(br, file, p.lineNo+1)
 		var tooLong *sizecap.Error
 		if errors.As(err, &tooLong) {
-			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the line is over rig's cap of %s for one task", sizecap.Bytes(BankLineCap.Limit)), Fix: BankLineCap.Fix, Err: err}
+			// The rest of the line was never read: nothing after it can be placed.
+			p.errs.add(&ParseError{File: file, Line: p.lineNo + 1, Msg: fmt.Sprintf("the line is over rig's cap of %s for one task", sizecap.Bytes(BankLineCap.Limit)), Fix: BankLineCap.Fix, Err: err})
+			return nil, p.errs
 		}
 		if offset+int64(len(raw)) > BankCap.Limit {
-			return nil, &ParseError{File: file, Line: lineNo + 1, Msg: fmt.Sprintf("the bank is over rig's cap of %s", sizecap.Bytes(BankCap.Limit)), Fix: BankCap.Fix, Err: &sizecap.Error{Path: file, What: BankCap.What, Size: offset + int64(len(raw)), Limit: BankCap.Limit, Fix: BankCap.Fix}}
+			p.errs.add(&ParseError{File: file, Line: p.lineNo + 1, Msg: fmt.Sprintf("the bank is over rig's cap of %s", sizecap.Bytes(BankCap.Limit)), Fix: BankCap.Fix, Err: &sizecap.Error{Path: file, What: BankCap.What, Size: offset + int64(len(raw)), Limit: BankCap.Limit, Fix: BankCap.Fix}})
+			return nil, p.errs
 		}
 		if len(raw) > 0 {
-			lineNo++
-			var ue *textcheck.Error
-			if errors.As(textcheck.UTF8At(file, raw, lineNo, offset), &ue) {
-				return nil, &ParseError{File: file, Line: lineNo, Msg: ue.Reason(), Err: ue}
-			}
+			p.line(raw, offset)
 			offset += int64(len(raw))
-			line := bytes.TrimSpace(raw)
-			if len(line) > 0 {
-				if !haveHeader {
-					if err := decodeStrict(line, &b.Header); err != nil {
-						return nil, lineErr(file, lineNo, "header", err, `the first line must be {"schema_version":1,"job_kind":...,"bank_version":...}`)
-					}
-					if err := b.Header.validate(file, lineNo); err != nil {
-						return nil, err
-					}
-					haveHeader = true
-				} else {
-					var t Task
-					if err := decodeStrict(line, &t); err != nil {
-						return nil, lineErr(file, lineNo, "task", err, "each line after the header is one task object")
-					}
-					t.line = lineNo
-					if err := t.validate(file, b.Header); err != nil {
-						return nil, err
-					}
-					if prev, dup := seen[t.ID]; dup {
-						return nil, &ParseError{File: file, Line: lineNo, Field: "id", Msg: fmt.Sprintf("duplicate task id %q (first on line %d)", t.ID, prev), Fix: "give every task a unique id"}
-					}
-					seen[t.ID] = lineNo
-					b.Tasks = append(b.Tasks, t)
-				}
-			}
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -190,18 +163,81 @@ func ParseBank(r io.Reader, file string) (*Bank, error) {
 			return nil, fmt.Errorf("%s: read: %w", file, err)
 		}
 	}
-	if !haveHeader {
-		return nil, &ParseError{File: file, Line: 1, Field: "header", Msg: "empty bank", Fix: "start the file with a header line"}
+	return p.finish()
+}
+
+// bankParser is ParseBank's state between lines.
+type bankParser struct {
+	b      *Bank
+	errs   *BankError
+	seen   map[string]int // task id -> line
+	lineNo int
+	// header is set once the first non-blank line was read; headerOK when
+	// it was a valid header, so tasks are checked against its job kind.
+	header, headerOK bool
+	taskLines        int
+}
+
+// line reads one line of the file: the header, a task, or blank.
+func (p *bankParser) line(raw []byte, offset int64) {
+	p.lineNo++
+	file := p.b.File
+	var ue *textcheck.Error
+	if errors.As(textcheck.UTF8At(file, raw, p.lineNo, offset), &ue) {
+		p.errs.add(&ParseError{File: file, Line: p.lineNo, Msg: ue.Reason(), Err: ue})
+		p.header = true
+		return
 	}
-	if len(b.Tasks) == 0 {
-		return nil, &ParseError{File: file, Line: lineNo, Field: "tasks", Msg: "bank has no tasks", Fix: "add at least one task line after the header"}
+	line := bytes.TrimSpace(raw)
+	switch {
+	case len(line) == 0:
+	case !p.header:
+		p.header = true
+		if err := decodeStrict(line, &p.b.Header); err != nil {
+			p.errs.add(lineErr(file, p.lineNo, "header", err, `the first line must be {"schema_version":1,"job_kind":...,"bank_version":...}`))
+			return
+		}
+		n := p.errs.Count
+		p.b.Header.validate(file, p.lineNo, p.errs)
+		p.headerOK = p.errs.Count == n
+	default:
+		p.taskLines++
+		var t Task
+		if err := decodeStrict(line, &t); err != nil {
+			p.errs.add(lineErr(file, p.lineNo, "task", err, "each line after the header is one task object"))
+			return
+		}
+		t.line = p.lineNo
+		t.validate(file, p.b.Header, p.headerOK, p.errs)
+		if prev, dup := p.seen[t.ID]; dup {
+			p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "id", Msg: fmt.Sprintf("duplicate task id %s (first on line %d)", jsonerr.Quote(t.ID), prev), Fix: "give every task a unique id"})
+		} else {
+			p.seen[t.ID] = p.lineNo
+		}
+		if p.errs.Count == 0 {
+			p.b.Tasks = append(p.b.Tasks, t)
+		}
 	}
-	h, err := b.computeHash()
+}
+
+// finish refuses a bank with any problem, or with no header or no task,
+// and hashes the rest.
+func (p *bankParser) finish() (*Bank, error) {
+	file := p.b.File
+	if !p.header {
+		p.errs.add(&ParseError{File: file, Line: 1, Field: "header", Msg: "empty bank", Fix: "start the file with a header line"})
+	} else if p.taskLines == 0 {
+		p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "tasks", Msg: "bank has no tasks", Fix: "add at least one task line after the header"})
+	}
+	if p.errs.Count > 0 {
+		return nil, p.errs
+	}
+	h, err := p.b.computeHash()
 	if err != nil {
 		return nil, fmt.Errorf("%s: hash: %w", file, err)
 	}
-	b.Hash = h
-	return b, nil
+	p.b.Hash = h
+	return p.b, nil
 }
 
 func decodeStrict(line []byte, v any) error {
@@ -233,61 +269,81 @@ func lineErr(file string, line int, what string, err error, fix string) error {
 	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + jsonerr.Message(err), Fix: fix, Err: err}
 }
 
-func (h Header) validate(file string, line int) error {
-	fail := func(field, msg, fix string) error {
-		return &ParseError{File: file, Line: line, Field: field, Msg: msg, Fix: fix}
+// validate adds every problem of the header to errs.
+func (h Header) validate(file string, line int, errs *BankError) {
+	fail := func(field, msg, fix string) {
+		errs.add(&ParseError{File: file, Line: line, Field: field, Msg: msg, Fix: fix})
 	}
-	switch {
-	case h.SchemaVersion != SchemaVersion:
-		return fail("schema_version", fmt.Sprintf("is %d", h.SchemaVersion), fmt.Sprintf("this rig reads schema_version %d", SchemaVersion))
-	case h.JobKind == "":
-		return fail("job_kind", "is empty", "name the job kind the bank is for")
-	case h.BankVersion == "":
-		return fail("bank_version", "is empty", `set a version such as "1"; bump it on every edit`)
+	if h.SchemaVersion != SchemaVersion {
+		fail("schema_version", fmt.Sprintf("is %d", h.SchemaVersion), fmt.Sprintf("this rig reads schema_version %d", SchemaVersion))
+	}
+	if h.JobKind == "" {
+		fail("job_kind", "is empty", "name the job kind the bank is for")
+	}
+	if h.BankVersion == "" {
+		fail("bank_version", "is empty", `set a version such as "1"; bump it on every edit`)
 	}
 	if h.Completion != nil {
-		return h.Completion.validate(file, line)
-	}
-	return nil
-}
-
-func (t Task) validate(file string, h Header) error {
-	fail := func(field, msg, fix string) error {
-		return &ParseError{File: file, Line: t.line, Field: field, Msg: msg, Fix: fix}
-	}
-	switch {
-	case !idPattern.MatchString(t.ID):
-		return fail("id", fmt.Sprintf("%q is not a valid id", t.ID), "use letters, digits, '.', '_' or '-' (max 128)")
-	case t.JobKind != h.JobKind:
-		return fail("job_kind", fmt.Sprintf("%q differs from the header's %q", t.JobKind, h.JobKind), "one bank holds one job kind")
-	case t.TemplateID == "":
-		return fail("template_id", "is empty", "name the template the task was written from; the lint counts templates")
-	case t.Difficulty != Easy && t.Difficulty != Medium && t.Difficulty != Hard:
-		return fail("difficulty", fmt.Sprintf("%q", t.Difficulty), "use easy, medium or hard")
-	case strings.TrimSpace(t.Input.Prompt) == "":
-		return fail("input.prompt", "is empty", "give the model something to do")
-	case len(bytes.TrimSpace(t.Key)) == 0 || string(bytes.TrimSpace(t.Key)) == "null":
-		return fail("key", "is missing", "every task carries its key; keys are audited before any run")
-	case t.Grader.Name == "":
-		return fail("grader.name", "is empty", "name a registered grader such as json or code")
-	case t.Grader.Version < 1:
-		return fail("grader.version", fmt.Sprintf("is %d", t.Grader.Version), "grader versions start at 1")
-	}
-	if t.Source != SourcePrivate {
-		name, ok := t.PublicBenchmark()
-		if !ok || name == "" {
-			return fail("source", fmt.Sprintf("%q", t.Source), `use "private" or "public-benchmark:NAME"`)
+		if err := h.Completion.validate(file, line); err != nil {
+			errs.add(err)
 		}
 	}
-	for p := range t.Input.Files {
+}
+
+// validate adds every problem of the task to errs; its job kind is held to
+// the header's when the header was read (headerOK).
+func (t Task) validate(file string, h Header, headerOK bool, errs *BankError) {
+	fail := func(field, msg, fix string) {
+		errs.add(&ParseError{File: file, Line: t.line, Field: field, Msg: msg, Fix: fix})
+	}
+	if !idPattern.MatchString(t.ID) {
+		fail("id", jsonerr.Quote(t.ID)+" is not a valid id", "use letters, digits, '.', '_' or '-' (max 128)")
+	}
+	if headerOK && t.JobKind != h.JobKind {
+		fail("job_kind", fmt.Sprintf("%s differs from the header's %s", jsonerr.Quote(t.JobKind), jsonerr.Quote(h.JobKind)), "one bank holds one job kind")
+	}
+	if t.TemplateID == "" {
+		fail("template_id", "is empty", "name the template the task was written from; the lint counts templates")
+	}
+	if t.Difficulty != Easy && t.Difficulty != Medium && t.Difficulty != Hard {
+		fail("difficulty", jsonerr.Quote(t.Difficulty), "use easy, medium or hard")
+	}
+	if strings.TrimSpace(t.Input.Prompt) == "" {
+		fail("input.prompt", "is empty", "give the model something to do")
+	}
+	if len(bytes.TrimSpace(t.Key)) == 0 || string(bytes.TrimSpace(t.Key)) == "null" {
+		fail("key", "is missing", "every task carries its key; keys are audited before any run")
+	}
+	if t.Grader.Name == "" {
+		fail("grader.name", "is empty", "name a registered grader such as json or code")
+	}
+	if t.Grader.Version < 1 {
+		fail("grader.version", fmt.Sprintf("is %d", t.Grader.Version), "grader versions start at 1")
+	}
+	if t.Source != SourcePrivate {
+		if name, ok := t.PublicBenchmark(); !ok || name == "" {
+			fail("source", jsonerr.Quote(t.Source), `use "private" or "public-benchmark:NAME"`)
+		}
+	}
+	for _, p := range sortedFiles(t.Input.Files) {
 		if err := checkRelPath(p); err != nil {
-			return fail("input.files", fmt.Sprintf("%q: %v", p, err), "use a clean relative path inside the repository")
+			fail("input.files", fmt.Sprintf("%s: %v", jsonerr.Quote(p), err), "use a clean relative path inside the repository")
 		}
 	}
 	if len(t.Input.Files) > 0 && len(t.Input.TestCommand) == 0 {
-		return fail("input.test_command", "is empty", `give the argv that runs the tests, e.g. ["python3","-m","unittest","-q"]`)
+		fail("input.test_command", "is empty", `give the argv that runs the tests, e.g. ["python3","-m","unittest","-q"]`)
 	}
-	return nil
+}
+
+// sortedFiles lists a task's file paths in order, so its problems are
+// reported the same way every time.
+func sortedFiles(files map[string]string) []string {
+	out := make([]string, 0, len(files))
+	for p := range files {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func checkRelPath(p string) error {

@@ -51,6 +51,53 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
+// MaxReported is the most problems a *BankError shows: enough to fix a
+// bank in one edit, too few for a hostile file to flood a terminal or a
+// log with one line per line of the file.
+const MaxReported = 50
+
+// BankError is every problem found in a bank file, so one edit fixes them
+// all; the bank is refused whole. It keeps the first MaxReported problems
+// and counts the rest.
+type BankError struct {
+	File     string
+	Problems []*ParseError // the first MaxReported, in file order
+	Count    int           // every problem found, shown or not
+}
+
+func (e *BankError) add(err error) {
+	e.Count++
+	if len(e.Problems) >= MaxReported {
+		return
+	}
+	var pe *ParseError
+	if !errors.As(err, &pe) {
+		pe = &ParseError{File: e.File, Msg: err.Error(), Err: err}
+	}
+	e.Problems = append(e.Problems, pe)
+}
+
+func (e *BankError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.Error()
+	}
+	if more := e.Count - len(e.Problems); more > 0 {
+		lines = append(lines, fmt.Sprintf("%s: %d more problems not shown (fix these, then run `rig tasks lint %s` again)", e.File, more, e.File))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Unwrap gives the problems to errors.As and errors.Is: the first
+// *ParseError found is the first problem in the file.
+func (e *BankError) Unwrap() []error {
+	out := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		out[i] = p
+	}
+	return out
+}
+
 // AuditError is returned by CheckAudited; it wraps ErrNotAudited or
 // ErrBankChanged so a freeze can refuse with errors.Is.
 type AuditError struct {

@@ -22,6 +22,9 @@ func FuzzParseBank(f *testing.F) {
 	f.Add([]byte(""))
 	f.Add([]byte("{}\n{}"))
 	f.Add([]byte(testHeader + "\n" + testTask("a") + "\n" + strings.Replace(testTask("b"), "2+2", "2\xff2", 1)))
+	// Problems on several lines and fields, all reported.
+	f.Add([]byte(testHeader + "\n" + strings.Replace(testTask("a"), `"easy"`, `"x"`, 1) + "\n{\"id\":\n" + testTask("a") + "\n" + strings.Replace(testTask("b"), `"qa"`, `"other"`, 1)))
+	f.Add([]byte(`{"schema_version":1}` + "\n" + testTask("a") + "\n" + testTask("a")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := ParseBank(bytes.NewReader(data), "fuzz.jsonl")
 		if err != nil {
