@@ -10,18 +10,18 @@ import (
 
 // Report is the full analysis of one study.
 type Report struct {
-	DesignHash     string `json:"designHash"`
-	ComparisonHash string `json:"comparisonHash"`
+	DesignHash     string `json:"design_hash"`
+	ComparisonHash string `json:"comparison_hash"`
 	// IntervalMethod is the bootstrap the design chose, used by score job
 	// kinds; pass job kinds use score intervals for proportions, and each
 	// Interval names the method it used.
-	IntervalMethod IntervalMethod `json:"intervalMethod"`
+	IntervalMethod IntervalMethod `json:"interval_method"`
 	Level          float64        `json:"level"`
 	Resamples      int            `json:"resamples"`
 	Seed           uint64         `json:"seed"`
 	Alpha          float64        `json:"alpha"`
 	// HolmFamily is the number of tests Holm corrects across (job kinds × pairs).
-	HolmFamily int          `json:"holmFamily"`
+	HolmFamily int          `json:"holm_family"`
 	Kinds      []KindResult `json:"kinds"`
 	Pairs      []PairResult `json:"pairs"`
 	Costs      []Cost       `json:"costs"`
@@ -49,12 +49,12 @@ type Report struct {
 
 // KindResult is the ranking of the arms in one job kind.
 type KindResult struct {
-	JobKind string  `json:"jobKind"`
+	JobKind string  `json:"job_kind"`
 	Measure Measure `json:"measure"`
 	Gate    float64 `json:"gate"`
 	Tasks   int     `json:"tasks"` // tasks seen for any arm
 	// CommonTasks have a result for every arm; P(best) is computed on them.
-	CommonTasks int         `json:"commonTasks"`
+	CommonTasks int         `json:"common_tasks"`
 	Arms        []ArmResult `json:"arms"`
 	// Leader has the highest mean. Verdict is "best" when its P(best) reaches
 	// the design's bar and "tie" otherwise; TiedWith is then the smallest set
@@ -64,9 +64,9 @@ type KindResult struct {
 	// scored one and the same value on every task the verdict is NoSignal:
 	// no leader, no P(best), and TiedWith every arm.
 	Leader      string       `json:"leader"`
-	LeaderPBest Num          `json:"leaderPBest"`
+	LeaderPBest Num          `json:"leader_p_best"`
 	Verdict     string       `json:"verdict"`
-	TiedWith    []string     `json:"tiedWith,omitempty"`
+	TiedWith    []string     `json:"tied_with,omitempty"`
 	Sweep       []SweepPoint `json:"sweep"`
 	// Costs are per arm in this job kind, in the order of Arms.
 	Costs []Cost `json:"costs"`
@@ -78,52 +78,52 @@ type ArmResult struct {
 	Tasks    int      `json:"tasks"`
 	Mean     Num      `json:"mean"`
 	Interval Interval `json:"interval"`
-	PassRate Num      `json:"passRate"` // share of tasks at or above the gate
+	PassRate Num      `json:"pass_rate"` // share of tasks at or above the gate
 	Median   Num      `json:"median"`
 	P10      Num      `json:"p10"`
 	Worst    Num      `json:"worst"`
-	PBest    Num      `json:"pBest"`
+	PBest    Num      `json:"p_best"`
 	Counts   Counts   `json:"counts"`
 	// NoResult are the job kind's tasks with no scored trial for this arm
 	// (every trial missing, errored or preempted); they are left out of its
 	// numbers, never scored as zero.
-	NoResult []string `json:"noResult,omitempty"`
+	NoResult []string `json:"no_result,omitempty"`
 }
 
 // SweepPoint is each arm's pass rate if the gate sat at Gate.
 type SweepPoint struct {
 	Gate     float64 `json:"gate"`
-	PassRate []Num   `json:"passRate"` // in the order of KindResult.Arms
+	PassRate []Num   `json:"pass_rate"` // in the order of KindResult.Arms
 }
 
 // PairResult is a named pair in one job kind.
 type PairResult struct {
-	JobKind   string `json:"jobKind"`
+	JobKind   string `json:"job_kind"`
 	Candidate string `json:"candidate"`
 	Baseline  string `json:"baseline"`
 	Tasks     int    `json:"tasks"` // paired tasks tested
 	// MissingTasks are tasks of the job kind lacking a result for either arm:
 	// missing pairs, never a zero and never dropped silently. Missing names
 	// them with the arm(s) that lack a result.
-	MissingTasks int           `json:"missingTasks"`
+	MissingTasks int           `json:"missing_tasks"`
 	Missing      []MissingPair `json:"missing,omitempty"`
 	Delta        Num           `json:"delta"` // candidate − baseline, mean over paired tasks
 	Interval     Interval      `json:"interval"`
 	Test         string        `json:"test"`
 	P            Num           `json:"p"`
-	PHolm        Num           `json:"pHolm"`
+	PHolm        Num           `json:"p_holm"`
 	McNemar      *McNemar      `json:"mcnemar,omitempty"`
-	SignFlip     *SignFlip     `json:"signFlip,omitempty"`
+	SignFlip     *SignFlip     `json:"sign_flip,omitempty"`
 	// NewlyFixed tasks pass (at the gate) for the candidate only; NewlyFailing
 	// for the baseline only.
-	NewlyFixed   []string `json:"newlyFixed"`
-	NewlyFailing []string `json:"newlyFailing"`
+	NewlyFixed   []string `json:"newly_fixed"`
+	NewlyFailing []string `json:"newly_failing"`
 	// Discordance is the observed share of paired tasks whose pass differs;
 	// MinDetectable the lead these tasks detect at 80% power with the exact
 	// McNemar test at Holm's strictest step.
 	Discordance   Num     `json:"discordance"`
-	MinDetectable Num     `json:"minDetectable"`
-	CostRatio     Num     `json:"costRatio"` // candidate / baseline on the design's cost measure
+	MinDetectable Num     `json:"min_detectable"`
+	CostRatio     Num     `json:"cost_ratio"` // candidate / baseline on the design's cost measure
 	Outcome       Outcome `json:"outcome"`
 	Reason        string  `json:"reason"`
 	// Shown is "shown" when Holm rejects, otherwise "not shown" (never "equal").
@@ -134,7 +134,7 @@ type PairResult struct {
 	Sequential *PairLook `json:"sequential,omitempty"`
 	// NotRun are tasks left without a pair because an early stop left
 	// their trials unrun: not missing pairs.
-	NotRun []string `json:"notRun,omitempty"`
+	NotRun []string `json:"not_run,omitempty"`
 
 	direction int
 	allEqual  bool
@@ -153,15 +153,15 @@ type MissingPair struct {
 
 // PowerReport restates the design's sizing next to what the study can see.
 type PowerReport struct {
-	PilotDiscordance float64 `json:"pilotDiscordance"`
+	PilotDiscordance float64 `json:"pilot_discordance"`
 	Tasks            int     `json:"tasks"`
 	Power            float64 `json:"power"`
 	Alpha            float64 `json:"alpha"` // the Holm step's alpha used
-	MinDetectable    Num     `json:"minDetectable"`
+	MinDetectable    Num     `json:"min_detectable"`
 	// SmallestDifference is the design's stated smallest detectable
 	// difference; the summary words a pair not shown against it, as the
 	// report page does (PairResult.Reading).
-	SmallestDifference float64 `json:"smallestDifference,omitempty"`
+	SmallestDifference float64 `json:"smallest_difference,omitempty"`
 }
 
 // Analyse computes the report for one study. It validates the input first;
@@ -244,11 +244,11 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && float64(p.PHolm) <= d.Alpha {
 			p.Shown = "shown"
 		}
-		if p.Outcome == Tie {
+		switch {
+		case p.allEqual && p.constant && p.Outcome == Inconclusive:
+			p.Shown = "no signal"
+		case p.Outcome == Tie:
 			p.Shown = "no difference in any task"
-			if p.constant {
-				p.Shown = "no signal"
-			}
 		}
 		if p.MissingTasks > 0 && p.notComparable == "" {
 			var parts []string
@@ -452,7 +452,7 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 	pr.CostRatio = Num(cc.value(d.CostMeasure) / bc.value(d.CostMeasure))
 	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
 	if tb.kind.Measure == MeasurePass {
-		pr.Interval.Method = Tango
+		pr.Interval.Method = TangoEdges
 	}
 	pr.notComparable = comparable(d, p)
 	for i, row := range tb.val {

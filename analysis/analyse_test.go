@@ -205,7 +205,7 @@ func TestBadInput(t *testing.T) {
 		{name: "two scored attempts of one trial", mutate: func(in *Input) { in.Trials = append(in.Trials, in.Trials[2]) },
 			check: func(err error) bool { var e *FieldError; return errors.As(err, &e) }, field: "second scored result"},
 		{name: "unknown measure", mutate: func(in *Input) { in.Design.JobKinds[0].Measure = "vibes" },
-			check: func(err error) bool { var e *FieldError; return errors.As(err, &e) }, field: "design.jobKinds[0].measure"},
+			check: func(err error) bool { var e *FieldError; return errors.As(err, &e) }, field: "design.job_kinds[0].measure"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestWriteSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A pass job kind: Wilson for each arm, Tango for the pair, named beside each.
-	for _, s := range []string{"intervals 95% (method beside each)", "] wilson", "] tango", "cand vs base", "improvement (shown)", "decision: accept cand", "clause 1"} {
+	for _, s := range []string{"intervals 95% (method beside each)", "] wilson", "] tango", "cand vs base", "improvement (shown at α = 0.05 after Holm)", "decision: accept cand", "clause 1"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, b.String())
 		}
@@ -305,7 +305,7 @@ func TestCheckHashTakesAPrefix(t *testing.T) {
 					t.Errorf("%q lacks %q", err, s)
 				}
 			}
-			if strings.Contains(err.Error(), "comparisonHash") {
+			if strings.Contains(err.Error(), "comparison_hash") || strings.Contains(err.Error(), "comparisonHash") {
 				t.Errorf("%q names the JSON field, not the flag", err)
 			}
 		})

@@ -21,7 +21,7 @@ type Interval struct {
 	Method IntervalMethod `json:"method"`
 	// EffectiveN is the effective number of tasks a design-effect method
 	// used (between the tasks and the trials).
-	EffectiveN float64 `json:"effectiveN,omitempty"`
+	EffectiveN float64 `json:"effective_n,omitempty"`
 	// Note says why a fallback was taken, for the reader.
 	Note string `json:"note,omitempty"`
 }

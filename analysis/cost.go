@@ -8,17 +8,17 @@ import (
 // Cost is an arm's cost at the card size the study ran at.
 type Cost struct {
 	Arm     string `json:"arm"`
-	JobKind string `json:"jobKind,omitempty"` // empty for the all-kinds summary
-	Trials  int    `json:"trials"`            // scored trials the figures cover
+	JobKind string `json:"job_kind,omitempty"` // empty for the all-kinds summary
+	Trials  int    `json:"trials"`             // scored trials the figures cover
 	// MeanWallSeconds and TotalWallSeconds cover scored trials only.
-	MeanWallSeconds  Num   `json:"meanWallSeconds"`
-	TotalWallSeconds Num   `json:"totalWallSeconds"`
-	PeakMemoryBytes  int64 `json:"peakMemoryBytes"`
+	MeanWallSeconds  Num   `json:"mean_wall_seconds"`
+	TotalWallSeconds Num   `json:"total_wall_seconds"`
+	PeakMemoryBytes  int64 `json:"peak_memory_bytes"`
 	// MeanEnergyJoules is per scored trial; EnergySource is the weakest
 	// source among them (estimate < rapl < nvml), with a note when mixed.
-	MeanEnergyJoules Num          `json:"meanEnergyJoules"`
-	EnergySource     EnergySource `json:"energySource,omitempty"`
-	EnergyNote       string       `json:"energyNote,omitempty"`
+	MeanEnergyJoules Num          `json:"mean_energy_joules"`
+	EnergySource     EnergySource `json:"energy_source,omitempty"`
+	EnergyNote       string       `json:"energy_note,omitempty"`
 }
 
 // value returns the cost on the measure a tradeoff is judged on.

@@ -52,8 +52,8 @@ type Condition struct {
 	Outcomes  []Outcome `json:"outcomes"`
 	Candidate string    `json:"candidate"`
 	Baseline  string    `json:"baseline"`
-	JobKind   string    `json:"jobKind,omitempty"`
-	MinDelta  float64   `json:"minDelta,omitempty"`
+	JobKind   string    `json:"job_kind,omitempty"`
+	MinDelta  float64   `json:"min_delta,omitempty"`
 }
 
 // NoDecision is the default action.
@@ -84,9 +84,9 @@ type Decision struct {
 	// Clause is the 1-based clause that decided, 0 for the default.
 	Clause int `json:"clause"`
 	// NextBaseline is the baseline the next study starts from.
-	NextBaseline   string   `json:"nextBaseline"`
+	NextBaseline   string   `json:"next_baseline"`
 	Trace          []string `json:"trace"`
-	ComparisonHash string   `json:"comparisonHash"`
+	ComparisonHash string   `json:"comparison_hash"`
 }
 
 func parseAction(s string) (Verdict, string, bool) {
@@ -152,7 +152,7 @@ func (r Rule) validate(d Design, arms []string) error {
 				return &FieldError{Field: cf, Problem: fmt.Sprintf("pair %s is not named in design.pairs", p), Fix: "a rule may only cite pairs named before the run"}
 			}
 			if cond.JobKind != "" && !kinds[cond.JobKind] {
-				return &FieldError{Field: cf + ".jobKind", Problem: fmt.Sprintf("%q is not declared", cond.JobKind), Fix: "name a job kind from design.jobKinds or leave it empty for all"}
+				return &FieldError{Field: cf + ".job_kind", Problem: fmt.Sprintf("%q is not declared", cond.JobKind), Fix: "name a job kind from design.job_kinds or leave it empty for all"}
 			}
 			if len(cond.Outcomes) == 0 {
 				return &FieldError{Field: cf + ".outcomes", Problem: "empty", Fix: "list the outcomes that satisfy the condition"}
@@ -163,7 +163,7 @@ func (r Rule) validate(d Design, arms []string) error {
 				}
 			}
 			if cond.MinDelta < 0 || math.IsNaN(cond.MinDelta) {
-				return &FieldError{Field: cf + ".minDelta", Problem: fmt.Sprintf("%v is negative", cond.MinDelta), Fix: "minDelta is a distance from zero"}
+				return &FieldError{Field: cf + ".min_delta", Problem: fmt.Sprintf("%v is negative", cond.MinDelta), Fix: "min_delta is a distance from zero"}
 			}
 		}
 		if err := checkAction(d, f+".then", c.Then, arms); err != nil {

@@ -42,11 +42,11 @@ func BinomialTest(k, n int, p float64) float64 {
 type McNemar struct {
 	// CandidateOnly counts tasks the candidate passes and the baseline fails
 	// (newly fixed); BaselineOnly the reverse (newly failing).
-	CandidateOnly int     `json:"candidateOnly"`
-	BaselineOnly  int     `json:"baselineOnly"`
+	CandidateOnly int     `json:"candidate_only"`
+	BaselineOnly  int     `json:"baseline_only"`
 	P             float64 `json:"p"`
 	// MidP is reported for reference only; decisions use P.
-	MidP float64 `json:"midP"`
+	MidP float64 `json:"mid_p"`
 }
 
 // ExactMcNemar is the exact two-sided binomial test of b against b+c

@@ -16,8 +16,8 @@ func FuzzInput(f *testing.F) {
 	f.Add(seed)
 	score, _ := json.Marshal(Input{Design: twoArmDesign(MeasureScore), Trials: passTrials(2, 5, nil, nil)})
 	f.Add(score)
-	f.Add([]byte(`{"design":{"hash":"h","arms":[{"name":"a"}],"jobKinds":[{"name":"k","measure":"pass"}]},"trials":[{"designHash":"x","arm":"a","jobKind":"k","task":"t"}]}`))
-	f.Add([]byte(`{"design":{"hash":"h","arms":[{"name":"a"},{"name":"b"}],"jobKinds":[{"name":"k","measure":"score"}],"pairs":[{"candidate":"b","baseline":"zz"}]}}`))
+	f.Add([]byte(`{"design":{"hash":"h","arms":[{"name":"a"}],"job_kinds":[{"name":"k","measure":"pass"}]},"trials":[{"design_hash":"x","arm":"a","job_kind":"k","task":"t"}]}`))
+	f.Add([]byte(`{"design":{"hash":"h","arms":[{"name":"a"},{"name":"b"}],"job_kinds":[{"name":"k","measure":"score"}],"pairs":[{"candidate":"b","baseline":"zz"}]}}`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var in Input

@@ -23,18 +23,18 @@ const (
 // Exactly one of MaxRelative and MaxAbsolute is set.
 type Guardrail struct {
 	Metric         string   `json:"metric"`
-	HigherIsBetter bool     `json:"higherIsBetter,omitempty"`
-	MaxRelative    *float64 `json:"maxRelative,omitempty"`
-	MaxAbsolute    *float64 `json:"maxAbsolute,omitempty"`
+	HigherIsBetter bool     `json:"higher_is_better,omitempty"`
+	MaxRelative    *float64 `json:"max_relative,omitempty"`
+	MaxAbsolute    *float64 `json:"max_absolute,omitempty"`
 }
 
 // WinnerPolicy is what a winner must also meet; see Design.Policy.
 type WinnerPolicy struct {
-	MinPassRateDelta        *float64 `json:"minPassRateDelta,omitempty"`
-	MaxCostIncrease         *float64 `json:"maxCostIncrease,omitempty"`
-	MaxP95LatencyIncrease   *float64 `json:"maxP95LatencyIncrease,omitempty"`
-	AllowRegressions        bool     `json:"allowRegressions,omitempty"`
-	AllowIncomparableJudges bool     `json:"allowIncomparableJudges,omitempty"`
+	MinPassRateDelta        *float64 `json:"min_pass_rate_delta,omitempty"`
+	MaxCostIncrease         *float64 `json:"max_cost_increase,omitempty"`
+	MaxP95LatencyIncrease   *float64 `json:"max_p95_latency_increase,omitempty"`
+	AllowRegressions        bool     `json:"allow_regressions,omitempty"`
+	AllowIncomparableJudges bool     `json:"allow_incomparable_judges,omitempty"`
 }
 
 // Constraint is one guardrail or winner-policy clause judged on one pair in one
@@ -43,11 +43,11 @@ type WinnerPolicy struct {
 type Constraint struct {
 	Clause         string `json:"clause"`
 	Metric         string `json:"metric"`
-	JobKind        string `json:"jobKind"`
+	JobKind        string `json:"job_kind"`
 	Candidate      string `json:"candidate"`
 	Baseline       string `json:"baseline"`
-	CandidateValue Num    `json:"candidateValue"`
-	BaselineValue  Num    `json:"baselineValue"`
+	CandidateValue Num    `json:"candidate_value"`
+	BaselineValue  Num    `json:"baseline_value"`
 	Limit          string `json:"limit"`
 	// Blocks is true when the clause stops the candidate from being switched
 	// to; Reading says why, or why not, with the figures.
@@ -83,9 +83,9 @@ func (g Guardrail) validate(f string) error {
 	case (rel == nil) == (abs == nil):
 		return &FieldError{Field: f, Problem: "needs exactly one limit", Fix: "set maxRelative or maxAbsolute"}
 	case rel != nil && !(*rel >= 0):
-		return &FieldError{Field: f + ".maxRelative", Problem: fmt.Sprintf("%v is negative", *rel), Fix: "a degradation of 0 or more"}
+		return &FieldError{Field: f + ".max_relative", Problem: fmt.Sprintf("%v is negative", *rel), Fix: "a degradation of 0 or more"}
 	case abs != nil && !(*abs >= 0):
-		return &FieldError{Field: f + ".maxAbsolute", Problem: fmt.Sprintf("%v is negative", *abs), Fix: "a degradation of 0 or more"}
+		return &FieldError{Field: f + ".max_absolute", Problem: fmt.Sprintf("%v is negative", *abs), Fix: "a degradation of 0 or more"}
 	}
 	return nil
 }

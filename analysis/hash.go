@@ -6,13 +6,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
+
+	"rig/internal/jsonkeys"
 )
 
 // ComparisonHash is the SHA-256 of the canonical analysis inputs: the design
 // with its defaults filled and the trials in a fixed order. A decision record
-// cites it so that a decision made on other data is caught.
+// cites it so that a decision made on other data is caught. The inputs are
+// hashed as JSON with the field names they had when hashes were first
+// recorded (legacyNames), so renaming a field's JSON does not make a
+// recorded decision stale.
 func ComparisonHash(in Input) (string, error) {
 	c := struct {
 		Design     Design      `json:"design"`
@@ -37,6 +43,9 @@ func ComparisonHash(in Input) (string, error) {
 		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))
 	})
 	b, err := json.Marshal(c)
+	if err == nil {
+		b, err = jsonkeys.Rename(b, reflect.TypeOf(c), legacyName)
+	}
 	if err != nil {
 		return "", fmt.Errorf("comparison hash: %w", err)
 	}

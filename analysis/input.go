@@ -28,16 +28,21 @@ const (
 	// Percentile and BCa are task-clustered bootstrap intervals.
 	Percentile IntervalMethod = "percentile"
 	BCa        IntervalMethod = "bca"
-	// Wilson is Wilson's score interval for a pass rate with one repeat.
-	Wilson IntervalMethod = "wilson"
-	// WilsonDesignEffect is Wilson's interval at the effective number of
+	// WilsonBlaker is Wilson's score interval for a pass rate with one
+	// repeat, joined with Blaker's exact interval at the coverage floor
+	// (93.5% for a 95% interval), so its coverage holds the floor at every
+	// true rate.
+	WilsonBlaker IntervalMethod = "wilson-blaker"
+	// WilsonBlakerDesignEffect is the same at the effective number of
 	// tasks, for a pass rate over several repeats.
-	WilsonDesignEffect IntervalMethod = "wilson-design-effect"
-	// Tango is Tango's score interval for a difference of paired pass rates.
-	Tango IntervalMethod = "tango"
-	// TangoDesignEffect is Tango's interval at the effective number of
-	// tasks, for paired pass rates over several repeats.
-	TangoDesignEffect IntervalMethod = "tango-design-effect"
+	WilsonBlakerDesignEffect IntervalMethod = "wilson-blaker-design-effect"
+	// TangoEdges is Tango's score interval for a difference of paired pass
+	// rates, widened on the edges of the table (a nearly empty cell) to
+	// keep the coverage floor.
+	TangoEdges IntervalMethod = "tango-edges"
+	// TangoEdgesDesignEffect is the same at the effective number of tasks,
+	// for paired pass rates over several repeats.
+	TangoEdgesDesignEffect IntervalMethod = "tango-edges-design-effect"
 	// NoSpread is the exact bound for a sample whose tasks are all equal,
 	// where an interval built from the spread would have zero width.
 	NoSpread IntervalMethod = "exact-no-spread"
@@ -50,14 +55,14 @@ func (m IntervalMethod) Describe() string {
 		return "bootstrap percentile over tasks"
 	case BCa:
 		return "bootstrap BCa over tasks"
-	case Wilson:
-		return "Wilson score interval"
-	case WilsonDesignEffect:
-		return "Wilson score interval at the effective task count (design effect of repeats)"
-	case Tango:
-		return "Tango score interval for paired proportions"
-	case TangoDesignEffect:
-		return "Tango score interval for paired proportions at the effective task count (design effect of repeats)"
+	case WilsonBlaker:
+		return "Wilson score interval joined with Blaker's exact interval at the coverage floor"
+	case WilsonBlakerDesignEffect:
+		return "Wilson score interval joined with Blaker's exact interval at the coverage floor, at the effective task count (design effect of repeats)"
+	case TangoEdges:
+		return "Tango score interval for paired proportions, widened on the table's edges to the coverage floor"
+	case TangoEdgesDesignEffect:
+		return "Tango score interval for paired proportions, widened on the table's edges to the coverage floor, at the effective task count (design effect of repeats)"
 	case NoSpread:
 		return "exact bound: every task scored the same, so no interval from the spread exists"
 	case ConfidenceSeq:
@@ -80,8 +85,8 @@ const (
 // Arm is one declared arm; JudgeID and CalibrationID decide comparability.
 type Arm struct {
 	Name          string `json:"name"`
-	JudgeID       string `json:"judgeId,omitempty"`
-	CalibrationID string `json:"calibrationId,omitempty"`
+	JudgeID       string `json:"judge_id,omitempty"`
+	CalibrationID string `json:"calibration_id,omitempty"`
 }
 
 // JobKind is one job kind with its pre-registered ranking measure. Gate is the
@@ -104,41 +109,41 @@ func (p Pair) String() string { return p.Candidate + " vs " + p.Baseline }
 type Design struct {
 	Hash     string    `json:"hash"`
 	Arms     []Arm     `json:"arms"`
-	JobKinds []JobKind `json:"jobKinds"`
+	JobKinds []JobKind `json:"job_kinds"`
 	Pairs    []Pair    `json:"pairs"`
 	// Incumbent is the current baseline; the rule's "keep the incumbent" keeps it.
 	Incumbent string  `json:"incumbent"`
-	Alpha     float64 `json:"alpha"`    // family-wise, Holm across job kinds × pairs
-	PBestBar  float64 `json:"pBestBar"` // a leader below this P(best) is a tie
+	Alpha     float64 `json:"alpha"`      // family-wise, Holm across job kinds × pairs
+	PBestBar  float64 `json:"p_best_bar"` // a leader below this P(best) is a tie
 	Resamples int     `json:"resamples"`
 	// PermutationResamples is used when a sign-flip test is too large to
 	// enumerate exactly.
-	PermutationResamples int            `json:"permutationResamples"`
+	PermutationResamples int            `json:"permutation_resamples"`
 	Seed                 uint64         `json:"seed"`
 	Interval             IntervalMethod `json:"interval"`
 	Level                float64        `json:"level"` // interval level, e.g. 0.95
-	CostMeasure          CostMeasure    `json:"costMeasure"`
+	CostMeasure          CostMeasure    `json:"cost_measure"`
 	// CostFactor is how much worse (ratio) a cost may be before a better score
 	// becomes a tradeoff, e.g. 1.5.
-	CostFactor float64 `json:"costFactor"`
+	CostFactor float64 `json:"cost_factor"`
 	// Power is the design's stated pre-run sizing, if any.
 	Power *PowerPlan `json:"power,omitempty"`
 	Rule  Rule       `json:"rule"`
 	// Guardrails and Policy may block a winner the rule accepts, never make
 	// one; every pair is checked against them (Report.Checks).
 	Guardrails []Guardrail   `json:"guardrails,omitempty"`
-	Policy     *WinnerPolicy `json:"winnerPolicy,omitempty"`
+	Policy     *WinnerPolicy `json:"winner_policy,omitempty"`
 }
 
 // PowerPlan is the sizing stated in a design: a pilot's discordance and the
 // planned task count.
 type PowerPlan struct {
-	PilotDiscordance float64 `json:"pilotDiscordance"`
+	PilotDiscordance float64 `json:"pilot_discordance"`
 	Tasks            int     `json:"tasks"`
 	Power            float64 `json:"power"` // default 0.8
 	// SmallestDifference is the lead the study was sized to detect; the
 	// "underpowered" check compares it with what the paired tasks detect.
-	SmallestDifference float64 `json:"smallestDifference,omitempty"`
+	SmallestDifference float64 `json:"smallest_difference,omitempty"`
 }
 
 // EnergySource labels where an energy figure came from.
@@ -152,9 +157,9 @@ const (
 
 // Trial is one arm × job kind × task × repeat result, as read from a receipt.
 type Trial struct {
-	DesignHash string  `json:"designHash"`
+	DesignHash string  `json:"design_hash"`
 	Arm        string  `json:"arm"`
-	JobKind    string  `json:"jobKind"`
+	JobKind    string  `json:"job_kind"`
 	Task       string  `json:"task"`
 	Repeat     int     `json:"repeat"`
 	Score      float64 `json:"score"` // in [0,1]; read for MeasureScore
@@ -163,7 +168,7 @@ type Trial struct {
 	Preempted bool `json:"preempted,omitempty"`
 	// BudgetBlown trials exceeded their time or memory budget: a failure at
 	// this card size.
-	BudgetBlown bool `json:"budgetBlown,omitempty"`
+	BudgetBlown bool `json:"budget_blown,omitempty"`
 	// Capped trials hit a cap (the stop cap, or a harness's turn, token or time
 	// cap); they are scored as graded and counted apart.
 	Capped bool `json:"capped,omitempty"`
@@ -172,30 +177,30 @@ type Trial struct {
 	// in Counts.Capped) and also get a warning naming StopCap, the arm's
 	// stop_cap pin, because a cap that is too small censors every arm it cuts.
 	Truncated bool `json:"truncated,omitempty"`
-	StopCap   int  `json:"stopCap,omitempty"`
+	StopCap   int  `json:"stop_cap,omitempty"`
 	// RepeatsPrompt marks an output that repeats its task's prompt instead
 	// of answering it (the reader of the receipts compares the kept text
 	// with the prompt). It only shapes the stop-cap warning: a larger cap
 	// would lengthen such an output, not finish an answer. The comparison
 	// hash ignores it.
-	RepeatsPrompt bool `json:"repeatsPrompt,omitempty"`
+	RepeatsPrompt bool `json:"repeats_prompt,omitempty"`
 	// Missing marks a planned trial with no result: a warning, never a zero.
 	Missing bool `json:"missing,omitempty"`
 	// Reason says why a missing trial has no result, e.g. the runtime's
 	// error; the report shows it, the comparison hash ignores it.
 	Reason string `json:"reason,omitempty"`
 
-	WallSeconds     float64      `json:"wallSeconds"`
-	PeakMemoryBytes int64        `json:"peakMemoryBytes"`
-	EnergyJoules    float64      `json:"energyJoules"`
-	EnergySource    EnergySource `json:"energySource,omitempty"`
+	WallSeconds     float64      `json:"wall_seconds"`
+	PeakMemoryBytes int64        `json:"peak_memory_bytes"`
+	EnergyJoules    float64      `json:"energy_joules"`
+	EnergySource    EnergySource `json:"energy_source,omitempty"`
 	// PromptTokS, GenTokS, TTFTMS and TPOTMS are the runtime's own timings
 	// of the trial (its receipt); zero when not timed. Only the speed card
 	// reads them; the comparison hash leaves them out.
-	PromptTokS float64 `json:"promptTokS,omitempty"`
-	GenTokS    float64 `json:"genTokS,omitempty"`
-	TTFTMS     float64 `json:"ttftMs,omitempty"`
-	TPOTMS     float64 `json:"tpotMs,omitempty"`
+	PromptTokS float64 `json:"prompt_tok_s,omitempty"`
+	GenTokS    float64 `json:"gen_tok_s,omitempty"`
+	TTFTMS     float64 `json:"ttft_ms,omitempty"`
+	TPOTMS     float64 `json:"tpot_ms,omitempty"`
 	// Metrics are the receipt fields a guardrail names ("receipt.FIELD"),
 	// by field.
 	Metrics map[string]float64 `json:"metrics,omitempty"`
@@ -276,7 +281,7 @@ func (in Input) Validate() error {
 	}
 	kinds := map[string]bool{}
 	for i, k := range d.JobKinds {
-		f := fmt.Sprintf("design.jobKinds[%d]", i)
+		f := fmt.Sprintf("design.job_kinds[%d]", i)
 		if k.Name == "" || kinds[k.Name] {
 			return &FieldError{Field: f + ".name", Problem: fmt.Sprintf("%q is empty or repeated", k.Name), Fix: "job kind names are unique"}
 		}
@@ -289,7 +294,7 @@ func (in Input) Validate() error {
 		kinds[k.Name] = true
 	}
 	if len(kinds) == 0 {
-		return &FieldError{Field: "design.jobKinds", Problem: "no job kinds", Fix: "declare each job kind with its ranking measure"}
+		return &FieldError{Field: "design.job_kinds", Problem: "no job kinds", Fix: "declare each job kind with its ranking measure"}
 	}
 	if d.Incumbent != "" && !arms[d.Incumbent] {
 		return &UnknownArmError{Field: "design.incumbent", Arm: d.Incumbent, Known: names}
@@ -311,20 +316,20 @@ func (in Input) Validate() error {
 		return &FieldError{Field: "design.alpha", Problem: fmt.Sprintf("%v is outside (0,1)", d.Alpha), Fix: "a family-wise alpha such as 0.05"}
 	}
 	if d.PBestBar <= 0 || d.PBestBar > 1 {
-		return &FieldError{Field: "design.pBestBar", Problem: fmt.Sprintf("%v is outside (0,1]", d.PBestBar), Fix: "e.g. 0.9"}
+		return &FieldError{Field: "design.p_best_bar", Problem: fmt.Sprintf("%v is outside (0,1]", d.PBestBar), Fix: "e.g. 0.9"}
 	}
 	if d.Resamples < MinResamples {
 		return &FieldError{Field: "design.resamples", Problem: fmt.Sprintf("%d is below %d", d.Resamples, MinResamples), Fix: "intervals and P(best) need at least 10,000 resamples"}
 	}
 	if d.PermutationResamples < 1000 {
-		return &FieldError{Field: "design.permutationResamples", Problem: fmt.Sprintf("%d is below 1000", d.PermutationResamples), Fix: "leave it unset for 20,000"}
+		return &FieldError{Field: "design.permutation_resamples", Problem: fmt.Sprintf("%d is below 1000", d.PermutationResamples), Fix: "leave it unset for 20,000"}
 	}
 	if pw := d.Power; pw != nil {
 		switch {
 		case pw.Tasks < 1 || pw.Tasks > MaxTasks:
 			return &FieldError{Field: "design.power.tasks", Problem: fmt.Sprintf("%d is outside [1, %d]", pw.Tasks, MaxTasks), Fix: "the planned task count"}
 		case !(pw.PilotDiscordance > 0 && pw.PilotDiscordance <= 1):
-			return &FieldError{Field: "design.power.pilotDiscordance", Problem: fmt.Sprintf("%v is outside (0,1]", pw.PilotDiscordance), Fix: "the pilot's share of tasks where the pair's pass/fail differs"}
+			return &FieldError{Field: "design.power.pilot_discordance", Problem: fmt.Sprintf("%v is outside (0,1]", pw.PilotDiscordance), Fix: "the pilot's share of tasks where the pair's pass/fail differs"}
 		case !(pw.Power > 0 && pw.Power < 1):
 			return &FieldError{Field: "design.power.power", Problem: fmt.Sprintf("%v is outside (0,1)", pw.Power), Fix: "e.g. 0.8"}
 		}
@@ -336,10 +341,10 @@ func (in Input) Validate() error {
 		return &FieldError{Field: "design.level", Problem: fmt.Sprintf("%v is outside (0,1)", d.Level), Fix: "e.g. 0.95"}
 	}
 	if d.CostMeasure != CostWall && d.CostMeasure != CostMemory && d.CostMeasure != CostEnergy {
-		return &FieldError{Field: "design.costMeasure", Problem: fmt.Sprintf("%q is not a cost", d.CostMeasure), Fix: `use "wall", "memory" or "energy"`}
+		return &FieldError{Field: "design.cost_measure", Problem: fmt.Sprintf("%q is not a cost", d.CostMeasure), Fix: `use "wall", "memory" or "energy"`}
 	}
 	if d.CostFactor < 1 {
-		return &FieldError{Field: "design.costFactor", Problem: fmt.Sprintf("%v is below 1", d.CostFactor), Fix: "a ratio such as 1.5"}
+		return &FieldError{Field: "design.cost_factor", Problem: fmt.Sprintf("%v is below 1", d.CostFactor), Fix: "a ratio such as 1.5"}
 	}
 	if err := d.Rule.validate(d, names); err != nil {
 		return err
@@ -365,7 +370,7 @@ func (in Input) Validate() error {
 			return &UnknownArmError{Field: f + ".arm", Arm: t.Arm, Known: names}
 		}
 		if !kinds[t.JobKind] {
-			return &FieldError{Field: f + ".jobKind", Problem: fmt.Sprintf("%q is not declared", t.JobKind), Fix: "declare it in design.jobKinds"}
+			return &FieldError{Field: f + ".job_kind", Problem: fmt.Sprintf("%q is not declared", t.JobKind), Fix: "declare it in design.job_kinds"}
 		}
 		if t.Task == "" {
 			return &FieldError{Field: f + ".task", Problem: "empty", Fix: "every trial names its task"}

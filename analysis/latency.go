@@ -6,13 +6,13 @@ import "math"
 // difference from the incumbent's (NaN for the incumbent itself, or where
 // the incumbent has no timed trial in the job kind).
 type Latency struct {
-	JobKind    string `json:"jobKind"`
+	JobKind    string `json:"job_kind"`
 	Arm        string `json:"arm"`
 	Trials     int    `json:"trials"` // scored trials with a wall time
-	P50MS      Num    `json:"p50Ms"`
-	P95MS      Num    `json:"p95Ms"`
-	DeltaP50MS Num    `json:"deltaP50Ms"`
-	DeltaP95MS Num    `json:"deltaP95Ms"`
+	P50MS      Num    `json:"p50_ms"`
+	P95MS      Num    `json:"p95_ms"`
+	DeltaP50MS Num    `json:"delta_p50_ms"`
+	DeltaP95MS Num    `json:"delta_p95_ms"`
 }
 
 // latencies are the p50 and p95 (type-7) of every ranked arm in every job

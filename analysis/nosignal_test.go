@@ -49,13 +49,13 @@ func TestNothingMeasuredIsNoSignal(t *testing.T) {
 		t.Errorf("no plain no-signal warning in %v", r.Warnings)
 	}
 	for _, a := range k.Arms {
-		if a.Interval.Method != Wilson || a.Interval.Lo != 0 || math.Abs(float64(a.Interval.Hi)-0.1135) > 5e-4 {
-			t.Errorf("%s: interval %+v, want wilson [0, 0.114]", a.Arm, a.Interval)
+		if a.Interval.Method != WilsonBlaker || a.Interval.Lo != 0 || math.Abs(float64(a.Interval.Hi)-0.1135) > 5e-4 {
+			t.Errorf("%s: interval %+v, want wilson-blaker [0, 0.114]", a.Arm, a.Interval)
 		}
 	}
 	for _, p := range r.Pairs {
-		if p.Shown != "no signal" || !strings.Contains(p.Reason, "no signal") || p.Interval.Method != Tango || !(p.Interval.Hi > 0.1) {
-			t.Errorf("%s: shown %q, reason %q, interval %+v; want no signal and a Tango interval of width", p.Candidate, p.Shown, p.Reason, p.Interval)
+		if p.Shown != "no signal" || !strings.Contains(p.Reason, "no signal") || p.Interval.Method != TangoEdges || !(p.Interval.Hi > 0.1) {
+			t.Errorf("%s: shown %q, reason %q, interval %+v; want no signal and a tango-edges interval of width", p.Candidate, p.Shown, p.Reason, p.Interval)
 		}
 	}
 	// The rule's P(best) clause still holds, as it did for the tie.

@@ -13,7 +13,7 @@ const (
 	Regression    Outcome = "regression"     // worse, shown after Holm, and not cheaper by the factor
 	Tradeoff      Outcome = "tradeoff"       // better but costlier beyond the factor, or worse but cheaper beyond it
 	Tie           Outcome = "tie"            // complete paired data and no task differs
-	Inconclusive  Outcome = "inconclusive"   // data missing, or the difference is not shown
+	Inconclusive  Outcome = "inconclusive"   // data missing, nothing measured (no signal), or the difference is not shown
 	NotComparable Outcome = "not_comparable" // judge or calibration identities differ
 )
 
@@ -33,7 +33,10 @@ func classify(p *PairResult, alpha, costFactor float64) {
 		p.Outcome, p.Reason = Inconclusive, fmt.Sprintf("%d tasks lack a result for one of the arms; required paired data is missing", p.MissingTasks)
 		return
 	case p.allEqual && p.constant:
-		p.Outcome, p.Reason = Tie, fmt.Sprintf("no signal: both arms scored %.3g on every one of the %d paired tasks, so nothing was measured; this is no evidence that they are equal", p.constantValue, p.Tasks)
+		// Not a tie: nothing was measured. A rule that takes the cheaper
+		// arm on a tie must not take it when both arms failed everything,
+		// and the job kind reads "no signal, not a tie" (issue 46).
+		p.Outcome, p.Reason = Inconclusive, fmt.Sprintf("no signal: both arms scored %.3g on every one of the %d paired tasks, so nothing was measured; this is no evidence that they are equal", p.constantValue, p.Tasks)
 		return
 	case p.allEqual:
 		p.Outcome, p.Reason = Tie, fmt.Sprintf("all %d paired tasks have the same value for both arms", p.Tasks)

@@ -7,7 +7,7 @@ import "math"
 // scored 0, preempted and missing trials left out). The report embeds them
 // so a reader can move the gate and see what the sweep would say there.
 type KindTasks struct {
-	JobKind string   `json:"jobKind"`
+	JobKind string   `json:"job_kind"`
 	Gate    float64  `json:"gate"`
 	Arms    []string `json:"arms"`
 	Tasks   []string `json:"tasks"`
@@ -33,17 +33,17 @@ func PerTask(in Input) []KindTasks {
 // pair, the tasks that flip.
 type AtGate struct {
 	Gate     float64 `json:"gate"`
-	PassRate []Num   `json:"passRate"` // in the order of KindTasks.Arms
+	PassRate []Num   `json:"pass_rate"` // in the order of KindTasks.Arms
 }
 
 // PairAtGate is one pair at a gate, over the tasks both arms have.
 type PairAtGate struct {
 	Paired       int `json:"paired"`
-	NewlyFixed   int `json:"newlyFixed"`
-	NewlyFailing int `json:"newlyFailing"`
+	NewlyFixed   int `json:"newly_fixed"`
+	NewlyFailing int `json:"newly_failing"`
 	// PassDelta is the candidate's pass rate minus the baseline's on the
 	// paired tasks; NaN with no paired task.
-	PassDelta Num `json:"passDelta"`
+	PassDelta Num `json:"pass_delta"`
 }
 
 // At is each arm's pass rate at gate: the share of its tasks with a value

@@ -73,12 +73,13 @@ type Stopping struct {
 	Futility float64 `json:"futility,omitempty"`
 	// FutilityBeta bounds the chance of stopping a comparison that truly
 	// differs by Futility as futile; zero means DefaultFutilityBeta.
-	FutilityBeta float64 `json:"futilityBeta,omitempty"`
+	FutilityBeta float64 `json:"futility_beta,omitempty"`
 	// Discordance is the power plan's pilot discordance ψ: under the stated
 	// difference a discordant task favours the leader with chance
 	// (ψ+Futility)/(2ψ), which sizes the group-sequential futility boundary
-	// of pass kinds exactly. Zero (or a score kind, or the anytime method)
-	// uses the futility e-process instead.
+	// of pass kinds exactly (the anytime method bets against it with an
+	// e-process), beside an agreement e-process on every task. Zero, or a
+	// score kind, uses the futility e-process on the paired differences.
 	Discordance float64 `json:"discordance,omitempty"`
 }
 
@@ -273,6 +274,44 @@ func discordantFutilityPath(sign []int, theta float64) []float64 {
 			m++
 		}
 		out[i] = math.Min(up, down)
+	}
+	return out
+}
+
+// AgreementShare is the share of the futility beta that the agreement
+// e-process (agreementPath) has beside the exact futility bound of a
+// group-sequential pass kind with the pilot's discordance; the bound has
+// the rest. Either may settle the pair as futile, so the two chances add
+// up to beta. (The anytime method multiplies the two e-processes instead.)
+const AgreementShare = 0.2
+
+// agreementPath is an e-process against "a share of at least delta of the
+// tasks are discordant": the product, over every paired task, of q/delta
+// on a discordant task and (1−q)/(1−delta) on a concordant one, q the
+// discordant share so far, (discordant + prior)/(tasks + 1), kept at or
+// under delta. A prior of ½ (Krichevsky–Trofimov) bets on agreement
+// soonest; 1 waits for more concordant tasks and so loses less on a pair
+// that does differ on more than delta of its tasks, which matters where
+// the product is multiplied into another e-process. A pair that differs by
+// delta or more has at least that share of discordant tasks (a lead is
+// made only on tasks where the arms differ), and for any discordance ψ' at
+// or above delta a factor's expectation is (1−ψ')(1−q)/(1−delta) +
+// ψ'q/delta ≤ 1, so it is a nonnegative supermartingale for every such
+// pair, whatever its discordant tasks' split. It is how concordant tasks
+// count: while the arms agree on more than 1−delta of the tasks it grows.
+// out[i] is its value after i+1 tasks.
+func agreementPath(sign []int, delta, prior float64) []float64 {
+	out := make([]float64, len(sign))
+	e, m := 1.0, 0
+	for i, x := range sign {
+		q := math.Min(delta, (float64(m)+prior)/float64(i+1))
+		if x != 0 {
+			e *= q / delta
+			m++
+		} else {
+			e *= (1 - q) / (1 - delta)
+		}
+		out[i] = e
 	}
 	return out
 }
@@ -531,7 +570,7 @@ type PairedTask struct {
 // MonitoredPair is one monitored comparison as the runner has it so far.
 type MonitoredPair struct {
 	Pair    Pair    `json:"pair"`
-	JobKind string  `json:"jobKind"`
+	JobKind string  `json:"job_kind"`
 	Measure Measure `json:"measure"`
 	// Gate is the pass threshold on a task value (pass kinds; 0.5 if zero).
 	Gate float64 `json:"gate"`
@@ -581,11 +620,17 @@ type LookPoint struct {
 	Statistic  float64 `json:"statistic"`
 	Boundary   Num     `json:"boundary"`
 	Discordant int     `json:"discordant"`
-	// FutilityE is the smaller futility e-value; it must reach 1/FutilityBeta.
-	FutilityE Num `json:"futilityE,omitempty"`
+	// FutilityE is the smaller futility e-value on the whole paired sample;
+	// it must reach 1/FutilityBeta.
+	FutilityE Num `json:"futility_e,omitempty"`
+	// AgreementE is the agreement e-value of a group-sequential pass kind
+	// with the pilot's discordance, beside FutilityBound: concordant tasks
+	// count as evidence of no difference. It must reach
+	// 1/(FutilityBeta·AgreementShare).
+	AgreementE Num `json:"agreement_e,omitempty"`
 	// FutilityBound is the group-sequential futility boundary: a look with
 	// |wins − losses| at or under it is futile (absent when none).
-	FutilityBound Num                `json:"futilityBound,omitempty"`
+	FutilityBound Num                `json:"futility_bound,omitempty"`
 	CS            ConfidenceSequence `json:"cs"`
 	// Status and P are the pair's as of this check: Monitor on the checks
 	// up to here answers the same, so one call gives a whole path.
@@ -596,16 +641,16 @@ type LookPoint struct {
 // PairLook is one monitored comparison at the current check.
 type PairLook struct {
 	Pair    Pair       `json:"pair"`
-	JobKind string     `json:"jobKind"`
+	JobKind string     `json:"job_kind"`
 	Status  PairStatus `json:"status"`
 	// Direction is "candidate" or "baseline": who leads, for a crossed pair.
 	Direction string `json:"direction,omitempty"`
 	// StoppedAt is the check at which the pair first crossed or was futile
 	// (-1 while it continues).
-	StoppedAt     int `json:"stoppedAt"`
+	StoppedAt     int `json:"stopped_at"`
 	Tasks         int `json:"tasks"`
-	CandidateOnly int `json:"candidateOnly"`
-	BaselineOnly  int `json:"baselineOnly"`
+	CandidateOnly int `json:"candidate_only"`
+	BaselineOnly  int `json:"baseline_only"`
 	// Alpha is the pair's share of the family's alpha (alpha/K).
 	Alpha float64 `json:"alpha"`
 	// P is the sequential p-value, valid at this stopping time: 1/max E
@@ -648,7 +693,7 @@ type Look struct {
 	Reason string     `json:"reason"`
 	Pairs  []PairLook `json:"pairs"`
 	// HolmP are the Holm-adjusted P of Pairs, in order.
-	HolmP []float64 `json:"holmP"`
+	HolmP []float64 `json:"holm_p"`
 }
 
 // Monitor judges the current check (the last of each pair's Checks): every
@@ -733,6 +778,7 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 	n := len(d)
 	cs := csPath(d, alphaK)
 	fut := futilityEvidence(s, mp, d, sign)
+	agree := agreementEvidence(s, mp, sign)
 	eAt := anytimeEvidence(s, mp, d, sign)
 	pl := PairLook{Pair: mp.Pair, JobKind: mp.JobKind, Status: StatusContinue, StoppedAt: -1, Alpha: alphaK, P: 1}
 	wins := make([]int, n+1) // discordant counts over the first i tasks
@@ -750,7 +796,7 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 	gs := newGSLooks(s, alphaK, mp)
 	for k, nt := range mp.Checks {
 		pt := LookPoint{Check: k, Tasks: nt, Fraction: float64(nt) / float64(mp.Planned), Discordant: wins[nt] + losses[nt],
-			Boundary: Num(math.NaN()), FutilityE: Num(math.NaN()), FutilityBound: Num(math.NaN()), CS: ConfidenceSequence{Lo: -1, Hi: 1, Level: 1 - alphaK}}
+			Boundary: Num(math.NaN()), FutilityE: Num(math.NaN()), AgreementE: Num(math.NaN()), FutilityBound: Num(math.NaN()), CS: ConfidenceSequence{Lo: -1, Hi: 1, Level: 1 - alphaK}}
 		if nt > 0 {
 			pt.CS = cs[nt-1]
 		}
@@ -773,6 +819,10 @@ func monitorPair(s Stopping, alphaK float64, mp MonitoredPair) PairLook {
 		if fut != nil && nt > 0 {
 			pt.FutilityE = Num(fut[nt-1])
 			futile = maxUpTo(fut, nt) >= 1/s.FutilityBeta
+		}
+		if agree != nil && nt > 0 {
+			pt.AgreementE = Num(agree[nt-1])
+			futile = futile || maxUpTo(agree, nt) >= 1/(s.FutilityBeta*AgreementShare)
 		}
 		if crossed && pl.Status != StatusCrossed {
 			pl.Status, pl.StoppedAt, pl.Direction = StatusCrossed, k, "candidate"
@@ -822,18 +872,41 @@ func pairedDifferences(mp MonitoredPair) ([]float64, []int) {
 	return d, sign
 }
 
-// futilityEvidence is the futility e-process after each task, nil where
-// the rule has no futility or the group-sequential test's own exact
-// futility bound decides (a pass kind with the plan's discordance).
+// futilityEvidence is the futility e-process after each task, on the whole
+// paired sample, nil where the rule has no futility or the
+// group-sequential test's own exact futility bound decides (a pass kind
+// with the plan's discordance, beside agreementEvidence). An anytime pass
+// kind with it multiplies the agreement e-process into the discordant
+// tasks' one: both are supermartingales for a pair at or past the stated
+// difference (the first for its discordance, the second for its
+// discordant tasks' split), so their product is one. Score kinds, and pass
+// kinds without it, bet on the paired differences, in which a concordant
+// task is a zero.
 func futilityEvidence(s Stopping, mp MonitoredPair, d []float64, sign []int) []float64 {
 	switch {
 	case s.Futility == 0 || (s.Method == GroupSequential && mp.Measure == MeasurePass && s.Discordance > 0):
 		return nil
 	case mp.Measure == MeasurePass && s.Discordance > 0:
-		return discordantFutilityPath(sign, (s.Discordance+s.Futility)/(2*s.Discordance))
+		e := discordantFutilityPath(sign, (s.Discordance+s.Futility)/(2*s.Discordance))
+		for i, a := range agreementPath(sign, s.Futility, 1) {
+			e[i] *= a
+		}
+		return e
 	default:
 		return futilityPath(d, s.Futility)
 	}
+}
+
+// agreementEvidence is the agreement e-process after each task beside the
+// exact futility bound of a group-sequential pass kind with the plan's
+// discordance, which reads only the discordant tasks and so could never
+// settle a pair whose arms agree on every task; nil otherwise. It stands
+// alone, so it bets soon. It must reach 1/(beta·AgreementShare).
+func agreementEvidence(s Stopping, mp MonitoredPair, sign []int) []float64 {
+	if s.Futility == 0 || s.Method != GroupSequential || mp.Measure != MeasurePass || s.Discordance == 0 {
+		return nil
+	}
+	return agreementPath(sign, s.Futility, 0.5)
 }
 
 // anytimeEvidence is the anytime e-process after each task, nil for a
@@ -887,12 +960,13 @@ type gsLooks struct {
 
 func newGSLooks(s Stopping, alphaK float64, mp MonitoredPair) *gsLooks {
 	// Group-sequential futility is exact for pass kinds when the plan gives
-	// the discordance; otherwise the futility e-process decides.
-	theta := 0.0
+	// the discordance, on the discordant tasks, with beta less the
+	// agreement e-process's share; otherwise the futility e-process decides.
+	theta, beta := 0.0, s.FutilityBeta
 	if s.Method == GroupSequential && mp.Measure == MeasurePass && s.Futility > 0 && s.Discordance > 0 {
-		theta = (s.Discordance + s.Futility) / (2 * s.Discordance)
+		theta, beta = (s.Discordance+s.Futility)/(2*s.Discordance), s.FutilityBeta*(1-AgreementShare)
 	}
-	return &gsLooks{s: s, st: SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: s.FutilityBeta}, g: newGS(theta), mp: mp, alphaK: alphaK}
+	return &gsLooks{s: s, st: SignTest{Spending: s.Spending, Alpha: alphaK, Theta: theta, Beta: beta}, g: newGS(theta), mp: mp, alphaK: alphaK}
 }
 
 // check decides whether check k (pt) is a look and, if it is, whether the

@@ -17,10 +17,10 @@ type Sequential struct {
 	Look     Look     `json:"look"`
 	// StoppedEarly: every monitored comparison was settled before the plan
 	// ran out, and the execution stopped at Look.
-	StoppedEarly bool `json:"stoppedEarly"`
+	StoppedEarly bool `json:"stopped_early"`
 	// NotRun are the planned trials the stop left unrun (arm|job kind|task
 	// #repeat): not run, never missing pairs.
-	NotRun []string `json:"notRun,omitempty"`
+	NotRun []string `json:"not_run,omitempty"`
 }
 
 // ConfidenceSeq is the interval of a monitored pair: the confidence

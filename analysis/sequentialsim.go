@@ -22,12 +22,20 @@ type StoppingSim struct {
 	Lead float64
 	// Discordance > 0 draws each task of a two-arm study as discordant with
 	// this chance (candidate-only with (ψ+Lead)/2, baseline-only with
-	// (ψ−Lead)/2). Zero draws a difficulty per task from Beta(1,1) and each
+	// (ψ−Lead)/2). Zero draws a difficulty per task (Difficulty) and each
 	// arm passes independently at it (challenger 1 at it plus Lead,
 	// clipped to [0,1]).
 	Discordance float64
-	Studies     int
-	Seed        uint64
+	// Difficulty is the shape a of the Beta(a, a) each task's difficulty is
+	// drawn from where there is no discordance model; 0 means 1 (uniform).
+	// Below 1 most tasks are nearly always or nearly never passed.
+	Difficulty float64
+	// Agree makes every arm pass or fail each task together (at a
+	// difficulty drawn per task): no difference, and no discordant task, as
+	// when the arms are one model under greedy decoding. Lead must be 0.
+	Agree   bool
+	Studies int
+	Seed    uint64
 }
 
 // DefaultBlock is the tasks per block the simulation checks after; the
@@ -40,7 +48,7 @@ type StoppingSimResult struct {
 	Studies int `json:"studies"`
 	// AnyHolm is the share with any Holm-significant monitored pair (either
 	// direction); Winner with one in the challenger's favour.
-	AnyHolm float64 `json:"anyHolm"`
+	AnyHolm float64 `json:"any_holm"`
 	Winner  float64 `json:"winner"`
 	// Power is the share in which challenger 1 is Holm-significant in the
 	// direction of its lead (when Lead ≠ 0).
@@ -54,9 +62,9 @@ type StoppingSimResult struct {
 	Tasks float64 `json:"tasks"`
 	// The fixed design on the same draws: exact McNemar with Holm at the
 	// full task count.
-	FixedAnyHolm float64 `json:"fixedAnyHolm"`
-	FixedWinner  float64 `json:"fixedWinner"`
-	FixedPower   float64 `json:"fixedPower"`
+	FixedAnyHolm float64 `json:"fixed_any_holm"`
+	FixedWinner  float64 `json:"fixed_winner"`
+	FixedPower   float64 `json:"fixed_power"`
 }
 
 // SimulateStopping runs the setting's studies through Monitor, stopping at
@@ -66,11 +74,16 @@ func SimulateStopping(ctx context.Context, sim StoppingSim) (StoppingSimResult, 
 	if sim.Block == 0 {
 		sim.Block = DefaultBlock
 	}
-	if sim.Arms < 2 || sim.Tasks < 1 || sim.Studies < 1 || (sim.Discordance > 0 && sim.Arms != 2) {
-		return StoppingSimResult{}, &FieldError{Field: "sim", Problem: fmt.Sprintf("%d arms, %d tasks, %d studies, discordance %g", sim.Arms, sim.Tasks, sim.Studies, sim.Discordance), Fix: "two or more arms, tasks and studies; a discordance model has two arms"}
+	if sim.Arms < 2 || sim.Tasks < 1 || sim.Studies < 1 || (sim.Discordance > 0 && sim.Arms != 2) || (sim.Agree && (sim.Lead != 0 || sim.Discordance > 0)) {
+		return StoppingSimResult{}, &FieldError{Field: "sim", Problem: fmt.Sprintf("%d arms, %d tasks, %d studies, discordance %g, agree %v with lead %g", sim.Arms, sim.Tasks, sim.Studies, sim.Discordance, sim.Agree, sim.Lead),
+			Fix: "two or more arms, tasks and studies; a discordance model has two arms; arms that agree have no lead and no discordance"}
 	}
 	rng := rand.New(rand.NewPCG(sim.Seed, 0x5e9))
-	diff := distuv.Beta{Alpha: 1, Beta: 1, Src: rng}
+	shape := sim.Difficulty
+	if shape == 0 {
+		shape = 1
+	}
+	diff := distuv.Beta{Alpha: shape, Beta: shape, Src: rng}
 	k := sim.Arms - 1
 	alpha := sim.Stopping.Alpha
 	var checks []int
@@ -106,6 +119,13 @@ func SimulateStopping(ctx context.Context, sim StoppingSim) (StoppingSimResult, 
 				continue
 			}
 			q := diff.Rand()
+			if sim.Agree {
+				pass[0][t] = rng.Float64() < q
+				for a := range pass {
+					pass[a][t] = pass[0][t]
+				}
+				continue
+			}
 			for a := range sim.Arms {
 				p := q
 				if a == 1 {

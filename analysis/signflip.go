@@ -16,7 +16,7 @@ type SignFlip struct {
 	// Resamples random assignments were drawn and P = (1+hits)/(1+Resamples).
 	Exact     bool `json:"exact"`
 	Resamples int  `json:"resamples,omitempty"`
-	NonZero   int  `json:"nonZero"`
+	NonZero   int  `json:"non_zero"`
 }
 
 // MaxExactSignFlip is the largest number of non-zero differences enumerated

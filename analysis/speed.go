@@ -11,18 +11,18 @@ import (
 // relative change against the incumbent's. The decision rule never reads
 // these; a guardrail reads the receipt's fields (receipt.ttft_ms, …).
 type Speed struct {
-	JobKind string `json:"jobKind"`
+	JobKind string `json:"job_kind"`
 	Arm     string `json:"arm"`
 	// Timed counts the scored trials whose runtime reported its timings
 	// (an arm whose harness hides them has none: its figures are NaN).
 	Timed int `json:"timed"`
 	// PromptTokS and GenTokS are medians of the per-trial rates.
-	PromptTokS Num `json:"promptTokS"`
-	GenTokS    Num `json:"genTokS"`
-	TTFTP50MS  Num `json:"ttftP50Ms"`
-	TTFTP99MS  Num `json:"ttftP99Ms"`
-	TPOTP50MS  Num `json:"tpotP50Ms"`
-	TPOTP99MS  Num `json:"tpotP99Ms"`
+	PromptTokS Num `json:"prompt_tok_s"`
+	GenTokS    Num `json:"gen_tok_s"`
+	TTFTP50MS  Num `json:"ttft_p50_ms"`
+	TTFTP99MS  Num `json:"ttft_p99_ms"`
+	TPOTP50MS  Num `json:"tpot_p50_ms"`
+	TPOTP99MS  Num `json:"tpot_p99_ms"`
 	// Cost is the arm's wall time, peak memory and energy (costOf).
 	Cost Cost `json:"cost"`
 	// Delta holds each figure's (arm − incumbent)/incumbent; nil for the
@@ -33,14 +33,14 @@ type Speed struct {
 // SpeedDelta is a Speed's relative change against the incumbent's, per
 // figure; NaN where either side is unmeasured.
 type SpeedDelta struct {
-	PromptTokS Num `json:"promptTokS"`
-	GenTokS    Num `json:"genTokS"`
-	TTFTP50    Num `json:"ttftP50"`
-	TTFTP99    Num `json:"ttftP99"`
-	TPOTP50    Num `json:"tpotP50"`
-	TPOTP99    Num `json:"tpotP99"`
+	PromptTokS Num `json:"prompt_tok_s"`
+	GenTokS    Num `json:"gen_tok_s"`
+	TTFTP50    Num `json:"ttft_p50"`
+	TTFTP99    Num `json:"ttft_p99"`
+	TPOTP50    Num `json:"tpot_p50"`
+	TPOTP99    Num `json:"tpot_p99"`
 	Wall       Num `json:"wall"`
-	PeakMemory Num `json:"peakMemory"`
+	PeakMemory Num `json:"peak_memory"`
 	Energy     Num `json:"energy"`
 }
 

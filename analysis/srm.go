@@ -19,11 +19,11 @@ const SRMAlpha = 0.001
 // The test is Pearson's chi-square goodness of fit of the scored counts to
 // the planned shares, with arms−1 degrees of freedom.
 type SRM struct {
-	JobKind  string   `json:"jobKind"`
+	JobKind  string   `json:"job_kind"`
 	Arms     []string `json:"arms"`
 	Planned  []int    `json:"planned"`
 	Scored   []int    `json:"scored"`
-	ChiSq    Num      `json:"chiSq"`
+	ChiSq    Num      `json:"chi_sq"`
 	DF       int      `json:"df"`
 	P        Num      `json:"p"`
 	Alpha    float64  `json:"alpha"`

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"rig/internal/wording"
 )
 
 // WriteSummary prints the report as plain text for a terminal: the ranking,
@@ -18,19 +20,19 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	p("intervals %s (method beside each); bootstrap %s, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", LevelPercent(r.Level), r.IntervalMethod, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
 	for _, k := range r.Kinds {
 		p("\n%s (%s, gate %.2f, %d tasks, %d common)\n", k.JobKind, k.Measure, k.Gate, k.Tasks, k.CommonTasks)
-		p("arm\ttasks\tmean\tinterval\tpass\tmedian\tp10\tworst\tP(best)\tcapped\n")
+		p("arm\ttasks\tmean [interval]\tpass\tmedian\tp10\tworst\tP(best)\tcapped\n")
 		for _, a := range k.Arms {
-			p("%s\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s\t%s\t%s\t%d\n", a.Arm, a.Tasks, f3(a.Mean), f3(a.Interval.Lo), f3(a.Interval.Hi), a.Interval.Method, f3(a.PassRate), f3(a.Median), f3(a.P10), f3(a.Worst), f3(a.PBest), a.Counts.Capped)
+			p("%s\t%d\t%s %s\t%s\t%s\t%s\t%s\t%s\t%d\n", a.Arm, a.Tasks, wording.Interval(float64(a.Mean), float64(a.Interval.Lo), float64(a.Interval.Hi)), a.Interval.Method, wording.Percent(float64(a.PassRate)), f3(a.Median), f3(a.P10), f3(a.Worst), wording.PBest(float64(a.PBest)), a.Counts.Capped)
 		}
 		switch {
 		case k.Verdict == "best":
-			p("best: %s (P(best) %s)\n", k.Leader, f3(k.LeaderPBest))
+			p("best: %s (P(best) %s)\n", k.Leader, wording.PBest(float64(k.LeaderPBest)))
 		case k.Verdict == NoSignal:
 			p("no signal: every arm scored the same on every task; no leader, not a tie\n")
 		case k.Verdict == "tie" && k.Leader == "":
-			p("tie: no leader, the top is shared exactly (P(best) %s); tied: %s\n", f3(k.LeaderPBest), strings.Join(k.TiedWith, ", "))
+			p("tie: no leader, the top is shared exactly (P(best) %s); tied: %s\n", wording.PBest(float64(k.LeaderPBest)), strings.Join(k.TiedWith, ", "))
 		case k.Verdict == "tie":
-			p("tie: leader %s has P(best) %s, below the bar; tied: %s\n", k.Leader, f3(k.LeaderPBest), strings.Join(k.TiedWith, ", "))
+			p("tie: leader %s has P(best) %s, below the bar; tied: %s\n", k.Leader, wording.PBest(float64(k.LeaderPBest)), strings.Join(k.TiedWith, ", "))
 		default:
 			p("%s\n", k.Verdict)
 		}
@@ -40,9 +42,11 @@ func (r *Report) WriteSummary(w io.Writer) error {
 		if r.Power != nil {
 			detectable = r.Power.SmallestDifference
 		}
-		p("\npair\tkind\ttasks\tmissing pairs\tdelta\tinterval\tp\tHolm p\toutcome\n")
+		p("\npair\tkind\ttasks\tmissing pairs\tΔ [interval]\tp\tHolm p\toutcome (reading)\n")
 		for _, pr := range r.Pairs {
-			p("%s vs %s\t%s\t%d\t%d\t%s\t[%s, %s] %s\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks, f3(pr.Delta), f3(pr.Interval.Lo), f3(pr.Interval.Hi), pr.Interval.Method, fp(pr.P), fp(pr.PHolm), pr.Outcome, pr.Reading(detectable))
+			p("%s vs %s\t%s\t%d\t%d\t%s %s\t%s\t%s\t%s (%s)\n", pr.Candidate, pr.Baseline, pr.JobKind, pr.Tasks, pr.MissingTasks,
+				wording.SignedInterval(float64(pr.Delta), float64(pr.Interval.Lo), float64(pr.Interval.Hi)), pr.Interval.Method,
+				wording.P(float64(pr.P)), wording.P(float64(pr.PHolm)), wording.Outcome(string(pr.Outcome)), pr.Reading(detectable, r.Alpha))
 		}
 	}
 	p("\ndecision: %s (next baseline: %s)\n", r.Decision.Action, orNone(r.Decision.NextBaseline))
@@ -55,19 +59,7 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	return tw.Flush()
 }
 
-func f3(n Num) string {
-	if !n.Valid() {
-		return "—"
-	}
-	return fmt.Sprintf("%.3f", float64(n))
-}
-
-func fp(n Num) string {
-	if !n.Valid() {
-		return "—"
-	}
-	return fmt.Sprintf("%.3g", float64(n))
-}
+func f3(n Num) string { return wording.Value(float64(n)) }
 
 // IntervalText says in words how a job kind's intervals were made: the
 // level, each method its arms and pairs used with what it is, any note a

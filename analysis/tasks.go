@@ -12,7 +12,7 @@ type Counts struct {
 	Trials      int `json:"trials"`
 	Scored      int `json:"scored"`
 	Preempted   int `json:"preempted"`
-	BudgetBlown int `json:"budgetBlown"`
+	BudgetBlown int `json:"budget_blown"`
 	// Capped counts scored trials that hit any cap, Truncated those of them
 	// that stopped at the stop cap.
 	Capped    int `json:"capped"`
@@ -20,12 +20,12 @@ type Counts struct {
 	Missing   int `json:"missing"`
 	// TasksMissing counts tasks with no scored trial for this arm; they are
 	// left out (with a warning), never scored as zero.
-	TasksMissing int `json:"tasksMissing"`
+	TasksMissing int `json:"tasks_missing"`
 }
 
 // Warning is something a reader must see beside the numbers.
 type Warning struct {
-	JobKind string `json:"jobKind,omitempty"`
+	JobKind string `json:"job_kind,omitempty"`
 	Arm     string `json:"arm,omitempty"`
 	Message string `json:"message"`
 }

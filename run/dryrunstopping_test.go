@@ -11,9 +11,9 @@ import (
 	"rig/studies/studytest"
 )
 
-// A design with a stopping rule is priced three ways: under the stated
+// A design with a stopping rule is priced four ways: under the stated
 // difference (expected to stop early, so cheaper), under no difference,
-// and at most the whole plan. The expected trials never pass the maximum,
+// with arms that agree on every task, and at most the whole plan. The expected trials never pass the maximum,
 // and the stated difference's are below it.
 func TestDryRunPricesTheStoppingRule(t *testing.T) {
 	d := studytest.DemoDesign(t)
@@ -46,7 +46,7 @@ func TestDryRunPricesTheStoppingRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp == nil || len(sp.Scenarios) != 2 || sp.MaxTrials != e.Trials || sp.MaxWallTime != e.WallTime {
+	if sp == nil || len(sp.Scenarios) != 3 || sp.MaxTrials != e.Trials || sp.MaxWallTime != e.WallTime {
 		t.Fatalf("stopping price %+v, estimate %d trials", sp, e.Trials)
 	}
 	for _, s := range sp.Scenarios {
@@ -56,6 +56,11 @@ func TestDryRunPricesTheStoppingRule(t *testing.T) {
 	}
 	if stated := sp.Scenarios[0]; stated.Lead == 0 || stated.Trials >= float64(e.Trials) || stated.Stopped == 0 {
 		t.Errorf("under the stated difference %+v: expected to stop early in some studies", stated)
+	}
+	// Arms that agree on every task settle as futile in every study (issue
+	// 46: the price promised early stops a study of agreeing arms never got).
+	if agree := sp.Scenarios[2]; agree.Lead != 0 || agree.Stopped != 1 || agree.Trials >= float64(e.Trials) || !strings.Contains(agree.Name, "agreeing") {
+		t.Errorf("arms agreeing on every task: %+v, want a stop before the %d trials in every study", agree, e.Trials)
 	}
 	e.Stopping = sp
 	var b bytes.Buffer

@@ -7,9 +7,10 @@ import (
 )
 
 // StoppingPrice is a dry run's price of a design with a stopping rule:
-// the expected trials and wall time under the stated difference and under
-// no difference, beside the maximum, the whole plan, which a study that
-// never settles runs. The expectation is analysis's simulation on the
+// the expected trials and wall time under the stated difference, under no
+// difference, and with arms that agree on every task (which futility
+// settles on the whole paired sample), beside the maximum, the whole plan,
+// which a study that never settles runs. The expectation is analysis's simulation on the
 // plan's own shape, so run.PriceStopping fills it in, where the dry run is
 // assembled; studies only carries it in the Estimate and prints it.
 type StoppingPrice struct {

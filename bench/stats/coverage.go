@@ -85,9 +85,10 @@ func rateJitter(p float64) float64 {
 // PassCoverage simulates pass/fail studies under a probit model (a trial
 // passes when μ + σ·z_task + ε > 0, the task's z shared by both arms, ε
 // fresh per trial) and measures how often the analysis's 95% interval
-// covers the true value: the arm's pass rate (Wilson, or Wilson at the
-// effective task count with repeats) and the paired difference (Tango, or
-// Tango at the effective task count), for an equal pair and for a pair 10
+// covers the true value: the arm's pass rate (Wilson's interval joined with
+// Blaker's exact one at the 93.5% floor, at the effective task count with
+// repeats) and the paired difference (Tango's, widened on the table's
+// edges, likewise), for an equal pair and for a pair 10
 // points apart. Each cell draws its true rate from a small neighbourhood of
 // its nominal one (jitter). The cells run in parallel; each has its own
 // seeded stream, so the result does not depend on the number of cores.

@@ -119,10 +119,75 @@ func BenchStopping(ctx context.Context, w io.Writer, studies int, seed uint64) (
 			}
 		}
 	}
+	if err := BenchPowerLoss(ctx, w, studies, seed); err != nil {
+		return false, err
+	}
+	ok, err := BenchPromise(ctx, w, analysis.PromiseStudies/4, seed)
+	if err != nil {
+		return false, err
+	}
+	pass = pass && ok
 	verdict := "PASS"
 	if !pass {
 		verdict = "FAIL"
 	}
 	_, err = fmt.Fprintln(w, "\n"+verdict)
 	return pass, err
+}
+
+// PowerLossRow is one rule's power beside the fixed design's on the same
+// draws, in the setting of an independent measurement of the anytime
+// rule's price.
+type PowerLossRow struct {
+	Rule  string  `json:"rule"`
+	Lead  float64 `json:"lead"`
+	Power float64 `json:"power"`
+	Fixed float64 `json:"fixed"`
+	Tasks float64 `json:"tasks"`
+}
+
+// PowerLoss simulates one challenger against an incumbent on 100 tasks
+// with a look after every 10, each task's difficulty drawn from
+// Beta(0.5, 0.5) and each arm passing independently at it (the challenger
+// at it plus the lead): the anytime rule with its mixture centred on a
+// stated 20-point difference at ψ = 0.3, the anytime rule with the uniform
+// prior (no stated discordance), and O'Brien–Fleming for reference, at
+// leads of 15 and 20 points; futility at 20 points throughout.
+func PowerLoss(ctx context.Context, studies int, seed uint64) ([]PowerLossRow, error) {
+	rules := []struct {
+		name string
+		s    analysis.Stopping
+	}{
+		{"anytime, centred prior (ψ 0.3)", analysis.Stopping{Method: analysis.Anytime, Alpha: 0.05, Futility: 0.2, Discordance: 0.3}},
+		{"anytime, uniform prior", analysis.Stopping{Method: analysis.Anytime, Alpha: 0.05, Futility: 0.2}},
+		{"group_sequential, obrien_fleming (ψ 0.3)", analysis.Stopping{Method: analysis.GroupSequential, Spending: analysis.OBrienFleming, Alpha: 0.05, Futility: 0.2, Discordance: 0.3}},
+	}
+	var out []PowerLossRow
+	for _, lead := range []float64{0.15, 0.2} {
+		for _, r := range rules {
+			res, err := analysis.SimulateStopping(ctx, analysis.StoppingSim{Stopping: r.s, Arms: 2, Tasks: 100, Block: 10, Difficulty: 0.5, Lead: lead, Studies: studies, Seed: seed})
+			if err != nil {
+				return out, err
+			}
+			out = append(out, PowerLossRow{Rule: r.name, Lead: lead, Power: res.Power, Fixed: res.FixedPower, Tasks: res.Tasks})
+		}
+	}
+	return out, nil
+}
+
+// BenchPowerLoss prints PowerLoss as a Markdown table.
+func BenchPowerLoss(ctx context.Context, w io.Writer, studies int, seed uint64) error {
+	rows, err := PowerLoss(ctx, studies, seed)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "\nPower against the fixed design: 1 challenger, 100 tasks, a look after every 10, difficulty from Beta(0.5, 0.5), futility at 20 points (seed %d, %d studies per row):\n\n| rule | lead | power | fixed design | loss (points) | mean tasks |\n|---|---|---|---|---|---|\n", seed, studies); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "| %s | %.2f | %.3f | %.3f | %.1f | %.1f |\n", r.Rule, r.Lead, r.Power, r.Fixed, 100*(r.Fixed-r.Power), r.Tasks); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"rig/analysis"
@@ -40,6 +41,40 @@ func TestStoppingGoals(t *testing.T) {
 					t.Errorf("anytime power %v against fixed %v: more than the documented loss", r.Got, r.Fixed)
 				}
 			}
+		}
+	}
+}
+
+// TestPromiseMatchesTheRunner: the dry run's promise (the very call the
+// dry run makes) and the runner's walk replayed on other draws stop early,
+// and settle the first pair as futile, at the same rates within sampling
+// error, in the shape of issue 46's study (two challengers, 27 tasks) and
+// on one pair of 100 tasks; and a study whose arms agree on every task is
+// promised, and gets, an early futility stop.
+func TestPromiseMatchesTheRunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulation")
+	}
+	ctx := context.Background()
+	for i, st := range PromiseSettings() {
+		if i == 2 {
+			continue // the O'Brien–Fleming 100-task setting: the bench runs it
+		}
+		rows, err := CheckPromise(ctx, st.Name, st.Rule, st.Shape, 200, 9)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if !r.Pass {
+				t.Errorf("%s, %s: promised %+v, replayed %+v", r.Setting, r.Truth, r.Promised, r.Replayed)
+			}
+		}
+		agree := rows[len(rows)-1]
+		if !strings.Contains(agree.Truth, "agreeing") || agree.Promised.Stopped != 1 || agree.Replayed.Futile != 1 || agree.Replayed.Tasks >= float64(st.Shape.Tasks) {
+			t.Errorf("%s: arms agreeing on every task: promised %+v, replayed %+v; want every study stopped early as futile", st.Name, agree.Promised, agree.Replayed)
+		}
+		if null := rows[len(rows)-2]; null.Truth != "no difference" || null.Promised.Futile == 0 {
+			t.Errorf("%s: %s: no futility stop promised (%+v)", st.Name, null.Truth, null.Promised)
 		}
 	}
 }
