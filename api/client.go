@@ -276,6 +276,11 @@ func (c Client) Decide(ctx context.Context, req DecideRequest) (DecisionRecord, 
 	return call[DecisionRecord](ctx, c, MethodDecide, req, nil)
 }
 
+// AmendDecision appends a correction to the study's recorded decision.
+func (c Client) AmendDecision(ctx context.Context, req AmendDecisionRequest) (DecisionAmendment, error) {
+	return call[DecisionAmendment](ctx, c, MethodAmendDecision, req, nil)
+}
+
 // Regrade re-grades an execution's stored outputs beside the old grades.
 func (c Client) Regrade(ctx context.Context, req RegradeRequest) (RegradeReport, error) {
 	return call[RegradeReport](ctx, c, MethodGrade, req, nil)

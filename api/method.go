@@ -27,10 +27,11 @@ const (
 	MethodExport       = "export"
 
 	// Reports, decisions and re-grades.
-	MethodReport = "report"
-	MethodDecide = "decide"
-	MethodGrade  = "grade"
-	MethodUI     = "ui"
+	MethodReport        = "report"
+	MethodDecide        = "decide"
+	MethodAmendDecision = "amend-decision"
+	MethodGrade         = "grade"
+	MethodUI            = "ui"
 
 	// Proposals and the baseline.
 	MethodProposalList    = "proposal-list"
@@ -50,7 +51,7 @@ func Methods() []string {
 		MethodRegister, MethodReview, MethodApprove, MethodWithdraw, MethodFreeze, MethodStatus, MethodList,
 		MethodPreflight, MethodValidate, MethodDryRun,
 		MethodRun, MethodCancel, MethodCheck, MethodMerge, MethodEngineReplay, MethodExport,
-		MethodReport, MethodDecide, MethodGrade, MethodUI,
+		MethodReport, MethodDecide, MethodAmendDecision, MethodGrade, MethodUI,
 		MethodProposalList, MethodProposalShow, MethodProposalApprove, MethodProposalReject, MethodBaseline,
 		MethodBudget, MethodBudgetSet,
 	}

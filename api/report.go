@@ -34,6 +34,10 @@ type DecideRequest struct {
 	// Key makes the request idempotent: the same key with the same request
 	// returns the recorded decision; with another request it is a conflict.
 	Key string `json:"key,omitempty"`
+	// Preview asks what would be recorded: the daemon runs every check a
+	// decision runs (the caller's duties, the execution, the cited hash,
+	// the lifecycle) and replies with the record, writing nothing.
+	Preview bool `json:"preview,omitempty"`
 }
 
 // DecisionRecord is what `rig study decide` recorded: the outcome the
@@ -57,6 +61,39 @@ type DecisionRecord struct {
 	// Proposal is the publish proposal a switch to the challenger wrote
 	// (pending the Director's approval); empty for any other outcome.
 	Proposal string `json:"proposal,omitempty"`
+	// Preview marks a reply to a preview: what would be recorded, not
+	// recorded. A preview whose key was already used answers with the
+	// recorded decision, Preview false.
+	Preview bool `json:"preview,omitempty"`
+}
+
+// AmendDecisionRequest is `rig study amend-decision`: a correction
+// appended to the study's recorded decision, which stays as it is.
+type AmendDecisionRequest struct {
+	Study     string `json:"study"`
+	Rationale string `json:"rationale"`
+	Actor     string `json:"actor"`
+	// Preview asks what would be appended, writing nothing (as
+	// DecideRequest.Preview).
+	Preview bool `json:"preview,omitempty"`
+}
+
+// DecisionAmendment is one correction appended to a recorded decision: its
+// own rationale, actor and time, and the decision it amends.
+type DecisionAmendment struct {
+	Study string `json:"study"`
+	// Seq numbers the study's amendments from 1, in the order they were made.
+	Seq int `json:"seq"`
+	// Execution and DecidedAt name the decision amended: the execution it
+	// decided and when it was recorded.
+	Execution string    `json:"execution"`
+	DecidedAt time.Time `json:"decided_at"`
+	Rationale string    `json:"rationale"`
+	Actor     string    `json:"actor"`
+	ActorUID  *int      `json:"actor_uid,omitempty"`
+	At        time.Time `json:"at"`
+	// Preview marks a reply to a preview: nothing was appended.
+	Preview bool `json:"preview,omitempty"`
 }
 
 // RegradeRequest is `rig grade --regrade`.

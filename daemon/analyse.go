@@ -231,7 +231,7 @@ func (rp Reports) reportData(ev *findings.Evidence, a *Analysis) report.Data {
 		x.Replay = sums // never replayed (or unreadable): no section
 	}
 	if rec, err := rp.decision(ev.Study); err == nil {
-		x.Decision = &findings.Decided{Actor: rec.Actor, At: rec.At, Rationale: rec.Rationale}
+		x.Decision = &findings.Decided{Actor: rec.Actor, At: rec.At, Rationale: rec.Rationale, Amendments: rp.amendments(ev.Study)}
 	}
 	return findings.ReportData(ev, a.Input, a.Report, x)
 }

@@ -22,6 +22,7 @@ const (
 	dutyReview   duty = "review"
 	dutyApprove  duty = "approve"
 	dutyDecide   duty = "decide"
+	dutyAmend    duty = "amend the decision on"
 	dutyProposal duty = "approve or reject"
 )
 
@@ -40,6 +41,7 @@ var barredBy = map[duty][]part{
 	dutyReview:   {partRegistered},
 	dutyApprove:  {partRegistered, partReviewed},
 	dutyDecide:   {partRegistered, partReviewed},
+	dutyAmend:    {partRegistered, partReviewed},
 	dutyProposal: {partProposed},
 }
 
@@ -48,6 +50,7 @@ var dutyInstead = map[duty]string{
 	dutyReview:   "another reviewer and the Director must",
 	dutyApprove:  "the Director approves",
 	dutyDecide:   "a Director with no other part in the study decides",
+	dutyAmend:    "a Director with no other part in the study amends the decision",
 	dutyProposal: "another Director must",
 }
 

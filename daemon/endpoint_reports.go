@@ -25,6 +25,9 @@ func (rp Reports) methods() map[string]handler {
 		api.MethodDecide: method(func(ctx context.Context, r api.DecideRequest, _ io.Writer) (any, error) {
 			return rp.Decide(ctx, r)
 		}),
+		api.MethodAmendDecision: method(func(ctx context.Context, r api.AmendDecisionRequest, _ io.Writer) (any, error) {
+			return rp.AmendDecision(ctx, r)
+		}),
 		api.MethodGrade: method(func(ctx context.Context, r api.RegradeRequest, _ io.Writer) (any, error) {
 			return regradeReply(rp.Regrade(ctx, r))
 		}),

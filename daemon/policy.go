@@ -45,7 +45,7 @@ var methodRoles = map[string]Role{
 	api.MethodDryRun: RoleStaff, api.MethodRun: RoleStaff, api.MethodCancel: RoleStaff, api.MethodReport: RoleStaff,
 	api.MethodGrade: RoleStaff, api.MethodMerge: RoleStaff, api.MethodEngineReplay: RoleStaff,
 	api.MethodReview:  RoleReviewer,
-	api.MethodApprove: RoleDirector, api.MethodDecide: RoleDirector,
+	api.MethodApprove: RoleDirector, api.MethodDecide: RoleDirector, api.MethodAmendDecision: RoleDirector,
 	api.MethodProposalApprove: RoleDirector, api.MethodProposalReject: RoleDirector,
 	api.MethodBudgetSet: RoleOperator,
 }

@@ -261,7 +261,8 @@ func (s *Service) apply(ctx context.Context, name string, ev studies.Event) (*st
 	t := receipts.Transition{From: string(from), To: string(l.State), Who: ev.Actor, Why: cmp.Or(entry.Why, ev.Kind), At: ev.At}
 	if ev.Kind == studies.EventFreeze {
 		c.Transition, c.FreezeDesign = &t, l.DesignHash
-	} else if from != l.State {
+	} else if from != l.State || ev.Kind == studies.EventAmend {
+		// An amendment leaves the study decided and is audited all the same.
 		c.Transition = &t
 	}
 	if err := st.PutLifecycle(ctx, c); err != nil {

@@ -67,8 +67,10 @@ type Kind struct {
 	// Direction is "higher" or "lower": which way the measure is better.
 	Direction string `json:"direction"`
 	// Interval says in words how this job kind's intervals were made, one
-	// phrase per method its arms and pairs used, e.g. "95%; wilson: Wilson
-	// score interval; tango: Tango score interval for paired proportions".
+	// phrase per method its arms and pairs used, e.g. "95%; wilson-blaker:
+	// Wilson score interval joined with Blaker's exact interval at the
+	// coverage floor; tango-edges: Tango score interval for paired
+	// proportions, widened on the table's edges to the coverage floor".
 	Interval string `json:"interval"`
 	// Verdict is the ranking's verdict: "best", "tie", "no signal" (every
 	// arm scored one and the same value on every task: nothing was
@@ -87,6 +89,14 @@ type Kind struct {
 	// Detectable is the smallest difference the design says the task count
 	// can detect at 80% power; nil when the design states none.
 	Detectable *float64 `json:"detectable,omitempty"`
+	// DetectableComputed is what rig computes the planned task count
+	// (DetectableTasks) detects with the design's power (DetectablePower)
+	// from its pilot discordance, at Holm's strictest step; nil when the
+	// design gives no pilot. The two are shown side by side and labelled,
+	// because they differ (a stated 0.40 is 0.403 for 27 tasks).
+	DetectableComputed *float64 `json:"detectable_computed,omitempty"`
+	DetectableTasks    int      `json:"detectable_tasks,omitempty"`
+	DetectablePower    float64  `json:"detectable_power,omitempty"`
 
 	Arms     []Arm       `json:"arms"`
 	Pairs    []Pair      `json:"pairs"`
@@ -205,9 +215,11 @@ type Interval struct {
 	Value float64 `json:"value"`
 	Low   float64 `json:"low"`
 	High  float64 `json:"high"`
-	// Method names how the interval was made, printed beside it: "wilson",
-	// "wilson-design-effect", "tango", "tango-design-effect", "bca",
-	// "percentile" or "exact-no-spread". Kind.Interval says each in words.
+	// Method names how the interval was made, printed beside it:
+	// "wilson-blaker", "wilson-blaker-design-effect", "tango-edges",
+	// "tango-edges-design-effect", "bca", "percentile" or
+	// "exact-no-spread" (the sequential ones besides). Kind.Interval says
+	// each in words.
 	Method string `json:"method,omitempty"`
 	// Note says why a fallback was taken (e.g. every task scored the same).
 	Note string `json:"note,omitempty"`
@@ -258,6 +270,10 @@ type Pair struct {
 	// NotShown, when set, is printed instead of any reading of the delta,
 	// because it is below what the study can detect.
 	NotShown string `json:"not_shown,omitempty"`
+	// Reading is what every renderer prints as the pair's reading: shown
+	// or not at the family-wise level after Holm, or NotShown (the CLI's
+	// summary prints the same, analysis.PairResult.Reading).
+	Reading string `json:"reading"`
 	// Missing counts the job kind's tasks that are not a complete pair;
 	// MissingTasks names them with the arm that lacks a result, e.g.
 	// "t07 (lacks gemma)". A missing pair is never a zero.
@@ -389,6 +405,17 @@ type Decision struct {
 	// Constraints are the design's guardrails and winner-policy clauses on
 	// every pair: each can block a winner, none can make one.
 	Constraints []Constraint `json:"constraints,omitempty"`
+	// Amendments are the corrections appended to the recorded decision,
+	// oldest first; the decision above them stays as it was recorded.
+	Amendments []Amendment `json:"amendments,omitempty"`
+}
+
+// Amendment is one correction appended to the recorded decision.
+type Amendment struct {
+	Seq       int       `json:"seq"`
+	Actor     string    `json:"actor"`
+	At        time.Time `json:"at"`
+	Rationale string    `json:"rationale"`
 }
 
 // Constraint is one guardrail or winner-policy clause on one pair.

@@ -213,7 +213,7 @@ func forest(k Kind, id string) (figure, error) {
 	p.Y.Tick.Label.Font = font.From(sans, 10.5)
 	caption := fmt.Sprintf("Named pairs in %s: each challenger's difference from its baseline, with its interval (%s). The solid line is no difference", k.Name, k.Interval)
 	if k.Detectable != nil {
-		caption += fmt.Sprintf("; dashed lines mark ±%s, the smallest difference the task count can detect at 80%% power — inside them a difference is not shown, not equal", num(*k.Detectable))
+		caption += fmt.Sprintf("; dashed lines mark ±%s, the smallest difference the design states its task count can detect at 80%% power%s — inside them a difference is not shown, not equal", num(*k.Detectable), computedAside(k))
 	}
 	return render(p, vg.Points(640), vg.Points(float64(70+34*n)), figure{
 		ID: id, Class: "fig-forest", Title: "Forest plot of named pairs, " + k.Name,

@@ -3,25 +3,26 @@ package report
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
+
+	"rig/internal/wording"
 )
 
 // Missing is what every renderer prints for a value that was not measured.
-const Missing = "—"
+const Missing = wording.Missing
 
-func num(v float64) string { return fmt.Sprintf("%.3f", v) }
+func num(v float64) string { return wording.Value(v) }
 
-func signed(v float64) string { return fmt.Sprintf("%+.3f", v) }
-
-func pct(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }
+func pct(v float64) string { return wording.Percent(v) }
 
 // interval prints an estimate, its interval and, beside it, the method.
 func interval(iv Interval) string {
-	return fmt.Sprintf("%s [%s, %s]", num(iv.Value), num(iv.Low), num(iv.High)) + methodSuffix(iv)
+	return wording.Interval(iv.Value, iv.Low, iv.High) + methodSuffix(iv)
 }
 
 func deltaText(iv Interval) string {
-	return fmt.Sprintf("%s [%s, %s]", signed(iv.Value), signed(iv.Low), signed(iv.High)) + methodSuffix(iv)
+	return wording.SignedInterval(iv.Value, iv.Low, iv.High) + methodSuffix(iv)
 }
 
 func methodSuffix(iv Interval) string {
@@ -33,16 +34,7 @@ func methodSuffix(iv Interval) string {
 
 // pval prints small p-values in scientific notation so that 3e-7 does not
 // read as zero.
-func pval(p float64) string {
-	switch {
-	case p >= 0.001:
-		return fmt.Sprintf("%.3f", p)
-	case p == 0:
-		return "0"
-	default:
-		return fmt.Sprintf("%.1e", p)
-	}
-}
+func pval(p float64) string { return wording.P(p) }
 
 func optNum(v *float64, format string) string {
 	if v == nil {
@@ -233,4 +225,43 @@ func leaderText(k Kind, a Arm) string {
 		return fmt.Sprintf("%s ranks first with P(best) %.2f, at or above the bar of %.2f.", a.Arm, a.PBest, k.BestBar)
 	}
 	return fmt.Sprintf("%s ranks first with P(best) %.2f.", a.Arm, a.PBest)
+}
+
+// detectableText words the smallest detectable difference of a job kind:
+// what the design states, and beside it what rig computes for the planned
+// task count, each labelled as such. The two differ (the design rounds, rig
+// computes the exact power), and a reader must tell which one a number is.
+func detectableText(k Kind) string {
+	stated := "the design states no smallest detectable difference"
+	if k.Detectable != nil {
+		stated = fmt.Sprintf("smallest detectable difference stated by the design: ±%s at 80%% power", num(*k.Detectable))
+	}
+	if k.DetectableComputed == nil {
+		return stated + " (rig computes none: the design gives no pilot discordance)"
+	}
+	return fmt.Sprintf("%s; computed by rig: ±%s for %d tasks at %s%% power", stated, num(*k.DetectableComputed), k.DetectableTasks, strconv.FormatFloat(100*k.DetectablePower, 'f', -1, 64))
+}
+
+// computedAside is the computed detectable difference as an aside to a
+// sentence about the stated one; empty when rig computed none.
+func computedAside(k Kind) string {
+	if k.DetectableComputed == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (computed by rig: ±%s for %d tasks)", num(*k.DetectableComputed), k.DetectableTasks)
+}
+
+// readingOf is a pair's reading as every renderer prints it. Data written
+// before pairs carried their reading (Reading empty) is read as it was then:
+// NotShown, else by the Holm-adjusted p against the job kind's level.
+func readingOf(k Kind, pr Pair) string {
+	switch {
+	case pr.Reading != "":
+		return pr.Reading
+	case pr.NotShown != "":
+		return pr.NotShown
+	case pr.PHolm < k.Alpha:
+		return wording.Shown(k.Alpha)
+	}
+	return wording.NotShown(k.Alpha)
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"rig/internal/wording"
+
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -38,13 +40,15 @@ func funcs() template.FuncMap {
 		"opt":          optNum,
 		"short":        short,
 		"deref":        func(v *float64) float64 { return *v },
+		"detectable":   detectableText,
+		"reading":      readingOf,
 		"better":       better,
 		"missing":      func() string { return Missing },
 		"missingPairs": MissingText,
 		"noLeader":     noLeader,
 		"join":         strings.Join,
 		"when":         when,
-		"outcome":      func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"outcome":      wording.Outcome,
 		"status":       func(s ReplayStatus) string { return strings.ReplaceAll(string(s), "_", " ") },
 		"change":       func(c Change) string { return strings.ReplaceAll(string(c), "_", " ") },
 		"armPass":      armPass,

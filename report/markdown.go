@@ -1,6 +1,8 @@
 package report
 
 import (
+	"rig/internal/wording"
+
 	"bufio"
 	"fmt"
 	"io"
@@ -100,6 +102,23 @@ func (m *mdWriter) stop(st *Stop) {
 	}
 }
 
+// amendments are the corrections appended to the decision, each labelled
+// with who made it and when; the decision above them stays as recorded.
+func (m *mdWriter) amendments(as []Amendment) {
+	if len(as) == 0 {
+		return
+	}
+	m.p("Amendments (appended later; the decision above stays as recorded):\n\n")
+	for _, a := range as {
+		m.p("- **Amendment %d**, by %s", a.Seq, line(a.Actor))
+		if !a.At.IsZero() {
+			m.p(" at %s", when(a.At))
+		}
+		m.p(": %s\n", line(a.Rationale))
+	}
+	m.p("\n")
+}
+
 // decision is the outcome, who recorded it against which comparison, the
 // rule as written, how the rule reached it and the guardrails.
 func (m *mdWriter) decision(dc *Decision, comparisonHash string) {
@@ -119,6 +138,7 @@ func (m *mdWriter) decision(dc *Decision, comparisonHash string) {
 	if dc.Rationale != "" {
 		m.p("%s\n\n", line(dc.Rationale))
 	}
+	m.amendments(dc.Amendments)
 	m.p("Rule, as written before any run:\n\n%s\n", fenced(dc.Rule))
 	if len(dc.Trace) > 0 {
 		m.p("How the rule reached it:\n\n")
@@ -153,10 +173,7 @@ func (m *mdWriter) warnings(ws []string) {
 func (m *mdWriter) kind(k Kind) {
 	m.p("## Job kind: %s\n\n", line(k.Name))
 	m.p("Ranking measure **%s** (%s), gate %s, interval: %s, P(best) bar %.2f, Holm at α = %.2f", line(k.Measure), better(k), num(k.Gate), line(k.Interval), k.BestBar, k.Alpha)
-	if k.Detectable != nil {
-		m.p(", detectable at 80%% power: ±%s", num(*k.Detectable))
-	}
-	m.p(".\n\n")
+	m.p("; %s.\n\n", detectableText(k))
 	if a := leader(k); a != nil {
 		m.p("**%s**\n\n", line(leaderText(k, *a)))
 	} else if h := noLeader(k); h != "" {
@@ -212,14 +229,7 @@ func (m *mdWriter) pairs(k Kind) {
 	m.p("### Named pairs\n\n")
 	m.head("pair", "Δ [interval]", "test", "p", "p (Holm)", "outcome", "reading", "missing pairs")
 	for _, pr := range k.Pairs {
-		reading := pr.NotShown
-		if reading == "" {
-			reading = "no difference shown at α after Holm"
-			if pr.PHolm < k.Alpha {
-				reading = "shown at α after Holm"
-			}
-		}
-		m.row(pr.Challenger+" vs "+pr.Baseline, deltaText(pr.Delta), pr.Test, pval(pr.PRaw), pval(pr.PHolm), pr.Outcome, reading, MissingText(pr))
+		m.row(pr.Challenger+" vs "+pr.Baseline, deltaText(pr.Delta), pr.Test, pval(pr.PRaw), pval(pr.PHolm), wording.Outcome(pr.Outcome), readingOf(k, pr), MissingText(pr))
 	}
 	m.p("\n")
 }

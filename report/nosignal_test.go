@@ -13,13 +13,13 @@ func noSignalData() Data {
 	d := SampleData()
 	k := &d.Kinds[0]
 	k.Verdict, k.Leader = "no signal", ""
-	k.Interval = "95%; wilson: Wilson score interval; tango: Tango score interval for paired proportions"
+	k.Interval = "95%; wilson-blaker: Wilson score interval joined with Blaker's exact interval at the coverage floor; tango-edges: Tango score interval for paired proportions, widened on the table's edges to the coverage floor"
 	for i := range k.Arms {
-		k.Arms[i].Score = Interval{Value: 0, Low: 0, High: 0.1135, Method: "wilson"}
+		k.Arms[i].Score = Interval{Value: 0, Low: 0, High: 0.1135, Method: "wilson-blaker"}
 		k.Arms[i].Tie = false
 	}
 	for i := range k.Pairs {
-		k.Pairs[i].Delta = Interval{Value: 0, Low: -0.1135, High: 0.1135, Method: "tango"}
+		k.Pairs[i].Delta = Interval{Value: 0, Low: -0.1135, High: 0.1135, Method: "tango-edges"}
 	}
 	return d
 }
@@ -57,11 +57,11 @@ func TestNoSignalAndMethodsInEveryFormat(t *testing.T) {
 			t.Errorf("%s: a job kind with no signal names a leader", name)
 		}
 		// The pairs table may sit in another section of the page.
-		if !strings.Contains(sec, "0.000 [0.000, 0.114] wilson") || !strings.Contains(out[0], "0.114] tango") {
+		if !strings.Contains(sec, "0.000 [0.000, 0.114] wilson-blaker") || !strings.Contains(out[0], "0.114] tango-edges") {
 			t.Errorf("%s: the method is not printed beside each interval", name)
 		}
 	}
-	for _, want := range []string{`"method": "wilson"`, `"method": "tango"`, `"verdict": "no signal"`} {
+	for _, want := range []string{`"method": "wilson-blaker"`, `"method": "tango-edges"`, `"verdict": "no signal"`} {
 		if !strings.Contains(j.String(), want) {
 			t.Errorf("json lacks %s", want)
 		}

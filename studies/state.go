@@ -14,6 +14,7 @@ import (
 //	  ▲  ◀──────────── revise (design changed; review and approval lapse) ───┘
 //	approved ──freeze──▶ frozen ──run──▶ running ──finish | cancel──▶ frozen
 //	frozen ──decide (a finished execution)──▶ decided
+//	decided ──amend-decision (a correction appended; the decision stays)──▶ decided
 //	draft | reviewed | approved | frozen (no counted run yet) ──withdraw──▶ withdrawn
 //
 // running returns to frozen when an execution ends, cancelled or not: the
@@ -48,6 +49,9 @@ const (
 	EventCancel   = "cancel"
 	EventDecide   = "decide"
 	EventWithdraw = "withdraw"
+	// EventAmend appends a correction to the recorded decision; the
+	// decision itself, and the state, stay as they are.
+	EventAmend = "amend-decision"
 )
 
 // ErrTransition classifies every refused transition; see *TransitionError.
@@ -100,7 +104,7 @@ type Event struct {
 	Review       *Review // review
 	DesignHash   string  // revise: the new design's hash
 	SnapshotHash string  // freeze
-	Execution    string  // run, finish, cancel, decide
+	Execution    string  // run, finish, cancel, decide; amend-decision: the decided execution
 	Outcome      string  // decide: what the decision rule assigned
 }
 
@@ -131,7 +135,37 @@ type Lifecycle struct {
 	Finished     []string     `json:"finished,omitempty"` // executions that ran to the end
 	Cancelled    []string     `json:"cancelled,omitempty"`
 	Outcome      string       `json:"outcome,omitempty"`
+	Amendments   []Amendment  `json:"amendments,omitempty"` // corrections appended to the decision, oldest first
 	Audit        []AuditEntry `json:"audit,omitempty"`
+}
+
+// Amendment is a correction appended to a recorded decision, with its own
+// rationale and actor: a rationale typed by mistake is answered, not
+// rewritten.
+type Amendment struct {
+	// Seq numbers the study's amendments from 1, in the order they were made.
+	Seq int `json:"seq"`
+	// Execution and DecidedAt name the decision amended: the execution it
+	// decided and when it was recorded.
+	Execution string    `json:"execution"`
+	DecidedAt time.Time `json:"decided_at"`
+	Rationale string    `json:"rationale"`
+	Actor     string    `json:"actor"`
+	ActorUID  *int      `json:"actor_uid,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// amendment is the correction ev would append, numbered after the ones
+// recorded; Apply checks it may.
+func (l *Lifecycle) amendment(ev Event) Amendment {
+	a := Amendment{Seq: len(l.Amendments) + 1, Execution: ev.Execution, Rationale: ev.Why, Actor: ev.Actor, ActorUID: ev.ActorUID, At: ev.At}
+	for _, e := range slices.Backward(l.Audit) {
+		if e.Event == EventDecide {
+			a.DecidedAt = e.At
+			break
+		}
+	}
+	return a
 }
 
 // NewLifecycle starts a registered study in draft.
@@ -255,6 +289,19 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 		to = Decided
 		detail = fmt.Sprintf("execution %s: %s", ev.Execution, ev.Outcome)
 		commit = func() { l.Outcome = ev.Outcome }
+	case EventAmend:
+		if from != Decided {
+			return refuse(nil, "no decision is recorded yet: an amendment corrects a recorded decision (record it first with rig study decide)")
+		}
+		if ev.Execution == "" {
+			return refuse(nil, "an amendment names the decided execution it amends")
+		}
+		if strings.TrimSpace(ev.Why) == "" {
+			return refuse(nil, "an amendment needs its own rationale (--rationale)")
+		}
+		a := l.amendment(ev)
+		detail = fmt.Sprintf("amendment %d of the decision on execution %s", a.Seq, a.Execution)
+		commit = func() { l.Amendments = append(l.Amendments, a) }
 	case EventWithdraw:
 		switch {
 		case from == Withdrawn:
@@ -268,7 +315,7 @@ func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
 		detail = "withdrawn by " + ev.Actor
 		commit = func() {}
 	default:
-		return refuse(nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel, decide or withdraw)")
+		return refuse(nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel, decide, amend-decision or withdraw)")
 	}
 	commit()
 	l.State = to

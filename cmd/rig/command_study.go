@@ -30,11 +30,13 @@ approve.
   rig study validate NAME                    one free validation run per harness
   rig study run NAME                         counted run, with progress
   rig study status NAME | cancel NAME | rerun NAME EXEC
+  rig study decide NAME --comparison HASH --rationale "..."   (director role; asks, or --yes)
+  rig study amend-decision NAME --rationale "..."             a correction; the decision stays
   rig study withdraw NAME --why "..."        before a counted run (registrant or Director)`,
 	}
 	cmd.AddCommand(newStudyInitCommand(), studyRegisterCommand(), studyReviewCommand(), studyApproveCommand(), studyWithdrawCommand(),
 		studyFreezeCommand(), studyPreflightCommand(), studyValidateCommand(), studyCancelCommand(),
-		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyCheckCommand(), studyMergeCommand(), studyReplayCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
+		studyRunCommand(), studyRerunCommand(), studyReportCommand(), studyDecideCommand(), studyAmendDecisionCommand(), studyCheckCommand(), studyMergeCommand(), studyReplayCommand(), studyDryRunCommand(), studyStatusCommand(), studyListCommand())
 	return cmd
 }
 

@@ -335,10 +335,10 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 	}
 	hash := []string{"", repJSON.ComparisonHash}
 	stale := strings.Repeat("0", 64)
-	if out := e.rig(false, "study", "decide", name, "--comparison", stale, "--rationale", "test"); !strings.Contains(strings.ToLower(out), "stale") {
+	if out := e.rig(false, "study", "decide", name, "--comparison", stale, "--rationale", "test", "--yes"); !strings.Contains(strings.ToLower(out), "stale") {
 		t.Errorf("a stale comparison hash was not refused clearly:\n%s", out)
 	}
-	out = e.rig(true, "study", "decide", name, "--comparison", hash[1], "--rationale", "end-to-end test")
+	out = e.rig(true, "study", "decide", name, "--comparison", hash[1], "--rationale", "end-to-end test", "--yes")
 	if !strings.Contains(out, "decision") {
 		t.Fatal(out)
 	}

@@ -39,11 +39,13 @@ type Extras struct {
 	Decision *Decided
 }
 
-// Decided is who recorded the study's decision, when and why.
+// Decided is who recorded the study's decision, when and why, and the
+// corrections appended to it since, oldest first.
 type Decided struct {
-	Actor     string
-	At        time.Time
-	Rationale string
+	Actor      string
+	At         time.Time
+	Rationale  string
+	Amendments []studies.Amendment
 }
 
 // ReportData maps the evidence, the analysis input it gave (Input) and the
@@ -111,6 +113,10 @@ func (b kindBuilder) kind(k analysis.KindResult) report.Kind {
 	if d.Power.SmallestDetectableDifference > 0 {
 		v := d.Power.SmallestDetectableDifference
 		jk.Detectable = &v
+	}
+	if pw := rep.Power; pw != nil && pw.MinDetectable.Valid() {
+		v := float64(pw.MinDetectable)
+		jk.DetectableComputed, jk.DetectableTasks, jk.DetectablePower = &v, pw.Tasks, pw.Power
 	}
 	b.armRows(&jk, k)
 	jk.Sweep = sweepOf(k)
@@ -218,8 +224,13 @@ func (b kindBuilder) pairs(jk *report.Kind, jobKind string) {
 		for _, m := range p.Missing {
 			pr.MissingTasks = append(pr.MissingTasks, m.Task+" (lacks "+m.Lacks+")")
 		}
-		if p.Shown != "shown" && jk.Detectable != nil {
-			pr.NotShown = p.Reading(*jk.Detectable)
+		var detectable float64
+		if jk.Detectable != nil {
+			detectable = *jk.Detectable
+		}
+		pr.Reading = p.Reading(detectable, jk.Alpha)
+		if p.Shown != "shown" && detectable > 0 {
+			pr.NotShown = pr.Reading
 		}
 		jk.Pairs = append(jk.Pairs, pr)
 		for _, t := range p.NewlyFixed {
@@ -294,6 +305,9 @@ func decisionData(d *studies.Design, rep *analysis.Report, x Extras) *report.Dec
 	}
 	if rec := x.Decision; rec != nil {
 		out.Actor, out.At, out.Rationale = rec.Actor, rec.At, rec.Rationale
+		for _, a := range rec.Amendments {
+			out.Amendments = append(out.Amendments, report.Amendment{Seq: a.Seq, Actor: a.Actor, At: a.At, Rationale: a.Rationale})
+		}
 	}
 	return out
 }
