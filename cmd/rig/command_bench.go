@@ -137,13 +137,15 @@ func benchPreflightFlags(cmd *cobra.Command) *benchPreflightOptions {
 // run measures on the CPU with memory cgroups, on a card through NVML, or
 // predicts again from tables an earlier run wrote.
 func (o *benchPreflightOptions) run(cmd *cobra.Command) error {
+	// A bad flag is refused first, on a machine with no setup too.
+	if o.device != "cpu" && o.device != "cuda" {
+		return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", o.device)
+	}
 	in, err := provision.Load()
 	if err != nil {
 		return err
 	}
-	switch o.device {
-	case "cpu":
-	case "cuda":
+	if o.device == "cuda" {
 		var models []provision.Model
 		for _, f := range o.cardModels {
 			sum, err := runtimes.FileSHA256(f)
@@ -154,8 +156,6 @@ func (o *benchPreflightOptions) run(cmd *cobra.Command) error {
 		}
 		_, err := memory.RunCard(cmd.Context(), cmd.OutOrStdout(), memory.CardOptions{Installed: in, Card: o.cardIndex, Models: models})
 		return err
-	default:
-		return fmt.Errorf("--device %q: use cpu (memory cgroups on this host) or cuda (a real card, through NVML)", o.device)
 	}
 	if len(o.fromTables) > 0 {
 		return memory.Refit(cmd.Context(), cmd.OutOrStdout(), memory.Options{Installed: in, Runtimes: o.runtimes, Models: benchModels(in, o.otherQuants),

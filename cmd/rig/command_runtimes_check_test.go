@@ -27,7 +27,7 @@ func TestRuntimesCheckListsEveryModelFile(t *testing.T) {
 			continue
 		}
 		models++
-		row := lineContaining(out, path)
+		row := lineHolding(out, path)
 		if row == "" {
 			t.Errorf("%s (%s) is not listed:\n%s", key, path, out)
 			continue
@@ -39,13 +39,4 @@ func TestRuntimesCheckListsEveryModelFile(t *testing.T) {
 	if models < 4 {
 		t.Errorf("installed.env names %d model files, want the two models and their Q8_0 requantizations", models)
 	}
-}
-
-func lineContaining(text, s string) string {
-	for _, l := range strings.Split(text, "\n") {
-		if strings.Contains(l, s) {
-			return l
-		}
-	}
-	return ""
 }

@@ -32,15 +32,16 @@ log-probabilities are apart, step by step.
 
   rig runtimes smoke --backend cuda --model /tmp/synth-1b.gguf --compare-backends`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A bad flag is refused first, on a machine with no setup too.
+			if backend != offload.BackendCPU && backend != offload.BackendCUDA {
+				return fmt.Errorf("--backend %q: use cpu or cuda", backend)
+			}
 			in, err := provision.Load()
 			if err != nil {
 				return err
 			}
-			switch {
-			case compare || backend == offload.BackendCUDA || modelFile != "":
+			if compare || backend == offload.BackendCUDA || modelFile != "" {
 				return smokeBackends(cmd, in, backend, modelFile, prompt, maxTokens, noSandbox, compare)
-			case backend != offload.BackendCPU:
-				return fmt.Errorf("--backend %q: use cpu or cuda", backend)
 			}
 			work, err := os.MkdirTemp("", "rig-smoke-")
 			if err != nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"rig/api"
@@ -47,6 +49,9 @@ the existing study; the same key with another design is a conflict.`,
 			// The design is read here, with your rights, and sent: the daemon
 			// (often root) never reads a file for you that you could not.
 			design, err := studies.ReadDesignFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("read design: %w (rig study init %s writes a commented example to edit)", err, args[0])
+			}
 			if err != nil {
 				return fmt.Errorf("read design: %w", err)
 			}

@@ -33,7 +33,7 @@ func workerMetrics(cmd *cobra.Command) (*metrics.Set, error) {
 	if _, err := metrics.CheckAddr(addr); err != nil {
 		return nil, err
 	}
-	return metrics.New(), nil
+	return daemon.NewMetrics(metrics.Worker), nil
 }
 
 // serveWorkerMetrics serves a worker's metrics and /healthz until ctx ends

@@ -79,4 +79,9 @@ func TestQuickDemoScript(t *testing.T) {
 	if strings.Join(names, ",") != "smollm2-llama-server,smollm2-q8-llama-server" {
 		t.Errorf("the quick demo compared %v, want SmolLM2 at Q4_1 and at Q8_0", names)
 	}
+	md, err := os.ReadFile(filepath.Join(filepath.Dir(m[len(m)-1][1]), "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReportReadsAlike(t, rep, string(md), out)
 }
