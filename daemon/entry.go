@@ -127,6 +127,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	o.Metrics.TaskQueues(w.Queues()) // their started counts at 0 before the first trial
 	if o.Started != nil {
 		if err := o.Started(ctx, w.Ready); err != nil {
 			return err
@@ -159,7 +160,9 @@ type EngineDevOptions struct {
 }
 
 // RunEngineDev runs the Temporal CLI's dev server on loopback until ctx
-// ends; where it listens goes to out once it is up.
+// ends; where it listens goes to out once it is up. It returns nil when ctx
+// ended it, and an error quoting the server's last log lines when the server
+// exited on its own, so that a supervisor restarting on failure restarts it.
 func RunEngineDev(ctx context.Context, o EngineDevOptions, out io.Writer) error {
 	in, err := provision.LoadFile(o.InstalledEnv)
 	if err != nil {
@@ -170,9 +173,16 @@ func RunEngineDev(ctx context.Context, o EngineDevOptions, out io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(out, "temporal dev server on %s (state %s, log %s)\n", s.Address(), o.DB, s.Log)
-	go func() { <-ctx.Done(); s.Stop() }()
-	s.Wait()
-	return nil
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Stop()
+		case <-stopped:
+		}
+	}()
+	return s.Wait()
 }
 
 // RegradeWithoutDaemon is `rig grade --regrade` when no daemon runs: it

@@ -14,6 +14,30 @@ import (
 // "Metrics"): what it records where it already sees the event, and the two
 // pieces a worker shares with it (the governor's events, the card).
 
+// outcomes are the receipt's outcome classes, and governorEvents the
+// governor's event kinds: the label values of rig's metrics that belong to
+// receipts and governor, which package metrics does not import. A test
+// holds them to the constants they copy.
+var (
+	outcomes       = []receipts.Outcome{receipts.Scored, receipts.Capped, receipts.FailedAtCard, receipts.Preempted, receipts.Error}
+	governorEvents = []governor.EventKind{governor.EventTrip, governor.EventClear, governor.EventPreempt, governor.EventStopped,
+		governor.EventStopFailed, governor.EventHold, governor.EventRelease, governor.EventStale, governor.EventFresh}
+)
+
+// NewMetrics is the metrics.Set of the daemon or of a worker (role), with
+// each outcome's and each governor event's series at 0 from the start, so
+// that the first preemption after a start is an increase an alert sees.
+func NewMetrics(role metrics.Role) *metrics.Set {
+	var k metrics.Known
+	for _, o := range outcomes {
+		k.Outcomes = append(k.Outcomes, string(o))
+	}
+	for _, e := range governorEvents {
+		k.GovernorEvents = append(k.GovernorEvents, string(e))
+	}
+	return metrics.New(role, k)
+}
+
 // GovernorMetrics is a governor.EventSink that counts each event by kind
 // and follows the hold: the daemon's and every worker's governor send their
 // events here as well as to their store or log.
@@ -92,7 +116,7 @@ func (s *Service) queueDepths() map[string]int {
 		}
 		q := info.Engine
 		if q == "" {
-			q = "local"
+			q = metrics.QueueLocal
 		}
 		if left := info.Planned - info.Done; left > 0 {
 			depth[q] += left
@@ -109,7 +133,7 @@ func (s *Service) startMetrics(ctx context.Context, opts Options, log *slog.Logg
 	if opts.Metrics == "" || opts.Metrics == metrics.Off {
 		return nil
 	}
-	m := metrics.New()
+	m := NewMetrics(metrics.Daemon)
 	if _, err := m.Start(ctx, opts.Metrics, opts.MetricsDefault, log); err != nil {
 		return err
 	}

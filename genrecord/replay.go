@@ -106,20 +106,9 @@ type Summary struct {
 // unknown row ids) and for a cancelled ctx, with the partial summary.
 func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (Summary, error) {
 	s := Summary{Path: path, Tolerance: opts.Tolerance, Selection: "all"}
-	if opts.Sample > 0 && len(opts.Rows) > 0 {
-		return s, fmt.Errorf("replay %s: choose either a sample (%d rows) or row ids, not both", path, opts.Sample)
-	}
-	if opts.Sample < 0 {
-		return s, fmt.Errorf("replay %s: sample size %d is negative", path, opts.Sample)
-	}
 	var err error
-	if opts.WantSum != "" {
-		if err := VerifySum(path, opts.WantSum); err != nil {
-			return s, err
-		}
-	}
-	if s.SHA256, err = SumFile(path); err != nil {
-		return s, fmt.Errorf("replay: %w", err)
+	if s.SHA256, err = checkReplayRequest(path, opts); err != nil {
+		return s, err
 	}
 	rd, err := OpenReader(path)
 	if err != nil {
@@ -136,61 +125,12 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 		return s, nil
 	}
 
-	want := map[string]bool{}
-	for _, id := range opts.Rows {
-		want[id] = true
-	}
-	switch {
-	case len(opts.Rows) > 0:
-		s.Selection = fmt.Sprintf("rows %s", strings.Join(opts.Rows, ","))
-	case opts.Sample > 0:
-		s.Selection, s.Seed = fmt.Sprintf("sample %d", opts.Sample), opts.Seed
-	}
+	want := selectRows(opts, &s)
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
-	type lined struct {
-		row  Row
-		line int
-	}
-	var picked []lined
+	var picked []linedRow
 	start := time.Now()
-	var replayTime, origTime, origReplay time.Duration
-	replayOne := func(row Row, line int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		steps, err := rs.Rescore(ctx, row)
-		dt := time.Since(t0)
-		replayTime += dt
-		r := RowResult{RowID: row.RowID, Line: line, Arm: row.Arm, Role: row.Role, ReplayMS: ms(dt), WallMS: row.WallMS}
-		if err == nil {
-			// The kept text and prompt must be what the tokens say: an
-			// edit of the text alone leaves every log-prob as it was.
-			tk, _ := rs.(Tokenizer)
-			checks, fm, ferr := CheckFields(ctx, row, tk)
-			err = ferr
-			if err == nil {
-				r.Comparison = CompareRow(row, steps, opts.Tolerance, s.Pins.GreedyIsArgmax()).WithField(checks, fm)
-			}
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			r.Status, r.Error = StatusError, err.Error()
-		} else {
-			r.Status = StatusMismatch
-			if r.Comparison.Reproduced {
-				r.Status = StatusReproduced
-			}
-			if row.WallMS > 0 {
-				origTime += time.Duration(row.WallMS * float64(time.Millisecond))
-				origReplay += dt
-			}
-		}
-		s.Results = append(s.Results, r)
-		return nil
-	}
+	rp := &rowReplayer{ctx: ctx, rs: rs, tolerance: opts.Tolerance, s: &s}
+	finish := func() Summary { return s.finish(start, rp.replayTime, rp.origTime, rp.origReplay) }
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -208,40 +148,141 @@ func Replay(ctx context.Context, path string, rs Rescorer, opts ReplayOptions) (
 		switch {
 		case len(opts.Rows) > 0:
 			if want[row.RowID] {
-				picked = append(picked, lined{row, rd.Line()})
+				picked = append(picked, linedRow{row, rd.Line()})
 				delete(want, row.RowID)
 			}
 		case opts.Sample > 0:
 			// Reservoir sampling keeps memory at Sample rows.
 			if len(picked) < opts.Sample {
-				picked = append(picked, lined{row, rd.Line()})
+				picked = append(picked, linedRow{row, rd.Line()})
 			} else if j := rng.IntN(s.RecordRows); j < opts.Sample {
-				picked[j] = lined{row, rd.Line()}
+				picked[j] = linedRow{row, rd.Line()}
 			}
 		default:
-			if err := replayOne(row, rd.Line()); err != nil {
-				return s.finish(start, replayTime, origTime, origReplay), err
+			if err := rp.replay(row, rd.Line()); err != nil {
+				return finish(), err
 			}
 		}
 	}
 	if len(want) > 0 {
-		missing := make([]string, 0, len(want))
-		for id := range want {
-			missing = append(missing, id)
-		}
-		sort.Strings(missing)
-		return s, fmt.Errorf("replay %s: row ids not in the record: %s (list ids with `rig replay --list`, or check the record's path)", path, strings.Join(missing, ", "))
+		return s, missingRowsError(path, want)
 	}
 	if opts.Sample > s.RecordRows {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("sample of %d asked, the record has %d rows: replaying all", opts.Sample, s.RecordRows))
 	}
 	sort.Slice(picked, func(i, j int) bool { return picked[i].line < picked[j].line })
 	for _, p := range picked {
-		if err := replayOne(p.row, p.line); err != nil {
-			return s.finish(start, replayTime, origTime, origReplay), err
+		if err := rp.replay(p.row, p.line); err != nil {
+			return finish(), err
 		}
 	}
-	return s.finish(start, replayTime, origTime, origReplay), nil
+	return finish(), nil
+}
+
+// checkReplayRequest refuses a selection that asks for both a sample and
+// row ids, or a negative sample, checks the record against the sum asked
+// for, and returns its own sum.
+func checkReplayRequest(path string, opts ReplayOptions) (string, error) {
+	if opts.Sample > 0 && len(opts.Rows) > 0 {
+		return "", fmt.Errorf("replay %s: choose either a sample (%d rows) or row ids, not both", path, opts.Sample)
+	}
+	if opts.Sample < 0 {
+		return "", fmt.Errorf("replay %s: sample size %d is negative", path, opts.Sample)
+	}
+	if opts.WantSum != "" {
+		if err := VerifySum(path, opts.WantSum); err != nil {
+			return "", err
+		}
+	}
+	sum, err := SumFile(path)
+	if err != nil {
+		return sum, fmt.Errorf("replay: %w", err)
+	}
+	return sum, nil
+}
+
+// selectRows describes opts' selection in s and returns the row ids it asks
+// for, to be struck off as the record yields them.
+func selectRows(opts ReplayOptions, s *Summary) map[string]bool {
+	want := map[string]bool{}
+	for _, id := range opts.Rows {
+		want[id] = true
+	}
+	switch {
+	case len(opts.Rows) > 0:
+		s.Selection = fmt.Sprintf("rows %s", strings.Join(opts.Rows, ","))
+	case opts.Sample > 0:
+		s.Selection, s.Seed = fmt.Sprintf("sample %d", opts.Sample), opts.Seed
+	}
+	return want
+}
+
+// linedRow is a row picked for replay with its line in the record.
+type linedRow struct {
+	row  Row
+	line int
+}
+
+// missingRowsError names, sorted, the asked-for row ids the record lacks.
+func missingRowsError(path string, want map[string]bool) error {
+	missing := make([]string, 0, len(want))
+	for id := range want {
+		missing = append(missing, id)
+	}
+	sort.Strings(missing)
+	return fmt.Errorf("replay %s: row ids not in the record: %s (list ids with `rig replay --list`, or check the record's path)", path, strings.Join(missing, ", "))
+}
+
+// rowReplayer re-scores rows one at a time, appending each verdict to s and
+// keeping the times the summary's speed and cost figures come from.
+type rowReplayer struct {
+	ctx       context.Context
+	rs        Rescorer
+	tolerance Tolerance
+	s         *Summary
+
+	replayTime, origTime, origReplay time.Duration
+}
+
+// replay re-scores row (at line of the record) and records its verdict. The
+// error is ctx's alone; a row that fails to re-score is a verdict.
+func (p *rowReplayer) replay(row Row, line int) error {
+	ctx := p.ctx
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	steps, err := p.rs.Rescore(ctx, row)
+	dt := time.Since(t0)
+	p.replayTime += dt
+	r := RowResult{RowID: row.RowID, Line: line, Arm: row.Arm, Role: row.Role, ReplayMS: ms(dt), WallMS: row.WallMS}
+	if err == nil {
+		// The kept text and prompt must be what the tokens say: an
+		// edit of the text alone leaves every log-prob as it was.
+		tk, _ := p.rs.(Tokenizer)
+		checks, fm, ferr := CheckFields(ctx, row, tk)
+		err = ferr
+		if err == nil {
+			r.Comparison = CompareRow(row, steps, p.tolerance, p.s.Pins.GreedyIsArgmax()).WithField(checks, fm)
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.Status, r.Error = StatusError, err.Error()
+	} else {
+		r.Status = StatusMismatch
+		if r.Comparison.Reproduced {
+			r.Status = StatusReproduced
+		}
+		if row.WallMS > 0 {
+			p.origTime += time.Duration(row.WallMS * float64(time.Millisecond))
+			p.origReplay += dt
+		}
+	}
+	p.s.Results = append(p.s.Results, r)
+	return nil
 }
 
 func (s Summary) finish(start time.Time, replay, orig, origReplay time.Duration) Summary {

@@ -219,6 +219,38 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return Config{}, bad("", "text after the JSON object", "keep one object per file")
 	}
+	if err := setDurations(&cfg, fc, bad); err != nil {
+		return Config{}, err
+	}
+	// Defaults that depend on the poll follow it unless set explicitly.
+	if fc.ReadTimeoutMS == nil && cfg.ReadTimeout > cfg.Poll {
+		cfg.ReadTimeout = cfg.Poll * 4 / 5
+	}
+	if sl := cfg.Policies[PolicySensorLoss]; float64(cfg.Poll)*4 > sl.Limit*float64(time.Second) {
+		sl.Limit = 4 * cfg.Poll.Seconds()
+		cfg.Policies[PolicySensorLoss] = sl
+	}
+	names := make([]string, 0, len(fc.Policies))
+	for n := range fc.Policies {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p, err := parsePolicy(n, fc.Policies[n], cfg.Policies[n], bad)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.Policies[n] = p
+	}
+	if err := cfg.validate(name); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// setDurations sets the durations fc gives in milliseconds, each held to its
+// range.
+func setDurations(cfg *Config, fc fileConfig, bad func(field, msg, fix string) error) error {
 	durs := []struct {
 		field string
 		v     *float64
@@ -235,81 +267,67 @@ func ParseConfig(name string, data []byte) (Config, error) {
 			continue
 		}
 		if !finite(*d.v) || *d.v < d.min || *d.v > 3.6e6 {
-			return Config{}, bad(d.field, fmt.Sprintf("%v is out of range", *d.v), fmt.Sprintf("use milliseconds from %v to 3600000", d.min))
+			return bad(d.field, fmt.Sprintf("%v is out of range", *d.v), fmt.Sprintf("use milliseconds from %v to 3600000", d.min))
 		}
 		*d.dst = time.Duration(*d.v * float64(time.Millisecond))
 	}
-	// Defaults that depend on the poll follow it unless set explicitly.
-	if fc.ReadTimeoutMS == nil && cfg.ReadTimeout > cfg.Poll {
-		cfg.ReadTimeout = cfg.Poll * 4 / 5
+	return nil
+}
+
+// parsePolicy applies policy n's settings in raw to p, its defaults: only
+// the fields the policy uses, each finite and ≥ 0.
+func parsePolicy(n string, raw json.RawMessage, p PolicyConfig, bad func(field, msg, fix string) error) (PolicyConfig, error) {
+	field := "policies." + n
+	spec, ok := policyFields[n]
+	if !ok {
+		return p, bad(field, fmt.Sprintf("unknown policy %q", n), "known policies: "+strings.Join(PolicyNames(), ", "))
 	}
-	if sl := cfg.Policies[PolicySensorLoss]; float64(cfg.Poll)*4 > sl.Limit*float64(time.Second) {
-		sl.Limit = 4 * cfg.Poll.Seconds()
-		cfg.Policies[PolicySensorLoss] = sl
+	var fp filePolicy
+	pd := json.NewDecoder(bytes.NewReader(raw))
+	pd.DisallowUnknownFields()
+	if err := pd.Decode(&fp); err != nil {
+		return p, bad(field, jsonMsg(err), "a policy takes "+strings.Join(spec.names(), ", "))
 	}
-	names := make([]string, 0, len(fc.Policies))
-	for n := range fc.Policies {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		field := "policies." + n
-		spec, ok := policyFields[n]
-		if !ok {
-			return Config{}, bad(field, fmt.Sprintf("unknown policy %q", n), "known policies: "+strings.Join(PolicyNames(), ", "))
-		}
-		var fp filePolicy
-		pd := json.NewDecoder(bytes.NewReader(fc.Policies[n]))
-		pd.DisallowUnknownFields()
-		if err := pd.Decode(&fp); err != nil {
-			return Config{}, bad(field, jsonMsg(err), "a policy takes "+strings.Join(spec.names(), ", "))
-		}
-		p := cfg.Policies[n]
-		set := func(f string, allowed bool, v *float64, dst *float64) error {
-			if v == nil {
-				return nil
-			}
-			if !allowed {
-				return bad(field+"."+f, fmt.Sprintf("%s does not use %s", n, f), n+" takes "+strings.Join(spec.names(), ", "))
-			}
-			if !finite(*v) || *v < 0 {
-				return bad(field+"."+f, fmt.Sprintf("%v is not a usable value", *v), "use a finite number ≥ 0")
-			}
-			*dst = *v
+	set := func(f string, allowed bool, v *float64, dst *float64) error {
+		if v == nil {
 			return nil
 		}
-		if fp.Enabled != nil {
-			if n == PolicySensorLoss && !*fp.Enabled {
-				return Config{}, bad(field+".enabled", "sensor-loss cannot be disabled", "the governor fails closed; disable the policies that need a missing sensor instead")
-			}
-			p.Enabled = *fp.Enabled
+		if !allowed {
+			return bad(field+"."+f, fmt.Sprintf("%s does not use %s", n, f), n+" takes "+strings.Join(spec.names(), ", "))
 		}
-		clearS, firstS := p.ClearAfter.Seconds(), p.FirstToken.Seconds()
-		for _, e := range []error{
-			set("limit", spec.limit, fp.Limit, &p.Limit),
-			set("band", spec.band, fp.Band, &p.Band),
-			set("shutdown", spec.shutdown, fp.Shutdown, &p.Shutdown),
-			set("clear_after_s", spec.clearAfter, fp.ClearAfterS, &clearS),
-			set("first_token_s", spec.firstToken, fp.FirstTokenS, &firstS),
-		} {
-			if e != nil {
-				return Config{}, e
-			}
+		if !finite(*v) || *v < 0 {
+			return bad(field+"."+f, fmt.Sprintf("%v is not a usable value", *v), "use a finite number ≥ 0")
 		}
-		if clearS > 86400 {
-			return Config{}, bad(field+".clear_after_s", fmt.Sprintf("%v s is over a day", clearS), "use seconds up to 86400")
-		}
-		if firstS > 86400 {
-			return Config{}, bad(field+".first_token_s", fmt.Sprintf("%v s is over a day", firstS), "use seconds up to 86400")
-		}
-		p.ClearAfter = time.Duration(clearS * float64(time.Second))
-		p.FirstToken = time.Duration(firstS * float64(time.Second))
-		cfg.Policies[n] = p
+		*dst = *v
+		return nil
 	}
-	if err := cfg.validate(name); err != nil {
-		return Config{}, err
+	if fp.Enabled != nil {
+		if n == PolicySensorLoss && !*fp.Enabled {
+			return p, bad(field+".enabled", "sensor-loss cannot be disabled", "the governor fails closed; disable the policies that need a missing sensor instead")
+		}
+		p.Enabled = *fp.Enabled
 	}
-	return cfg, nil
+	clearS, firstS := p.ClearAfter.Seconds(), p.FirstToken.Seconds()
+	for _, e := range []error{
+		set("limit", spec.limit, fp.Limit, &p.Limit),
+		set("band", spec.band, fp.Band, &p.Band),
+		set("shutdown", spec.shutdown, fp.Shutdown, &p.Shutdown),
+		set("clear_after_s", spec.clearAfter, fp.ClearAfterS, &clearS),
+		set("first_token_s", spec.firstToken, fp.FirstTokenS, &firstS),
+	} {
+		if e != nil {
+			return p, e
+		}
+	}
+	if clearS > 86400 {
+		return p, bad(field+".clear_after_s", fmt.Sprintf("%v s is over a day", clearS), "use seconds up to 86400")
+	}
+	if firstS > 86400 {
+		return p, bad(field+".first_token_s", fmt.Sprintf("%v s is over a day", firstS), "use seconds up to 86400")
+	}
+	p.ClearAfter = time.Duration(clearS * float64(time.Second))
+	p.FirstToken = time.Duration(firstS * float64(time.Second))
+	return p, nil
 }
 
 func (s fieldSpec) names() []string {

@@ -494,7 +494,38 @@ collect:
 }
 
 func (g *Governor) evaluate(ctx context.Context, now time.Time) {
+	snap, lost := g.snapshotAt(now)
+	found, order := g.verdicts(snap, lost)
+
 	g.mu.Lock()
+	prev := g.violations
+	g.violations = found
+	g.evaluated = true
+	wasHeld := g.held
+	g.held = len(found) > 0
+	ws := slices.Collect(maps.Values(g.trials))
+	rs := make([]Reading, 0, len(g.latest))
+	for _, n := range slices.Sorted(maps.Keys(g.latest)) {
+		rs = append(rs, g.latest[n])
+	}
+	g.mu.Unlock()
+
+	g.emitChanges(ctx, now, prev, found, order, wasHeld, rs)
+	if len(order) == 0 {
+		return
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].trial.ID() < ws[j].trial.ID() })
+	for _, w := range ws {
+		g.preempt(ctx, w, order[0], found[order[0]].Reason, rs)
+	}
+}
+
+// snapshotAt takes, under g.mu, what the policies judge at now, and why each
+// sensor a policy needs is lost, by sensor name: none registered, a read
+// error, no reading yet, or a stale one.
+func (g *Governor) snapshotAt(now time.Time) (Snapshot, map[string]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	snap := Snapshot{Now: now, Readings: maps.Clone(g.latest), TrialActive: len(g.trials) > 0}
 	for _, w := range g.trials {
 		if w.budget.CardMemBytes > 0 {
@@ -520,8 +551,14 @@ func (g *Governor) evaluate(ctx context.Context, now time.Time) {
 			lost[n] = fmt.Sprintf("stale: last reading %.2fs old (limit %.4gs)", now.Sub(r.At).Seconds(), staleAfter.Seconds())
 		}
 	}
-	g.mu.Unlock()
+	return snap, lost
+}
 
+// verdicts checks every policy against snap and returns the violated ones
+// with their names in policy order, sensor-loss first. A policy whose sensor
+// is lost counts toward sensor-loss instead, unless it only watches trials
+// and none runs.
+func (g *Governor) verdicts(snap Snapshot, lost map[string]string) (map[string]Verdict, []string) {
 	found := map[string]Verdict{}
 	var order []string
 	var lossParts []string
@@ -542,20 +579,13 @@ func (g *Governor) evaluate(ctx context.Context, now time.Time) {
 		found[PolicySensorLoss] = Verdict{Violated: true, Reason: strings.Join(lossParts, "; ")}
 		order = append([]string{PolicySensorLoss}, order...)
 	}
+	return found, order
+}
 
-	g.mu.Lock()
-	prev := g.violations
-	g.violations = found
-	g.evaluated = true
-	wasHeld := g.held
-	g.held = len(found) > 0
-	ws := slices.Collect(maps.Values(g.trials))
-	rs := make([]Reading, 0, len(g.latest))
-	for _, n := range slices.Sorted(maps.Keys(g.latest)) {
-		rs = append(rs, g.latest[n])
-	}
-	g.mu.Unlock()
-
+// emitChanges emits what changed since the last evaluation: a trip for each
+// new violation, a clear for each that ended, and a hold or release when the
+// governor's state turned.
+func (g *Governor) emitChanges(ctx context.Context, now time.Time, prev, found map[string]Verdict, order []string, wasHeld bool, rs []Reading) {
 	for _, n := range order {
 		if _, was := prev[n]; !was {
 			g.emit(ctx, Event{At: now, Kind: EventTrip, Policy: n, Reason: found[n].Reason, Readings: rs})
@@ -571,12 +601,5 @@ func (g *Governor) evaluate(ctx context.Context, now time.Time) {
 	}
 	if len(found) == 0 && wasHeld {
 		g.emit(ctx, Event{At: now, Kind: EventRelease})
-	}
-	if len(order) == 0 {
-		return
-	}
-	sort.Slice(ws, func(i, j int) bool { return ws[i].trial.ID() < ws[j].trial.ID() })
-	for _, w := range ws {
-		g.preempt(ctx, w, order[0], found[order[0]].Reason, rs)
 	}
 }

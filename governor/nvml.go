@@ -141,33 +141,7 @@ func (s *NVML) Read(ctx context.Context) (Reading, error) {
 		return Reading{}, err
 	}
 	v[KeyCardTotalBytes] = float64(mem.Total)
-	s.mu.Lock()
-	tracked := len(s.pids) > 0
-	pids := s.pids
-	s.mu.Unlock()
-	if tracked {
-		// A board that cannot list its processes reads as the whole card.
-		procs, _ := s.dev.GetComputeRunningProcesses()
-		var sum uint64
-		found := false
-		for _, pr := range procs {
-			// All ones is NVML's "not available" (a board or mode that
-			// does not account per process): it is no reading.
-			if pids[pr.Pid] && pr.UsedGpuMemory != math.MaxUint64 {
-				sum += pr.UsedGpuMemory
-				found = true
-			}
-		}
-		if !found {
-			// None of the tracked processes is on NVML's list (another pid
-			// namespace, an unaccounted board): the whole card's use is the
-			// safe reading, never a zero the budget cannot see past.
-			sum = mem.Used
-		}
-		v[KeyCardMemBytes] = float64(sum)
-	} else {
-		v[KeyCardMemBytes] = float64(mem.Used)
-	}
+	v[KeyCardMemBytes] = s.trackedMemBytes(mem)
 	if r, ret := s.dev.GetCurrentClocksEventReasons(); ret == nvml.SUCCESS {
 		v[KeyClockEvents] = float64(r)
 		const thermal = uint64(nvml.ClocksEventReasonSwThermalSlowdown) | uint64(nvml.ClocksThrottleReasonHwThermalSlowdown)
@@ -187,6 +161,37 @@ func (s *NVML) Read(ctx context.Context) (Reading, error) {
 	v[KeyXIDEvents], v[KeyXIDLast], v[KeyDBEEvents] = s.xid, s.xidL, s.dbe
 	s.mu.Unlock()
 	return Reading{Sensor: s.name, At: time.Now(), Values: v}, nil
+}
+
+// trackedMemBytes is the card memory the tracked processes use, or, with
+// none tracked, the whole card's use (mem.Used).
+func (s *NVML) trackedMemBytes(mem nvml.Memory) float64 {
+	s.mu.Lock()
+	tracked := len(s.pids) > 0
+	pids := s.pids
+	s.mu.Unlock()
+	if !tracked {
+		return float64(mem.Used)
+	}
+	// A board that cannot list its processes reads as the whole card.
+	procs, _ := s.dev.GetComputeRunningProcesses()
+	var sum uint64
+	found := false
+	for _, pr := range procs {
+		// All ones is NVML's "not available" (a board or mode that
+		// does not account per process): it is no reading.
+		if pids[pr.Pid] && pr.UsedGpuMemory != math.MaxUint64 {
+			sum += pr.UsedGpuMemory
+			found = true
+		}
+	}
+	if !found {
+		// None of the tracked processes is on NVML's list (another pid
+		// namespace, an unaccounted board): the whole card's use is the
+		// safe reading, never a zero the budget cannot see past.
+		sum = mem.Used
+	}
+	return float64(sum)
 }
 
 func (s *NVML) drainEvents() {

@@ -198,16 +198,8 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	rc.Pins = sides[0].stack.header.Pins
 
 	set := replaySet{work: work}
-	for _, sd := range sides {
-		slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", sd.name, "rows", sd.rows)
-		live, err := sd.stack.generateRows(ctx, sd.of, sd.rows, req.MaxTokens, "")
-		if err != nil {
-			return rc, err
-		}
-		sd.live = live
-		if sd.rec, err = set.record(sd.of+".jsonl", sd.stack.header.Pins, rowsOf(live)); err != nil {
-			return rc, err
-		}
+	if err := generateSides(ctx, kind, sides, set, req.MaxTokens); err != nil {
+		return rc, err
 	}
 
 	slog.InfoContext(ctx, "replay calibrate: replaying", "runtime", kind)
@@ -220,12 +212,51 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 		}
 		plan = append(plan, steps...)
 	}
+	if err := replayAndCalibrate(ctx, &rc, kind, plan, sides, prefill); err != nil {
+		return rc, err
+	}
+	for i := range rc.Groups {
+		g := &rc.Groups[i]
+		tol := rc.Calibration.Tolerance
+		if mc, ok := rc.modelOf(plan[i].of, req); ok {
+			tol = mc.Calibration.Tolerance // each model's rows at its own tolerance
+		}
+		for _, d := range g.distances {
+			if tol.Catches(d) {
+				g.Caught++
+			}
+		}
+	}
+	return rc, nil
+}
+
+// generateSides has each side's stack generate its rows and records them in
+// set, as the genuine rows the plan replays.
+func generateSides(ctx context.Context, kind string, sides []*calibrationSide, set replaySet, maxTokens int) error {
+	for _, sd := range sides {
+		slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", sd.name, "rows", sd.rows)
+		live, err := sd.stack.generateRows(ctx, sd.of, sd.rows, maxTokens, "")
+		if err != nil {
+			return err
+		}
+		sd.live = live
+		if sd.rec, err = set.record(sd.of+".jsonl", sd.stack.header.Pins, rowsOf(live)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayAndCalibrate replays each step of plan into rc.Groups and sets the
+// tolerance between the genuine rows' distances and the controls': one for
+// the runtime and, for prefill, one per model.
+func replayAndCalibrate(ctx context.Context, rc *RuntimeCalibration, kind string, plan []calibrationStep, sides []*calibrationSide, prefill bool) error {
 	var noise, controls []genrecord.Distance
 	noiseOf, controlsOf := map[string][]genrecord.Distance{}, map[string][]genrecord.Distance{}
 	for _, p := range plan {
 		g, err := replayGroup(ctx, p.name, p.side, p.path, p.rs, kind)
 		if err != nil {
-			return rc, err
+			return err
 		}
 		if p.note != nil {
 			g.Note = p.note()
@@ -241,30 +272,18 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	}
 	var err error
 	if rc.Calibration, err = genrecord.Calibrate(noise, controls); err != nil {
-		return rc, fmt.Errorf("%s: %w", kind, err)
+		return fmt.Errorf("%s: %w", kind, err)
 	}
 	if prefill {
 		for _, sd := range sides {
 			c, err := genrecord.Calibrate(noiseOf[sd.of], controlsOf[sd.of])
 			if err != nil {
-				return rc, fmt.Errorf("%s, %s: %w", kind, sd.name, err)
+				return fmt.Errorf("%s, %s: %w", kind, sd.name, err)
 			}
 			rc.Models = append(rc.Models, ModelCalibration{Model: sd.name, ModelSHA256: sd.stack.header.Pins.ModelSHA256, Calibration: c})
 		}
 	}
-	for i := range rc.Groups {
-		g := &rc.Groups[i]
-		tol := rc.Calibration.Tolerance
-		if mc, ok := rc.modelOf(plan[i].of, req); ok {
-			tol = mc.Calibration.Tolerance // each model's rows at its own tolerance
-		}
-		for _, d := range g.distances {
-			if tol.Catches(d) {
-				g.Caught++
-			}
-		}
-	}
-	return rc, nil
+	return nil
 }
 
 // modelOf is the per-model calibration of the model or the control ("m",

@@ -130,58 +130,21 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	h := rd.Header()
 	rd.Close()
-	var receiptCheck string
-	if req.Store != "" || req.Receipts != nil {
-		sums := req.Receipts
-		if req.Store != "" {
-			if sums, err = StoreSums(ctx, req.Store, req.File); err != nil {
-				return genrecord.Summary{}, err
-			}
-		}
-		whole, matched, err := CheckReceipts(req.File, sums)
-		if err != nil {
-			return genrecord.Summary{}, err
-		}
-		if req.Options.WantSum != "" && !strings.EqualFold(strings.TrimPrefix(req.Options.WantSum, "sha256:"), whole) {
-			return genrecord.Summary{}, fmt.Errorf("%s: --sha256 %s is not what the receipts in %s recorded (%s); give one or the other", req.File, req.Options.WantSum, req.Store, whole)
-		}
-		// Replay hashes the file again as it reads it, so a record changed
-		// after this check is refused too.
-		req.Options.WantSum, receiptCheck = whole, matched
+	receiptCheck, err := holdToReceipts(ctx, &req)
+	if err != nil {
+		return genrecord.Summary{}, err
 	}
 	kind := req.Runtime
 	if kind == "" {
 		kind = h.Pins.Runtime
 	}
 	mode := modeOf(req.Mode)
-	switch {
-	case mode != ModeExact && mode != ModePrefill:
-		return genrecord.Summary{}, fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
-	case mode == ModePrefill && kind != "llama-server":
-		return genrecord.Summary{}, fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
-	case h.Pins.Offload == nil && runtimes.LineBackend(h.Pins.MachineLine) == offload.BackendCUDA:
-		// Made on the card before records carried the offload pin: replay
-		// cannot start the runtime the record's way, and a CPU pass would
-		// only report mismatches.
-		return genrecord.Summary{}, fmt.Errorf("%s: the record was made on the card (its machine line says runtime backend cuda) before records carried the offload pin, so replay cannot start its runtime the same way; its receipts hold the pin (offload_backend, gpu_layers, flash_attention, kv_cache_on_host)", req.File)
-	case mode == ModePrefill && h.Pins.OffloadPin().BackendName() != offload.BackendCPU:
-		return genrecord.Summary{}, fmt.Errorf("%s: %w for a record made on the card (offload backend %s): the prefill scorer is built against the CPU llama.cpp only, and a CPU pass would not be the record's stack; replay it with --mode exact where setup built the %s runtime (docs/gpu.md)",
-			req.File, ErrNoPrefill, h.Pins.OffloadPin().BackendName(), offload.Component(kind, h.Pins.OffloadPin().Backend))
+	if err := checkReplayMode(req, h.Pins, kind, mode); err != nil {
+		return genrecord.Summary{}, err
 	}
-	var tol ReplayTolerance
-	if req.Calibration != "" {
-		if req.Options.Tolerance != (genrecord.Tolerance{}) {
-			return genrecord.Summary{}, errToleranceTwice
-		}
-		if tol, err = LoadReplayTolerance(req.Calibration, kind, h.Pins, mode); err != nil {
-			return genrecord.Summary{}, err
-		}
-		req.Options.Tolerance = tol.Tolerance
-	} else if mode == ModePrefill && req.Options.Tolerance == (genrecord.Tolerance{}) {
-		// A batched pass is never bit-identical to decoding: with no
-		// calibration, rig's default, measured as docs/generations.md says.
-		req.Options.Tolerance = DefaultPrefillTolerance
-		tol.Source = DefaultPrefillToleranceSource
+	tol, err := replayTolerance(&req, kind, h.Pins, mode)
+	if err != nil {
+		return genrecord.Summary{}, err
 	}
 	in, err := provision.Load()
 	if err != nil {
@@ -214,20 +177,9 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 	}
 	sum, err := genrecord.Replay(ctx, req.File, rs, req.Options)
 	if err == nil && mode == ModePrefill && sum.Status != genrecord.StatusStackDiffers {
-		// A row the batched pass disputes is checked again by decode steps:
-		// prefill screens, the exact path decides.
-		var disputed []string
-		for _, r := range sum.Results {
-			if r.Status != genrecord.StatusReproduced {
-				disputed = append(disputed, r.RowID)
-			}
-		}
-		if len(disputed) > 0 {
-			exact, eerr := genrecord.Replay(ctx, req.File, rescorer{rt: rt, header: h}, genrecord.ReplayOptions{Rows: disputed, WantSum: req.Options.WantSum})
-			if eerr != nil {
-				return sum, eerr
-			}
-			sum = withFallback(sum, exact)
+		var eerr error
+		if sum, eerr = recheckDisputed(ctx, req, rescorer{rt: rt, header: h}, sum); eerr != nil {
+			return sum, eerr
 		}
 	}
 	sum.ToleranceSource, sum.ReceiptCheck, sum.Mode, sum.Stack = tol.Source, receiptCheck, mode, stack
@@ -235,6 +187,94 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		sum.Warnings = append(sum.Warnings, tol.Warning)
 	}
 	return sum, err
+}
+
+// holdToReceipts, when req names a store or receipts, checks the record
+// against the sums they recorded and makes the whole-file sum the one the
+// replay holds it to. It returns what the receipts matched.
+func holdToReceipts(ctx context.Context, req *ReplayRequest) (string, error) {
+	if req.Store == "" && req.Receipts == nil {
+		return "", nil
+	}
+	sums := req.Receipts
+	if req.Store != "" {
+		var err error
+		if sums, err = StoreSums(ctx, req.Store, req.File); err != nil {
+			return "", err
+		}
+	}
+	whole, matched, err := CheckReceipts(req.File, sums)
+	if err != nil {
+		return "", err
+	}
+	if req.Options.WantSum != "" && !strings.EqualFold(strings.TrimPrefix(req.Options.WantSum, "sha256:"), whole) {
+		return "", fmt.Errorf("%s: --sha256 %s is not what the receipts in %s recorded (%s); give one or the other", req.File, req.Options.WantSum, req.Store, whole)
+	}
+	// Replay hashes the file again as it reads it, so a record changed
+	// after this check is refused too.
+	req.Options.WantSum = whole
+	return matched, nil
+}
+
+// checkReplayMode refuses a mode that is not known, or that cannot replay
+// this record on runtime kind.
+func checkReplayMode(req ReplayRequest, pins genrecord.Pins, kind, mode string) error {
+	switch {
+	case mode != ModeExact && mode != ModePrefill:
+		return fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
+	case mode == ModePrefill && kind != "llama-server":
+		return fmt.Errorf("%s: %w for %s: %s", req.File, ErrNoPrefill, kind, noPrefillWhy(kind))
+	case pins.Offload == nil && runtimes.LineBackend(pins.MachineLine) == offload.BackendCUDA:
+		// Made on the card before records carried the offload pin: replay
+		// cannot start the runtime the record's way, and a CPU pass would
+		// only report mismatches.
+		return fmt.Errorf("%s: the record was made on the card (its machine line says runtime backend cuda) before records carried the offload pin, so replay cannot start its runtime the same way; its receipts hold the pin (offload_backend, gpu_layers, flash_attention, kv_cache_on_host)", req.File)
+	case mode == ModePrefill && pins.OffloadPin().BackendName() != offload.BackendCPU:
+		return fmt.Errorf("%s: %w for a record made on the card (offload backend %s): the prefill scorer is built against the CPU llama.cpp only, and a CPU pass would not be the record's stack; replay it with --mode exact where setup built the %s runtime (docs/gpu.md)",
+			req.File, ErrNoPrefill, pins.OffloadPin().BackendName(), offload.Component(kind, pins.OffloadPin().Backend))
+	}
+	return nil
+}
+
+// replayTolerance sets req's tolerance from the calibration it names, or,
+// for prefill with none given, to rig's default, and says where it came from.
+func replayTolerance(req *ReplayRequest, kind string, pins genrecord.Pins, mode string) (ReplayTolerance, error) {
+	var tol ReplayTolerance
+	if req.Calibration != "" {
+		if req.Options.Tolerance != (genrecord.Tolerance{}) {
+			return tol, errToleranceTwice
+		}
+		var err error
+		if tol, err = LoadReplayTolerance(req.Calibration, kind, pins, mode); err != nil {
+			return tol, err
+		}
+		req.Options.Tolerance = tol.Tolerance
+	} else if mode == ModePrefill && req.Options.Tolerance == (genrecord.Tolerance{}) {
+		// A batched pass is never bit-identical to decoding: with no
+		// calibration, rig's default, measured as docs/generations.md says.
+		req.Options.Tolerance = DefaultPrefillTolerance
+		tol.Source = DefaultPrefillToleranceSource
+	}
+	return tol, nil
+}
+
+// recheckDisputed replays by decode steps the rows the batched pass
+// disputed: prefill screens, the exact path decides.
+func recheckDisputed(ctx context.Context, req ReplayRequest, exactRS genrecord.Rescorer, sum genrecord.Summary) (genrecord.Summary, error) {
+	var disputed []string
+	for _, r := range sum.Results {
+		if r.Status != genrecord.StatusReproduced {
+			disputed = append(disputed, r.RowID)
+		}
+	}
+	if len(disputed) == 0 {
+		return sum, nil
+	}
+	exact, err := genrecord.Replay(ctx, req.File, exactRS, genrecord.ReplayOptions{Rows: disputed, WantSum: req.Options.WantSum})
+	if err != nil {
+		return sum, err
+	}
+	return withFallback(sum, exact), nil
 }
 
 // withFallback puts the exact replays of the rows a prefill pass disputed

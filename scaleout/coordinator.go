@@ -439,18 +439,9 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	entry := layout.Records(dir)
-	raw, err := os.ReadFile(entry.Receipt())
+	rec, err := readSpoolReceipt(dir, entry, tr)
 	if err != nil {
-		return MergeResult{}, spoolError("spool entry %s: %v", dir, err)
-	}
-	if got := sha256Hex(raw); got != tr.ReceiptSHA256 {
-		return MergeResult{}, spoolError("spool entry %s: receipt.json has sha256 %s, the worker sent %s (an incomplete transfer or an edited file: not merged)", dir, got, tr.ReceiptSHA256)
-	}
-	var rec receipts.Receipt
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
-		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: receipt.json: %v", dir, err), ErrMismatch, nil)
+		return MergeResult{}, err
 	}
 	rk := receipts.TrialKey{Arm: key.Arm, TaskID: key.Task, Repeat: key.Repeat}
 	d, err := c.designOf(snap)
@@ -465,18 +456,54 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
 	recordPath := entry.TrialRecord()
-	if tr.RecordSHA256 != "" {
-		got, err := fileSHA256(recordPath)
-		if err != nil {
-			return MergeResult{}, spoolError("spool entry %s: %v", dir, err)
-		}
-		if got != tr.RecordSHA256 || got != rec.GenerationSHA256 {
-			return MergeResult{}, spoolError("spool entry %s: %s has sha256 %s, the worker sent %s and its receipt says %s (not merged)", dir, filepath.Base(recordPath), got, tr.RecordSHA256, rec.GenerationSHA256)
-		}
+	if err := checkSpoolRecord(dir, recordPath, tr, rec); err != nil {
+		return MergeResult{}, err
 	}
 	if err := c.checkGrade(ctx, snap, d, key, rec, recordPath, tr.RecordSHA256 != ""); err != nil {
 		return MergeResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: %v", dir, err), ErrMismatch, err)
 	}
+	return c.storeEntry(ctx, st, study, execution, key, rk, tr, rec, entry)
+}
+
+// readSpoolReceipt reads the entry's receipt, held to the digest the worker
+// sent, and decodes it strictly.
+func readSpoolReceipt(dir string, entry layout.Records, tr TrialResult) (receipts.Receipt, error) {
+	var rec receipts.Receipt
+	raw, err := os.ReadFile(entry.Receipt())
+	if err != nil {
+		return rec, spoolError("spool entry %s: %v", dir, err)
+	}
+	if got := sha256Hex(raw); got != tr.ReceiptSHA256 {
+		return rec, spoolError("spool entry %s: receipt.json has sha256 %s, the worker sent %s (an incomplete transfer or an edited file: not merged)", dir, got, tr.ReceiptSHA256)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return rec, temporal.NewNonRetryableApplicationError(fmt.Sprintf("spool entry %s: receipt.json: %v", dir, err), ErrMismatch, nil)
+	}
+	return rec, nil
+}
+
+// checkSpoolRecord holds the entry's generation record, when the worker sent
+// one, to the digest the worker sent and the one its receipt names.
+func checkSpoolRecord(dir, recordPath string, tr TrialResult, rec receipts.Receipt) error {
+	if tr.RecordSHA256 == "" {
+		return nil
+	}
+	got, err := fileSHA256(recordPath)
+	if err != nil {
+		return spoolError("spool entry %s: %v", dir, err)
+	}
+	if got != tr.RecordSHA256 || got != rec.GenerationSHA256 {
+		return spoolError("spool entry %s: %s has sha256 %s, the worker sent %s and its receipt says %s (not merged)", dir, filepath.Base(recordPath), got, tr.RecordSHA256, rec.GenerationSHA256)
+	}
+	return nil
+}
+
+// storeEntry merges a checked entry under c.mu: a duplicate of a stored
+// receipt is answered from it (a divergent one kept apart), otherwise the
+// rows and repositories are brought in and the receipt stored.
+func (c *Coordinator) storeEntry(ctx context.Context, st *receipts.Store, study, execution string, key studies.TrialKey, rk receipts.TrialKey, tr TrialResult, rec receipts.Receipt, entry layout.Records) (MergeResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, err := st.Receipt(ctx, execution, rk, tr.Attempt); err == nil {
@@ -493,7 +520,7 @@ func (c *Coordinator) MergeEntry(ctx context.Context, study, execution string, k
 	}
 	execDir := c.studies.ExecDir(study, execution)
 	if tr.RecordSHA256 != "" {
-		sum, err := c.appendRows(execDir, rec.Arm, recordPath)
+		sum, err := c.appendRows(execDir, rec.Arm, entry.TrialRecord())
 		if err != nil {
 			return MergeResult{}, err
 		}
@@ -668,11 +695,17 @@ func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResul
 		return MergeResult{}, err
 	}
 	rec.Pins["engine"] = "temporal"
-	c.log.Info("attempt lost", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "why", l.Why)
+	noteLost(&rec, l) // its worker and start, where known (lost.go)
+	c.log.Info("attempt lost", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "worker", l.Worker, "why", l.Why)
 	if err := st.PutReceipt(ctx, rec); err != nil {
 		return MergeResult{}, err
 	}
 	c.stored(rec)
+	if x, err := execSpool(c.cfg.Spool, l.Study, l.Execution); err == nil {
+		if left := removePartial(x.Trials(), l.Key, l.Attempt); len(left) > 0 {
+			c.log.Warn("a lost attempt's half-written spool entries could not be removed", "study", l.Study, "entries", left)
+		}
+	}
 	return MergeResult{Outcome: rec.Outcome}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,13 @@ type DevServer struct {
 	Log    string // where its output goes
 	cmd    *exec.Cmd
 	exited chan struct{}
+	// waitErr is how the process ended (cmd.Wait's error), read after
+	// exited is closed; logFrom is where this start's output begins in Log.
+	waitErr error
+	logFrom int64
+	// stopped says Stop asked the server to end: its exit is then no
+	// failure.
+	stopped atomic.Bool
 }
 
 // Address is the frontend's host:port.
@@ -115,8 +123,10 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 	if err := d.cmd.Start(); err != nil {
 		return fmt.Errorf("starting %s: %w", d.Bin, err)
 	}
+	d.logFrom = logFrom
+	d.stopped.Store(false)
 	d.exited = make(chan struct{})
-	go func() { _ = d.cmd.Wait(); close(d.exited) }()
+	go func() { d.waitErr = d.cmd.Wait(); close(d.exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
@@ -182,6 +192,7 @@ func (d *DevServer) Stop() {
 	if d.cmd == nil || d.cmd.Process == nil {
 		return
 	}
+	d.stopped.Store(true)
 	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-d.exited:
@@ -191,5 +202,19 @@ func (d *DevServer) Stop() {
 	}
 }
 
-// Wait blocks until the server exits.
-func (d *DevServer) Wait() { <-d.exited }
+// Wait blocks until the server exits. It is nil when Stop ended it, and
+// otherwise an error naming how it ended (exit status or signal) with the
+// last lines of its log: a server that dies on its own is a failure its
+// supervisor must see.
+func (d *DevServer) Wait() error {
+	<-d.exited
+	if d.stopped.Load() {
+		return nil
+	}
+	how := "exit status 0"
+	if d.waitErr != nil {
+		how = d.waitErr.Error()
+	}
+	return fmt.Errorf("the temporal dev server on %s exited (%s; its log: %s): %s",
+		d.Address(), how, d.logName(), lastLines(d.startOutput(d.logFrom), 5))
+}

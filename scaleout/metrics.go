@@ -80,9 +80,9 @@ func mergeResult(res any, err error) string {
 	if err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && (app.Type() == ErrMismatch || app.Type() == ErrSpool) {
-			return "refused"
+			return metrics.MergeRefused
 		}
-		return "failed"
+		return metrics.MergeFailed
 	}
 	m, ok := res.(MergeResult)
 	if p, isPtr := res.(*MergeResult); isPtr && p != nil {
@@ -90,11 +90,11 @@ func mergeResult(res any, err error) string {
 	}
 	switch {
 	case !ok:
-		return "failed"
+		return metrics.MergeFailed
 	case m.Already:
-		return "already"
+		return metrics.MergeAlready
 	case m.Divergent:
-		return "divergent"
+		return metrics.MergeDivergent
 	}
-	return "merged"
+	return metrics.MergeMerged
 }

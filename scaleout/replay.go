@@ -91,7 +91,7 @@ func (w *Worker) replayEntry(ctx context.Context, study, execution string, e Rep
 		h.Close(ctx)
 		delete(w.hosts, k)
 	}
-	stop := heartbeat(ctx, e.Key)
+	stop := heartbeat(ctx, attemptBeat{Key: e.Key, Worker: w.opts.ID, Started: time.Now().UTC()})
 	defer stop()
 	x, err := execSpool(w.opts.Config.Spool, study, execution)
 	if err != nil {

@@ -290,6 +290,11 @@ type LostAttempt struct {
 	Why       string `json:"why"`
 	// Final: no further attempt follows (an error receipt, not preempted).
 	Final bool `json:"final,omitempty"`
+	// Worker is the worker the attempt ran on, where the workflow knows it
+	// (lostSeen), and Started when it started (or was scheduled): the
+	// receipt's worker pin and started_at.
+	Worker  string    `json:"worker,omitempty"`
+	Started time.Time `json:"started,omitzero"`
 }
 
 // StudyResult is the workflow's result.

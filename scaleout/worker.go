@@ -279,7 +279,7 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	}
 	defer w.runMu.Unlock()
 	// The heartbeat starts with the activity.
-	stop := heartbeat(ctx, in.Key)
+	stop := heartbeat(ctx, attemptBeat{Key: in.Key, Worker: w.opts.ID, Started: time.Now().UTC()})
 	defer stop()
 	// The runtime's stack must be the queue's: a build that differs is
 	// refused, never run, and the queue is no longer served here.
@@ -369,12 +369,14 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 }
 
 // heartbeat tells the engine every 2 s that the activity is alive, until
-// stop is called: a killed worker stops, and the engine notices. The first
+// stop is called: a killed worker stops, and the engine notices. The engine
+// keeps the last detail (which worker, since when) for the workflow to put
+// on the lost attempt's receipt (lost.go). The first
 // beat comes after 2 s, not at once: the heartbeat timeout already runs
 // from the activity's start, and each beat is a write to the chunk's
 // workflow that every other trial of it waits behind (a fleet's trials
 // beat once each for nothing before).
-func heartbeat(ctx context.Context, detail string) (stop func()) {
+func heartbeat(ctx context.Context, detail attemptBeat) (stop func()) {
 	hb, cancel := context.WithCancel(ctx)
 	go func() {
 		t := time.NewTicker(2 * time.Second)

@@ -307,18 +307,7 @@ func (res *StudyResult) add(r StudyResult) {
 // plan order, so trials waiting on a queue with few workers do not hold a
 // slot another queue could use. It returns when every trial has ended.
 func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult, share int) error {
-	var queues []string // in order of first appearance: deterministic
-	byQueue := map[string][]PlannedTrial{}
-	for _, t := range trials {
-		if t.Done {
-			res.Counted++
-			continue
-		}
-		if _, ok := byQueue[t.Queue]; !ok {
-			queues = append(queues, t.Queue)
-		}
-		byQueue[t.Queue] = append(byQueue[t.Queue], t)
-	}
+	queues, byQueue := groupByQueue(trials, res)
 	limit := int64(max(in.InFlight, 1))
 	// A chunk side by side with another starts with its share of each
 	// queue's limit: the rest of each queue's slots are held back until the
@@ -337,27 +326,7 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		}
 	}
 	if held > 0 {
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			whole, more := workflow.GetSignalChannel(ctx, signalWholeLimit), workflow.GetSignalChannel(ctx, signalShare)
-			for held > 0 {
-				give := int64(0)
-				sel := workflow.NewSelector(ctx)
-				sel.AddReceive(whole, func(c workflow.ReceiveChannel, _ bool) {
-					c.Receive(ctx, nil)
-					give = held
-				})
-				sel.AddReceive(more, func(c workflow.ReceiveChannel, _ bool) {
-					var share int
-					c.Receive(ctx, &share)
-					give = min(max(held-(limit-int64(share)), 0), held)
-				})
-				sel.Select(ctx)
-				for _, sem := range sems {
-					sem.Release(give)
-				}
-				held -= give
-			}
-		})
+		workflow.Go(ctx, func(ctx workflow.Context) { releaseHeldOnSignal(ctx, sems, held, limit) })
 	}
 	affinity := workflow.GetVersion(ctx, versionArmAffinity, workflow.DefaultVersion, 1) >= 1
 	wg := workflow.NewWaitGroup(ctx)
@@ -375,31 +344,80 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			sem := sems[qi]
-			running := workflow.NewWaitGroup(ctx)
-			for _, t := range byQueue[q] {
-				if err := sem.Acquire(ctx, 1); err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					break
-				}
-				running.Add(1)
-				workflow.Go(ctx, func(ctx workflow.Context) {
-					defer running.Done()
-					defer sem.Release(1)
-					r, err := runTrial(ctx, in, t)
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-					res.add(r)
-				})
-			}
-			running.Wait(ctx)
+			queueInPlanOrder(ctx, in, byQueue[q], sems[qi], res, &firstErr)
 		})
 	}
 	wg.Wait(ctx)
 	return firstErr
+}
+
+// groupByQueue counts the trials already done in res and groups the rest by
+// task queue, the queues in order of first appearance: deterministic.
+func groupByQueue(trials []PlannedTrial, res *StudyResult) ([]string, map[string][]PlannedTrial) {
+	var queues []string
+	byQueue := map[string][]PlannedTrial{}
+	for _, t := range trials {
+		if t.Done {
+			res.Counted++
+			continue
+		}
+		if _, ok := byQueue[t.Queue]; !ok {
+			queues = append(queues, t.Queue)
+		}
+		byQueue[t.Queue] = append(byQueue[t.Queue], t)
+	}
+	return queues, byQueue
+}
+
+// releaseHeldOnSignal gives each queue's held-back slots to the chunk as the
+// parent signals: all of them when the chunk is alone, or down to a new
+// share.
+func releaseHeldOnSignal(ctx workflow.Context, sems []workflow.Semaphore, held, limit int64) {
+	whole, more := workflow.GetSignalChannel(ctx, signalWholeLimit), workflow.GetSignalChannel(ctx, signalShare)
+	for held > 0 {
+		give := int64(0)
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(whole, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, nil)
+			give = held
+		})
+		sel.AddReceive(more, func(c workflow.ReceiveChannel, _ bool) {
+			var share int
+			c.Receive(ctx, &share)
+			give = min(max(held-(limit-int64(share)), 0), held)
+		})
+		sel.Select(ctx)
+		for _, sem := range sems {
+			sem.Release(give)
+		}
+		held -= give
+	}
+}
+
+// queueInPlanOrder runs one queue's trials in plan order, each as soon as
+// sem has a slot, and returns when all have ended. The first error of any
+// run is kept in firstErr.
+func queueInPlanOrder(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, res *StudyResult, firstErr *error) {
+	running := workflow.NewWaitGroup(ctx)
+	for _, t := range trials {
+		if err := sem.Acquire(ctx, 1); err != nil {
+			if *firstErr == nil {
+				*firstErr = err
+			}
+			break
+		}
+		running.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer running.Done()
+			defer sem.Release(1)
+			r, err := runTrial(ctx, in, t)
+			if err != nil && *firstErr == nil {
+				*firstErr = err
+			}
+			res.add(r)
+		})
+	}
+	running.Wait(ctx)
 }
 
 // queueByArm runs one queue's trials of a chunk, as many at once as sem
@@ -491,15 +509,7 @@ func chunkInPlanOrder(ctx workflow.Context, in ChunkInput, trials []PlannedTrial
 func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult, error) {
 	res := StudyResult{Workers: map[string]int{}}
 	cctx := coordinatorOptions(ctx, in.Coordinator)
-	mctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           in.Coordinator,
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    coordinatorHeartbeatTimeout, // as coordinatorOptions
-		// A spool entry that is still incomplete after these tries was cut
-		// off: the attempt is lost and rerun.
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
-			MaximumAttempts: 6, NonRetryableErrorTypes: []string{ErrMismatch}},
-	})
+	mctx := mergeOptions(ctx, in.Coordinator)
 	attempt, parent := t.Attempt, t.Parent
 	refusals, lost := 0, 0
 	var startWait time.Duration
@@ -507,32 +517,18 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 		startWait = cmp.Or(in.StartWait, DefaultStartWait)
 	}
 	for {
-		wctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue: t.Queue,
-			// No worker of the queue took it within this: nothing serves
-			// the queue (0, before versionStartWait: no limit).
-			ScheduleToStartTimeout: startWait,
-			// A trial's own caps bound it; this only catches a worker that
-			// keeps heartbeating on a trial that never ends.
-			StartToCloseTimeout: 24 * time.Hour,
-			// A killed or cut-off worker stops heartbeating: the engine
-			// notices within this, and the attempt is rerun elsewhere.
-			HeartbeatTimeout: 20 * time.Second,
-			// rig, not the engine, decides what a failed attempt means.
-			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
-		})
-		ti := TrialInput{Study: in.Study, Execution: in.Execution, DesignHash: in.DesignHash, Key: t.Key, Attempt: attempt, Parent: parent,
-			Queue: t.Queue, Runtime: t.Runtime, BinarySHA256: t.BinarySHA256, ModelSHA256: t.ModelSHA256}
-		lostAttempt := func(why string) (MergeResult, error) {
+		wctx := trialAttemptOptions(ctx, t.Queue, startWait)
+		lostAttempt := func(why string, seen attemptBeat) (MergeResult, error) {
 			lost++
 			var m MergeResult
 			err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: why, Final: lost >= maxLostAttempts}).Get(ctx, &m)
+				Attempt: attempt, Parent: parent, Why: why, Final: lost >= maxLostAttempts, Worker: seen.Worker, Started: seen.Started}).Get(ctx, &m)
 			return m, err
 		}
 		var tr TrialResult
 		var m MergeResult
-		err := workflow.ExecuteActivity(wctx, actRunTrial, ti).Get(ctx, &tr)
+		scheduled := workflow.Now(ctx) // the history's clock: no command
+		err := workflow.ExecuteActivity(wctx, actRunTrial, trialInput(in, t, attempt, parent)).Get(ctx, &tr)
 		var appErr *temporal.ApplicationError
 		switch {
 		case err != nil && temporal.IsCanceledError(err):
@@ -544,29 +540,19 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 			}
 			continue
 		case err != nil && startWait > 0 && isStartTimeout(err):
-			// Busy workers do not poll: the coordinator tells a busy queue
-			// (the same attempt waits again) from one no worker serves (an
-			// error receipt that says what would, instead of a trial that
-			// waits forever).
-			var q QueueState
-			if err := workflow.ExecuteActivity(cctx, actQueueServed, QueueCheck{Study: in.Study, Execution: in.Execution, Queue: t.Queue,
-				Within: startWait}).Get(ctx, &q); err != nil {
+			served, err := settleUnstarted(ctx, cctx, in, t, attempt, parent, startWait)
+			if err != nil {
 				return res, err
 			}
-			if q.Served {
+			if served {
 				continue
-			}
-			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: unserved(t, startWait), Final: true}).Get(ctx, nil); err != nil {
-				return res, err
 			}
 			res.Errors++
 			return res, nil
 		case err != nil && errors.As(err, &appErr) && (appErr.Type() == ErrMismatch || appErr.Type() == ErrRefused):
 			// The stack cannot be the frozen one, or no worker would take
 			// it: an error receipt, never a silent gap.
-			if err := workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
-				Attempt: attempt, Parent: parent, Why: "refused: " + appErr.Error(), Final: true}).Get(ctx, nil); err != nil {
+			if err := recordFinalLoss(ctx, cctx, in, t, attempt, parent, "refused: "+appErr.Error()); err != nil {
 				return res, err
 			}
 			res.Errors++
@@ -575,7 +561,7 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 			// The worker died, was cut off or failed before it recorded
 			// anything: the attempt is lost (unless it had finished and only
 			// its result was lost: then the coordinator merges it).
-			if m, err = lostAttempt(err.Error()); err != nil {
+			if m, err = lostAttempt(err.Error(), lostSeen(err, scheduled)); err != nil {
 				return res, err
 			}
 		default:
@@ -585,26 +571,95 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 				}
 				// The coordinator recognizes an entry it can still bring
 				// in (a recovered merge): its answer is the outcome.
-				if m, err = lostAttempt("its spool entry could not be brought in: " + err.Error()); err != nil {
+				if m, err = lostAttempt("its spool entry could not be brought in: "+err.Error(), attemptBeat{Worker: tr.Worker, Started: tr.Started}); err != nil {
 					return res, err
 				}
 			} else {
 				res.Workers[tr.Worker]++
 			}
 		}
-		// The rerun rule, the runner's own (receipts.Outcome.Rerun).
-		switch {
-		case m.Outcome.Rerun() || m.Outcome == "":
-			res.Retried++
+		if tallyOutcome(&res, m.Outcome) {
 			parent, attempt = attempt, attempt+1
 			continue
-		case m.Outcome == receipts.Error:
-			res.Errors++
-		default:
-			res.Counted++
 		}
 		return res, nil
 	}
+}
+
+// trialInput is what a worker gets to run attempt of trial t.
+func trialInput(in StudyInput, t PlannedTrial, attempt, parent int) TrialInput {
+	return TrialInput{Study: in.Study, Execution: in.Execution, DesignHash: in.DesignHash, Key: t.Key, Attempt: attempt, Parent: parent,
+		Queue: t.Queue, Runtime: t.Runtime, BinarySHA256: t.BinarySHA256, ModelSHA256: t.ModelSHA256}
+}
+
+// mergeOptions runs the merge of a worker's spool entry on the coordinator.
+func mergeOptions(ctx workflow.Context, coordinator string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           coordinator,
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    coordinatorHeartbeatTimeout, // as coordinatorOptions
+		// A spool entry that is still incomplete after these tries was cut
+		// off: the attempt is lost and rerun.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second,
+			MaximumAttempts: 6, NonRetryableErrorTypes: []string{ErrMismatch}},
+	})
+}
+
+// trialAttemptOptions runs one attempt of a trial on a worker of queue.
+func trialAttemptOptions(ctx workflow.Context, queue string, startWait time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue: queue,
+		// No worker of the queue took it within this: nothing serves
+		// the queue (0, before versionStartWait: no limit).
+		ScheduleToStartTimeout: startWait,
+		// A trial's own caps bound it; this only catches a worker that
+		// keeps heartbeating on a trial that never ends.
+		StartToCloseTimeout: 24 * time.Hour,
+		// A killed or cut-off worker stops heartbeating: the engine
+		// notices within this, and the attempt is rerun elsewhere.
+		HeartbeatTimeout: 20 * time.Second,
+		// rig, not the engine, decides what a failed attempt means.
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+	})
+}
+
+// settleUnstarted handles an attempt no worker took within startWait. Busy
+// workers do not poll: the coordinator tells a busy queue (served: the same
+// attempt waits again) from one no worker serves (an error receipt that says
+// what would, instead of a trial that waits forever).
+func settleUnstarted(ctx, cctx workflow.Context, in StudyInput, t PlannedTrial, attempt, parent int, startWait time.Duration) (served bool, err error) {
+	var q QueueState
+	if err := workflow.ExecuteActivity(cctx, actQueueServed, QueueCheck{Study: in.Study, Execution: in.Execution, Queue: t.Queue,
+		Within: startWait}).Get(ctx, &q); err != nil {
+		return false, err
+	}
+	if q.Served {
+		return true, nil
+	}
+	return false, recordFinalLoss(ctx, cctx, in, t, attempt, parent, unserved(t, startWait))
+}
+
+// recordFinalLoss records the attempt as lost with no attempt to follow: an
+// error receipt that says why.
+func recordFinalLoss(ctx, cctx workflow.Context, in StudyInput, t PlannedTrial, attempt, parent int, why string) error {
+	return workflow.ExecuteActivity(cctx, actRecordLost, LostAttempt{Study: in.Study, Execution: in.Execution, Key: t.Key,
+		Attempt: attempt, Parent: parent, Why: why, Final: true}).Get(ctx, nil)
+}
+
+// tallyOutcome counts a merged attempt's outcome in res and reports whether
+// the trial runs again, by the runner's own rerun rule
+// (receipts.Outcome.Rerun).
+func tallyOutcome(res *StudyResult, outcome receipts.Outcome) (rerun bool) {
+	switch {
+	case outcome.Rerun() || outcome == "":
+		res.Retried++
+		return true
+	case outcome == receipts.Error:
+		res.Errors++
+	default:
+		res.Counted++
+	}
+	return false
 }
 
 // isStartTimeout says the trial activity timed out waiting for a worker of

@@ -59,23 +59,8 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts Options) (Soak
 	}
 	var res SoakResult
 	prog := governor.NewProgress()
-	sensors := []governor.Sensor{governor.NewHost(opts.StateDir), prog}
-	if n, err := governor.OpenNVML(ctx, 0); err != nil {
-		cfg.Disable(governor.GPUPolicies()...)
-		res.Notes = append(res.Notes, "no NVIDIA GPU/NVML on this machine ("+err.Error()+"): the NVML-backed policies are off for the soak; rig governor faults runs them on simulated sensors")
-	} else {
-		defer n.Close()
-		sensors = append(sensors, n)
-	}
-	if dir, err := governor.SelfCgroupDir(); err != nil {
-		cfg.Disable(governor.PolicyCgroupOOM)
-		res.Notes = append(res.Notes, "no memory cgroup readable: cgroup-oom off for the soak")
-	} else {
-		sensors = append(sensors, governor.NewCgroup("cgroup", dir))
-	}
-	for _, s := range sensors {
-		res.Sensors = append(res.Sensors, s.Name())
-	}
+	sensors, closeNVML := soakSensors(ctx, &cfg, opts.StateDir, prog, &res)
+	defer closeNVML()
 	events := &eventLog{}
 	g, err := governor.New(governor.Options{Config: cfg, Sensors: sensors, Sink: governor.Sinks{events, governor.SlogSink{Logger: opts.Logger}}})
 	if err != nil {
@@ -107,26 +92,11 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts Options) (Soak
 		if ok, why := e.waitGate(ctx, 10*time.Second); !ok {
 			return res, fmt.Errorf("soak: gate stayed closed for 10s: %s", why)
 		}
-		res.Trials++
-		id := fmt.Sprintf("soak-%04d", res.Trials)
-		run.target = run.llama.target(id)
-		watch, err := g.Begin(run.target, governor.Budget{})
+		stalled, err := soakTrial(ctx, w, g, run, &res)
 		if err != nil {
 			return res, err
 		}
-		run.follow(watch, 64)
-		cerr := run.complete(ctx, 0)
-		res.Tokens += run.tokens.Load()
-		run.endCall()
-		if p := watch.End(); p != nil {
-			res.FalsePreemptions = append(res.FalsePreemptions, *p)
-			fmt.Fprintf(w, "FALSE PREEMPTION %s: %s: %s\n", id, p.Policy, p.Reason)
-			<-watch.Stopped()
-			continue
-		}
-		if cerr != nil && !errors.Is(cerr, context.Canceled) {
-			res.Stalls = append(res.Stalls, id+": "+cerr.Error())
-			fmt.Fprintf(w, "RUNTIME STALL %s: %v (runtime restarted)\n", id, cerr)
+		if stalled {
 			run.stop()
 			run = nil
 		}
@@ -139,4 +109,59 @@ func Soak(ctx context.Context, w io.Writer, d time.Duration, opts Options) (Soak
 	fmt.Fprintf(w, "soak: %d trials, %d tokens in %s, %d false preemptions (goal zero over 10 minutes: %s for this %s), %d runtime stalls\n",
 		res.Trials, res.Tokens, res.Duration.Round(time.Second), len(res.FalsePreemptions), verdict, res.Duration.Round(time.Second), len(res.Stalls))
 	return res, ctx.Err()
+}
+
+// soakSensors opens the real sensors the soak runs under: the host's, prog,
+// NVML when there is a card and this process's memory cgroup when readable.
+// A policy whose sensor is missing is turned off in cfg, with a note in res.
+// closeNVML closes the NVML sensor, if one was opened.
+func soakSensors(ctx context.Context, cfg *governor.Config, stateDir string, prog *governor.Progress, res *SoakResult) (sensors []governor.Sensor, closeNVML func()) {
+	closeNVML = func() {}
+	sensors = []governor.Sensor{governor.NewHost(stateDir), prog}
+	if n, err := governor.OpenNVML(ctx, 0); err != nil {
+		cfg.Disable(governor.GPUPolicies()...)
+		res.Notes = append(res.Notes, "no NVIDIA GPU/NVML on this machine ("+err.Error()+"): the NVML-backed policies are off for the soak; rig governor faults runs them on simulated sensors")
+	} else {
+		closeNVML = func() { n.Close() }
+		sensors = append(sensors, n)
+	}
+	if dir, err := governor.SelfCgroupDir(); err != nil {
+		cfg.Disable(governor.PolicyCgroupOOM)
+		res.Notes = append(res.Notes, "no memory cgroup readable: cgroup-oom off for the soak")
+	} else {
+		sensors = append(sensors, governor.NewCgroup("cgroup", dir))
+	}
+	for _, s := range sensors {
+		res.Sensors = append(res.Sensors, s.Name())
+	}
+	return sensors, closeNVML
+}
+
+// soakTrial runs one trial of normal generation on run under g and counts
+// it in res: a preemption of it is a false one, and a call that fails
+// otherwise is a runtime stall, after which the runtime is restarted.
+func soakTrial(ctx context.Context, w io.Writer, g *governor.Governor, run *suiteRun, res *SoakResult) (stalled bool, err error) {
+	res.Trials++
+	id := fmt.Sprintf("soak-%04d", res.Trials)
+	run.target = run.llama.target(id)
+	watch, err := g.Begin(run.target, governor.Budget{})
+	if err != nil {
+		return false, err
+	}
+	run.follow(watch, 64)
+	cerr := run.complete(ctx, 0)
+	res.Tokens += run.tokens.Load()
+	run.endCall()
+	if p := watch.End(); p != nil {
+		res.FalsePreemptions = append(res.FalsePreemptions, *p)
+		fmt.Fprintf(w, "FALSE PREEMPTION %s: %s: %s\n", id, p.Policy, p.Reason)
+		<-watch.Stopped()
+		return false, nil
+	}
+	if cerr != nil && !errors.Is(cerr, context.Canceled) {
+		res.Stalls = append(res.Stalls, id+": "+cerr.Error())
+		fmt.Fprintf(w, "RUNTIME STALL %s: %v (runtime restarted)\n", id, cerr)
+		return true, nil
+	}
+	return false, nil
 }

@@ -171,37 +171,12 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 	}
 	f.Tensors = make([]TensorInfo, 0, min(nTensors, uint64(size)/24))
 	for i := uint64(0); i < nTensors && d.err == nil; i++ {
-		at := d.off
-		var t TensorInfo
-		t.Name = d.str(fmt.Sprintf("tensors[%d].name", i))
-		nd := d.u32(fmt.Sprintf("tensors[%d=%q].n_dims", i, t.Name))
-		if d.err == nil && (nd == 0 || nd > maxDims) {
-			return nil, d.fail(at, fmt.Sprintf("tensors[%d=%q].n_dims", i, t.Name), fmt.Errorf("%w: %d dimensions (ggml allows 1..%d)", ErrCorrupt, nd, maxDims))
+		t, err := d.tensorInfo(i, f.Alignment)
+		if err != nil {
+			return nil, err
 		}
-		elems := uint64(1)
-		for j := uint32(0); j < nd && d.err == nil; j++ {
-			dim := d.u64(fmt.Sprintf("tensors[%d=%q].dims[%d]", i, t.Name, j))
-			hi, lo := bits.Mul64(elems, dim)
-			if d.err == nil && (dim == 0 || hi != 0 || lo > maxElements) {
-				return nil, d.fail(at, fmt.Sprintf("tensors[%d=%q].dims[%d]", i, t.Name, j), fmt.Errorf("%w: dimension %d (zero, or more than 2^42 elements in all)", ErrCorrupt, dim))
-			}
-			elems = lo
-			t.Dims = append(t.Dims, dim)
-		}
-		typeAt := d.off
-		t.Type = GGMLType(d.u32(fmt.Sprintf("tensors[%d=%q].type", i, t.Name)))
-		t.Offset = d.u64(fmt.Sprintf("tensors[%d=%q].offset", i, t.Name))
 		if d.err != nil {
 			break
-		}
-		if !t.Type.Known() {
-			return nil, d.fail(typeAt, fmt.Sprintf("tensors[%d=%q].type", i, t.Name), fmt.Errorf("%w %d (rig knows the ggml types up to MXFP4=39; update rig for newer files)", ErrUnknownTensorType, uint32(t.Type)))
-		}
-		if _, err := t.Type.RowBytes(t.Dims[0]); err != nil {
-			return nil, d.fail(at, fmt.Sprintf("tensors[%d=%q].dims[0]", i, t.Name), fmt.Errorf("%w: %w", ErrCorrupt, err))
-		}
-		if t.Offset%f.Alignment != 0 {
-			return nil, d.fail(at, fmt.Sprintf("tensors[%d=%q].offset", i, t.Name), fmt.Errorf("%w: offset %d is not aligned to %d", ErrCorrupt, t.Offset, f.Alignment))
 		}
 		f.Tensors = append(f.Tensors, t)
 	}
@@ -217,6 +192,45 @@ func Read(r io.ReaderAt, size int64, name string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// tensorInfo reads the info of tensor i and checks its dimensions, type and
+// offset (aligned to alignment). A read that fails leaves d.err set and the
+// error nil: the caller stops there.
+func (d *decoder) tensorInfo(i, alignment uint64) (TensorInfo, error) {
+	at := d.off
+	var t TensorInfo
+	t.Name = d.str(fmt.Sprintf("tensors[%d].name", i))
+	nd := d.u32(fmt.Sprintf("tensors[%d=%q].n_dims", i, t.Name))
+	if d.err == nil && (nd == 0 || nd > maxDims) {
+		return t, d.fail(at, fmt.Sprintf("tensors[%d=%q].n_dims", i, t.Name), fmt.Errorf("%w: %d dimensions (ggml allows 1..%d)", ErrCorrupt, nd, maxDims))
+	}
+	elems := uint64(1)
+	for j := uint32(0); j < nd && d.err == nil; j++ {
+		dim := d.u64(fmt.Sprintf("tensors[%d=%q].dims[%d]", i, t.Name, j))
+		hi, lo := bits.Mul64(elems, dim)
+		if d.err == nil && (dim == 0 || hi != 0 || lo > maxElements) {
+			return t, d.fail(at, fmt.Sprintf("tensors[%d=%q].dims[%d]", i, t.Name, j), fmt.Errorf("%w: dimension %d (zero, or more than 2^42 elements in all)", ErrCorrupt, dim))
+		}
+		elems = lo
+		t.Dims = append(t.Dims, dim)
+	}
+	typeAt := d.off
+	t.Type = GGMLType(d.u32(fmt.Sprintf("tensors[%d=%q].type", i, t.Name)))
+	t.Offset = d.u64(fmt.Sprintf("tensors[%d=%q].offset", i, t.Name))
+	if d.err != nil {
+		return t, nil
+	}
+	if !t.Type.Known() {
+		return t, d.fail(typeAt, fmt.Sprintf("tensors[%d=%q].type", i, t.Name), fmt.Errorf("%w %d (rig knows the ggml types up to MXFP4=39; update rig for newer files)", ErrUnknownTensorType, uint32(t.Type)))
+	}
+	if _, err := t.Type.RowBytes(t.Dims[0]); err != nil {
+		return t, d.fail(at, fmt.Sprintf("tensors[%d=%q].dims[0]", i, t.Name), fmt.Errorf("%w: %w", ErrCorrupt, err))
+	}
+	if t.Offset%alignment != 0 {
+		return t, d.fail(at, fmt.Sprintf("tensors[%d=%q].offset", i, t.Name), fmt.Errorf("%w: offset %d is not aligned to %d", ErrCorrupt, t.Offset, alignment))
+	}
+	return t, nil
 }
 
 func alignUp(n, a uint64) uint64 { return (n + a - 1) / a * a }

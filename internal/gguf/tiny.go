@@ -60,33 +60,7 @@ func Tiny(opts TinyOptions) ([]byte, error) {
 	kvDim := uint64(headDim * o.KVHeads)
 	embd, ff := uint64(o.Embd), uint64(o.FF)
 
-	meta := []KV{
-		{"general.architecture", ValueString, "llama"},
-		{"general.name", ValueString, fmt.Sprintf("rig-tiny-seed-%d", o.Seed)},
-		{"general.file_type", ValueUint32, uint32(1)},
-		{"general.alignment", ValueUint32, uint32(32)},
-		{"llama.context_length", ValueUint32, uint32(o.Context)},
-		{"llama.embedding_length", ValueUint32, uint32(o.Embd)},
-		{"llama.block_count", ValueUint32, uint32(o.Layers)},
-		{"llama.feed_forward_length", ValueUint32, uint32(o.FF)},
-		{"llama.attention.head_count", ValueUint32, uint32(o.Heads)},
-		{"llama.attention.head_count_kv", ValueUint32, uint32(o.KVHeads)},
-		{"llama.rope.dimension_count", ValueUint32, uint32(headDim)},
-		{"llama.rope.freq_base", ValueFloat32, float32(10000)},
-		{"llama.attention.layer_norm_rms_epsilon", ValueFloat32, float32(1e-5)},
-		{"llama.vocab_size", ValueUint32, uint32(nVocab)},
-		{"tokenizer.ggml.model", ValueString, "llama"},
-		{"tokenizer.ggml.tokens", ValueArray, tokens},
-		{"tokenizer.ggml.scores", ValueArray, scores},
-		{"tokenizer.ggml.token_type", ValueArray, types},
-		{"tokenizer.ggml.unknown_token_id", ValueUint32, uint32(0)},
-		{"tokenizer.ggml.bos_token_id", ValueUint32, uint32(1)},
-		{"tokenizer.ggml.eos_token_id", ValueUint32, uint32(2)},
-		{"tokenizer.ggml.add_bos_token", ValueBool, true},
-	}
-	if o.ChatTemplate != "" {
-		meta = append(meta, KV{"tokenizer.chat_template", ValueString, o.ChatTemplate})
-	}
+	meta := tinyMeta(o, headDim, tokens, scores, types)
 
 	norm := func(name string) Tensor {
 		v := make([]float32, embd)
@@ -135,6 +109,39 @@ func Tiny(opts TinyOptions) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// tinyMeta is the tiny model's metadata: a llama architecture of o's sizes
+// and the vocabulary tinyVocab makes.
+func tinyMeta(o TinyOptions, headDim int, tokens []string, scores []float32, types []int32) []KV {
+	meta := []KV{
+		{"general.architecture", ValueString, "llama"},
+		{"general.name", ValueString, fmt.Sprintf("rig-tiny-seed-%d", o.Seed)},
+		{"general.file_type", ValueUint32, uint32(1)},
+		{"general.alignment", ValueUint32, uint32(32)},
+		{"llama.context_length", ValueUint32, uint32(o.Context)},
+		{"llama.embedding_length", ValueUint32, uint32(o.Embd)},
+		{"llama.block_count", ValueUint32, uint32(o.Layers)},
+		{"llama.feed_forward_length", ValueUint32, uint32(o.FF)},
+		{"llama.attention.head_count", ValueUint32, uint32(o.Heads)},
+		{"llama.attention.head_count_kv", ValueUint32, uint32(o.KVHeads)},
+		{"llama.rope.dimension_count", ValueUint32, uint32(headDim)},
+		{"llama.rope.freq_base", ValueFloat32, float32(10000)},
+		{"llama.attention.layer_norm_rms_epsilon", ValueFloat32, float32(1e-5)},
+		{"llama.vocab_size", ValueUint32, uint32(len(tokens))},
+		{"tokenizer.ggml.model", ValueString, "llama"},
+		{"tokenizer.ggml.tokens", ValueArray, tokens},
+		{"tokenizer.ggml.scores", ValueArray, scores},
+		{"tokenizer.ggml.token_type", ValueArray, types},
+		{"tokenizer.ggml.unknown_token_id", ValueUint32, uint32(0)},
+		{"tokenizer.ggml.bos_token_id", ValueUint32, uint32(1)},
+		{"tokenizer.ggml.eos_token_id", ValueUint32, uint32(2)},
+		{"tokenizer.ggml.add_bos_token", ValueBool, true},
+	}
+	if o.ChatTemplate != "" {
+		meta = append(meta, KV{"tokenizer.chat_template", ValueString, o.ChatTemplate})
+	}
+	return meta
 }
 
 // WriteTiny writes Tiny(opts) to path.

@@ -4,7 +4,8 @@
 // happened through typed functions (TrialStarted, TrialFinished,
 // GovernorEvent, CardSample, MergeObserved, …); the names, labels, units and
 // buckets live here and nowhere else, so a dashboard has one page to read
-// (docs/scale-out.md, "Metrics").
+// (docs/scale-out.md, "Metrics"). Each process exports its role's metrics
+// (New(Daemon, …) or New(Worker, …)), each series known up front at 0.
 //
 // It is not a sensor and decides nothing: it reads no card, store or
 // governor itself, and no leaf package (governor, runtimes, receipts, …)

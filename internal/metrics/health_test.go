@@ -23,7 +23,7 @@ func TestHealthzBesideMetrics(t *testing.T) {
 		}
 		return nil
 	}
-	s := New()
+	s := New(Worker, Known{})
 	s.Handle("GET /healthz", HealthHandler(ready))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -30,15 +31,74 @@ const (
 	OutcomeFailed  = "failed"  // the attempt failed without a receipt (the coordinator records it as lost)
 )
 
+// Where the daemon's planned trials run, the values of rig_queue_depth's
+// queue label.
+const (
+	QueueLocal    = "local"    // the daemon's own runner
+	QueueTemporal = "temporal" // the scale-out engine
+)
+
+// Queues are every value of rig_queue_depth's queue label.
+var Queues = []string{QueueLocal, QueueTemporal}
+
+// How a merge of a spool entry ended, the values of
+// rig_merge_duration_seconds' result label.
+const (
+	MergeMerged    = "merged"    // stored
+	MergeAlready   = "already"   // the same receipt was stored before
+	MergeDivergent = "divergent" // a different receipt for the same attempt, kept apart
+	MergeRefused   = "refused"   // the entry does not match what the worker reported, or the plan
+	MergeFailed    = "failed"    // to be retried
+)
+
+// MergeResults are every merge result, in the order they are exported.
+var MergeResults = []string{MergeMerged, MergeAlready, MergeDivergent, MergeRefused, MergeFailed}
+
+// Role is which process a Set is for. Each exports only what it records,
+// so that a name means one thing wherever it is scraped (a sum across jobs
+// never counts a trial twice) and no series stands at 0 for ever.
+type Role int
+
+// The roles.
+const (
+	// Daemon: receipts stored, the queue's depth, the coordinator's merges.
+	Daemon Role = iota + 1
+	// Worker: trial attempts, the worker's state.
+	Worker
+)
+
+func (r Role) String() string {
+	switch r {
+	case Daemon:
+		return "daemon"
+	case Worker:
+		return "worker"
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Known are label values known when a process starts, from packages this
+// one does not import (the daemon fills it in). Each value's series exists
+// at 0 from the start, beside those of the values this package owns (worker
+// states, refused and failed, merge results, queues): a series born at 1
+// is no increase to rate() or increase(), so the first preemption after a
+// start would go unseen by an alert.
+type Known struct {
+	Outcomes       []string // the receipt's outcome classes
+	GovernorEvents []string // the governor's event kinds
+}
+
 // Set is one process's metrics: a registry of its own (no global state)
-// and every metric rig exports. The daemon and each worker make one; the
+// and the metrics of its role. The daemon and each worker make one; the
 // zero value is not usable, and a nil *Set records nothing, so callers
-// that run without metrics need no branches.
+// that run without metrics need no branches. A Set records what it is told
+// whatever its role; what its role does not export is kept unseen.
 type Set struct {
 	reg *prometheus.Registry
 
 	trialsStarted  *prometheus.CounterVec
 	trials         *prometheus.CounterVec
+	attempts       *prometheus.CounterVec
 	trialDuration  *prometheus.HistogramVec
 	attemptSeconds *prometheus.HistogramVec
 	inFlight       prometheus.Gauge
@@ -50,22 +110,30 @@ type Set struct {
 	merge          *prometheus.HistogramVec
 	cards          *cardCollector
 
+	depthMu sync.Mutex      // QueueDepths runs under mu (OnScrape) and outside it
+	queues  map[string]bool // every queue label rig_queue_depth has had
+
 	mu      sync.Mutex // one refresh and gather at a time
 	refresh []func()
 	extra   map[string]http.Handler // beside /metrics on the same listener (a worker's /healthz)
 }
 
-// New makes a Set with every metric registered, plus the Go runtime's and
-// the process's own collectors (go_*, process_*).
-func New() *Set {
-	s := &Set{reg: prometheus.NewRegistry()}
+// New makes the Set of role with its metrics registered, each labelled
+// series known up front already at 0 (Known), plus the Go runtime's and the
+// process's own collectors (go_*, process_*).
+func New(role Role, known Known) *Set {
+	s := &Set{reg: prometheus.NewRegistry(), queues: map[string]bool{}}
 	s.trialsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rig_trials_started_total",
-		Help: "Trial attempts started, by the task queue they came from (\"local\" for the daemon's own runner).",
-	}, []string{"queue"})
+		Help: "Trial attempts started on this worker, by the Temporal task queue they came from.",
+	}, []string{"task_queue"})
 	s.trials = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rig_trials_total",
-		Help: "Trial attempts finished, by outcome: a receipt's outcome class (scored, capped, failed_at_card, preempted, error), or on a worker refused or failed when no receipt was written.",
+		Help: "Receipts the daemon stored (its own runner's, merged from a worker's spool, or recorded lost), by outcome class (scored, capped, failed_at_card, preempted, error).",
+	}, []string{"outcome"})
+	s.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rig_trial_attempts_total",
+		Help: "Trial attempts this worker finished, by outcome: its receipt's outcome class, or refused (nothing ran) or failed (no receipt) when it wrote none.",
 	}, []string{"outcome"})
 	s.trialDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rig_trial_duration_seconds",
@@ -79,11 +147,11 @@ func New() *Set {
 	}, []string{"outcome"})
 	s.inFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rig_trials_in_flight",
-		Help: "Trial attempts this process holds now: running, or waiting for its card.",
+		Help: "Trial attempts this worker holds now: running, or waiting for its card.",
 	})
 	s.queueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rig_queue_depth",
-		Help: "Planned trials of the running executions that have no counted receipt yet, by where they run (\"local\" or \"temporal\").",
+		Help: "Planned trials of the running executions that have no counted receipt yet, by where they run (\"local\" or \"temporal\"); 0 when none run.",
 	}, []string{"queue"})
 	s.workerState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "rig_worker_state",
@@ -103,9 +171,38 @@ func New() *Set {
 		Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 14),
 	}, []string{"result"})
 	s.cards = &cardCollector{samples: map[string]CardSample{}}
-	s.reg.MustRegister(s.trialsStarted, s.trials, s.trialDuration, s.attemptSeconds, s.inFlight, s.queueDepth,
-		s.workerState, s.governorEvents, s.governorHeld, s.merge, s.cards,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	for _, k := range known.GovernorEvents {
+		s.governorEvents.WithLabelValues(k).Add(0)
+	}
+	cs := []prometheus.Collector{s.governorEvents, s.governorHeld, s.cards,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	switch role {
+	case Daemon:
+		for _, o := range known.Outcomes {
+			s.trials.WithLabelValues(o).Add(0)
+			s.trialDuration.WithLabelValues(o)
+		}
+		for _, r := range MergeResults {
+			s.merge.WithLabelValues(r)
+		}
+		s.QueueDepths(nil)
+		cs = append(cs, s.trials, s.trialDuration, s.queueDepth, s.merge)
+	case Worker:
+		for _, o := range append(slices.Clone(known.Outcomes), OutcomeRefused, OutcomeFailed) {
+			s.attempts.WithLabelValues(o).Add(0)
+			s.attemptSeconds.WithLabelValues(o)
+		}
+		// The state is set before each scrape (OnScrape); until then none
+		// is 1.
+		for _, st := range WorkerStates {
+			s.workerState.WithLabelValues(st).Set(0)
+		}
+		cs = append(cs, s.trialsStarted, s.attempts, s.attemptSeconds, s.inFlight, s.workerState)
+	default:
+		panic("metrics.New: no such role: " + role.String())
+	}
+	s.reg.MustRegister(cs...)
 	return s
 }
 
@@ -135,7 +232,19 @@ func (s *Set) Gather() ([]*dto.MetricFamily, error) {
 	return s.reg.Gather()
 }
 
-// TrialStarted counts a trial attempt that began, from queue.
+// TaskQueues gives the task queues a worker serves their series of
+// rig_trials_started_total at 0, before its first trial.
+func (s *Set) TaskQueues(queues []string) {
+	if s == nil {
+		return
+	}
+	for _, q := range queues {
+		s.trialsStarted.WithLabelValues(q).Add(0)
+	}
+}
+
+// TrialStarted counts a trial attempt that began, from the task queue
+// queue.
 func (s *Set) TrialStarted(queue string) {
 	if s == nil {
 		return
@@ -162,7 +271,7 @@ func (s *Set) AttemptFinished(outcome string, seconds float64) {
 	}
 	s.inFlight.Dec()
 	s.running.Add(-1)
-	s.trials.WithLabelValues(outcome).Inc()
+	s.attempts.WithLabelValues(outcome).Inc()
 	s.attemptSeconds.WithLabelValues(outcome).Observe(seconds)
 }
 
@@ -175,15 +284,23 @@ func (s *Set) TrialFinished(outcome string, seconds float64) {
 	s.trialDuration.WithLabelValues(outcome).Observe(seconds)
 }
 
-// QueueDepths sets the trials waiting per queue; a queue absent from depth
-// is dropped (its executions ended).
+// QueueDepths sets the trials waiting per queue. A queue absent from depth
+// (its executions ended, or none ran yet) is 0, never dropped: a series
+// that goes away reads to an alert as no data rather than an empty queue.
 func (s *Set) QueueDepths(depth map[string]int) {
 	if s == nil {
 		return
 	}
-	s.queueDepth.Reset()
-	for q, n := range depth {
-		s.queueDepth.WithLabelValues(q).Set(float64(n))
+	s.depthMu.Lock()
+	defer s.depthMu.Unlock()
+	for _, q := range Queues {
+		s.queues[q] = true
+	}
+	for q := range depth {
+		s.queues[q] = true
+	}
+	for q := range s.queues {
+		s.queueDepth.WithLabelValues(q).Set(float64(depth[q]))
 	}
 }
 

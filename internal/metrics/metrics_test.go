@@ -32,17 +32,34 @@ func scrapeOwn(t *testing.T, s *Set) map[string]*dto.MetricFamily {
 	return fams
 }
 
-func TestRecordedEventsAreScrapedWithNamesLabelsAndUnits(t *testing.T) {
-	s := New()
-	s.TrialStarted("rig.trials.llama-server.abc.cpu")
-	s.TrialStarted("rig.trials.llama-server.abc.cpu")
-	s.AttemptFinished("scored", 12.5)
+// known stands in for the daemon's label values (daemon.NewMetrics fills
+// them in from receipts and governor).
+var known = Known{Outcomes: []string{"scored", "capped", "failed_at_card", "preempted", "error"},
+	GovernorEvents: []string{"trip", "clear", "preempt", "hold", "release"}}
+
+type sample struct {
+	name   string
+	labels map[string]string
+	want   float64
+}
+
+func checkSamples(t *testing.T, fams map[string]*dto.MetricFamily, samples []sample) {
+	t.Helper()
+	for _, tc := range samples {
+		got, ok := Value(fams, tc.name, tc.labels)
+		if !ok || got != tc.want {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+}
+
+func TestDaemonEventsAreScrapedWithNamesLabelsAndUnits(t *testing.T) {
+	s := New(Daemon, known)
 	s.TrialFinished("scored", 3.25)
 	s.TrialFinished("scored", 4)
 	s.TrialFinished("preempted", 1)
 	s.QueueDepths(map[string]int{"local": 7})
 	s.QueueDepths(map[string]int{"temporal": 3}) // local's execution ended
-	s.WorkerState(StateHeld)
 	s.GovernorEvent("hold")
 	s.GovernorEvent("trip")
 	s.Hold(true)
@@ -56,38 +73,30 @@ func TestRecordedEventsAreScrapedWithNamesLabelsAndUnits(t *testing.T) {
 		t.Errorf("OnScrape ran %d times for one scrape", refreshed)
 	}
 	card1 := map[string]string{"gpu": "1", "UUID": "GPU-1234"}
-	tests := []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
-		{"rig_trials_started_total", map[string]string{"queue": "rig.trials.llama-server.abc.cpu"}, 2},
-		{"rig_trials_in_flight", nil, 1},
-		{"rig_trials_total", map[string]string{"outcome": "scored"}, 3},
+	checkSamples(t, fams, []sample{
+		{"rig_trials_total", map[string]string{"outcome": "scored"}, 2},
 		{"rig_trials_total", map[string]string{"outcome": "preempted"}, 1},
+		{"rig_trials_total", map[string]string{"outcome": "capped"}, 0},
 		{"rig_trial_duration_seconds", map[string]string{"outcome": "scored"}, 2},
-		{"rig_trial_attempt_duration_seconds", map[string]string{"outcome": "scored"}, 1},
+		{"rig_trial_duration_seconds", map[string]string{"outcome": "error"}, 0},
 		{"rig_queue_depth", map[string]string{"queue": "temporal"}, 3},
-		{"rig_worker_state", map[string]string{"state": "held"}, 1},
-		{"rig_worker_state", map[string]string{"state": "idle"}, 0},
-		{"rig_worker_state", map[string]string{"state": "running"}, 0},
+		// A queue whose executions ended is 0, not gone.
+		{"rig_queue_depth", map[string]string{"queue": "local"}, 0},
 		{"rig_governor_events_total", map[string]string{"kind": "hold"}, 1},
+		{"rig_governor_events_total", map[string]string{"kind": "preempt"}, 0},
 		{"rig_governor_held", nil, 1},
 		{"rig_merge_duration_seconds", map[string]string{"result": "merged"}, 1},
+		{"rig_merge_duration_seconds", map[string]string{"result": "divergent"}, 0},
 		{"rig_card_memory_used_bytes", card1, 3 << 30},
 		{"rig_card_memory_total_bytes", card1, 80 << 30},
 		{"rig_card_power_watts", card1, 212.5},
 		{"rig_card_energy_joules_total", card1, 9.5e6},
 		{"rig_card_power_watts", map[string]string{"gpu": "0", "UUID": "GPU-0"}, 50},
-	}
-	for _, tc := range tests {
-		got, ok := Value(fams, tc.name, tc.labels)
-		if !ok || got != tc.want {
-			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+	})
+	for _, worker := range []string{"rig_trials_started_total", "rig_trial_attempts_total", "rig_trial_attempt_duration_seconds", "rig_trials_in_flight", "rig_worker_state"} {
+		if _, ok := fams[worker]; ok {
+			t.Errorf("the daemon exports %s, a worker's metric", worker)
 		}
-	}
-	if _, ok := Value(fams, "rig_queue_depth", map[string]string{"queue": "local"}); ok {
-		t.Error("a queue whose executions ended is still exported")
 	}
 	if _, ok := Value(fams, "rig_card_energy_joules_total", map[string]string{"gpu": "0"}); ok {
 		t.Error("a card without an energy counter exports one")
@@ -112,42 +121,61 @@ func TestRecordedEventsAreScrapedWithNamesLabelsAndUnits(t *testing.T) {
 	}
 }
 
-func TestNamesFollowPrometheusConventions(t *testing.T) {
-	s := New()
-	// Every family has a sample, so the linter sees them all.
-	s.TrialStarted("local")
-	s.AttemptFinished("scored", 1)
-	s.TrialFinished("scored", 1)
-	s.QueueDepths(map[string]int{"local": 1})
-	s.WorkerState(StateIdle)
-	s.GovernorEvent("hold")
-	s.Hold(false)
-	s.MergeObserved("merged", 0.1)
-	s.CardSample(CardSample{UUID: "GPU-0", HasEnergy: true})
-	problems, err := testutil.GatherAndLint(s.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
-		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
-	}
-	fams, err := s.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, f := range fams {
-		if strings.HasPrefix(f.GetName(), "rig_") {
-			n++
+func TestWorkerEventsAreScrapedWithNamesAndLabels(t *testing.T) {
+	s := New(Worker, known)
+	s.TaskQueues([]string{"rig.trials.llama-server.abc.cpu", "rig.trials.ollama.def.cpu"})
+	s.TrialStarted("rig.trials.llama-server.abc.cpu")
+	s.TrialStarted("rig.trials.llama-server.abc.cpu")
+	s.AttemptFinished("scored", 12.5)
+	s.TrialFinished("scored", 3) // a daemon's count: kept out of a worker's exposition
+	s.WorkerState(StateHeld)
+	s.GovernorEvent("preempt")
+	s.MergeObserved("merged", 0.02)
+	fams := scrapeOwn(t, s)
+	checkSamples(t, fams, []sample{
+		{"rig_trials_started_total", map[string]string{"task_queue": "rig.trials.llama-server.abc.cpu"}, 2},
+		{"rig_trials_started_total", map[string]string{"task_queue": "rig.trials.ollama.def.cpu"}, 0},
+		{"rig_trials_in_flight", nil, 1},
+		{"rig_trial_attempts_total", map[string]string{"outcome": "scored"}, 1},
+		{"rig_trial_attempts_total", map[string]string{"outcome": OutcomeRefused}, 0},
+		{"rig_trial_attempts_total", map[string]string{"outcome": OutcomeFailed}, 0},
+		{"rig_trial_attempts_total", map[string]string{"outcome": "preempted"}, 0},
+		{"rig_trial_attempt_duration_seconds", map[string]string{"outcome": "scored"}, 1},
+		{"rig_worker_state", map[string]string{"state": "held"}, 1},
+		{"rig_worker_state", map[string]string{"state": "idle"}, 0},
+		{"rig_worker_state", map[string]string{"state": "running"}, 0},
+		{"rig_governor_events_total", map[string]string{"kind": "preempt"}, 1},
+		{"rig_governor_events_total", map[string]string{"kind": "trip"}, 0},
+		{"rig_governor_held", nil, 0},
+	})
+	for _, daemon := range []string{"rig_trials_total", "rig_trial_duration_seconds", "rig_queue_depth", "rig_merge_duration_seconds"} {
+		if _, ok := fams[daemon]; ok {
+			t.Errorf("a worker exports %s, the daemon's metric", daemon)
 		}
 	}
-	if n != 14 {
-		t.Errorf("%d rig_ families gathered, want 14 (the doc's table lists 14)", n)
+}
+
+func TestNamesFollowPrometheusConventions(t *testing.T) {
+	for _, role := range []Role{Daemon, Worker} {
+		s := New(role, known)
+		// Every family has a sample, so the linter sees them all.
+		s.TaskQueues([]string{"q"})
+		s.WorkerState(StateIdle)
+		s.Hold(false)
+		s.CardSample(CardSample{UUID: "GPU-0", HasEnergy: true})
+		problems, err := testutil.GatherAndLint(s.Registry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range problems {
+			t.Errorf("%s: promlint: %s: %s", role, p.Metric, p.Text)
+		}
 	}
 }
 
 func TestNilSetRecordsNothing(t *testing.T) {
 	var s *Set
+	s.TaskQueues([]string{"q"})
 	s.TrialStarted("q")
 	s.TrialFinished("scored", 1)
 	s.AttemptFinished("scored", 1)
@@ -221,7 +249,7 @@ func TestTakenPort(t *testing.T) {
 }
 
 func TestOnlyMetricsIsServed(t *testing.T) {
-	s := New()
+	s := New(Daemon, Known{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, err := s.Start(ctx, "127.0.0.1:0", false, nil)

@@ -85,7 +85,7 @@ func TestTakenPortNamesItsHolder(t *testing.T) {
 	var logs bytes.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	got, err := New().Start(ctx, addr, true, slog.New(slog.NewTextHandler(&logs, nil)))
+	got, err := New(Daemon, Known{}).Start(ctx, addr, true, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatalf("the default held by this account: %v", err)
 	}

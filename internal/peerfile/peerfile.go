@@ -93,21 +93,13 @@ func open(path string, who Cred, folderOK bool) (*os.File, error) {
 		}
 		abs = wd + "/" + path
 	}
-	deny := func(at, reason string) error { return &DeniedError{Path: path, At: at, Reason: reason} }
-	failed := func(at, reason string, err error) error {
-		return &DeniedError{Path: path, At: at, Reason: reason + ": " + err.Error(), Err: err}
-	}
 	// dirs is the stack of folders walked so far, each a real folder (no
 	// link) opened O_PATH: ".." pops it, so it means what the kernel means.
-	type dir struct {
-		fd   int
-		name string // its resolved path
-	}
 	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	dirs := []dir{{root, "/"}}
+	dirs := []walkedDir{{root, "/"}}
 	defer func() {
 		for _, d := range dirs {
 			unix.Close(d.fd)
@@ -129,18 +121,15 @@ func open(path string, who Cred, folderOK bool) (*os.File, error) {
 			}
 			continue
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(cur.fd, &st); err != nil {
+		if err := mayEnter(cur, path, who); err != nil {
 			return nil, err
-		}
-		if !allowed(cur.fd, &st, who, 1) {
-			return nil, deny(cur.name, "the caller may not enter this folder (no search permission)")
 		}
 		full := filepath.Join(cur.name, name)
 		fd, err := unix.Openat(cur.fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, failed(full, "cannot be opened", err)
+			return nil, failedAt(path, full, "cannot be opened", err)
 		}
+		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			unix.Close(fd)
 			return nil, err
@@ -150,10 +139,10 @@ func open(path string, who Cred, folderOK bool) (*os.File, error) {
 			target, err := readlink(fd)
 			unix.Close(fd)
 			if err != nil {
-				return nil, deny(full, "a symbolic link that cannot be read: "+err.Error())
+				return nil, denied(path, full, "a symbolic link that cannot be read: "+err.Error())
 			}
 			if links++; links > maxLinks {
-				return nil, deny(full, "too many symbolic links")
+				return nil, denied(path, full, "too many symbolic links")
 			}
 			if strings.HasPrefix(target, "/") {
 				for _, d := range dirs[1:] {
@@ -163,39 +152,78 @@ func open(path string, who Cred, folderOK bool) (*os.File, error) {
 			}
 			rest = append(components(target), rest...)
 		case unix.S_IFDIR:
-			dirs = append(dirs, dir{fd, full})
+			dirs = append(dirs, walkedDir{fd, full})
 		default:
-			defer unix.Close(fd)
-			if len(rest) > 0 {
-				return nil, deny(full, "is not a folder")
-			}
-			if st.Mode&unix.S_IFMT != unix.S_IFREG {
-				return nil, deny(full, "is not a regular file")
-			}
-			if !allowed(fd, &st, who, 4) {
-				return nil, deny(full, fmt.Sprintf("the caller may not read this file (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
-			}
-			f, err := reopen(fd, &st, 0, path)
-			if err != nil {
-				return nil, failed(full, "cannot be opened", err)
-			}
-			return f, nil
+			return openFileAt(fd, &st, full, len(rest) > 0, path, who)
 		}
 	}
-	last := dirs[len(dirs)-1]
 	if !folderOK {
-		return nil, deny(last.name, "is a folder, not a file")
+		return nil, denied(path, dirs[len(dirs)-1].name, "is a folder, not a file")
 	}
+	return openFolderAt(dirs[len(dirs)-1], path, who)
+}
+
+// walkedDir is a folder open walks through: its O_PATH descriptor and its
+// resolved path.
+type walkedDir struct {
+	fd   int
+	name string // its resolved path
+}
+
+// mayEnter refuses a folder who may not search.
+func mayEnter(cur walkedDir, path string, who Cred) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(cur.fd, &st); err != nil {
+		return err
+	}
+	if !allowed(cur.fd, &st, who, 1) {
+		return denied(path, cur.name, "the caller may not enter this folder (no search permission)")
+	}
+	return nil
+}
+
+func denied(path, at, reason string) error {
+	return &DeniedError{Path: path, At: at, Reason: reason}
+}
+
+func failedAt(path, at, reason string, err error) error {
+	return &DeniedError{Path: path, At: at, Reason: reason + ": " + err.Error(), Err: err}
+}
+
+// openFileAt opens for reading the file at fd (resolved to full, with st its
+// status) that the walk of path ended on, if who may read it. It closes fd.
+// beforeEnd says the path goes on past it, as through a folder.
+func openFileAt(fd int, st *unix.Stat_t, full string, beforeEnd bool, path string, who Cred) (*os.File, error) {
+	defer unix.Close(fd)
+	if beforeEnd {
+		return nil, denied(path, full, "is not a folder")
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, denied(path, full, "is not a regular file")
+	}
+	if !allowed(fd, st, who, 4) {
+		return nil, denied(path, full, fmt.Sprintf("the caller may not read this file (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
+	}
+	f, err := reopen(fd, st, 0, path)
+	if err != nil {
+		return nil, failedAt(path, full, "cannot be opened", err)
+	}
+	return f, nil
+}
+
+// openFolderAt opens for listing the folder the walk of path ended on, if
+// who may read it.
+func openFolderAt(last walkedDir, path string, who Cred) (*os.File, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(last.fd, &st); err != nil {
 		return nil, err
 	}
 	if !allowed(last.fd, &st, who, 4) {
-		return nil, deny(last.name, fmt.Sprintf("the caller may not list this folder (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
+		return nil, denied(path, last.name, fmt.Sprintf("the caller may not list this folder (mode %04o, owner uid %d, group gid %d)", st.Mode&0o7777, st.Uid, st.Gid))
 	}
 	f, err := reopen(last.fd, &st, unix.O_DIRECTORY, path)
 	if err != nil {
-		return nil, failed(last.name, "cannot be opened", err)
+		return nil, failedAt(path, last.name, "cannot be opened", err)
 	}
 	return f, nil
 }
