@@ -100,6 +100,9 @@ func Predict(f *gguf.File, p Profile, rt string, cal *Calibration) (Estimate, er
 	if h.ContextLen > 0 && p.Context > h.ContextLen {
 		e.Notes = append(e.Notes, fmt.Sprintf("context %d is beyond the model's trained %d", p.Context, h.ContextLen))
 	}
+	if h.ContextZero {
+		e.Notes = append(e.Notes, fmt.Sprintf("the model file states a trained context of 0 (%s.context_length): rig cannot check context %d against it, and a runtime may read the 0 its own way", h.Arch, p.Context))
+	}
 
 	if !Modelled(h.Arch) {
 		return e, fmt.Errorf("%s: %w: architecture %q is not modelled (rig's memory model would size it as another architecture; it is not sized)", f.Path, ErrNotModelled, h.Arch)

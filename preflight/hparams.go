@@ -18,6 +18,10 @@ type HParams struct {
 	Heads      int
 	Vocab      int
 	ContextLen int   // trained context
+	// ContextZero marks a file that states its trained context as 0 (the
+	// key present, the value 0): ggml's own reader takes that as 0, not as
+	// absent, and the preflight says so rather than check nothing silently.
+	ContextZero bool
 	KVHeads    []int // per layer; 0 marks a layer without attention (recurrent)
 	KeyDim     int   // per head
 	ValueDim   int   // per head
@@ -136,7 +140,9 @@ func (r *hparamReader) shape() error {
 	for _, n := range ff {
 		h.FF = max(h.FF, n)
 	}
-	h.ContextLen, _, err = r.get(r.key("context_length"), 0, maxContext)
+	var stated bool
+	h.ContextLen, stated, err = r.get(r.key("context_length"), 0, maxContext)
+	h.ContextZero = stated && h.ContextLen == 0
 	return err
 }
 
