@@ -180,85 +180,21 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 		Resamples: d.Resamples, Seed: d.Seed, Alpha: d.Alpha}
 	tables, warns := buildTables(d, in.Trials)
 	r.Warnings = append(r.Warnings, warns...)
-	boots := make([]shared, len(tables))
-	for i, tb := range tables {
-		kr, sh, err := rank(ctx, d, tb, uint64(i)*1000+1)
-		if err != nil {
-			return nil, fmt.Errorf("job kind %s: %w", tb.kind.Name, err)
-		}
-		r.Kinds = append(r.Kinds, kr)
-		boots[i] = sh
-		if kr.Verdict == NoSignal {
-			r.Warnings = append(r.Warnings, noSignalWarning(kr, tb, tb.complete(allColumns(len(tb.arms))...)))
-		}
+	boots, err := r.rankKinds(ctx, d, tables)
+	if err != nil {
+		return nil, err
 	}
-	for _, a := range d.Arms {
-		r.Costs = append(r.Costs, costOf(in.Trials, a.Name, ""))
-		for i := range r.Kinds {
-			r.Kinds[i].Costs = append(r.Kinds[i].Costs, costOf(in.Trials, a.Name, r.Kinds[i].JobKind))
-		}
-	}
-	// Holm's family is every named pair in every job kind that runs both of
-	// its arms.
-	for _, tb := range tables {
-		for _, p := range d.Pairs {
-			if comparable(d, p) == "" && tb.has(p.Candidate) && tb.has(p.Baseline) {
-				r.HolmFamily++
-			}
-		}
-	}
+	r.addCosts(d, in.Trials)
+	r.HolmFamily = holmFamily(d, tables)
 	stepAlpha := HolmStepAlpha(d.Alpha, max(r.HolmFamily, 1), 1)
 	if d.Power != nil {
 		pr := PlanPower(*d.Power, d.Alpha, r.HolmFamily)
 		r.Power = &pr
 	}
-	var ps []float64
-	var tested []int
-	for i, tb := range tables {
-		for j, p := range d.Pairs {
-			if !tb.has(p.Candidate) || !tb.has(p.Baseline) {
-				continue // the pair does not meet in this job kind
-			}
-			pr, err := pair(ctx, d, tb, boots[i], in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
-			if err != nil {
-				return nil, fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
-			}
-			pr.applySequential(in.Sequential)
-			pr.dropNotRun(in.Sequential)
-			if pr.notComparable == "" && pr.Tasks > 0 {
-				ps = append(ps, float64(pr.P))
-				tested = append(tested, len(r.Pairs))
-			}
-			r.Pairs = append(r.Pairs, pr)
-		}
+	if err := r.comparePairs(ctx, d, tables, boots, in, stepAlpha); err != nil {
+		return nil, err
 	}
-	for k, adj := range Holm(padFamily(ps, r.HolmFamily)) {
-		if k < len(tested) {
-			r.Pairs[tested[k]].PHolm = Num(adj)
-		}
-	}
-	for i := range r.Pairs {
-		p := &r.Pairs[i]
-		classify(p, d.Alpha, d.CostFactor)
-		p.Shown = "not shown"
-		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && float64(p.PHolm) <= d.Alpha {
-			p.Shown = "shown"
-		}
-		switch {
-		case p.allEqual && p.constant && p.Outcome == Inconclusive:
-			p.Shown = "no signal"
-		case p.Outcome == Tie:
-			p.Shown = "no difference in any task"
-		}
-		if p.MissingTasks > 0 && p.notComparable == "" {
-			var parts []string
-			for _, m := range p.Missing {
-				parts = append(parts, m.Task+" lacks "+m.Lacks)
-			}
-			r.Warnings = append(r.Warnings, Warning{JobKind: p.JobKind, Message: fmt.Sprintf("%s vs %s: %d missing pairs (%s); a missing pair is neither a zero nor dropped: the outcome is %s",
-				p.Candidate, p.Baseline, p.MissingTasks, listTasks(parts), p.Outcome)})
-		}
-	}
+	r.classifyPairs(d)
 	r.Latency = latencies(d, in.Trials, r.Kinds)
 	r.Speed = speeds(d, in.Trials, r.Kinds)
 	r.SRM = srms(r.Kinds, in.Trials)
@@ -281,6 +217,107 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 	}
 	r.Decision = dec
 	return r, nil
+}
+
+// rankKinds ranks the arms of each job kind's table into r.Kinds, warning
+// of a job kind with no signal, and returns each kind's shared bootstrap.
+func (r *Report) rankKinds(ctx context.Context, d Design, tables []*table) ([]shared, error) {
+	boots := make([]shared, len(tables))
+	for i, tb := range tables {
+		kr, sh, err := rank(ctx, d, tb, uint64(i)*1000+1)
+		if err != nil {
+			return nil, fmt.Errorf("job kind %s: %w", tb.kind.Name, err)
+		}
+		r.Kinds = append(r.Kinds, kr)
+		boots[i] = sh
+		if kr.Verdict == NoSignal {
+			r.Warnings = append(r.Warnings, noSignalWarning(kr, tb, tb.complete(allColumns(len(tb.arms))...)))
+		}
+	}
+	return boots, nil
+}
+
+// addCosts sets each arm's cost over the study and within each job kind.
+func (r *Report) addCosts(d Design, trials []Trial) {
+	for _, a := range d.Arms {
+		r.Costs = append(r.Costs, costOf(trials, a.Name, ""))
+		for i := range r.Kinds {
+			r.Kinds[i].Costs = append(r.Kinds[i].Costs, costOf(trials, a.Name, r.Kinds[i].JobKind))
+		}
+	}
+}
+
+// holmFamily is the size of Holm's family: every named pair in every job
+// kind that runs both of its arms.
+func holmFamily(d Design, tables []*table) int {
+	n := 0
+	for _, tb := range tables {
+		for _, p := range d.Pairs {
+			if comparable(d, p) == "" && tb.has(p.Candidate) && tb.has(p.Baseline) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// comparePairs compares each named pair in each job kind that runs both of
+// its arms into r.Pairs, reading the sequential record, and sets the Holm
+// adjusted p-value of each pair that was tested.
+func (r *Report) comparePairs(ctx context.Context, d Design, tables []*table, boots []shared, in Input, stepAlpha float64) error {
+	var ps []float64
+	var tested []int
+	for i, tb := range tables {
+		for j, p := range d.Pairs {
+			if !tb.has(p.Candidate) || !tb.has(p.Baseline) {
+				continue // the pair does not meet in this job kind
+			}
+			pr, err := pair(ctx, d, tb, boots[i], in.Trials, p, stepAlpha, uint64(i)*1000+uint64(j)+500)
+			if err != nil {
+				return fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
+			}
+			pr.applySequential(in.Sequential)
+			pr.dropNotRun(in.Sequential)
+			if pr.notComparable == "" && pr.Tasks > 0 {
+				ps = append(ps, float64(pr.P))
+				tested = append(tested, len(r.Pairs))
+			}
+			r.Pairs = append(r.Pairs, pr)
+		}
+	}
+	for k, adj := range Holm(padFamily(ps, r.HolmFamily)) {
+		if k < len(tested) {
+			r.Pairs[tested[k]].PHolm = Num(adj)
+		}
+	}
+	return nil
+}
+
+// classifyPairs sets each pair's outcome and whether it was shown, and
+// warns of a comparable pair with missing pairs.
+func (r *Report) classifyPairs(d Design) {
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		classify(p, d.Alpha, d.CostFactor)
+		p.Shown = "not shown"
+		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && float64(p.PHolm) <= d.Alpha {
+			p.Shown = "shown"
+		}
+		switch {
+		case p.allEqual && p.constant && p.Outcome == Inconclusive:
+			p.Shown = "no signal"
+		case p.Outcome == Tie:
+			p.Shown = "no difference in any task"
+		}
+		if p.MissingTasks > 0 && p.notComparable == "" {
+			var parts []string
+			for _, m := range p.Missing {
+				parts = append(parts, m.Task+" lacks "+m.Lacks)
+			}
+			r.Warnings = append(r.Warnings, Warning{JobKind: p.JobKind, Message: fmt.Sprintf("%s vs %s: %d missing pairs (%s); a missing pair is neither a zero nor dropped: the outcome is %s",
+				p.Candidate, p.Baseline, p.MissingTasks, listTasks(parts), p.Outcome)})
+		}
+	}
 }
 
 // padFamily keeps Holm's family at its planned size when a pair had no
@@ -344,34 +381,8 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 			pb[a] = math.NaN()
 		}
 	}
-	for a, name := range tb.arms {
-		rows := tb.complete(a)
-		xs := make([]float64, len(rows))
-		for j, i := range rows {
-			xs[j] = tb.val[i][a]
-		}
-		var ab []float64
-		if len(rows) == len(common) {
-			// interval sorts its argument; the shared draws stay in order.
-			ab = append([]float64(nil), boot[a*d.Resamples:(a+1)*d.Resamples]...)
-		} else {
-			ab, err = resampler{x: xs, n: len(xs), k: 1}.means(ctx, d.Resamples, d.Seed, stream+uint64(a)+100)
-			if err != nil {
-				return kr, sh, err
-			}
-		}
-		s := sortedCopy(xs)
-		ar := ArmResult{Arm: name, Tasks: len(xs), Mean: Num(mean(xs)), PBest: Num(pb[a]), Counts: tb.counts[a], NoResult: tb.noResult[a],
-			Median: Num(quantile(s, 0.5)), P10: Num(quantile(s, 0.1)), Worst: Num(math.NaN()), PassRate: Num(passRate(xs, tb.kind.Gate))}
-		if len(s) > 0 {
-			ar.Worst = Num(s[0])
-		}
-		if tb.kind.Measure == MeasurePass {
-			ar.Interval = RateInterval(xs, tb.trials(rows, a), d.Level)
-		} else {
-			ar.Interval = bootInterval(d.Interval, d.Level, xs, ab, 0, 1)
-		}
-		kr.Arms = append(kr.Arms, ar)
+	if err := rankArms(ctx, d, tb, &kr, sh, pb, stream); err != nil {
+		return kr, sh, err
 	}
 	kt := KindTasks{JobKind: tb.kind.Name, Gate: tb.kind.Gate, Arms: tb.arms, Tasks: tb.tasks, Values: tb.val}
 	for g := 0; g <= 20; g++ {
@@ -389,6 +400,53 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		kr.TiedWith = append([]string(nil), tb.arms...)
 		return kr, sh, nil
 	}
+	pickLeader(&kr, d, tb, pb, all)
+	return kr, sh, nil
+}
+
+// rankArms appends each arm's result to kr.Arms: its summary over the
+// tasks it has, P(best), and its interval (from the shared draws when the
+// arm has every common task, else from its own seeded bootstrap).
+func rankArms(ctx context.Context, d Design, tb *table, kr *KindResult, sh shared, pb []float64, stream uint64) error {
+	boot := sh.boot
+	for a, name := range tb.arms {
+		rows := tb.complete(a)
+		xs := make([]float64, len(rows))
+		for j, i := range rows {
+			xs[j] = tb.val[i][a]
+		}
+		var ab []float64
+		if len(rows) == sh.common {
+			// interval sorts its argument; the shared draws stay in order.
+			ab = append([]float64(nil), boot[a*d.Resamples:(a+1)*d.Resamples]...)
+		} else {
+			var err error
+			ab, err = resampler{x: xs, n: len(xs), k: 1}.means(ctx, d.Resamples, d.Seed, stream+uint64(a)+100)
+			if err != nil {
+				return err
+			}
+		}
+		s := sortedCopy(xs)
+		ar := ArmResult{Arm: name, Tasks: len(xs), Mean: Num(mean(xs)), PBest: Num(pb[a]), Counts: tb.counts[a], NoResult: tb.noResult[a],
+			Median: Num(quantile(s, 0.5)), P10: Num(quantile(s, 0.1)), Worst: Num(math.NaN()), PassRate: Num(passRate(xs, tb.kind.Gate))}
+		if len(s) > 0 {
+			ar.Worst = Num(s[0])
+		}
+		if tb.kind.Measure == MeasurePass {
+			ar.Interval = RateInterval(xs, tb.trials(rows, a), d.Level)
+		} else {
+			ar.Interval = bootInterval(d.Interval, d.Level, xs, ab, 0, 1)
+		}
+		kr.Arms = append(kr.Arms, ar)
+	}
+	return nil
+}
+
+// pickLeader sets the verdict of a job kind with a signal: "best" for a
+// sole leader by mean whose P(best) reaches the bar, else "tie" with the
+// fewest arms, by P(best), whose P(best) together reaches it.
+func pickLeader(kr *KindResult, d Design, tb *table, pb []float64, all []int) {
+	k := len(all)
 	order := make([]int, k)
 	copy(order, all)
 	sort.SliceStable(order, func(i, j int) bool { return kr.Arms[order[i]].Mean > kr.Arms[order[j]].Mean })
@@ -406,7 +464,7 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 		kr.Leader, kr.LeaderPBest = "", Num(slices.Max(pb))
 	} else if pb[lead] >= d.PBestBar {
 		kr.Verdict = "best"
-		return kr, sh, nil
+		return
 	}
 	kr.Verdict = "tie"
 	byP := append([]int(nil), all...)
@@ -419,7 +477,6 @@ func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, 
 			break
 		}
 	}
-	return kr, sh, nil
 }
 
 func passRate(xs []float64, gate float64) float64 {
@@ -439,15 +496,7 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 	pr := PairResult{JobKind: tb.kind.Name, Candidate: p.Candidate, Baseline: p.Baseline,
 		P: Num(math.NaN()), PHolm: Num(math.NaN()), Delta: Num(math.NaN()), Discordance: Num(math.NaN()), MinDetectable: Num(math.NaN()),
 		NewlyFixed: []string{}, NewlyFailing: []string{}}
-	var ci, bi int
-	for a, name := range tb.arms {
-		switch name {
-		case p.Candidate:
-			ci = a
-		case p.Baseline:
-			bi = a
-		}
-	}
+	ci, bi := tb.pairColumns(p)
 	cc, bc := costOf(trials, p.Candidate, tb.kind.Name), costOf(trials, p.Baseline, tb.kind.Name)
 	pr.CostRatio = Num(cc.value(d.CostMeasure) / bc.value(d.CostMeasure))
 	pr.Interval = Interval{Level: d.Level, Method: d.Interval, Lo: Num(math.NaN()), Hi: Num(math.NaN())}
@@ -455,45 +504,13 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		pr.Interval.Method = TangoEdges
 	}
 	pr.notComparable = comparable(d, p)
-	for i, row := range tb.val {
-		cm, bm := math.IsNaN(row[ci]), math.IsNaN(row[bi])
-		if !cm && !bm {
-			continue
-		}
-		pr.MissingTasks++
-		lacks := "both"
-		switch {
-		case !bm:
-			lacks = p.Candidate
-		case !cm:
-			lacks = p.Baseline
-		}
-		pr.Missing = append(pr.Missing, MissingPair{Task: tb.tasks[i], Lacks: lacks})
-	}
+	pr.findMissing(tb, p, ci, bi)
 	rows := tb.complete(ci, bi)
 	pr.Tasks = len(rows)
 	if pr.notComparable != "" || len(rows) == 0 {
 		return pr, nil
 	}
-	diffs := make([]float64, len(rows))
-	pr.allEqual, pr.constant, pr.constantValue = true, true, tb.val[rows[0]][ci]
-	gate := tb.kind.Gate
-	for j, i := range rows {
-		c, b := tb.val[i][ci], tb.val[i][bi]
-		diffs[j] = c - b
-		if c != b {
-			pr.allEqual = false
-		}
-		if c != pr.constantValue || b != pr.constantValue {
-			pr.constant = false
-		}
-		switch cp, bp := c >= gate, b >= gate; {
-		case cp && !bp:
-			pr.NewlyFixed = append(pr.NewlyFixed, tb.tasks[i])
-		case bp && !cp:
-			pr.NewlyFailing = append(pr.NewlyFailing, tb.tasks[i])
-		}
-	}
+	diffs := pr.readTasks(tb, rows, ci, bi)
 	pr.Delta = Num(mean(diffs))
 	if tb.kind.Measure == MeasurePass {
 		cs, bs := make([]float64, len(rows)), make([]float64, len(rows))
@@ -516,9 +533,75 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		pr.direction = sign(float64(b - c))
 		return pr, nil
 	}
+	err := pr.signFlip(ctx, d, diffs, stream)
+	return pr, err
+}
+
+// pairColumns are the table columns of the pair's candidate and baseline.
+func (t *table) pairColumns(p Pair) (ci, bi int) {
+	for a, name := range t.arms {
+		switch name {
+		case p.Candidate:
+			ci = a
+		case p.Baseline:
+			bi = a
+		}
+	}
+	return ci, bi
+}
+
+// findMissing counts and names the tasks that one or both of the pair's
+// arms have no result for.
+func (pr *PairResult) findMissing(tb *table, p Pair, ci, bi int) {
+	for i, row := range tb.val {
+		cm, bm := math.IsNaN(row[ci]), math.IsNaN(row[bi])
+		if !cm && !bm {
+			continue
+		}
+		pr.MissingTasks++
+		lacks := "both"
+		switch {
+		case !bm:
+			lacks = p.Candidate
+		case !cm:
+			lacks = p.Baseline
+		}
+		pr.Missing = append(pr.Missing, MissingPair{Task: tb.tasks[i], Lacks: lacks})
+	}
+}
+
+// readTasks returns the pair's per-task differences over rows, noting
+// whether the arms agree on every task (and on one value), and the tasks
+// newly fixed or newly failing at the gate.
+func (pr *PairResult) readTasks(tb *table, rows []int, ci, bi int) []float64 {
+	diffs := make([]float64, len(rows))
+	pr.allEqual, pr.constant, pr.constantValue = true, true, tb.val[rows[0]][ci]
+	gate := tb.kind.Gate
+	for j, i := range rows {
+		c, b := tb.val[i][ci], tb.val[i][bi]
+		diffs[j] = c - b
+		if c != b {
+			pr.allEqual = false
+		}
+		if c != pr.constantValue || b != pr.constantValue {
+			pr.constant = false
+		}
+		switch cp, bp := c >= gate, b >= gate; {
+		case cp && !bp:
+			pr.NewlyFixed = append(pr.NewlyFixed, tb.tasks[i])
+		case bp && !cp:
+			pr.NewlyFailing = append(pr.NewlyFailing, tb.tasks[i])
+		}
+	}
+	return diffs
+}
+
+// signFlip tests a score pair's per-task differences with the seeded
+// sign-flip permutation test.
+func (pr *PairResult) signFlip(ctx context.Context, d Design, diffs []float64, stream uint64) error {
 	sf, err := SignFlipTest(ctx, diffs, d.PermutationResamples, d.Seed^stream)
 	if err != nil {
-		return pr, err
+		return err
 	}
 	pr.SignFlip, pr.P = &sf, Num(sf.P)
 	pr.Test = "exact sign-flip permutation test on per-task differences"
@@ -526,7 +609,7 @@ func pair(ctx context.Context, d Design, tb *table, sh shared, trials []Trial, p
 		pr.Test = fmt.Sprintf("Monte Carlo sign-flip permutation test (%d seeded resamples)", sf.Resamples)
 	}
 	pr.direction = sign(float64(pr.Delta))
-	return pr, nil
+	return nil
 }
 
 func sign(x float64) int {

@@ -147,86 +147,103 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 	var out []Constraint
 	for _, p := range rep.Pairs {
 		base := Constraint{JobKind: p.JobKind, Candidate: p.Candidate, Baseline: p.Baseline}
-		for i, g := range d.Guardrails {
-			c := base
-			c.Clause, c.Metric = fmt.Sprintf("guardrails[%d]", i), g.Metric
-			cv, bv := metric(d, trials, p.Candidate, p.JobKind, g.Metric), metric(d, trials, p.Baseline, p.JobKind, g.Metric)
-			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
-			worse := cv - bv
-			if g.HigherIsBetter {
-				worse = bv - cv
-			}
-			words := directionOf(g.Metric, g.HigherIsBetter)
-			if g.MaxRelative != nil {
-				c.Limit = fmt.Sprintf("at most %+.1f%% worse", 100**g.MaxRelative)
-				c.Blocks, c.Reading = relativeCheck(cv, bv, worse, *g.MaxRelative, words)
-			} else {
-				c.Limit = fmt.Sprintf("at most %+.4g worse", *g.MaxAbsolute)
-				c.Blocks, c.Reading = absoluteCheck(cv, bv, worse, *g.MaxAbsolute, words)
-			}
-			out = append(out, c)
-		}
+		out = append(out, guardrailConstraints(d, trials, p, base)...)
 		pol := d.Policy
 		if pol == nil {
 			continue
 		}
-		if pol.MinPassRateDelta != nil {
-			c := base
-			c.Clause, c.Metric, c.Limit = "winner_policy.min_pass_rate_delta", "pass_rate", fmt.Sprintf("lead of at least %+.3f", *pol.MinPassRateDelta)
-			cv, bv := rep.passRate(p.JobKind, p.Candidate), rep.passRate(p.JobKind, p.Baseline)
-			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
-			switch delta := cv - bv; {
-			case math.IsNaN(delta):
-				c.Blocks, c.Reading = true, "pass rate not measured for both arms"
-			default:
-				c.Blocks = delta < *pol.MinPassRateDelta
-				c.Reading = fmt.Sprintf("pass rate %.3f vs %.3f, delta %+.3f", cv, bv, delta)
-			}
-			out = append(out, c)
-		}
-		if pol.MaxCostIncrease != nil {
-			c := base
-			c.Clause, c.Metric = "winner_policy.max_cost_increase", MetricCost
-			cv, bv := metric(d, trials, p.Candidate, p.JobKind, MetricCost), metric(d, trials, p.Baseline, p.JobKind, MetricCost)
-			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
-			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxCostIncrease)
-			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxCostIncrease, directionOf(MetricCost, false))
-			out = append(out, c)
-		}
-		if pol.MaxP95LatencyIncrease != nil {
-			c := base
-			c.Clause, c.Metric = "winner_policy.max_p95_latency_increase", MetricP95Latency
-			cv, bv := latencyMS(trials, p.Candidate, p.JobKind, 0.95), latencyMS(trials, p.Baseline, p.JobKind, 0.95)
-			c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
-			c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxP95LatencyIncrease)
-			c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxP95LatencyIncrease, directionOf(MetricP95Latency, false))
-			out = append(out, c)
-		}
+		out = append(out, policyConstraints(d, trials, rep, p, base, pol)...)
+	}
+	return out
+}
+
+// guardrailConstraints checks the pair against each of the design's
+// guardrails.
+func guardrailConstraints(d Design, trials []Trial, p PairResult, base Constraint) []Constraint {
+	var out []Constraint
+	for i, g := range d.Guardrails {
 		c := base
-		c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_regressions", "newly_failing", Num(len(p.NewlyFailing)), Num(math.NaN())
-		c.Limit = "no newly failing paired task"
-		if pol.AllowRegressions {
-			c.Limit = "allowed"
+		c.Clause, c.Metric = fmt.Sprintf("guardrails[%d]", i), g.Metric
+		cv, bv := metric(d, trials, p.Candidate, p.JobKind, g.Metric), metric(d, trials, p.Baseline, p.JobKind, g.Metric)
+		c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+		worse := cv - bv
+		if g.HigherIsBetter {
+			worse = bv - cv
 		}
-		c.Blocks = len(p.NewlyFailing) > 0 && !pol.AllowRegressions
-		c.Reading = fmt.Sprintf("%d newly failing paired tasks", len(p.NewlyFailing))
-		if len(p.NewlyFailing) > 0 {
-			c.Reading += " (" + listTasks(p.NewlyFailing) + ")"
-		}
-		out = append(out, c)
-		c = base
-		c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_incomparable_judges", "judge_scale", Num(math.NaN()), Num(math.NaN())
-		c.Limit = "judges share a scale"
-		if pol.AllowIncomparableJudges {
-			c.Limit = "allowed"
-		}
-		c.Reading = "the arms' judges and calibrations are the same"
-		if p.notComparable != "" {
-			c.Reading = p.notComparable
-			c.Blocks = !pol.AllowIncomparableJudges
+		words := directionOf(g.Metric, g.HigherIsBetter)
+		if g.MaxRelative != nil {
+			c.Limit = fmt.Sprintf("at most %+.1f%% worse", 100**g.MaxRelative)
+			c.Blocks, c.Reading = relativeCheck(cv, bv, worse, *g.MaxRelative, words)
+		} else {
+			c.Limit = fmt.Sprintf("at most %+.4g worse", *g.MaxAbsolute)
+			c.Blocks, c.Reading = absoluteCheck(cv, bv, worse, *g.MaxAbsolute, words)
 		}
 		out = append(out, c)
 	}
+	return out
+}
+
+// policyConstraints checks the pair against the winner policy: its
+// pass-rate, cost and latency limits where set, then new regressions and
+// comparable judges always.
+func policyConstraints(d Design, trials []Trial, rep *Report, p PairResult, base Constraint, pol *WinnerPolicy) []Constraint {
+	var out []Constraint
+	if pol.MinPassRateDelta != nil {
+		c := base
+		c.Clause, c.Metric, c.Limit = "winner_policy.min_pass_rate_delta", "pass_rate", fmt.Sprintf("lead of at least %+.3f", *pol.MinPassRateDelta)
+		cv, bv := rep.passRate(p.JobKind, p.Candidate), rep.passRate(p.JobKind, p.Baseline)
+		c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+		switch delta := cv - bv; {
+		case math.IsNaN(delta):
+			c.Blocks, c.Reading = true, "pass rate not measured for both arms"
+		default:
+			c.Blocks = delta < *pol.MinPassRateDelta
+			c.Reading = fmt.Sprintf("pass rate %.3f vs %.3f, delta %+.3f", cv, bv, delta)
+		}
+		out = append(out, c)
+	}
+	if pol.MaxCostIncrease != nil {
+		c := base
+		c.Clause, c.Metric = "winner_policy.max_cost_increase", MetricCost
+		cv, bv := metric(d, trials, p.Candidate, p.JobKind, MetricCost), metric(d, trials, p.Baseline, p.JobKind, MetricCost)
+		c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+		c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxCostIncrease)
+		c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxCostIncrease, directionOf(MetricCost, false))
+		out = append(out, c)
+	}
+	if pol.MaxP95LatencyIncrease != nil {
+		c := base
+		c.Clause, c.Metric = "winner_policy.max_p95_latency_increase", MetricP95Latency
+		cv, bv := latencyMS(trials, p.Candidate, p.JobKind, 0.95), latencyMS(trials, p.Baseline, p.JobKind, 0.95)
+		c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
+		c.Limit = fmt.Sprintf("at most %+.1f%%", 100**pol.MaxP95LatencyIncrease)
+		c.Blocks, c.Reading = relativeCheck(cv, bv, cv-bv, *pol.MaxP95LatencyIncrease, directionOf(MetricP95Latency, false))
+		out = append(out, c)
+	}
+	c := base
+	c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_regressions", "newly_failing", Num(len(p.NewlyFailing)), Num(math.NaN())
+	c.Limit = "no newly failing paired task"
+	if pol.AllowRegressions {
+		c.Limit = "allowed"
+	}
+	c.Blocks = len(p.NewlyFailing) > 0 && !pol.AllowRegressions
+	c.Reading = fmt.Sprintf("%d newly failing paired tasks", len(p.NewlyFailing))
+	if len(p.NewlyFailing) > 0 {
+		c.Reading += " (" + listTasks(p.NewlyFailing) + ")"
+	}
+	out = append(out, c)
+	c = base
+	c.Clause, c.Metric, c.CandidateValue, c.BaselineValue = "winner_policy.allow_incomparable_judges", "judge_scale", Num(math.NaN()), Num(math.NaN())
+	c.Limit = "judges share a scale"
+	if pol.AllowIncomparableJudges {
+		c.Limit = "allowed"
+	}
+	c.Reading = "the arms' judges and calibrations are the same"
+	if p.notComparable != "" {
+		c.Reading = p.notComparable
+		c.Blocks = !pol.AllowIncomparableJudges
+	}
+	out = append(out, c)
 	return out
 }
 

@@ -264,41 +264,81 @@ func (in Input) Validate() error {
 	if d.Hash == "" {
 		return &FieldError{Field: "design.hash", Problem: "empty", Fix: "analyse a frozen design"}
 	}
+	arms, names, err := validateArms(d)
+	if err != nil {
+		return err
+	}
+	kinds, err := validateJobKinds(d)
+	if err != nil {
+		return err
+	}
+	if d.Incumbent != "" && !arms[d.Incumbent] {
+		return &UnknownArmError{Field: "design.incumbent", Arm: d.Incumbent, Known: names}
+	}
+	if err := validatePairs(d, arms, names); err != nil {
+		return err
+	}
+	if err := validateSettings(d); err != nil {
+		return err
+	}
+	if err := d.Rule.validate(d, names); err != nil {
+		return err
+	}
+	for i, g := range d.Guardrails {
+		if err := g.validate(fmt.Sprintf("design.guardrails[%d]", i)); err != nil {
+			return err
+		}
+	}
+	return validateTrials(d, in.Trials, arms, kinds, names)
+}
+
+// validateArms checks that every arm is named once, and returns the
+// declared arms as a set and in order.
+func validateArms(d Design) (map[string]bool, []string, error) {
 	arms := map[string]bool{}
 	var names []string
 	for i, a := range d.Arms {
 		if a.Name == "" {
-			return &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: "empty", Fix: "name every arm"}
+			return nil, nil, &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: "empty", Fix: "name every arm"}
 		}
 		if arms[a.Name] {
-			return &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: fmt.Sprintf("%q declared twice", a.Name), Fix: "arm names are unique"}
+			return nil, nil, &FieldError{Field: fmt.Sprintf("design.arms[%d].name", i), Problem: fmt.Sprintf("%q declared twice", a.Name), Fix: "arm names are unique"}
 		}
 		arms[a.Name] = true
 		names = append(names, a.Name)
 	}
 	if len(arms) == 0 {
-		return &FieldError{Field: "design.arms", Problem: "no arms", Fix: "declare at least one arm"}
+		return nil, nil, &FieldError{Field: "design.arms", Problem: "no arms", Fix: "declare at least one arm"}
 	}
+	return arms, names, nil
+}
+
+// validateJobKinds checks each job kind's name, measure and gate, and
+// returns the declared kinds.
+func validateJobKinds(d Design) (map[string]bool, error) {
 	kinds := map[string]bool{}
 	for i, k := range d.JobKinds {
 		f := fmt.Sprintf("design.job_kinds[%d]", i)
 		if k.Name == "" || kinds[k.Name] {
-			return &FieldError{Field: f + ".name", Problem: fmt.Sprintf("%q is empty or repeated", k.Name), Fix: "job kind names are unique"}
+			return nil, &FieldError{Field: f + ".name", Problem: fmt.Sprintf("%q is empty or repeated", k.Name), Fix: "job kind names are unique"}
 		}
 		if k.Measure != MeasurePass && k.Measure != MeasureScore {
-			return &FieldError{Field: f + ".measure", Problem: fmt.Sprintf("%q is not a measure", k.Measure), Fix: `use "pass" or "score"`}
+			return nil, &FieldError{Field: f + ".measure", Problem: fmt.Sprintf("%q is not a measure", k.Measure), Fix: `use "pass" or "score"`}
 		}
 		if k.Gate < 0 || k.Gate > 1 {
-			return &FieldError{Field: f + ".gate", Problem: fmt.Sprintf("%v is outside [0,1]", k.Gate), Fix: "the gate is a per-task threshold in [0,1]"}
+			return nil, &FieldError{Field: f + ".gate", Problem: fmt.Sprintf("%v is outside [0,1]", k.Gate), Fix: "the gate is a per-task threshold in [0,1]"}
 		}
 		kinds[k.Name] = true
 	}
 	if len(kinds) == 0 {
-		return &FieldError{Field: "design.job_kinds", Problem: "no job kinds", Fix: "declare each job kind with its ranking measure"}
+		return nil, &FieldError{Field: "design.job_kinds", Problem: "no job kinds", Fix: "declare each job kind with its ranking measure"}
 	}
-	if d.Incumbent != "" && !arms[d.Incumbent] {
-		return &UnknownArmError{Field: "design.incumbent", Arm: d.Incumbent, Known: names}
-	}
+	return kinds, nil
+}
+
+// validatePairs checks that each pair names two declared arms, differs
+// and is named once.
+func validatePairs(d Design, arms map[string]bool, names []string) error {
 	seen := map[Pair]bool{}
 	for i, p := range d.Pairs {
 		if !arms[p.Candidate] {
@@ -312,6 +352,12 @@ func (in Input) Validate() error {
 		}
 		seen[p] = true
 	}
+	return nil
+}
+
+// validateSettings checks the design's statistical settings: levels,
+// resample counts, the power plan, the interval method and the cost.
+func validateSettings(d Design) error {
 	if d.Alpha <= 0 || d.Alpha >= 1 {
 		return &FieldError{Field: "design.alpha", Problem: fmt.Sprintf("%v is outside (0,1)", d.Alpha), Fix: "a family-wise alpha such as 0.05"}
 	}
@@ -346,21 +392,20 @@ func (in Input) Validate() error {
 	if d.CostFactor < 1 {
 		return &FieldError{Field: "design.cost_factor", Problem: fmt.Sprintf("%v is below 1", d.CostFactor), Fix: "a ratio such as 1.5"}
 	}
-	if err := d.Rule.validate(d, names); err != nil {
-		return err
-	}
-	for i, g := range d.Guardrails {
-		if err := g.validate(fmt.Sprintf("design.guardrails[%d]", i)); err != nil {
-			return err
-		}
-	}
+	return nil
+}
+
+// validateTrials checks each of this design's trials against the design,
+// refuses a second scored result for one trial, and then refuses trials
+// from other designs.
+func validateTrials(d Design, trials []Trial, arms, kinds map[string]bool, names []string) error {
 	others := map[string]int{}
 	type key struct {
 		arm, kind, task string
 		repeat          int
 	}
 	scored := map[key]int{}
-	for i, t := range in.Trials {
+	for i, t := range trials {
 		if t.DesignHash != d.Hash {
 			others[t.DesignHash]++
 			continue

@@ -85,14 +85,7 @@ func SimulateStopping(ctx context.Context, sim StoppingSim) (StoppingSimResult, 
 	}
 	diff := distuv.Beta{Alpha: shape, Beta: shape, Src: rng}
 	k := sim.Arms - 1
-	alpha := sim.Stopping.Alpha
-	var checks []int
-	for n := sim.Block; ; n += sim.Block {
-		checks = append(checks, min(n, sim.Tasks))
-		if n >= sim.Tasks {
-			break
-		}
-	}
+	checks := simChecks(sim.Tasks, sim.Block)
 	pass := make([][]bool, sim.Arms) // [arm][task]
 	for a := range pass {
 		pass[a] = make([]bool, sim.Tasks)
@@ -104,114 +97,159 @@ func SimulateStopping(ctx context.Context, sim StoppingSim) (StoppingSimResult, 
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		for t := range sim.Tasks {
-			if sim.Discordance > 0 {
-				u := rng.Float64()
-				both := rng.Float64() < 0.5
-				switch {
-				case u < (sim.Discordance+sim.Lead)/2:
-					pass[0][t], pass[1][t] = false, true
-				case u < sim.Discordance:
-					pass[0][t], pass[1][t] = true, false
-				default:
-					pass[0][t], pass[1][t] = both, both
-				}
-				continue
-			}
-			q := diff.Rand()
-			if sim.Agree {
-				pass[0][t] = rng.Float64() < q
-				for a := range pass {
-					pass[a][t] = pass[0][t]
-				}
-				continue
-			}
-			for a := range sim.Arms {
-				p := q
-				if a == 1 {
-					p = math.Max(0, math.Min(1, q+sim.Lead))
-				}
-				pass[a][t] = rng.Float64() < p
-			}
-		}
-		fixed := make([]float64, k)
-		fixedLead := make([]int, k)
-		for c := 1; c <= k; c++ {
-			mp := &st.Pairs[c-1]
-			*mp = MonitoredPair{Pair: Pair{Candidate: fmt.Sprintf("arm%d", c), Baseline: "arm0"}, JobKind: "job", Measure: MeasurePass, Planned: sim.Tasks, Checks: checks, Tasks: mp.Tasks[:0]}
-			b, cc := 0, 0
-			for t := range sim.Tasks {
-				mp.Tasks = append(mp.Tasks, PairedTask{Candidate: b2f(pass[c][t]), Baseline: b2f(pass[0][t])})
-				switch {
-				case pass[c][t] && !pass[0][t]:
-					b++
-				case !pass[c][t] && pass[0][t]:
-					cc++
-				}
-			}
-			fixed[c-1] = ExactMcNemar(b, cc).P
-			fixedLead[c-1] = b - cc
-		}
+		drawStudy(sim, rng, &diff, pass)
+		fixed, fixedLead := fillMonitoredPairs(&st, sim.Tasks, checks, pass)
 		look, err := Monitor(st)
 		if err != nil {
 			return res, err
 		}
-		stop := len(checks) - 1
-		for j := range checks {
-			settled := true
-			for _, p := range look.Pairs {
-				settled = settled && p.Path[j].Status != StatusContinue
-			}
-			if settled {
-				stop = j
-				break
-			}
-		}
+		stop := firstSettledCheck(look, checks)
 		if stop < len(checks)-1 {
 			res.Stopped++
 		}
 		res.Tasks += float64(checks[stop])
-		ps := make([]float64, k)
-		leads := make([]float64, k)
-		for i, p := range look.Pairs {
-			pt := p.Path[stop]
-			ps[i] = float64(pt.P)
-			n := checks[stop]
-			sum := 0.0
-			for _, t := range st.Pairs[i].Tasks[:n] {
-				sum += t.Candidate - t.Baseline
-			}
-			leads[i] = sum
-			if i == 0 && pt.Status == StatusFutile {
-				res.Futile++
-			}
-		}
-		tally := func(ps, leads []float64, anyHolm, winner, power *float64) {
-			adj := Holm(ps)
-			a, w := false, false
-			for i, q := range adj {
-				if q > alpha {
-					continue
-				}
-				a = true
-				w = w || leads[i] > 0
-				if i == 0 && sim.Lead != 0 && (leads[i] > 0) == (sim.Lead > 0) && leads[i] != 0 {
-					*power++
-				}
-			}
-			*anyHolm += b2f(a)
-			*winner += b2f(w)
-		}
-		tally(ps, leads, &res.AnyHolm, &res.Winner, &res.Power)
+		ps, leads := readStop(look, st, checks, stop, &res)
+		tallyHolm(sim, ps, leads, &res.AnyHolm, &res.Winner, &res.Power)
 		fl := make([]float64, k)
 		for i, v := range fixedLead {
 			fl[i] = float64(v)
 		}
-		tally(fixed, fl, &res.FixedAnyHolm, &res.FixedWinner, &res.FixedPower)
+		tallyHolm(sim, fixed, fl, &res.FixedAnyHolm, &res.FixedWinner, &res.FixedPower)
 	}
 	n := float64(sim.Studies)
 	for _, v := range []*float64{&res.AnyHolm, &res.Winner, &res.Power, &res.Stopped, &res.Futile, &res.Tasks, &res.FixedAnyHolm, &res.FixedWinner, &res.FixedPower} {
 		*v /= n
 	}
 	return res, nil
+}
+
+// simChecks are the task counts checked at: one every block, and the last
+// at the plan's end.
+func simChecks(tasks, block int) []int {
+	var checks []int
+	for n := block; ; n += block {
+		checks = append(checks, min(n, tasks))
+		if n >= tasks {
+			break
+		}
+	}
+	return checks
+}
+
+// drawStudy draws every arm's pass or fail on each task of one study into
+// pass, under the setting's model.
+func drawStudy(sim StoppingSim, rng *rand.Rand, diff *distuv.Beta, pass [][]bool) {
+	for t := range sim.Tasks {
+		if sim.Discordance > 0 {
+			u := rng.Float64()
+			both := rng.Float64() < 0.5
+			switch {
+			case u < (sim.Discordance+sim.Lead)/2:
+				pass[0][t], pass[1][t] = false, true
+			case u < sim.Discordance:
+				pass[0][t], pass[1][t] = true, false
+			default:
+				pass[0][t], pass[1][t] = both, both
+			}
+			continue
+		}
+		q := diff.Rand()
+		if sim.Agree {
+			pass[0][t] = rng.Float64() < q
+			for a := range pass {
+				pass[a][t] = pass[0][t]
+			}
+			continue
+		}
+		for a := range sim.Arms {
+			p := q
+			if a == 1 {
+				p = math.Max(0, math.Min(1, q+sim.Lead))
+			}
+			pass[a][t] = rng.Float64() < p
+		}
+	}
+}
+
+// fillMonitoredPairs loads each challenger's paired tasks against arm 0
+// into st, and returns the fixed design's exact McNemar p-value and lead
+// (candidate-only minus baseline-only tasks) per challenger.
+func fillMonitoredPairs(st *MonitorState, tasks int, checks []int, pass [][]bool) (fixed []float64, fixedLead []int) {
+	k := len(st.Pairs)
+	fixed = make([]float64, k)
+	fixedLead = make([]int, k)
+	for c := 1; c <= k; c++ {
+		mp := &st.Pairs[c-1]
+		*mp = MonitoredPair{Pair: Pair{Candidate: fmt.Sprintf("arm%d", c), Baseline: "arm0"}, JobKind: "job", Measure: MeasurePass, Planned: tasks, Checks: checks, Tasks: mp.Tasks[:0]}
+		b, cc := 0, 0
+		for t := range tasks {
+			mp.Tasks = append(mp.Tasks, PairedTask{Candidate: b2f(pass[c][t]), Baseline: b2f(pass[0][t])})
+			switch {
+			case pass[c][t] && !pass[0][t]:
+				b++
+			case !pass[c][t] && pass[0][t]:
+				cc++
+			}
+		}
+		fixed[c-1] = ExactMcNemar(b, cc).P
+		fixedLead[c-1] = b - cc
+	}
+	return fixed, fixedLead
+}
+
+// firstSettledCheck is the first check at which every pair is settled, or
+// the last check.
+func firstSettledCheck(look Look, checks []int) int {
+	for j := range checks {
+		settled := true
+		for _, p := range look.Pairs {
+			settled = settled && p.Path[j].Status != StatusContinue
+		}
+		if settled {
+			return j
+		}
+	}
+	return len(checks) - 1
+}
+
+// readStop reads each pair's p-value and lead (sum of paired differences)
+// at the stopping check, and counts challenger 1 settled as futile there.
+func readStop(look Look, st MonitorState, checks []int, stop int, res *StoppingSimResult) (ps, leads []float64) {
+	k := len(st.Pairs)
+	ps = make([]float64, k)
+	leads = make([]float64, k)
+	for i, p := range look.Pairs {
+		pt := p.Path[stop]
+		ps[i] = float64(pt.P)
+		n := checks[stop]
+		sum := 0.0
+		for _, t := range st.Pairs[i].Tasks[:n] {
+			sum += t.Candidate - t.Baseline
+		}
+		leads[i] = sum
+		if i == 0 && pt.Status == StatusFutile {
+			res.Futile++
+		}
+	}
+	return ps, leads
+}
+
+// tallyHolm adds one study's Holm-adjusted verdicts at the setting's alpha:
+// any significant pair, one in a challenger's favour, and challenger 1
+// significant in the direction of its lead.
+func tallyHolm(sim StoppingSim, ps, leads []float64, anyHolm, winner, power *float64) {
+	adj := Holm(ps)
+	a, w := false, false
+	for i, q := range adj {
+		if q > sim.Stopping.Alpha {
+			continue
+		}
+		a = true
+		w = w || leads[i] > 0
+		if i == 0 && sim.Lead != 0 && (leads[i] > 0) == (sim.Lead > 0) && leads[i] != 0 {
+			*power++
+		}
+	}
+	*anyHolm += b2f(a)
+	*winner += b2f(w)
 }

@@ -65,132 +65,188 @@ func buildTables(d Design, trials []Trial) ([]*table, []Warning) {
 		armIdx[a.Name] = i
 		arms[i] = a.Name
 	}
-	type acc struct {
-		sum float64
-		n   int
-	}
 	var out []*table
 	var warns []Warning
 	for _, k := range d.JobKinds {
-		sums := map[string][]acc{}
-		counts := make([]Counts, len(arms))
-		stopCap := make([]map[int]bool, len(arms))
-		capped := make([]cappedOutputs, len(arms))
-		why := make([]map[string]int, len(arms))
-		for _, t := range trials {
-			if t.JobKind != k.Name {
-				continue
-			}
-			a := armIdx[t.Arm]
-			row, ok := sums[t.Task]
-			if !ok {
-				row = make([]acc, len(arms))
-				sums[t.Task] = row
-			}
-			c := &counts[a]
-			c.Trials++
-			switch {
-			case t.Missing:
-				c.Missing++
-				if why[a] == nil {
-					why[a] = map[string]int{}
-				}
-				why[a][orDefault(t.Reason, "no result")]++
-				continue
-			case t.Preempted:
-				c.Preempted++
-				continue
-			}
-			if t.Capped || t.Truncated {
-				c.Capped++
-			}
-			v := t.Score
-			if k.Measure == MeasurePass {
-				v = b2f(t.Pass)
-			}
-			if t.Truncated {
-				c.Truncated++
-				if stopCap[a] == nil {
-					stopCap[a] = map[int]bool{}
-				}
-				stopCap[a][t.StopCap] = true
-				if t.RepeatsPrompt {
-					capped[a].echo++
-				}
-				if v >= k.Gate && !t.BudgetBlown {
-					capped[a].passed++
-				}
-			}
-			if t.BudgetBlown {
-				c.BudgetBlown++
-				v = 0
-			}
-			c.Scored++
-			row[a].sum += v
-			row[a].n++
-		}
-		// A job kind ranks only the arms that run it: an arm with no trial
-		// of any kind here (it was never planned for this job kind) is left
-		// out, not shown as missing everything.
-		var present []int
-		for a := range arms {
-			if counts[a].Trials > 0 {
-				present = append(present, a)
-			}
-		}
-		if len(present) == 0 {
-			for a := range arms {
-				present = append(present, a)
-			}
-		}
-		kArms := make([]string, len(present))
-		kCounts := make([]Counts, len(present))
-		kCaps := make([]map[int]bool, len(present))
-		kCapped := make([]cappedOutputs, len(present))
-		kWhy := make([]map[string]int, len(present))
-		for j, a := range present {
-			kArms[j], kCounts[j], kCaps[j], kCapped[j], kWhy[j] = arms[a], counts[a], stopCap[a], capped[a], why[a]
-		}
-		tb := &table{kind: k, arms: kArms, counts: kCounts, noResult: make([][]string, len(present))}
-		tb.tasks = sortedKeys(sums)
-		tb.val = make([][]float64, len(tb.tasks))
-		tb.reps = make([][]int, len(tb.tasks))
-		for i, task := range tb.tasks {
-			row := make([]float64, len(present))
-			tb.reps[i] = make([]int, len(present))
-			for j, a := range present {
-				s := sums[task][a]
-				tb.reps[i][j] = s.n
-				if s.n == 0 {
-					row[j] = math.NaN()
-					kCounts[j].TasksMissing++
-					tb.noResult[j] = append(tb.noResult[j], task)
-					continue
-				}
-				row[j] = s.sum / float64(s.n)
-			}
-			tb.val[i] = row
-		}
-		for a, c := range kCounts {
-			if c.TasksMissing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (%s; missing %d, preempted %d trials%s); left out, not scored as zero",
-					c.TasksMissing, len(tb.tasks), listTasks(tb.noResult[a]), c.Missing, c.Preempted, whyText(kWhy[a]))})
-			} else if c.Missing > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials missing%s; their tasks are averaged over the repeats that ran", c.Missing, whyText(kWhy[a]))})
-			}
-			if c.Truncated > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: stopCapText(c, kCaps[a], kCapped[a], kArms[a])})
-			}
-			if other := c.Capped - c.Truncated; other > 0 {
-				warns = append(warns, Warning{JobKind: k.Name, Arm: kArms[a], Message: fmt.Sprintf("%d trials hit a harness's turn, token or time cap; scored as graded and reported apart", other)})
-			}
-		}
+		acc := accumulateKind(k, trials, armIdx, arms)
+		present := acc.present()
+		cols := acc.only(present)
+		tb := &table{kind: k, arms: cols.names, counts: cols.counts, noResult: make([][]string, len(present))}
+		fillTable(tb, acc.sums, present)
+		warns = append(warns, columnWarnings(k, tb, cols)...)
 		if len(tb.tasks) == 0 {
 			warns = append(warns, Warning{JobKind: k.Name, Message: "no trials"})
 		}
 		out = append(out, tb)
 	}
 	return out, warns
+}
+
+// taskAcc sums one arm's scored repeats of one task.
+type taskAcc struct {
+	sum float64
+	n   int
+}
+
+// armColumns are one job kind's per-arm tallies, a column per arm.
+type armColumns struct {
+	names   []string
+	counts  []Counts
+	stopCap []map[int]bool
+	capped  []cappedOutputs
+	why     []map[string]int
+}
+
+// kindAcc is one job kind's trials summed per task and arm, with every
+// declared arm's tallies.
+type kindAcc struct {
+	sums map[string][]taskAcc
+	armColumns
+}
+
+// accumulateKind sums job kind k's trials per task and arm and counts
+// what each arm's trials were: missing, preempted, capped, truncated at
+// the stop cap, over budget, scored.
+func accumulateKind(k JobKind, trials []Trial, armIdx map[string]int, arms []string) *kindAcc {
+	acc := &kindAcc{sums: map[string][]taskAcc{}, armColumns: armColumns{
+		names:   arms,
+		counts:  make([]Counts, len(arms)),
+		stopCap: make([]map[int]bool, len(arms)),
+		capped:  make([]cappedOutputs, len(arms)),
+		why:     make([]map[string]int, len(arms)),
+	}}
+	for _, t := range trials {
+		if t.JobKind != k.Name {
+			continue
+		}
+		a := armIdx[t.Arm]
+		row, ok := acc.sums[t.Task]
+		if !ok {
+			row = make([]taskAcc, len(arms))
+			acc.sums[t.Task] = row
+		}
+		c := &acc.counts[a]
+		c.Trials++
+		switch {
+		case t.Missing:
+			c.Missing++
+			if acc.why[a] == nil {
+				acc.why[a] = map[string]int{}
+			}
+			acc.why[a][orDefault(t.Reason, "no result")]++
+			continue
+		case t.Preempted:
+			c.Preempted++
+			continue
+		}
+		if t.Capped || t.Truncated {
+			c.Capped++
+		}
+		v := t.Score
+		if k.Measure == MeasurePass {
+			v = b2f(t.Pass)
+		}
+		if t.Truncated {
+			c.Truncated++
+			if acc.stopCap[a] == nil {
+				acc.stopCap[a] = map[int]bool{}
+			}
+			acc.stopCap[a][t.StopCap] = true
+			if t.RepeatsPrompt {
+				acc.capped[a].echo++
+			}
+			if v >= k.Gate && !t.BudgetBlown {
+				acc.capped[a].passed++
+			}
+		}
+		if t.BudgetBlown {
+			c.BudgetBlown++
+			v = 0
+		}
+		c.Scored++
+		row[a].sum += v
+		row[a].n++
+	}
+	return acc
+}
+
+// present lists the arms, by declared index, that the job kind ranks.
+func (acc *kindAcc) present() []int {
+	// A job kind ranks only the arms that run it: an arm with no trial
+	// of any kind here (it was never planned for this job kind) is left
+	// out, not shown as missing everything.
+	var present []int
+	for a := range acc.names {
+		if acc.counts[a].Trials > 0 {
+			present = append(present, a)
+		}
+	}
+	if len(present) == 0 {
+		for a := range acc.names {
+			present = append(present, a)
+		}
+	}
+	return present
+}
+
+// only keeps the columns of the present arms, in their order.
+func (acc *kindAcc) only(present []int) armColumns {
+	cols := armColumns{
+		names:   make([]string, len(present)),
+		counts:  make([]Counts, len(present)),
+		stopCap: make([]map[int]bool, len(present)),
+		capped:  make([]cappedOutputs, len(present)),
+		why:     make([]map[string]int, len(present)),
+	}
+	for j, a := range present {
+		cols.names[j], cols.counts[j], cols.stopCap[j], cols.capped[j], cols.why[j] = acc.names[a], acc.counts[a], acc.stopCap[a], acc.capped[a], acc.why[a]
+	}
+	return cols
+}
+
+// fillTable sets tb's tasks, in order, and each present arm's mean over a
+// task's scored repeats; a task an arm has none of is NaN, counted in the
+// arm's TasksMissing and listed in its noResult.
+func fillTable(tb *table, sums map[string][]taskAcc, present []int) {
+	tb.tasks = sortedKeys(sums)
+	tb.val = make([][]float64, len(tb.tasks))
+	tb.reps = make([][]int, len(tb.tasks))
+	for i, task := range tb.tasks {
+		row := make([]float64, len(present))
+		tb.reps[i] = make([]int, len(present))
+		for j, a := range present {
+			s := sums[task][a]
+			tb.reps[i][j] = s.n
+			if s.n == 0 {
+				row[j] = math.NaN()
+				tb.counts[j].TasksMissing++
+				tb.noResult[j] = append(tb.noResult[j], task)
+				continue
+			}
+			row[j] = s.sum / float64(s.n)
+		}
+		tb.val[i] = row
+	}
+}
+
+// columnWarnings says, per arm of the table, what was left out or capped.
+func columnWarnings(k JobKind, tb *table, cols armColumns) []Warning {
+	var warns []Warning
+	for a, c := range cols.counts {
+		if c.TasksMissing > 0 {
+			warns = append(warns, Warning{JobKind: k.Name, Arm: cols.names[a], Message: fmt.Sprintf("%d of %d tasks have no scored trial (%s; missing %d, preempted %d trials%s); left out, not scored as zero",
+				c.TasksMissing, len(tb.tasks), listTasks(tb.noResult[a]), c.Missing, c.Preempted, whyText(cols.why[a]))})
+		} else if c.Missing > 0 {
+			warns = append(warns, Warning{JobKind: k.Name, Arm: cols.names[a], Message: fmt.Sprintf("%d trials missing%s; their tasks are averaged over the repeats that ran", c.Missing, whyText(cols.why[a]))})
+		}
+		if c.Truncated > 0 {
+			warns = append(warns, Warning{JobKind: k.Name, Arm: cols.names[a], Message: stopCapText(c, cols.stopCap[a], cols.capped[a], cols.names[a])})
+		}
+		if other := c.Capped - c.Truncated; other > 0 {
+			warns = append(warns, Warning{JobKind: k.Name, Arm: cols.names[a], Message: fmt.Sprintf("%d trials hit a harness's turn, token or time cap; scored as graded and reported apart", other)})
+		}
+	}
+	return warns
 }
 
 // listTasks names tasks for a warning, at most ten of them.

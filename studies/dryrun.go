@@ -121,6 +121,47 @@ func (e *OverBudgetError) Is(target error) bool { return target == ErrOverBudget
 // a cap, so the caller can print the table and refuse. prompt gives a
 // trial's prompt tokens; nil prices each at DefaultPromptTokens.
 func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*Estimate, error) {
+	if err := checkSpeeds(d, speeds); err != nil {
+		return nil, err
+	}
+	wallCap, err := time.ParseDuration(d.Budget.WallTime)
+	if err != nil {
+		return nil, fmt.Errorf("budget.wall_time %q: %w", d.Budget.WallTime, err)
+	}
+	costs, order, err := priceTrials(d, p, speeds, prompt)
+	if err != nil {
+		return nil, err
+	}
+	priceJudges(d, p, speeds, prompt, costs, &order)
+	e := &Estimate{CapWallTime: wallCap, CapEnergyWh: d.Budget.EnergyWh}
+	sort.Strings(order)
+	for _, name := range order {
+		c := costs[name]
+		e.Arms = append(e.Arms, *c)
+		e.Trials += c.Trials
+		e.Loads += c.Loads
+		e.WallTime += c.WallTime
+		e.EnergyWh += c.EnergyWh
+	}
+	// The caps are checked against the maximum: a study that never
+	// settles runs its whole plan, so the stopping rule's price
+	// (run.PriceStopping, added by the caller) changes no refusal.
+	var over []string
+	if e.WallTime > wallCap {
+		over = append(over, fmt.Sprintf("wall time %s > cap %s", e.WallTime.Round(time.Second), wallCap))
+	}
+	if e.EnergyWh > d.Budget.EnergyWh {
+		over = append(over, fmt.Sprintf("energy %.1f Wh > cap %.1f Wh", e.EnergyWh, d.Budget.EnergyWh))
+	}
+	if len(over) > 0 {
+		return e, &OverBudgetError{Over: over}
+	}
+	return e, nil
+}
+
+// checkSpeeds refuses a speed table that lacks an arm the plan prices (a
+// judge only where it judges), or whose speed is unlabelled or malformed.
+func checkSpeeds(d *Design, speeds SpeedTable) error {
 	var missing []string
 	for _, a := range d.Arms {
 		s, ok := speeds[a.Name]
@@ -131,26 +172,29 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 			continue
 		}
 		if s.Source != SourcePilot && s.Source != SourceMeasured {
-			return nil, fmt.Errorf("speed of arm %q: source %q: say %q or %q", a.Name, s.Source, SourcePilot, SourceMeasured)
+			return fmt.Errorf("speed of arm %q: source %q: say %q or %q", a.Name, s.Source, SourcePilot, SourceMeasured)
 		}
 		if key, problem := s.check(); key != "" {
-			return nil, fmt.Errorf("speed table: %s.%s: %s", a.Name, key, problem)
+			return fmt.Errorf("speed table: %s.%s: %s", a.Name, key, problem)
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("%w: %s (run a pilot, or measure the arm on this machine, and add it to the speed table)", ErrNoSpeed, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s (run a pilot, or measure the arm on this machine, and add it to the speed table)", ErrNoSpeed, strings.Join(missing, ", "))
 	}
-	wallCap, err := time.ParseDuration(d.Budget.WallTime)
-	if err != nil {
-		return nil, fmt.Errorf("budget.wall_time %q: %w", d.Budget.WallTime, err)
-	}
+	return nil
+}
+
+// priceTrials prices each planned trial at its arm's speed, a load
+// wherever the plan switches instance, and returns the cost per arm with
+// the arms in the order first met.
+func priceTrials(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (map[string]*ArmCost, []string, error) {
 	costs := map[string]*ArmCost{}
 	var order []string
 	prev := ""
 	for _, t := range p.Trials {
 		a := d.Arm(t.Key.Arm)
 		if a == nil {
-			return nil, fmt.Errorf("plan names arm %q, which the design lacks (plan and design differ; rebuild the plan)", t.Key.Arm)
+			return nil, nil, fmt.Errorf("plan names arm %q, which the design lacks (plan and design differ; rebuild the plan)", t.Key.Arm)
 		}
 		s := speeds[a.Name]
 		c, ok := costs[a.Name]
@@ -179,31 +223,7 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		c.WallTime += dur
 		c.EnergyWh += secs * s.Watts / 3600
 	}
-	priceJudges(d, p, speeds, prompt, costs, &order)
-	e := &Estimate{CapWallTime: wallCap, CapEnergyWh: d.Budget.EnergyWh}
-	sort.Strings(order)
-	for _, name := range order {
-		c := costs[name]
-		e.Arms = append(e.Arms, *c)
-		e.Trials += c.Trials
-		e.Loads += c.Loads
-		e.WallTime += c.WallTime
-		e.EnergyWh += c.EnergyWh
-	}
-	// The caps are checked against the maximum: a study that never
-	// settles runs its whole plan, so the stopping rule's price
-	// (run.PriceStopping, added by the caller) changes no refusal.
-	var over []string
-	if e.WallTime > wallCap {
-		over = append(over, fmt.Sprintf("wall time %s > cap %s", e.WallTime.Round(time.Second), wallCap))
-	}
-	if e.EnergyWh > d.Budget.EnergyWh {
-		over = append(over, fmt.Sprintf("energy %.1f Wh > cap %.1f Wh", e.EnergyWh, d.Budget.EnergyWh))
-	}
-	if len(over) > 0 {
-		return e, &OverBudgetError{Over: over}
-	}
-	return e, nil
+	return costs, order, nil
 }
 
 // WriteTable prints the per-arm price, the total and the caps.

@@ -183,143 +183,176 @@ var emptyLines = []string{"", "-", "n/a", "na", "none", "tbd", "todo", "ok", "pa
 // event leaves the lifecycle unchanged. A failing review is recorded and
 // audited but leaves the study in draft.
 func (l *Lifecycle) Apply(ev Event) (AuditEntry, error) {
-	refuse := func(sentinel error, format string, args ...any) (AuditEntry, error) {
-		return AuditEntry{}, &TransitionError{From: l.State, Event: ev.Kind, Msg: fmt.Sprintf(format, args...), Err: sentinel}
-	}
 	if strings.TrimSpace(ev.Actor) == "" {
-		return refuse(nil, "no actor (every transition records who made it)")
+		return AuditEntry{}, l.refuse(ev, nil, "no actor (every transition records who made it)")
 	}
 	if ev.At.IsZero() {
-		return refuse(nil, "no time (every transition records when)")
+		return AuditEntry{}, l.refuse(ev, nil, "no time (every transition records when)")
 	}
-	from, to := l.State, l.State
-	detail := ""
-	var commit func()
-	switch ev.Kind {
-	case EventReview:
-		if from != Draft {
-			return refuse(nil, "only a draft is reviewed (revise the design to review it again)")
-		}
-		r := ev.Review
-		if r == nil || strings.TrimSpace(r.Reviewer) == "" {
-			return refuse(nil, "no review (record the reviewer and verdict)")
-		}
-		if r.DesignHash != l.DesignHash {
-			return refuse(nil, "the review is of design %s, the study's design is %s (review the current design)", Short(r.DesignHash), Short(l.DesignHash))
-		}
-		switch r.Verdict {
-		case "pass":
-			if slices.Contains(emptyLines, strings.ToLower(strings.TrimSpace(r.LicenceLine))) {
-				return refuse(ErrNoLicenceLine, "a pass without a licence line does not count (the reviewer must state the licence check, e.g. \"licences: 7 items checked against registry.json, no banned use\")")
-			}
-			to = Reviewed
-		case "fail":
-		default:
-			return refuse(nil, "verdict %q: write \"pass\" or \"fail\"", r.Verdict)
-		}
-		detail = fmt.Sprintf("%s by %s; licence: %s", r.Verdict, r.Reviewer, r.LicenceLine)
-		rev := *r
-		commit = func() { l.Reviews = append(l.Reviews, rev) }
-	case EventApprove:
-		if from != Reviewed {
-			return refuse(nil, "approval needs a passing review first")
-		}
-		// The Director approves in person; Actor is the Director's name.
-		detail = "approved by the Director, " + ev.Actor
-		to = Approved
-		commit = func() { l.Director = ev.Actor }
-	case EventRevise:
-		if from != Draft && from != Reviewed && from != Approved {
-			return refuse(nil, "a frozen design never changes (register a new study for a new design)")
-		}
-		if ev.DesignHash == "" || ev.DesignHash == l.DesignHash {
-			return refuse(nil, "revise needs the new design's hash, different from the current one")
-		}
-		to = Draft
-		detail = fmt.Sprintf("design %s → %s; review and approval lapse", Short(l.DesignHash), Short(ev.DesignHash))
-		commit = func() { l.DesignHash, l.Director = ev.DesignHash, "" }
-	case EventFreeze:
-		if from != Approved {
-			return refuse(nil, "freeze needs the Director's approval first")
-		}
-		if ev.SnapshotHash == "" {
-			return refuse(nil, "no snapshot hash")
-		}
-		to = Frozen
-		detail = "snapshot " + Short(ev.SnapshotHash)
-		commit = func() { l.SnapshotHash = ev.SnapshotHash }
-	case EventRun:
-		if from != Frozen {
-			return refuse(nil, "only a frozen study runs (one execution at a time)")
-		}
-		if ev.Execution == "" {
-			return refuse(nil, "no execution id")
-		}
-		to = Running
-		detail = "execution " + ev.Execution
-		commit = func() { l.Running = ev.Execution }
-	case EventFinish, EventCancel:
-		if from != Running {
-			return refuse(nil, "no execution is running")
-		}
-		if ev.Execution != l.Running {
-			return refuse(nil, "execution %q is not the one running (%q)", ev.Execution, l.Running)
-		}
-		to = Frozen
-		detail = "execution " + ev.Execution
-		exec, cancelled := ev.Execution, ev.Kind == EventCancel
-		commit = func() {
-			l.Running = ""
-			if cancelled {
-				l.Cancelled = append(l.Cancelled, exec)
-			} else {
-				l.Finished = append(l.Finished, exec)
-			}
-		}
-	case EventDecide:
-		if from != Frozen {
-			return refuse(nil, "decide needs a frozen study with no execution running")
-		}
-		if !slices.Contains(l.Finished, ev.Execution) {
-			return refuse(nil, "execution %q did not run to the end (decide on a finished execution; rerun a cancelled one)", ev.Execution)
-		}
-		if strings.TrimSpace(ev.Outcome) == "" || strings.TrimSpace(ev.Why) == "" {
-			return refuse(nil, "a decision needs the outcome the rule assigned and a rationale")
-		}
-		to = Decided
-		detail = fmt.Sprintf("execution %s: %s", ev.Execution, ev.Outcome)
-		commit = func() { l.Outcome = ev.Outcome }
-	case EventAmend:
-		if from != Decided {
-			return refuse(nil, "no decision is recorded yet: an amendment corrects a recorded decision (record it first with rig study decide)")
-		}
-		if ev.Execution == "" {
-			return refuse(nil, "an amendment names the decided execution it amends")
-		}
-		if strings.TrimSpace(ev.Why) == "" {
-			return refuse(nil, "an amendment needs its own rationale (--rationale)")
-		}
-		a := l.amendment(ev)
-		detail = fmt.Sprintf("amendment %d of the decision on execution %s", a.Seq, a.Execution)
-		commit = func() { l.Amendments = append(l.Amendments, a) }
-	case EventWithdraw:
-		switch {
-		case from == Withdrawn:
-			return refuse(nil, "the study is withdrawn already")
-		case from == Running || from == Decided || len(l.Finished)+len(l.Cancelled) > 0:
-			return refuse(nil, "a counted run has started, and its receipts are evidence: a study is withdrawn only before its first counted run (decide it, or leave it)")
-		case strings.TrimSpace(ev.Why) == "":
-			return refuse(nil, "a withdrawal needs a reason (--why)")
-		}
-		to = Withdrawn
-		detail = "withdrawn by " + ev.Actor
-		commit = func() {}
-	default:
-		return refuse(nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel, decide, amend-decision or withdraw)")
+	from := l.State
+	t, err := l.transitionFor(ev)
+	if err != nil {
+		return AuditEntry{}, err
 	}
-	commit()
-	l.State = to
-	e := AuditEntry{Event: ev.Kind, Actor: ev.Actor, UID: ev.ActorUID, At: ev.At, Why: ev.Why, From: from, To: to, Detail: detail}
+	t.commit()
+	l.State = t.to
+	e := AuditEntry{Event: ev.Kind, Actor: ev.Actor, UID: ev.ActorUID, At: ev.At, Why: ev.Why, From: from, To: t.to, Detail: t.detail}
 	l.Audit = append(l.Audit, e)
 	return e, nil
+}
+
+// transition is what an event that may apply does: the state it leads to,
+// the audit entry's detail, and the change to the record, made only once
+// the event is accepted.
+type transition struct {
+	to     State
+	detail string
+	commit func()
+}
+
+// refuse is the error for ev, which cannot apply in the current state.
+func (l *Lifecycle) refuse(ev Event, sentinel error, format string, args ...any) error {
+	return &TransitionError{From: l.State, Event: ev.Kind, Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// transitionFor checks that ev may apply in the current state and says what
+// it would do; it changes nothing.
+func (l *Lifecycle) transitionFor(ev Event) (transition, error) {
+	switch ev.Kind {
+	case EventReview:
+		return l.review(ev)
+	case EventApprove:
+		if l.State != Reviewed {
+			return transition{}, l.refuse(ev, nil, "approval needs a passing review first")
+		}
+		// The Director approves in person; Actor is the Director's name.
+		return transition{to: Approved, detail: "approved by the Director, " + ev.Actor, commit: func() { l.Director = ev.Actor }}, nil
+	case EventRevise:
+		if from := l.State; from != Draft && from != Reviewed && from != Approved {
+			return transition{}, l.refuse(ev, nil, "a frozen design never changes (register a new study for a new design)")
+		}
+		if ev.DesignHash == "" || ev.DesignHash == l.DesignHash {
+			return transition{}, l.refuse(ev, nil, "revise needs the new design's hash, different from the current one")
+		}
+		detail := fmt.Sprintf("design %s → %s; review and approval lapse", Short(l.DesignHash), Short(ev.DesignHash))
+		return transition{to: Draft, detail: detail, commit: func() { l.DesignHash, l.Director = ev.DesignHash, "" }}, nil
+	case EventFreeze:
+		if l.State != Approved {
+			return transition{}, l.refuse(ev, nil, "freeze needs the Director's approval first")
+		}
+		if ev.SnapshotHash == "" {
+			return transition{}, l.refuse(ev, nil, "no snapshot hash")
+		}
+		return transition{to: Frozen, detail: "snapshot " + Short(ev.SnapshotHash), commit: func() { l.SnapshotHash = ev.SnapshotHash }}, nil
+	case EventRun:
+		if l.State != Frozen {
+			return transition{}, l.refuse(ev, nil, "only a frozen study runs (one execution at a time)")
+		}
+		if ev.Execution == "" {
+			return transition{}, l.refuse(ev, nil, "no execution id")
+		}
+		return transition{to: Running, detail: "execution " + ev.Execution, commit: func() { l.Running = ev.Execution }}, nil
+	case EventFinish, EventCancel:
+		return l.endRun(ev)
+	case EventDecide:
+		return l.decide(ev)
+	case EventAmend:
+		return l.amend(ev)
+	case EventWithdraw:
+		return l.withdraw(ev)
+	default:
+		return transition{}, l.refuse(ev, nil, "unknown event (want review, approve, revise, freeze, run, finish, cancel, decide, amend-decision or withdraw)")
+	}
+}
+
+// review records an outside review of a draft; only a pass with a licence
+// line moves it on.
+func (l *Lifecycle) review(ev Event) (transition, error) {
+	if l.State != Draft {
+		return transition{}, l.refuse(ev, nil, "only a draft is reviewed (revise the design to review it again)")
+	}
+	r := ev.Review
+	if r == nil || strings.TrimSpace(r.Reviewer) == "" {
+		return transition{}, l.refuse(ev, nil, "no review (record the reviewer and verdict)")
+	}
+	if r.DesignHash != l.DesignHash {
+		return transition{}, l.refuse(ev, nil, "the review is of design %s, the study's design is %s (review the current design)", Short(r.DesignHash), Short(l.DesignHash))
+	}
+	to := l.State
+	switch r.Verdict {
+	case "pass":
+		if slices.Contains(emptyLines, strings.ToLower(strings.TrimSpace(r.LicenceLine))) {
+			return transition{}, l.refuse(ev, ErrNoLicenceLine, "a pass without a licence line does not count (the reviewer must state the licence check, e.g. \"licences: 7 items checked against registry.json, no banned use\")")
+		}
+		to = Reviewed
+	case "fail":
+	default:
+		return transition{}, l.refuse(ev, nil, "verdict %q: write \"pass\" or \"fail\"", r.Verdict)
+	}
+	rev := *r
+	return transition{to: to, detail: fmt.Sprintf("%s by %s; licence: %s", r.Verdict, r.Reviewer, r.LicenceLine),
+		commit: func() { l.Reviews = append(l.Reviews, rev) }}, nil
+}
+
+// endRun ends the running execution, finished or cancelled.
+func (l *Lifecycle) endRun(ev Event) (transition, error) {
+	if l.State != Running {
+		return transition{}, l.refuse(ev, nil, "no execution is running")
+	}
+	if ev.Execution != l.Running {
+		return transition{}, l.refuse(ev, nil, "execution %q is not the one running (%q)", ev.Execution, l.Running)
+	}
+	exec, cancelled := ev.Execution, ev.Kind == EventCancel
+	commit := func() {
+		l.Running = ""
+		if cancelled {
+			l.Cancelled = append(l.Cancelled, exec)
+		} else {
+			l.Finished = append(l.Finished, exec)
+		}
+	}
+	return transition{to: Frozen, detail: "execution " + ev.Execution, commit: commit}, nil
+}
+
+// decide records the outcome the rule assigned to a finished execution.
+func (l *Lifecycle) decide(ev Event) (transition, error) {
+	if l.State != Frozen {
+		return transition{}, l.refuse(ev, nil, "decide needs a frozen study with no execution running")
+	}
+	if !slices.Contains(l.Finished, ev.Execution) {
+		return transition{}, l.refuse(ev, nil, "execution %q did not run to the end (decide on a finished execution; rerun a cancelled one)", ev.Execution)
+	}
+	if strings.TrimSpace(ev.Outcome) == "" || strings.TrimSpace(ev.Why) == "" {
+		return transition{}, l.refuse(ev, nil, "a decision needs the outcome the rule assigned and a rationale")
+	}
+	return transition{to: Decided, detail: fmt.Sprintf("execution %s: %s", ev.Execution, ev.Outcome), commit: func() { l.Outcome = ev.Outcome }}, nil
+}
+
+// amend appends a correction to the recorded decision; the state stays.
+func (l *Lifecycle) amend(ev Event) (transition, error) {
+	if l.State != Decided {
+		return transition{}, l.refuse(ev, nil, "no decision is recorded yet: an amendment corrects a recorded decision (record it first with rig study decide)")
+	}
+	if ev.Execution == "" {
+		return transition{}, l.refuse(ev, nil, "an amendment names the decided execution it amends")
+	}
+	if strings.TrimSpace(ev.Why) == "" {
+		return transition{}, l.refuse(ev, nil, "an amendment needs its own rationale (--rationale)")
+	}
+	a := l.amendment(ev)
+	return transition{to: l.State, detail: fmt.Sprintf("amendment %d of the decision on execution %s", a.Seq, a.Execution),
+		commit: func() { l.Amendments = append(l.Amendments, a) }}, nil
+}
+
+// withdraw ends a study before its first counted run.
+func (l *Lifecycle) withdraw(ev Event) (transition, error) {
+	switch from := l.State; {
+	case from == Withdrawn:
+		return transition{}, l.refuse(ev, nil, "the study is withdrawn already")
+	case from == Running || from == Decided || len(l.Finished)+len(l.Cancelled) > 0:
+		return transition{}, l.refuse(ev, nil, "a counted run has started, and its receipts are evidence: a study is withdrawn only before its first counted run (decide it, or leave it)")
+	case strings.TrimSpace(ev.Why) == "":
+		return transition{}, l.refuse(ev, nil, "a withdrawal needs a reason (--why)")
+	}
+	return transition{to: Withdrawn, detail: "withdrawn by " + ev.Actor, commit: func() {}}, nil
 }

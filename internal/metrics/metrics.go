@@ -123,6 +123,28 @@ type Set struct {
 // process's own collectors (go_*, process_*).
 func New(role Role, known Known) *Set {
 	s := &Set{reg: prometheus.NewRegistry(), queues: map[string]bool{}}
+	s.defineMetrics()
+
+	for _, k := range known.GovernorEvents {
+		s.governorEvents.WithLabelValues(k).Add(0)
+	}
+	cs := []prometheus.Collector{s.governorEvents, s.governorHeld, s.cards,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
+	switch role {
+	case Daemon:
+		cs = append(cs, s.daemonMetrics(known)...)
+	case Worker:
+		cs = append(cs, s.workerMetrics(known)...)
+	default:
+		panic("metrics.New: no such role: " + role.String())
+	}
+	s.reg.MustRegister(cs...)
+	return s
+}
+
+// defineMetrics makes every metric a Set can record, whatever its role;
+// New registers those its role exports.
+func (s *Set) defineMetrics() {
 	s.trialsStarted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rig_trials_started_total",
 		Help: "Trial attempts started on this worker, by the Temporal task queue they came from.",
@@ -171,39 +193,35 @@ func New(role Role, known Known) *Set {
 		Buckets: prometheus.ExponentialBucketsRange(0.001, 60, 14),
 	}, []string{"result"})
 	s.cards = &cardCollector{samples: map[string]CardSample{}}
+}
 
-	for _, k := range known.GovernorEvents {
-		s.governorEvents.WithLabelValues(k).Add(0)
+// daemonMetrics puts the daemon's known series at 0 and returns the
+// collectors only the daemon exports.
+func (s *Set) daemonMetrics(known Known) []prometheus.Collector {
+	for _, o := range known.Outcomes {
+		s.trials.WithLabelValues(o).Add(0)
+		s.trialDuration.WithLabelValues(o)
 	}
-	cs := []prometheus.Collector{s.governorEvents, s.governorHeld, s.cards,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
-	switch role {
-	case Daemon:
-		for _, o := range known.Outcomes {
-			s.trials.WithLabelValues(o).Add(0)
-			s.trialDuration.WithLabelValues(o)
-		}
-		for _, r := range MergeResults {
-			s.merge.WithLabelValues(r)
-		}
-		s.QueueDepths(nil)
-		cs = append(cs, s.trials, s.trialDuration, s.queueDepth, s.merge)
-	case Worker:
-		for _, o := range append(slices.Clone(known.Outcomes), OutcomeRefused, OutcomeFailed) {
-			s.attempts.WithLabelValues(o).Add(0)
-			s.attemptSeconds.WithLabelValues(o)
-		}
-		// The state is set before each scrape (OnScrape); until then none
-		// is 1.
-		for _, st := range WorkerStates {
-			s.workerState.WithLabelValues(st).Set(0)
-		}
-		cs = append(cs, s.trialsStarted, s.attempts, s.attemptSeconds, s.inFlight, s.workerState)
-	default:
-		panic("metrics.New: no such role: " + role.String())
+	for _, r := range MergeResults {
+		s.merge.WithLabelValues(r)
 	}
-	s.reg.MustRegister(cs...)
-	return s
+	s.QueueDepths(nil)
+	return []prometheus.Collector{s.trials, s.trialDuration, s.queueDepth, s.merge}
+}
+
+// workerMetrics puts a worker's known series at 0 and returns the
+// collectors only a worker exports.
+func (s *Set) workerMetrics(known Known) []prometheus.Collector {
+	for _, o := range append(slices.Clone(known.Outcomes), OutcomeRefused, OutcomeFailed) {
+		s.attempts.WithLabelValues(o).Add(0)
+		s.attemptSeconds.WithLabelValues(o)
+	}
+	// The state is set before each scrape (OnScrape); until then none
+	// is 1.
+	for _, st := range WorkerStates {
+		s.workerState.WithLabelValues(st).Set(0)
+	}
+	return []prometheus.Collector{s.trialsStarted, s.attempts, s.attemptSeconds, s.inFlight, s.workerState}
 }
 
 // Registry is the Set's registry, for tests and linting.
