@@ -17,19 +17,19 @@ type HParams struct {
 	FF         int
 	Heads      int
 	Vocab      int
-	ContextLen int   // trained context
+	ContextLen int // trained context
 	// ContextZero marks a file that states its trained context as 0 (the
 	// key present, the value 0): ggml's own reader takes that as 0, not as
 	// absent, and the preflight says so rather than check nothing silently.
 	ContextZero bool
-	KVHeads    []int // per layer; 0 marks a layer without attention (recurrent)
-	KeyDim     int   // per head
-	ValueDim   int   // per head
-	SlidingWin int   // 0 when no sliding-window attention
-	SWALayers  []bool
-	SSMStateB  uint64 // recurrent state bytes per layer per slot (f32), 0 when none
-	FileType   string // the quant named by general.file_type, e.g. "Q4_K_M"
-	TiedOutput bool   // no output.weight: the embedding matrix is reused
+	KVHeads     []int // per layer; 0 marks a layer without attention (recurrent)
+	KeyDim      int   // per head
+	ValueDim    int   // per head
+	SlidingWin  int   // 0 when no sliding-window attention
+	SWALayers   []bool
+	SSMStateB   uint64 // recurrent state bytes per layer per slot (f32), 0 when none
+	FileType    string // the quant named by general.file_type, e.g. "Q4_K_M"
+	TiedOutput  bool   // no output.weight: the embedding matrix is reused
 }
 
 // swaPeriods is llama.cpp's hard-coded local/global pattern for
