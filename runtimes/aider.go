@@ -84,24 +84,9 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if cfg.Arm == nil {
 		return res, errors.New("aider: no arm to point at")
 	}
-	if cfg.TopK <= 0 {
-		cfg.TopK = 5
-	}
-	if cfg.EditFormat == "" {
-		cfg.EditFormat = "whole"
-	}
-	if cfg.Caps.Wall <= 0 {
-		cfg.Caps.Wall = 5 * time.Minute
-	}
-	// Only home and the repository are bound into the sandbox. The work
-	// folder above them stays rig's own: the log and the proxy's socket
-	// there are out of the contained code's reach, so it cannot swap either
-	// for a link that rig, as root, would then read or dial.
-	home := filepath.Join(cfg.WorkDir, "home")
-	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
-		return res, err
-	}
-	if err := seedAiderHome(home); err != nil {
+	cfg = withAiderDefaults(cfg)
+	home, err := prepareAiderHome(cfg.WorkDir)
+	if err != nil {
 		return res, err
 	}
 	proxySock, err := socketPath(cfg.WorkDir, "aider-proxy.sock")
@@ -120,51 +105,11 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 			return res, err
 		}
 	}
-	args := []string{cfg.Binary,
-		"--model", "openai/rig-arm",
-		"--openai-api-base", "http://127.0.0.1:" + strconv.Itoa(port) + "/v1",
-		// A loopback server takes any key; the placeholder keeps Aider from asking for one.
-		"--openai-api-key", "rig-loopback-placeholder",
-		"--edit-format", cfg.EditFormat,
-		"--no-stream", "--yes-always", "--no-pretty", "--no-fancy-input",
-		"--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
-		"--no-analytics", "--analytics-disable", "--no-check-update", "--no-show-release-notes",
-		"--no-show-model-warnings", "--no-check-model-accepts-settings", "--no-detect-urls",
-		"--no-suggest-shell-commands", "--no-auto-lint", "--map-tokens", "0",
-		"--no-restore-chat-history",
-		"--chat-history-file", filepath.Join(home, "chat-history.md"),
-		"--input-history-file", filepath.Join(home, "input-history"),
-		"--model-metadata-file", filepath.Join(home, "rig-model-metadata.json"),
-		"--timeout", strconv.Itoa(int(cfg.Caps.Wall.Seconds())),
-		"--message", task.Message,
+	args, err := aiderArgs(cfg, task, home, port)
+	if err != nil {
+		return res, err
 	}
-	if len(task.TestCommand) > 0 {
-		args = append(args, "--auto-test", "--test-cmd", ShellJoin(task.TestCommand))
-	}
-	if len(task.Before) > 0 {
-		// Aider runs a loaded file's lines as commands before --message.
-		var lines strings.Builder
-		for i, m := range task.Before {
-			if strings.ContainsAny(m, "\r\n") || strings.TrimSpace(m) == "" {
-				return res, fmt.Errorf("aider: turn %d before the message is empty or spans lines; give each earlier turn as one line", i+1)
-			}
-			lines.WriteString("/code " + m + "\n")
-		}
-		load := filepath.Join(home, "turns-before")
-		if err := os.WriteFile(load, []byte(lines.String()), 0o600); err != nil {
-			return res, err
-		}
-		args = append(args, "--load", load)
-	}
-	args = append(args, task.Files...)
-	env, err := BuildEnv(home, map[string]string{
-		"LITELLM_LOCAL_MODEL_COST_MAP": "True",
-		"AIDER_ANALYTICS":              "false",
-		"AIDER_CHECK_UPDATE":           "false",
-		"GIT_AUTHOR_NAME":              "rig", "GIT_AUTHOR_EMAIL": "rig@localhost",
-		"GIT_COMMITTER_NAME": "rig", "GIT_COMMITTER_EMAIL": "rig@localhost",
-		"PYTHONDONTWRITEBYTECODE": "1",
-	})
+	env, err := aiderEnv(home)
 	if err != nil {
 		return res, err
 	}
@@ -194,6 +139,111 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 		}
 	}
 	res.Wall = time.Since(start)
+	recordAiderEnd(&res, sb, proxy)
+	after, walkErr := repoManifest(task.Repo)
+	if walkErr == nil {
+		res.EditedFiles = before.Changed(after)
+	}
+	res.Version = strings.TrimSpace(versionLine(cfg.Binary, "--version"))
+	res.LogTail = aiderLogTail(sb)
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	if walkErr != nil {
+		return res, fmt.Errorf("aider: reading what the run left: %w", walkErr)
+	}
+	return res, nil
+}
+
+// withAiderDefaults fills the top-k, edit format and wall cap cfg leaves unset.
+func withAiderDefaults(cfg AiderConfig) AiderConfig {
+	if cfg.TopK <= 0 {
+		cfg.TopK = 5
+	}
+	if cfg.EditFormat == "" {
+		cfg.EditFormat = "whole"
+	}
+	if cfg.Caps.Wall <= 0 {
+		cfg.Caps.Wall = 5 * time.Minute
+	}
+	return cfg
+}
+
+// prepareAiderHome makes and seeds the home folder Aider runs with.
+func prepareAiderHome(workDir string) (string, error) {
+	// Only home and the repository are bound into the sandbox. The work
+	// folder above them stays rig's own: the log and the proxy's socket
+	// there are out of the contained code's reach, so it cannot swap either
+	// for a link that rig, as root, would then read or dial.
+	home := filepath.Join(workDir, "home")
+	if err := os.MkdirAll(filepath.Join(home, "tmp"), 0o700); err != nil {
+		return "", err
+	}
+	if err := seedAiderHome(home); err != nil {
+		return "", err
+	}
+	return home, nil
+}
+
+// aiderArgs is Aider's command line: pointed at the proxy on port, every
+// prompt, update check and commit turned off, and task's earlier turns
+// written to a file in home for --load.
+func aiderArgs(cfg AiderConfig, task AiderTask, home string, port int) ([]string, error) {
+	args := []string{cfg.Binary,
+		"--model", "openai/rig-arm",
+		"--openai-api-base", "http://127.0.0.1:" + strconv.Itoa(port) + "/v1",
+		// A loopback server takes any key; the placeholder keeps Aider from asking for one.
+		"--openai-api-key", "rig-loopback-placeholder",
+		"--edit-format", cfg.EditFormat,
+		"--no-stream", "--yes-always", "--no-pretty", "--no-fancy-input",
+		"--no-auto-commits", "--no-dirty-commits", "--no-gitignore",
+		"--no-analytics", "--analytics-disable", "--no-check-update", "--no-show-release-notes",
+		"--no-show-model-warnings", "--no-check-model-accepts-settings", "--no-detect-urls",
+		"--no-suggest-shell-commands", "--no-auto-lint", "--map-tokens", "0",
+		"--no-restore-chat-history",
+		"--chat-history-file", filepath.Join(home, "chat-history.md"),
+		"--input-history-file", filepath.Join(home, "input-history"),
+		"--model-metadata-file", filepath.Join(home, "rig-model-metadata.json"),
+		"--timeout", strconv.Itoa(int(cfg.Caps.Wall.Seconds())),
+		"--message", task.Message,
+	}
+	if len(task.TestCommand) > 0 {
+		args = append(args, "--auto-test", "--test-cmd", ShellJoin(task.TestCommand))
+	}
+	if len(task.Before) > 0 {
+		// Aider runs a loaded file's lines as commands before --message.
+		var lines strings.Builder
+		for i, m := range task.Before {
+			if strings.ContainsAny(m, "\r\n") || strings.TrimSpace(m) == "" {
+				return nil, fmt.Errorf("aider: turn %d before the message is empty or spans lines; give each earlier turn as one line", i+1)
+			}
+			lines.WriteString("/code " + m + "\n")
+		}
+		load := filepath.Join(home, "turns-before")
+		if err := os.WriteFile(load, []byte(lines.String()), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--load", load)
+	}
+	return append(args, task.Files...), nil
+}
+
+// aiderEnv is the environment Aider runs in: home, no cost-map download, no
+// analytics, and a fixed git identity.
+func aiderEnv(home string) ([]string, error) {
+	return BuildEnv(home, map[string]string{
+		"LITELLM_LOCAL_MODEL_COST_MAP": "True",
+		"AIDER_ANALYTICS":              "false",
+		"AIDER_CHECK_UPDATE":           "false",
+		"GIT_AUTHOR_NAME":              "rig", "GIT_AUTHOR_EMAIL": "rig@localhost",
+		"GIT_COMMITTER_NAME": "rig", "GIT_COMMITTER_EMAIL": "rig@localhost",
+		"PYTHONDONTWRITEBYTECODE": "1",
+	})
+}
+
+// recordAiderEnd fills res with how the sandbox ended, the first cap that
+// stopped the run, and what the proxy saw of the model calls.
+func recordAiderEnd(res *AiderResult, sb *Sandbox, proxy *recordingProxy) {
 	var ee *exec.ExitError
 	if err := sb.ExitError(); errors.As(err, &ee) {
 		res.ExitCode = ee.ExitCode()
@@ -213,19 +263,6 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if hit != "" && res.CapHit == "" {
 		res.Capped, res.CapHit = true, hit
 	}
-	after, walkErr := repoManifest(task.Repo)
-	if walkErr == nil {
-		res.EditedFiles = before.Changed(after)
-	}
-	res.Version = strings.TrimSpace(versionLine(cfg.Binary, "--version"))
-	res.LogTail = aiderLogTail(sb)
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	if walkErr != nil {
-		return res, fmt.Errorf("aider: reading what the run left: %w", walkErr)
-	}
-	return res, nil
 }
 
 // seedAiderHome writes what Aider would otherwise try to download at start: a

@@ -121,72 +121,11 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return nil, fmt.Errorf("making the mount namespace private: %w", err)
 	}
-	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
-		return nil, fmt.Errorf("mounting the contained root: %w", err)
-	}
-	in := func(p string) string { return filepath.Join(root, p) }
-	for _, p := range systemDirs {
-		fi, err := os.Lstat(p)
-		if err != nil {
-			continue
-		}
-		if fi.Mode()&os.ModeSymlink != 0 { // merged /usr: /bin -> usr/bin
-			target, err := os.Readlink(p)
-			if err != nil {
-				return nil, err
-			}
-			if err := os.Symlink(target, in(p)); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err := bindMount(p, in(p), true); err != nil {
-			return nil, err
-		}
-	}
-	tmpOpts := "mode=1777"
-	if spec.Limits.TmpBytes > 0 {
-		tmpOpts += ",size=" + strconv.FormatInt(spec.Limits.TmpBytes, 10)
-	}
-	if err := mountFresh("tmpfs", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+	if err := buildContainedRoot(spec, root); err != nil {
 		return nil, err
 	}
-	if err := buildDev(in("/dev"), tmpOpts, spec.GPU); err != nil {
+	if err := pivotIntoRoot(root); err != nil {
 		return nil, err
-	}
-	if err := mountFresh("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, err
-	}
-	if err := bindMount("/sys", in("/sys"), true); err != nil {
-		return nil, err
-	}
-	// The host's cgroup tree (every service's and every other sandbox's
-	// group, by name) is covered by an empty, read-only folder. A program
-	// that looks for its limits there (Go's GOMAXPROCS) finds none and uses
-	// the machine's, as it does on a host without cgroups.
-	if _, err := os.Stat(in("/sys/fs/cgroup")); err == nil {
-		if err := unix.Mount("tmpfs", in("/sys/fs/cgroup"), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k"); err != nil {
-			return nil, fmt.Errorf("covering the host's cgroup tree: %w", err)
-		}
-	}
-	for _, b := range jobBinds(spec) {
-		if err := bindMount(b.path, in(b.path), !b.writable); err != nil {
-			return nil, err
-		}
-	}
-	if err := os.Chdir(root); err != nil {
-		return nil, err
-	}
-	// pivot_root(".", ".") stacks the old root under the new one; detaching it
-	// leaves no path back to the host's tree.
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return nil, fmt.Errorf("pivot_root: %w", err)
-	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return nil, fmt.Errorf("detaching the host's root: %w", err)
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
-		return nil, fmt.Errorf("making the contained root read-only: %w", err)
 	}
 	dir := cmp.Or(spec.Dir, "/tmp")
 	if err := os.Chdir(dir); err != nil {
@@ -210,6 +149,86 @@ func confine(spec SandboxSpec) (*Confinement, error) {
 	c := readConfinement(spec)
 	c.Landlock = landlock
 	return c, nil
+}
+
+// buildContainedRoot mounts the contained world under root: the host's system
+// folders read-only, fresh /tmp, /dev and /proc, /sys with the cgroup tree
+// covered, and the job's own paths.
+func buildContainedRoot(spec SandboxSpec, root string) error {
+	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+		return fmt.Errorf("mounting the contained root: %w", err)
+	}
+	in := func(p string) string { return filepath.Join(root, p) }
+	for _, p := range systemDirs {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&os.ModeSymlink != 0 { // merged /usr: /bin -> usr/bin
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, in(p)); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bindMount(p, in(p), true); err != nil {
+			return err
+		}
+	}
+	tmpOpts := "mode=1777"
+	if spec.Limits.TmpBytes > 0 {
+		tmpOpts += ",size=" + strconv.FormatInt(spec.Limits.TmpBytes, 10)
+	}
+	if err := mountFresh("tmpfs", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, tmpOpts); err != nil {
+		return err
+	}
+	if err := buildDev(in("/dev"), tmpOpts, spec.GPU); err != nil {
+		return err
+	}
+	if err := mountFresh("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return err
+	}
+	if err := bindMount("/sys", in("/sys"), true); err != nil {
+		return err
+	}
+	// The host's cgroup tree (every service's and every other sandbox's
+	// group, by name) is covered by an empty, read-only folder. A program
+	// that looks for its limits there (Go's GOMAXPROCS) finds none and uses
+	// the machine's, as it does on a host without cgroups.
+	if _, err := os.Stat(in("/sys/fs/cgroup")); err == nil {
+		if err := unix.Mount("tmpfs", in("/sys/fs/cgroup"), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0555,size=4k"); err != nil {
+			return fmt.Errorf("covering the host's cgroup tree: %w", err)
+		}
+	}
+	for _, b := range jobBinds(spec) {
+		if err := bindMount(b.path, in(b.path), !b.writable); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pivotIntoRoot makes root the process's "/", read-only, with the host's
+// tree detached.
+func pivotIntoRoot(root string) error {
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
+	// pivot_root(".", ".") stacks the old root under the new one; detaching it
+	// leaves no path back to the host's tree.
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the host's root: %w", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, ""); err != nil {
+		return fmt.Errorf("making the contained root read-only: %w", err)
+	}
+	return nil
 }
 
 type jobBind struct {

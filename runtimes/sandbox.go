@@ -215,6 +215,38 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 	}
 	defer statusR.Close()
 
+	cmd := initCommand(self, spec, blob, logf, statusW, brokerEnd)
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		logRead.Close()
+		if !spec.NoSandbox && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
+			return nil, fmt.Errorf("sandbox: %v: %w", err, ErrNoSandbox)
+		}
+		return nil, fmt.Errorf("sandbox: starting: %w", err)
+	}
+	statusW.Close()
+	brokerEnd.Close()
+	started = true
+	go broker.serve()
+	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath, log: logRead, limits: limits}
+	go sb.reapInit(broker, spec, limits)
+
+	stCh := readInitStatus(statusR, logPath)
+	select {
+	case st := <-stCh:
+		return sb.acceptInitStatus(st, spec, limits)
+	case <-ctx.Done():
+		sb.Kill()
+		return nil, ctx.Err()
+	case <-time.After(30 * time.Second):
+		sb.Kill()
+		return nil, fmt.Errorf("sandbox: init did not report within 30s; see %s", logPath)
+	}
+}
+
+// initCommand is the init stage's command: rig itself, under init's name,
+// with the status pipe and the outbound broker's end as fds 3 and 4.
+func initCommand(self string, spec SandboxSpec, blob []byte, logf, statusW, brokerEnd *os.File) *exec.Cmd {
 	cmd := exec.Command(self)
 	// The name a contained process reads in /proc/1/cmdline: not rig's
 	// path on the host.
@@ -242,36 +274,31 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 			cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		}
 	}
-	if err := cmd.Start(); err != nil {
-		statusW.Close()
-		logRead.Close()
-		if !spec.NoSandbox && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EINVAL)) {
-			return nil, fmt.Errorf("sandbox: %v: %w", err, ErrNoSandbox)
-		}
-		return nil, fmt.Errorf("sandbox: starting: %w", err)
-	}
-	statusW.Close()
-	brokerEnd.Close()
-	started = true
-	go broker.serve()
-	sb := &Sandbox{cmd: cmd, done: make(chan struct{}), logPath: logPath, log: logRead, limits: limits}
-	go func() {
-		sb.waitErr = cmd.Wait()
-		broker.close()
-		// init made the inbound sockets in rig's own folder and, having
-		// dropped its rights, cannot remove them itself.
-		for _, f := range spec.Inbound {
-			_ = os.Remove(f.Socket)
-		}
-		if limits != nil {
-			sb.limitHit = limits.hit(sb.waitErr)
-			if err := limits.releaseScratch(); err != nil && sb.waitErr == nil {
-				sb.waitErr = err
-			}
-		}
-		close(sb.done)
-	}()
+	return cmd
+}
 
+// reapInit waits for init to end, tidies what it leaves behind and closes
+// s.done.
+func (s *Sandbox) reapInit(broker *outboundBroker, spec SandboxSpec, limits *treeLimits) {
+	s.waitErr = s.cmd.Wait()
+	broker.close()
+	// init made the inbound sockets in rig's own folder and, having
+	// dropped its rights, cannot remove them itself.
+	for _, f := range spec.Inbound {
+		_ = os.Remove(f.Socket)
+	}
+	if limits != nil {
+		s.limitHit = limits.hit(s.waitErr)
+		if err := limits.releaseScratch(); err != nil && s.waitErr == nil {
+			s.waitErr = err
+		}
+	}
+	close(s.done)
+}
+
+// readInitStatus delivers the one status line init writes, or a stand-in
+// pointing at the log when init ends without one.
+func readInitStatus(statusR *os.File, logPath string) <-chan initStatus {
 	stCh := make(chan initStatus, 1)
 	go func() {
 		var st initStatus
@@ -281,48 +308,46 @@ func startStages(ctx context.Context, spec SandboxSpec, logPath string, limits *
 		}
 		stCh <- st
 	}()
-	select {
-	case st := <-stCh:
-		sb.Containment = st.Containment
-		sb.RuntimePID = st.RuntimePID
-		if !st.OK {
-			sb.Kill()
-			if len(st.Containment.Violations) > 0 {
-				return nil, fmt.Errorf("%w: %s; refusing to start %s", ErrNotContained, strings.Join(st.Containment.Violations, "; "), filepath.Base(spec.Argv[0]))
-			}
-			if st.Confining {
-				return nil, fmt.Errorf("sandbox: %s: %w", st.Error, ErrNoSandbox)
-			}
-			return nil, fmt.Errorf("sandbox: %s", st.Error)
+	return stCh
+}
+
+// acceptInitStatus takes init's report: a refusal kills the sandbox and
+// becomes the error; success learns the runtime's host pid and starts
+// watching the limits.
+func (s *Sandbox) acceptInitStatus(st initStatus, spec SandboxSpec, limits *treeLimits) (*Sandbox, error) {
+	s.Containment = st.Containment
+	s.RuntimePID = st.RuntimePID
+	if !st.OK {
+		s.Kill()
+		if len(st.Containment.Violations) > 0 {
+			return nil, fmt.Errorf("%w: %s; refusing to start %s", ErrNotContained, strings.Join(st.Containment.Violations, "; "), filepath.Base(spec.Argv[0]))
 		}
-		if !spec.NoSandbox {
-			// init reported the runtime's pid as its own namespace numbers it;
-			// signals and memory readings from here need the host's number.
-			// A runtime that exits at once (a short command) can be reaped by
-			// init before its number is read; then there is nothing left to
-			// signal or measure, and RuntimePID stays 0.
-			pid, err := hostChildPID(cmd.Process.Pid, sb.done)
-			switch {
-			case err == nil:
-				sb.RuntimePID = pid
-			case errors.Is(err, errRuntimeGone):
-				sb.RuntimePID = 0
-			default:
-				sb.Kill()
-				return nil, fmt.Errorf("sandbox: finding the runtime's host pid: %w", err)
-			}
-			if limits != nil {
-				limits.watch(sb)
-			}
+		if st.Confining {
+			return nil, fmt.Errorf("sandbox: %s: %w", st.Error, ErrNoSandbox)
 		}
-		return sb, nil
-	case <-ctx.Done():
-		sb.Kill()
-		return nil, ctx.Err()
-	case <-time.After(30 * time.Second):
-		sb.Kill()
-		return nil, fmt.Errorf("sandbox: init did not report within 30s; see %s", logPath)
+		return nil, fmt.Errorf("sandbox: %s", st.Error)
 	}
+	if !spec.NoSandbox {
+		// init reported the runtime's pid as its own namespace numbers it;
+		// signals and memory readings from here need the host's number.
+		// A runtime that exits at once (a short command) can be reaped by
+		// init before its number is read; then there is nothing left to
+		// signal or measure, and RuntimePID stays 0.
+		pid, err := hostChildPID(s.cmd.Process.Pid, s.done)
+		switch {
+		case err == nil:
+			s.RuntimePID = pid
+		case errors.Is(err, errRuntimeGone):
+			s.RuntimePID = 0
+		default:
+			s.Kill()
+			return nil, fmt.Errorf("sandbox: finding the runtime's host pid: %w", err)
+		}
+		if limits != nil {
+			limits.watch(s)
+		}
+	}
+	return s, nil
 }
 
 // claimSocket refuses a socket path that a live server still answers on, and
@@ -409,40 +434,10 @@ func sandboxInit() int {
 		report(initStatus{Error: "bad sandbox spec: " + err.Error()})
 		return 96
 	}
-	var cont Containment
-	if spec.NoSandbox {
-		cont = Containment{Sandboxed: false}
-		cont.NetNS, _ = os.Readlink("/proc/self/ns/net")
-	} else {
-		if err := unix.Sethostname([]byte(sandboxHostname)); err != nil {
-			report(initStatus{Error: "naming the sandbox's host: " + err.Error()})
-			return 97
-		}
-		if err := bringLoopbackUp(); err != nil {
-			report(initStatus{Error: err.Error()})
-			return 97
-		}
-		if spec.AddDummyInterface {
-			if err := addDummyInterface(); err != nil {
-				report(initStatus{Error: err.Error()})
-				return 97
-			}
-		}
-		var err error
-		cont, err = readContainment()
-		if err != nil {
-			report(initStatus{Error: err.Error()})
-			return 97
-		}
-		cont.UserNamespace = spec.UserNS
-		if cont.NetNS == spec.ParentNS {
-			cont.Violations = append(cont.Violations, "the sandbox shares rig's own network namespace")
-			cont.LoopbackOnly = false
-		}
-		if !cont.LoopbackOnly {
-			report(initStatus{Containment: cont, Error: "not loopback-only"})
-			return 97
-		}
+	cont, failed := checkInitNetwork(spec)
+	if failed != nil {
+		report(*failed)
+		return 97
 	}
 	cont.ParentNetNS = spec.ParentNS
 	cont.CgroupJoined = spec.CgroupDir
@@ -453,6 +448,76 @@ func sandboxInit() int {
 		report(initStatus{Containment: cont, Error: err.Error()})
 		return 98
 	}
+	listeners, err := startInitForwarders(spec, dialer)
+	if err != nil {
+		report(initStatus{Containment: cont, Error: err.Error()})
+		return 98
+	}
+	child, confR, err := startExecStage(spec)
+	if err != nil {
+		report(initStatus{Containment: cont, Error: err.Error()})
+		return 98
+	}
+	// The exec stage has its own copy of init's rights and mount view; init
+	// needs neither any longer.
+	if err := dropInitRights(spec); err != nil {
+		_ = child.Process.Kill()
+		_ = child.Wait()
+		report(initStatus{Containment: cont, Error: "dropping init's rights: " + err.Error(), Confining: true})
+		return 98
+	}
+	if confR != nil {
+		confinement, failure := readExecConfinement(child, confR)
+		if confinement == nil {
+			_ = child.Process.Kill()
+			_ = child.Wait()
+			report(initStatus{Containment: cont, Error: "confining the process: " + failure, Confining: true})
+			return 98
+		}
+		cont.Confinement = confinement
+	}
+	report(initStatus{OK: true, RuntimePID: child.Process.Pid, Containment: cont})
+	status.Close()
+	return relayUntilRuntimeExits(child, listeners)
+}
+
+// checkInitNetwork names init's host, brings up its network and reads back
+// what contains it. A non-nil status is the failure to report (exit 97).
+func checkInitNetwork(spec SandboxSpec) (Containment, *initStatus) {
+	if spec.NoSandbox {
+		cont := Containment{Sandboxed: false}
+		cont.NetNS, _ = os.Readlink("/proc/self/ns/net")
+		return cont, nil
+	}
+	if err := unix.Sethostname([]byte(sandboxHostname)); err != nil {
+		return Containment{}, &initStatus{Error: "naming the sandbox's host: " + err.Error()}
+	}
+	if err := bringLoopbackUp(); err != nil {
+		return Containment{}, &initStatus{Error: err.Error()}
+	}
+	if spec.AddDummyInterface {
+		if err := addDummyInterface(); err != nil {
+			return Containment{}, &initStatus{Error: err.Error()}
+		}
+	}
+	cont, err := readContainment()
+	if err != nil {
+		return Containment{}, &initStatus{Error: err.Error()}
+	}
+	cont.UserNamespace = spec.UserNS
+	if cont.NetNS == spec.ParentNS {
+		cont.Violations = append(cont.Violations, "the sandbox shares rig's own network namespace")
+		cont.LoopbackOnly = false
+	}
+	if !cont.LoopbackOnly {
+		return cont, &initStatus{Containment: cont, Error: "not loopback-only"}
+	}
+	return cont, nil
+}
+
+// startInitForwarders opens the inbound sockets and outbound ports and serves
+// each from its own goroutine; the listeners stay open until the runtime ends.
+func startInitForwarders(spec SandboxSpec, dialer *outboundDialer) ([]net.Listener, error) {
 	var listeners []net.Listener
 	// The sockets init makes are rig's alone from the moment they exist; the
 	// mask goes back before the exec stage, whose mount points must stay
@@ -461,8 +526,7 @@ func sandboxInit() int {
 	for _, f := range spec.Inbound {
 		l, err := net.Listen("unix", f.Socket)
 		if err != nil {
-			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on %s: %v", f.Socket, err)})
-			return 98
+			return nil, fmt.Errorf("listening on %s: %v", f.Socket, err)
 		}
 		// rig removes the file once the sandbox ends; init may no longer.
 		l.(*net.UnixListener).SetUnlinkOnClose(false)
@@ -474,13 +538,17 @@ func sandboxInit() int {
 	for i, f := range spec.Outbound {
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(f.Port))
 		if err != nil {
-			report(initStatus{Containment: cont, Error: fmt.Sprintf("listening on 127.0.0.1:%d: %v", f.Port, err)})
-			return 98
+			return nil, fmt.Errorf("listening on 127.0.0.1:%d: %v", f.Port, err)
 		}
 		listeners = append(listeners, l)
 		go serveForward(l, func() (net.Conn, error) { return dialer.dial(i) })
 	}
+	return listeners, nil
+}
 
+// startExecStage starts the exec stage. Sandboxed, it also returns the read
+// end of the pipe on which the stage reports its confinement.
+func startExecStage(spec SandboxSpec) (*exec.Cmd, *os.File, error) {
 	self, _ := os.Executable()
 	child := exec.Command(self)
 	child.Args = []string{execProcessName}
@@ -494,43 +562,34 @@ func sandboxInit() int {
 		child.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
 		r, w, err := os.Pipe()
 		if err != nil {
-			report(initStatus{Containment: cont, Error: err.Error()})
-			return 98
+			return nil, nil, err
 		}
 		child.ExtraFiles = []*os.File{w}
 		confR = r
 	}
 	if err := child.Start(); err != nil {
-		report(initStatus{Containment: cont, Error: "starting the runtime: " + err.Error()})
-		return 98
+		return nil, nil, fmt.Errorf("starting the runtime: %w", err)
 	}
-	// The exec stage has its own copy of init's rights and mount view; init
-	// needs neither any longer.
-	if err := dropInitRights(spec); err != nil {
-		_ = child.Process.Kill()
-		_ = child.Wait()
-		report(initStatus{Containment: cont, Error: "dropping init's rights: " + err.Error(), Confining: true})
-		return 98
-	}
-	if confR != nil {
-		child.ExtraFiles[0].Close()
-		var cs confineStatus
-		line, err := bufio.NewReader(confR).ReadBytes('\n')
-		confR.Close()
-		if err != nil || json.Unmarshal(line, &cs) != nil {
-			cs.Error = "the exec stage ended before reporting its confinement"
-		}
-		if cs.Confinement == nil {
-			_ = child.Process.Kill()
-			_ = child.Wait()
-			report(initStatus{Containment: cont, Error: "confining the process: " + cs.Error, Confining: true})
-			return 98
-		}
-		cont.Confinement = cs.Confinement
-	}
-	report(initStatus{OK: true, RuntimePID: child.Process.Pid, Containment: cont})
-	status.Close()
+	return child, confR, nil
+}
 
+// readExecConfinement reads the exec stage's confinement report. A nil
+// confinement comes with the reason the stage gave, or a stand-in when it
+// ended without a word.
+func readExecConfinement(child *exec.Cmd, confR *os.File) (*Confinement, string) {
+	child.ExtraFiles[0].Close()
+	var cs confineStatus
+	line, err := bufio.NewReader(confR).ReadBytes('\n')
+	confR.Close()
+	if err != nil || json.Unmarshal(line, &cs) != nil {
+		cs.Error = "the exec stage ended before reporting its confinement"
+	}
+	return cs.Confinement, cs.Error
+}
+
+// relayUntilRuntimeExits passes rig's signals on to the runtime, waits for it
+// and returns the exit code init should end with.
+func relayUntilRuntimeExits(child *exec.Cmd, listeners []net.Listener) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	go func() {
@@ -538,7 +597,7 @@ func sandboxInit() int {
 			_ = child.Process.Signal(s)
 		}
 	}()
-	err = child.Wait()
+	err := child.Wait()
 	for _, l := range listeners {
 		l.Close()
 	}

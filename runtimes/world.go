@@ -23,41 +23,8 @@ import (
 // the install folders to bind read-only, the identity it runs as (and the
 // ownership of its writable folders), and the cgroups of its limits.
 func prepareContainedWorld(ctx context.Context, spec *SandboxSpec) (*treeLimits, error) {
-	visible := func(p string) bool {
-		for _, root := range append(append(append([]string{}, systemDirs...), spec.ReadOnly...), append(spec.Writable, spec.Dir)...) {
-			if root != "" && within(p, root) {
-				return true
-			}
-		}
-		return false
-	}
-	var path []string
-	for _, kv := range spec.Env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			for _, d := range filepath.SplitList(v) {
-				if filepath.IsAbs(d) && visible(d) {
-					path = append(path, d)
-				}
-			}
-		}
-	}
-	if len(path) == 0 {
-		path = []string{"/usr/local/bin", "/usr/bin", "/bin"}
-	}
-	bin, err := lookPathIn(spec.Argv[0], path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w: not found in the contained PATH %s (run make setup, or check `rig runtimes check`)", spec.Argv[0], ErrBinaryMissing, strings.Join(path, ":"))
-	}
-	spec.Argv = append([]string{bin}, spec.Argv[1:]...)
-	for _, p := range programFiles(bin) {
-		if prefix := installPrefix(p); !visible(prefix) {
-			spec.ReadOnly = append(spec.ReadOnly, prefix)
-		}
-	}
-	for i, kv := range spec.Env {
-		if strings.HasPrefix(kv, "PATH=") {
-			spec.Env[i] = "PATH=" + strings.Join(path, ":")
-		}
+	if err := resolveContainedBinary(spec); err != nil {
+		return nil, err
 	}
 	if os.Geteuid() == 0 {
 		uid, gid, name, err := sandboxIdentity()
@@ -71,20 +38,9 @@ func prepareContainedWorld(ctx context.Context, spec *SandboxSpec) (*treeLimits,
 			}
 		}
 	}
-	var writable []string
-	for _, p := range append([]string{spec.Dir}, spec.Writable...) {
-		if p == "" {
-			continue
-		}
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return nil, err
-		}
-		if os.Geteuid() == 0 {
-			if err := chownTree(p, spec.SandboxUID, spec.SandboxGID); err != nil {
-				return nil, fmt.Errorf("sandbox: handing %s to %s: %w", p, spec.SandboxUser, err)
-			}
-		}
-		writable = append(writable, p)
+	writable, err := makeWritableFolders(spec)
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.MkdirTemp("", "rig-root-")
 	if err != nil {
@@ -111,6 +67,71 @@ func prepareContainedWorld(ctx context.Context, spec *SandboxSpec) (*treeLimits,
 		tl.base = treeBytes(writable)
 	}
 	return tl, nil
+}
+
+// resolveContainedBinary narrows spec's PATH to the folders the contained
+// process can see, finds the binary there, and adds its install folders to
+// the read-only binds.
+func resolveContainedBinary(spec *SandboxSpec) error {
+	// spec.ReadOnly grows below, and a folder added once counts as visible.
+	visible := func(p string) bool {
+		for _, root := range append(append(append([]string{}, systemDirs...), spec.ReadOnly...), append(spec.Writable, spec.Dir)...) {
+			if root != "" && within(p, root) {
+				return true
+			}
+		}
+		return false
+	}
+	var path []string
+	for _, kv := range spec.Env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			for _, d := range filepath.SplitList(v) {
+				if filepath.IsAbs(d) && visible(d) {
+					path = append(path, d)
+				}
+			}
+		}
+	}
+	if len(path) == 0 {
+		path = []string{"/usr/local/bin", "/usr/bin", "/bin"}
+	}
+	bin, err := lookPathIn(spec.Argv[0], path)
+	if err != nil {
+		return fmt.Errorf("%s: %w: not found in the contained PATH %s (run make setup, or check `rig runtimes check`)", spec.Argv[0], ErrBinaryMissing, strings.Join(path, ":"))
+	}
+	spec.Argv = append([]string{bin}, spec.Argv[1:]...)
+	for _, p := range programFiles(bin) {
+		if prefix := installPrefix(p); !visible(prefix) {
+			spec.ReadOnly = append(spec.ReadOnly, prefix)
+		}
+	}
+	for i, kv := range spec.Env {
+		if strings.HasPrefix(kv, "PATH=") {
+			spec.Env[i] = "PATH=" + strings.Join(path, ":")
+		}
+	}
+	return nil
+}
+
+// makeWritableFolders creates spec's working and writable folders and, as
+// root, hands them to the sandbox's identity.
+func makeWritableFolders(spec *SandboxSpec) ([]string, error) {
+	var writable []string
+	for _, p := range append([]string{spec.Dir}, spec.Writable...) {
+		if p == "" {
+			continue
+		}
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, err
+		}
+		if os.Geteuid() == 0 {
+			if err := chownTree(p, spec.SandboxUID, spec.SandboxGID); err != nil {
+				return nil, fmt.Errorf("sandbox: handing %s to %s: %w", p, spec.SandboxUser, err)
+			}
+		}
+		writable = append(writable, p)
+	}
+	return writable, nil
 }
 
 // within reports whether p is root or inside it.
