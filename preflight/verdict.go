@@ -59,8 +59,8 @@ func Decide(e Estimate, p Profile, now time.Time) Verdict {
 	}
 	switch {
 	case v.Margin < 0:
-		v.Reason = fmt.Sprintf("needs %s on the card (weights %s, KV cache %s at %d cells, compute %s, runtime %s), the card has %s: %s short",
-			e.Card, e.Weights, e.KVCache, e.KVCells, e.Compute, e.Overhead, p.CardMemory, Size(-v.Margin))
+		v.Reason = fmt.Sprintf("needs %s on the card (weights %s, KV cache %s at %d cells%s, compute %s, runtime %s), the card has %s: %s short",
+			e.Card, e.Weights, e.KVCache, e.KVCells, slotsNote(p), e.Compute, e.Overhead, p.CardMemory, Size(-v.Margin))
 	case v.Margin < v.Needed:
 		v.Reason = fmt.Sprintf("needs %s of the card's %s; the margin %s is below the preflight's measured error of %.0f%% (%s), so fitting is not shown",
 			e.Card, p.CardMemory, Size(v.Margin), 100*e.RelError, Size(v.Needed))
@@ -180,4 +180,13 @@ func Run(ctx context.Context, w io.Writer, modelPath string, p Profile, runtime 
 	}
 	v := Decide(e, p, time.Now())
 	return v, v.Print(w)
+}
+
+// slotsNote says, for a profile of several slots, that the KV cache holds a
+// whole context for each: the arm is not run at less to make it fit.
+func slotsNote(p Profile) string {
+	if p.Slots() <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(": %d slots × context %d, each trial keeping its whole pinned context", p.Slots(), p.Context)
 }

@@ -100,28 +100,8 @@ func (x *execution) records() layout.Records { return layout.Records(x.recDir) }
 
 // loop runs every planned trial that has no counted receipt yet.
 func (x *execution) loop(ctx context.Context) error {
-	plan, err := PlanOf(x.design, x.snap, x.exec)
+	plan, counted, err := x.startLoop(ctx)
 	if err != nil {
-		return err
-	}
-	if err := x.cardPlan(ctx, plan); err != nil {
-		return err
-	}
-	if err := KeepPlan(x.records(), plan); err != nil {
-		return err
-	}
-	if err := x.recoverPreemptions(ctx); err != nil {
-		return err
-	}
-	counted, err := x.store.Counted(ctx, x.exec.ID)
-	if err != nil {
-		return err
-	}
-	x.state.mu.Lock()
-	x.state.info.Planned = len(plan.Trials)
-	x.state.info.Done = len(counted)
-	x.state.mu.Unlock()
-	if x.mon, err = newMonitor(x.design, plan); err != nil {
 		return err
 	}
 	defer func() {
@@ -140,7 +120,8 @@ func (x *execution) loop(ctx context.Context) error {
 		x.state.info.ETA = left.Round(time.Second).String()
 		x.state.mu.Unlock()
 	}
-	for i, t := range plan.Trials {
+	for i := 0; i < len(plan.Trials); i++ {
+		t := plan.Trials[i]
 		if rc, ok := counted[receiptTrial(t.Key)]; ok {
 			// A resumed execution replays its receipts through the monitor
 			// in plan order, so it reaches the checks it made before.
@@ -157,29 +138,20 @@ func (x *execution) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if arm := x.design.Arm(t.Key.Arm); arm != nil && arm.Pins.SlotCount() > 1 {
+			// The arm's stretch of the block goes out together (inflight.go).
+			hi := stretchEnd(plan, i)
+			if err := x.stretch(ctx, plan, i, hi, counted, est, x.rateSince(started, doneAtStart)); errors.Is(err, ErrStoppedEarly) {
+				return x.stopEarly(ctx, err)
+			} else if err != nil {
+				return err
+			}
+			i = hi - 1
+			continue
+		}
 		began := time.Now()
-		for {
-			x.state.mu.Lock()
-			x.state.info.Current = t.Key.String()
-			x.state.mu.Unlock()
-			outcome, err := x.Trial(ctx, sink, t.Key)
-			if err != nil {
-				return err
-			}
-			if outcome == receipts.Error {
-				x.state.mu.Lock()
-				x.state.info.Failed++
-				x.state.mu.Unlock()
-			}
-			if !outcome.Rerun() {
-				break
-			}
-			x.state.mu.Lock()
-			x.state.info.Preempted++
-			x.state.mu.Unlock()
-			if err := x.waitForGates(ctx); err != nil {
-				return err
-			}
+		if err := x.runUntilCounted(ctx, sink, t.Key); err != nil {
+			return err
 		}
 		x.state.mu.Lock()
 		x.state.info.Done++
@@ -201,6 +173,78 @@ func (x *execution) loop(ctx context.Context) error {
 	// The judge phase starts its own arm, in its own reservation.
 	x.release(ctx)
 	return x.judge(ctx)
+}
+
+// startLoop reads the execution's plan and what is counted already, keeps
+// the plan, recovers preemptions left by a daemon that died, and sets up
+// the progress and the stopping rule's monitor.
+func (x *execution) startLoop(ctx context.Context) (*studies.Plan, map[receipts.TrialKey]receipts.Receipt, error) {
+	plan, err := PlanOf(x.design, x.snap, x.exec)
+	if err != nil {
+		return plan, nil, err
+	}
+	if err := x.cardPlan(ctx, plan); err != nil {
+		return plan, nil, err
+	}
+	if err := KeepPlan(x.records(), plan); err != nil {
+		return plan, nil, err
+	}
+	if err := x.recoverPreemptions(ctx); err != nil {
+		return plan, nil, err
+	}
+	counted, err := x.store.Counted(ctx, x.exec.ID)
+	if err != nil {
+		return plan, nil, err
+	}
+	x.state.mu.Lock()
+	x.state.info.Planned = len(plan.Trials)
+	x.state.info.Done = len(counted)
+	x.state.mu.Unlock()
+	if x.mon, err = newMonitor(x.design, plan); err != nil {
+		return plan, nil, err
+	}
+	return plan, counted, nil
+}
+
+// rateSince is the progress update of a stretch of trials in flight: the
+// trials counted per minute since this run of the loop started.
+func (x *execution) rateSince(started time.Time, doneAtStart int) func() {
+	return func() {
+		x.state.mu.Lock()
+		if n, el := x.state.info.Done-doneAtStart, time.Since(started); n > 0 {
+			x.state.info.RatePerMin = float64(n) / el.Minutes()
+		}
+		x.state.mu.Unlock()
+	}
+}
+
+// runUntilCounted runs one trial until it has an attempt that counts: a
+// preempted attempt is rerun once the gates let it, each attempt with its
+// own receipt.
+func (x *execution) runUntilCounted(ctx context.Context, sink storeSink, key studies.TrialKey) error {
+	for {
+		x.state.mu.Lock()
+		x.state.info.Current = key.String()
+		x.state.mu.Unlock()
+		outcome, err := x.Trial(ctx, sink, key)
+		if err != nil {
+			return err
+		}
+		if outcome == receipts.Error {
+			x.state.mu.Lock()
+			x.state.info.Failed++
+			x.state.mu.Unlock()
+		}
+		if !outcome.Rerun() {
+			return nil
+		}
+		x.state.mu.Lock()
+		x.state.info.Preempted++
+		x.state.mu.Unlock()
+		if err := x.waitForGates(ctx); err != nil {
+			return err
+		}
+	}
 }
 
 func (x *execution) writer(arm string, rp runtimes.Pins) (*genrecord.Writer, error) {

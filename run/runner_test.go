@@ -154,13 +154,20 @@ func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, 
 // run; the store closes with the test.
 func frozenExecution(t *testing.T, ctx context.Context, dir string, d *studies.Design, snap *studies.Snapshot, why string) (*receipts.Store, receipts.Execution) {
 	t.Helper()
+	return frozenExecutionSeeded(t, ctx, dir, d, snap, why, uint64(studies.PlanSeed(snap.Hash, 1)))
+}
+
+// frozenExecutionSeeded is frozenExecution with the plan seed given: two
+// designs that differ (so do their hashes) then run one plan.
+func frozenExecutionSeeded(t *testing.T, ctx context.Context, dir string, d *studies.Design, snap *studies.Snapshot, why string, seed uint64) (*receipts.Store, receipts.Execution) {
+	t.Helper()
 	st, err := receipts.Open(filepath.Join(dir, "store.bolt"), d.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	exec := receipts.Execution{ID: "exec-1", Attempt: 1, Status: receipts.Running, DesignHash: snap.DesignHash,
-		CreatedAt: time.Now().UTC(), PlanSeed: uint64(studies.PlanSeed(snap.Hash, 1))}
+		CreatedAt: time.Now().UTC(), PlanSeed: seed}
 	if err := st.Freeze(ctx, snap.DesignHash, receipts.Transition{To: "frozen", Who: "test", Why: why, At: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -57,6 +58,9 @@ type trialRunner struct {
 	cur    runtimes.Runtime
 	curArm string
 	res    *cgroup.Reservation
+	// rows keeps one trial's generation rows, and the record's sum its
+	// receipt carries, together when trials of an arm run at once.
+	rows sync.Mutex
 }
 
 // newTrialRunner readies the runner of one execution: the snapshot's banks
@@ -98,26 +102,10 @@ func (x *trialRunner) Trial(ctx context.Context, sink Sink, key studies.TrialKey
 	if arm == nil {
 		return "", fmt.Errorf("trial %s: arm %s is not in the frozen design", key, key.Arm)
 	}
-	if x.cur == nil || x.curArm != arm.Name {
-		x.release(ctx)
-		rt, err := x.startArm(ctx, *arm)
-		if x.failedAtCard(err) {
-			// The card is too small even to load the model: a failure at
-			// this card, recorded, never retried smaller.
-			outcome, rerr := x.recordFailedAtCard(ctx, sink, *arm, key, err)
-			x.stopArm(ctx, nil)
-			if rerr != nil {
-				return "", fmt.Errorf("trial %s: %w", key, rerr)
-			}
-			return outcome, nil
-		}
-		if err != nil {
-			x.stopArm(ctx, nil)
-			return "", fmt.Errorf("arm %s: %w", arm.Name, err)
-		}
-		x.cur, x.curArm = rt, arm.Name
+	if outcome, started, err := x.keepArm(ctx, sink, *arm, key); err != nil || !started {
+		return outcome, err
 	}
-	outcome, err := x.runTrial(ctx, sink, *arm, x.cur, key)
+	outcome, err := x.runTrial(ctx, sink, *arm, x.cur, key, nil)
 	if err != nil {
 		return "", fmt.Errorf("trial %s: %w", key, err)
 	}
@@ -126,6 +114,33 @@ func (x *trialRunner) Trial(ctx context.Context, sink Sink, key studies.TrialKey
 		x.release(ctx)
 	}
 	return outcome, nil
+}
+
+// keepArm makes x.cur the arm's runtime: the one kept from the trial before
+// when that was the same arm, else a fresh one. A runtime that fails at the
+// card is key's receipt (started false, its outcome returned).
+func (x *trialRunner) keepArm(ctx context.Context, sink Sink, arm studies.Arm, key studies.TrialKey) (receipts.Outcome, bool, error) {
+	if x.cur != nil && x.curArm == arm.Name {
+		return "", true, nil
+	}
+	x.release(ctx)
+	rt, err := x.startArm(ctx, arm)
+	if x.failedAtCard(err) {
+		// The card is too small even to load the model: a failure at
+		// this card, recorded, never retried smaller.
+		outcome, rerr := x.recordFailedAtCard(ctx, sink, arm, key, err)
+		x.stopArm(ctx, nil)
+		if rerr != nil {
+			return "", false, fmt.Errorf("trial %s: %w", key, rerr)
+		}
+		return outcome, false, nil
+	}
+	if err != nil {
+		x.stopArm(ctx, nil)
+		return "", false, fmt.Errorf("arm %s: %w", arm.Name, err)
+	}
+	x.cur, x.curArm = rt, arm.Name
+	return "", true, nil
 }
 
 // release stops the runtime kept between trials, and its reservation.
@@ -165,7 +180,7 @@ func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.R
 	}
 	cfg := runtimes.Config{Model: fa.ModelPath, ModelName: arm.Model.RegistryName, ModelSHA256: fa.ModelSHA256,
 		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
-		Offload: arm.Pins.Offload}
+		Offload: arm.Pins.Offload, Slots: arm.Pins.SlotCount()}
 	card := studies.CardOf(x.design, arm)
 	switch {
 	case !card.Simulated || card.MemoryMiB <= 0:
@@ -206,8 +221,10 @@ func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
 
 // runTrial runs one attempt of a trial under the governor's watch and stores
 // its receipt. Only an error that makes the execution unsafe to continue is
-// returned.
-func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey) (receipts.Outcome, error) {
+// returned. peers, for a trial in flight beside others on the same runtime
+// (inflight.go), preempts it when one of them is preempted; nil for a
+// trial alone.
+func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey, peers *slotRound) (receipts.Outcome, error) {
 	attempt, parent, err := sink.NextAttempt(ctx, receiptTrial(key))
 	if err != nil {
 		return "", err
@@ -233,10 +250,14 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		select {
 		case <-guard.Preempted():
 			cancel()
+		case <-peers.preempted():
+			cancel()
 		case <-tctx.Done():
 		}
 	}()
-	if x.res != nil {
+	if x.res != nil && peers == nil {
+		// Trials in flight together share the runtime's peak: the round
+		// reset it when it began.
 		x.res.ResetPeak()
 	}
 	start := time.Now()
@@ -249,7 +270,13 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 	rec.WallMS = time.Since(start).Milliseconds()
 	rec.FinishedAt = time.Now().UTC()
 	preempted := guard.End()
-	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() {
+	if why := peers.reason(); preempted == "" && genErr != nil && why != "" {
+		// Cut short because a trial beside it on the runtime was.
+		preempted = why
+	}
+	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() && peers == nil {
+		// The card's counter over a trial alone is that trial's; beside
+		// others it would count theirs too, so the report estimates it.
 		if j, ok := em.TrialEnergy(); ok {
 			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
 		}
@@ -405,6 +432,10 @@ func (x *trialRunner) grade(ctx context.Context, rec *receipts.Receipt, task tas
 // puts the record's sum on the receipt; a counted trial with no call gets
 // the empty record's sum, as evidence that none was made.
 func (x *trialRunner) writeRows(sink Sink, rec *receipts.Receipt, arm studies.Arm, rp runtimes.Pins, callID string, out trialOutput) error {
+	// Held for the whole trial: its rows are contiguous, and the sum on its
+	// receipt is the record cut right after them.
+	x.rows.Lock()
+	defer x.rows.Unlock()
 	if len(out.calls) > 0 {
 		w, err := sink.Writer(arm.Name, rp)
 		if err != nil {
@@ -596,6 +627,7 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 		"min_p":              fmt.Sprint(a.Pins.Sampling.MinP),
 		"seed":               fmt.Sprint(a.Pins.Sampling.Seed),
 		"stop_cap":           fmt.Sprint(a.Pins.StopCap),
+		"slots":              fmt.Sprint(a.Pins.SlotCount()),
 		"runtime_build":      a.Pins.RuntimeBuild,
 		"pins_source":        a.PinsSource,
 		"model_file":         rp.ModelFile,
@@ -610,6 +642,10 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	}
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
+	}
+	if rp.Slots > 0 {
+		// The slots the runtime said it serves, checked at its start.
+		m["runtime_slots"] = fmt.Sprint(rp.Slots)
 	}
 	if a.Format() == studies.PromptCompletion {
 		// The chat_template the runtime reports was not applied: the

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"rig/internal/cgroup"
+	"rig/internal/gguf"
 	"rig/internal/offload"
 	"strconv"
 	"strings"
@@ -19,7 +20,8 @@ import (
 	"time"
 )
 
-// LlamaServer drives a private llama-server: one slot (-np 1), no prompt cache
+// LlamaServer drives a private llama-server: Config.Slots slots (one by
+// default), each with the pinned context, no prompt cache
 // between calls, the model's own jinja chat template, reached through a unix
 // socket forwarded into its sandbox.
 type LlamaServer struct {
@@ -56,41 +58,7 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		}
 		port = p
 	}
-	args := []string{cfg.Binary,
-		"--model", cfg.Model,
-		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--parallel", "1",
-		"--ctx-size", strconv.Itoa(cfg.Context),
-		"--threads", strconv.Itoa(cfg.Threads),
-		"--jinja", "--no-webui", "--offline",
-		"--cache-type-k", cfg.KVCacheType, "--cache-type-v", cfg.KVCacheType,
-		"--cache-reuse", "0", "--cache-ram", "0",
-		// Without this llama-server shrinks the context to fit memory: the
-		// silent downgrade a pinned run must never get.
-		"--fit", "off",
-		// Waiting threads sleep instead of spinning: with spinning, a runtime
-		// sharing its cores with anything else slows down many times over.
-		"--poll", "0",
-	}
-	if !cfg.WeightRepack {
-		args = append(args, "--no-repack")
-	}
-	if !cfg.PromptCheckpoints {
-		args = append(args, "--ctx-checkpoints", "0")
-	}
-	args = append(args, llamaServerOffloadArgs(cfg.Offload)...)
-	if cfg.VerboseLog || cfg.Offload.Backend == offload.BackendCUDA {
-		// The load report (layers offloaded, buffers per device) is logged
-		// at this level only, and a card's pin is checked against it.
-		args = append(args, "--log-verbosity", "4")
-	}
-	if cfg.CgroupDir != "" {
-		// Inside a simulated card the weights are read into the runtime's own
-		// memory instead of mapped: mapped pages can be dropped and re-read,
-		// so a too-small card would thrash instead of failing, and the
-		// preflight is calibrated on this load mode.
-		args = append(args, "--load-mode", "none")
-	}
+	args := llamaServerArgs(cfg, port)
 	own, ft, err := chatTemplate(cfg.Model)
 	if err != nil {
 		return nil, err
@@ -144,6 +112,53 @@ func StartLlamaServer(ctx context.Context, cfg Config) (*LlamaServer, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// llamaServerArgs is llama-server's command line for cfg, listening on port:
+// the pinned context, threads and cache, with every silent fallback and
+// convenience turned off.
+func llamaServerArgs(cfg Config, port int) []string {
+	args := []string{cfg.Binary,
+		"--model", cfg.Model,
+		"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		// N slots, each with the whole pinned context: with --parallel set
+		// the server keeps one KV stream per slot (no --kv-unified) of
+		// ctx-size / N cells, so the total is N × the pinned context.
+		// Continuous batching is its default: every busy slot decodes in
+		// the same batch.
+		"--parallel", strconv.Itoa(cfg.slots()),
+		"--ctx-size", strconv.Itoa(cfg.slots() * cfg.Context),
+		"--threads", strconv.Itoa(cfg.Threads),
+		"--jinja", "--no-webui", "--offline",
+		"--cache-type-k", cfg.KVCacheType, "--cache-type-v", cfg.KVCacheType,
+		"--cache-reuse", "0", "--cache-ram", "0",
+		// Without this llama-server shrinks the context to fit memory: the
+		// silent downgrade a pinned run must never get.
+		"--fit", "off",
+		// Waiting threads sleep instead of spinning: with spinning, a runtime
+		// sharing its cores with anything else slows down many times over.
+		"--poll", "0",
+	}
+	if !cfg.WeightRepack {
+		args = append(args, "--no-repack")
+	}
+	if !cfg.PromptCheckpoints {
+		args = append(args, "--ctx-checkpoints", "0")
+	}
+	args = append(args, llamaServerOffloadArgs(cfg.Offload)...)
+	if cfg.VerboseLog || cfg.Offload.Backend == offload.BackendCUDA {
+		// The load report (layers offloaded, buffers per device) is logged
+		// at this level only, and a card's pin is checked against it.
+		args = append(args, "--log-verbosity", "4")
+	}
+	if cfg.CgroupDir != "" {
+		// Inside a simulated card the weights are read into the runtime's own
+		// memory instead of mapped: mapped pages can be dropped and re-read,
+		// so a too-small card would thrash instead of failing, and the
+		// preflight is calibrated on this load mode.
+		args = append(args, "--load-mode", "none")
+	}
+	return args
 }
 
 // holdOffload reads where the server put the model and refuses a placement
@@ -357,8 +372,15 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 	var props struct {
 		ChatTemplate string `json:"chat_template"`
 		BuildInfo    string `json:"build_info"`
+		TotalSlots   int    `json:"total_slots"`
+		Defaults     struct {
+			SlotContext int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
 	}
 	if err := s.call(ctx, "GET", "/props", nil, &props); err != nil {
+		return err
+	}
+	if err := s.holdSlots(props.TotalSlots, props.Defaults.SlotContext, trainedContext(s.cfg.Model)); err != nil {
 		return err
 	}
 	s.tmpl = props.ChatTemplate
@@ -370,7 +392,7 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 	s.pins = Pins{
 		Stack:     stack,
 		ModelName: s.cfg.ModelName, ModelFile: s.cfg.Model, ModelSHA256: s.cfg.ModelSHA256,
-		Context: s.cfg.Context, KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, WeightRepack: onOff(s.cfg.WeightRepack),
+		Context: s.cfg.Context, Slots: s.cfg.slots(), KVCacheType: s.cfg.KVCacheType, Threads: s.cfg.Threads, WeightRepack: onOff(s.cfg.WeightRepack),
 		PromptCheckpoints: onOff(s.cfg.PromptCheckpoints),
 		ChatTemplate:      s.template,
 		Sandboxed:         s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
@@ -382,6 +404,36 @@ func (s *LlamaServer) readPins(ctx context.Context) error {
 		s.pins.Machine.Backend = offload.BackendCUDA
 	}
 	return nil
+}
+
+// holdSlots refuses a server that does not serve the pinned slots with the
+// whole pinned context each, as it reports them (/props: total_slots and a
+// slot's n_ctx): the server divides its cache among the slots, and a slot
+// with less than the pin would fail or cut a request that fits it. A slot
+// is held to the model's trained length where the pin is longer (trained,
+// 0 when the file does not say): the server caps a slot there whatever the
+// slot count, as it always has with one.
+func (s *LlamaServer) holdSlots(slots, slotContext, trained int) error {
+	want := s.cfg.Context
+	if trained > 0 && trained < want {
+		want = trained
+	}
+	if slots != s.cfg.slots() || slotContext < want {
+		return fmt.Errorf("llama-server with %s: %w: it serves %d slots of %d tokens, the pins ask for %d of %d",
+			s.cfg.Model, ErrPinNotHeld, slots, slotContext, s.cfg.slots(), want)
+	}
+	return nil
+}
+
+// trainedContext is the model's trained context length from its GGUF, or
+// 0 when it cannot be read.
+func trainedContext(model string) int {
+	f, err := gguf.Open(model)
+	if err != nil {
+		return 0
+	}
+	n, _ := f.ContextLength()
+	return int(n)
 }
 
 // call sends one JSON request over the socket. A runtime that dies while rig

@@ -22,7 +22,7 @@ import (
 )
 
 // Ollama drives a private `ollama serve`: its own HOME and models directory,
-// one parallel request, the model imported from its pinned GGUF (Ollama picks
+// Config.Slots parallel requests, the model imported from its pinned GGUF (Ollama picks
 // the chat template from the file's own metadata), reached through the
 // official api client over a unix socket forwarded into its sandbox.
 type Ollama struct {
@@ -53,15 +53,9 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	if err := ollamaHoldsContext(cfg.Model, cfg.Context); err != nil {
 		return nil, err
 	}
-	flashAttention := "1"
-	if cfg.Offload.FlashAttention == "off" {
-		if cfg.KVCacheType != "f16" {
-			return nil, fmt.Errorf("ollama: the offload pin turns flash attention off with KV cache type %s: Ollama runs a quantized cache only with flash attention (it would silently run f16); pin flash_attention \"on\" or the f16 cache", cfg.KVCacheType)
-		}
-		flashAttention = "0"
-	}
-	if cfg.Offload.KVOnHost {
-		return nil, errors.New("ollama: the offload pin keeps the KV cache on the host, which Ollama has no setting for (run the arm on llama-server)")
+	flashAttention, err := ollamaFlashAttention(cfg)
+	if err != nil {
+		return nil, err
 	}
 	port := ollamaPort
 	if cfg.NoSandbox {
@@ -82,24 +76,7 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings := map[string]string{
-		"OLLAMA_HOST":              "127.0.0.1:" + strconv.Itoa(port),
-		"OLLAMA_MODELS":            models,
-		"OLLAMA_NUM_PARALLEL":      "1",
-		"OLLAMA_MAX_LOADED_MODELS": "1",
-		"OLLAMA_KEEP_ALIVE":        "-1",
-		"OLLAMA_CONTEXT_LENGTH":    strconv.Itoa(cfg.Context),
-		"OLLAMA_KV_CACHE_TYPE":     cfg.KVCacheType,
-		"OLLAMA_NO_CLOUD":          "1",
-		"OLLAMA_NOPRUNE":           "1",
-		// Without flash attention Ollama's llama.cpp runner silently ignores a
-		// quantized KV-cache type and runs f16, unlike the pins say; so it is
-		// on unless an f16 arm's offload pin turns it off.
-		"OLLAMA_FLASH_ATTENTION": flashAttention,
-	}
-	if overhead > 0 {
-		settings["OLLAMA_GPU_OVERHEAD"] = strconv.FormatUint(overhead, 10)
-	}
+	settings := ollamaSettings(cfg, port, models, flashAttention, overhead)
 	env, err := BuildEnv(cfg.WorkDir, settings)
 	if err != nil {
 		return nil, err
@@ -135,6 +112,49 @@ func StartOllama(ctx context.Context, cfg Config) (*Ollama, error) {
 		return nil, err
 	}
 	return o, nil
+}
+
+// ollamaFlashAttention is the OLLAMA_FLASH_ATTENTION value the offload pin
+// asks for, or the error for a pin Ollama cannot hold.
+func ollamaFlashAttention(cfg Config) (string, error) {
+	flashAttention := "1"
+	if cfg.Offload.FlashAttention == "off" {
+		if cfg.KVCacheType != "f16" {
+			return "", fmt.Errorf("ollama: the offload pin turns flash attention off with KV cache type %s: Ollama runs a quantized cache only with flash attention (it would silently run f16); pin flash_attention \"on\" or the f16 cache", cfg.KVCacheType)
+		}
+		flashAttention = "0"
+	}
+	if cfg.Offload.KVOnHost {
+		return "", errors.New("ollama: the offload pin keeps the KV cache on the host, which Ollama has no setting for (run the arm on llama-server)")
+	}
+	return flashAttention, nil
+}
+
+// ollamaSettings is the environment that pins ollama serve: one model,
+// Config.Slots requests at a time, kept loaded, with the pinned context and
+// cache. Ollama sizes the runner's cache as num_ctx × OLLAMA_NUM_PARALLEL
+// and gives each parallel sequence num_ctx of it, so every request keeps the
+// pinned context.
+func ollamaSettings(cfg Config, port int, models, flashAttention string, overhead uint64) map[string]string {
+	settings := map[string]string{
+		"OLLAMA_HOST":              "127.0.0.1:" + strconv.Itoa(port),
+		"OLLAMA_MODELS":            models,
+		"OLLAMA_NUM_PARALLEL":      strconv.Itoa(cfg.slots()),
+		"OLLAMA_MAX_LOADED_MODELS": "1",
+		"OLLAMA_KEEP_ALIVE":        "-1",
+		"OLLAMA_CONTEXT_LENGTH":    strconv.Itoa(cfg.Context),
+		"OLLAMA_KV_CACHE_TYPE":     cfg.KVCacheType,
+		"OLLAMA_NO_CLOUD":          "1",
+		"OLLAMA_NOPRUNE":           "1",
+		// Without flash attention Ollama's llama.cpp runner silently ignores a
+		// quantized KV-cache type and runs f16, unlike the pins say; so it is
+		// on unless an f16 arm's offload pin turns it off.
+		"OLLAMA_FLASH_ATTENTION": flashAttention,
+	}
+	if overhead > 0 {
+		settings["OLLAMA_GPU_OVERHEAD"] = strconv.FormatUint(overhead, 10)
+	}
+	return settings
 }
 
 // ollamaGPUOverhead is what Ollama must leave free on the card for an arm
@@ -213,24 +233,8 @@ func (o *Ollama) importModel(ctx context.Context) error {
 		}
 		return fmt.Errorf("ollama: uploading %s: %w", o.cfg.Model, err)
 	}
-	o.model = "rig-" + sanitizeName(o.cfg.ModelName) + ":pinned"
-	create := &api.CreateRequest{Model: o.model, Files: map[string]string{filepath.Base(o.cfg.Model): digest}}
-	own, ft, err := chatTemplate(o.cfg.Model)
-	if err != nil {
+	if err := o.createPinnedModel(gctx, digest); err != nil {
 		return err
-	}
-	o.template = "the GGUF's own"
-	if !own {
-		create.Template = ft.Ollama
-		create.Parameters = map[string]any{"stop": ft.Stop}
-		o.template = ft.Name
-	}
-	err = o.client.Create(gctx, create, func(api.ProgressResponse) error { return nil })
-	if err != nil {
-		if o.exited() {
-			return o.crashed("while importing the model")
-		}
-		return fmt.Errorf("ollama: importing %s: %w: %v", o.cfg.Model, ErrModelFile, err)
 	}
 	show, err := o.client.Show(gctx, &api.ShowRequest{Model: o.model})
 	if err != nil {
@@ -259,6 +263,37 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	if o.load, err = holdOffload("ollama", o.cfg.Model, o.cfg.Offload, o.sb.logPath); err != nil {
 		return err
 	}
+	return o.recordPins(gctx, digest, ollamaDigest)
+}
+
+// createPinnedModel creates the model rig calls from the uploaded blob, with
+// the chat template the pins name when the GGUF's own is not used.
+func (o *Ollama) createPinnedModel(gctx context.Context, digest string) error {
+	o.model = "rig-" + sanitizeName(o.cfg.ModelName) + ":pinned"
+	create := &api.CreateRequest{Model: o.model, Files: map[string]string{filepath.Base(o.cfg.Model): digest}}
+	own, ft, err := chatTemplate(o.cfg.Model)
+	if err != nil {
+		return err
+	}
+	o.template = "the GGUF's own"
+	if !own {
+		create.Template = ft.Ollama
+		create.Parameters = map[string]any{"stop": ft.Stop}
+		o.template = ft.Name
+	}
+	err = o.client.Create(gctx, create, func(api.ProgressResponse) error { return nil })
+	if err != nil {
+		if o.exited() {
+			return o.crashed("while importing the model")
+		}
+		return fmt.Errorf("ollama: importing %s: %w: %v", o.cfg.Model, ErrModelFile, err)
+	}
+	return nil
+}
+
+// recordPins reads Ollama's version and stack and sets o.pins from them and
+// the loaded model.
+func (o *Ollama) recordPins(gctx context.Context, digest, ollamaDigest string) error {
 	version, err := o.client.Version(gctx)
 	if err != nil {
 		if o.exited() {
@@ -272,7 +307,7 @@ func (o *Ollama) importModel(ctx context.Context) error {
 	}
 	o.pins = Pins{
 		Stack: stack, ModelName: o.cfg.ModelName, ModelFile: o.cfg.Model, ModelSHA256: strings.TrimPrefix(digest, "sha256:"),
-		OllamaDigest: ollamaDigest, Context: o.cfg.Context, KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
+		OllamaDigest: ollamaDigest, Context: o.cfg.Context, Slots: o.cfg.slots(), KVCacheType: o.cfg.KVCacheType, Threads: o.cfg.Threads, ChatTemplate: o.template,
 		Sandboxed: o.sb.Containment.Sandboxed, NoSandbox: o.cfg.NoSandbox, Containment: o.sb.Containment, Machine: ReadMachine(),
 		Offload: o.cfg.Offload, Load: o.load, CPU: readCPUBackend("ollama", o.sb.logPath, stack.Libraries),
 	}

@@ -24,8 +24,11 @@ type Pins struct {
 	ModelSHA256  string `json:"model_sha256"`
 	OllamaDigest string `json:"ollama_digest,omitempty"`
 	Context      int    `json:"context"`
-	KVCacheType  string `json:"kv_cache_type"`
-	Threads      int    `json:"threads"`
+	// Slots is how many requests the server was started to serve at once,
+	// each with the whole Context (Config.Slots; 1 when unset).
+	Slots       int    `json:"slots,omitempty"`
+	KVCacheType string `json:"kv_cache_type"`
+	Threads     int    `json:"threads"`
 	// WeightRepack and PromptCheckpoints are "on" or "off" on llama-server
 	// (Config.WeightRepack, Config.PromptCheckpoints) and empty on Ollama,
 	// whose engine decides them.

@@ -233,8 +233,9 @@ type recordingProxy struct {
 	caps     AiderCaps
 
 	// slot is held while a call's body is read and the arm answers it: one
-	// call at a time, so at most one request body is in memory (the arm's
-	// runtime has one slot anyway, so nothing waits longer than it would).
+	// call at a time, so at most one request body is in memory. Aider makes
+	// its calls one after another, and each Aider run has a proxy of its own
+	// (RunAider), so N runs in flight still reach the arm's N slots at once.
 	slot chan struct{}
 
 	mu          sync.Mutex

@@ -128,8 +128,15 @@ type Config struct {
 	ModelName string // registry name, e.g. "smollm2-135m-instruct"
 	// ModelSHA256 is the pinned digest; the file is verified before loading.
 	ModelSHA256 string
-	Context     int
-	Threads     int
+	// Context is the pinned context of one request: every slot gets all of it.
+	Context int
+	Threads int
+	// Slots is how many requests the server serves at once (the arm's
+	// pins.slots); 0 or 1 means one, today's single slot. llama-server gets
+	// --parallel Slots and a KV cache of Slots × Context, which it divides
+	// evenly, so each slot holds the whole pinned context; Ollama gets
+	// OLLAMA_NUM_PARALLEL=Slots, and it sizes its cache as num_ctx × that.
+	Slots       int
 	KVCacheType string // f16 (default), q8_0, q4_0
 	WorkDir     string // private HOME, logs, socket; created if missing
 	CgroupDir   string // memory cgroup to run in (a simulated card), optional
@@ -191,3 +198,6 @@ func start(ctx context.Context, kind string, cfg Config) (Runtime, error) {
 	}
 	return nil, fmt.Errorf("unknown runtime %q (known: llama-server, ollama; Aider runs on top of one of them)", kind)
 }
+
+// slots is the number of requests the server serves at once: Slots, or one.
+func (c Config) slots() int { return max(c.Slots, 1) }

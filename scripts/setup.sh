@@ -138,6 +138,14 @@ if [ ! -x "$lbuild/bin/llama-quantize" ]; then
     { tail -20 "$lbuild.log"; die "llama-quantize build failed; full log: $lbuild.log"; }
 fi
 
+# llama-batched-bench: llama.cpp's own batched throughput, the reference
+# `rig bench slots` holds the runtime's slots against.
+if [ ! -x "$lbuild/bin/llama-batched-bench" ]; then
+  log "building llama-batched-bench (llama.cpp's batched throughput, for rig bench slots)"
+  cmake --build "$lbuild" --target llama-batched-bench -j "$jobs" >>"$lbuild.log" 2>&1 ||
+    { tail -20 "$lbuild.log"; die "llama-batched-bench build failed; full log: $lbuild.log"; }
+fi
+
 # --- the prefill scorer -----------------------------------------------------------
 # rig-prefill-score: prefill replay scores kept tokens in one batched pass
 # through the pinned build's own libllama (replay/prefill/scorer.cpp). It is
@@ -341,6 +349,7 @@ gemma_requant=$(requant_q8_0 "$GEMMA3_GGUF_SHA256" "$gemma" gemma-3-270m.requant
 
 # Quick re-verification on every run: a stamp only says a step finished once.
 [ -x "$llama_server" ] || die "$llama_server missing although stamped; remove $lbuild and run make setup"
+[ -x "$lbuild/bin/llama-batched-bench" ] || die "$lbuild/bin/llama-batched-bench missing although built; remove it and run make setup"
 [ -x "$ollama_bin" ] || die "$ollama_bin missing although stamped; remove $obuild and run make setup"
 [ -x "$aider_bin" ] || die "$aider_bin missing although stamped; remove $avenv and run make setup"
 [ -x "$prefill_scorer" ] || die "$prefill_scorer missing although stamped; remove $scorer_dir and run make setup"
@@ -352,6 +361,7 @@ RIG_CACHE=$cache
 LLAMA_CPP_SRC=$lsrc
 LLAMA_SERVER_BIN=$llama_server
 LLAMA_SERVER_BUILD_FLAGS="$LLAMA_CPP_CMAKE_FLAGS"
+LLAMA_BATCHED_BENCH_BIN=$lbuild/bin/llama-batched-bench
 OLLAMA_BIN=$ollama_bin
 OLLAMA_BUILD_FLAGS="$ollama_flags"
 AIDER_BIN=$aider_bin

@@ -203,7 +203,7 @@ func PreflightProfile(d *Design, a Arm) preflight.Profile {
 		Quant:         a.Pins.Quant,
 		KVType:        "f16",
 		OffloadLayers: preflight.OffloadAll,
-		Parallel:      1,
+		Parallel:      a.Pins.SlotCount(), // each slot holds a whole context of KV cache
 		Simulated:     card.Simulated,
 	}
 	if card.OffloadLayers != nil {

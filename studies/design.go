@@ -186,7 +186,19 @@ type Pins struct {
 	// zero value (omitted) is the CPU path. It is held like the other pins:
 	// on every receipt, and checked against the runtime's load report.
 	Offload offload.Pin `json:"offload,omitzero"`
+	// Slots is how many requests the arm's runtime serves at once and how
+	// many of the arm's trials rig keeps in flight; 0 (left out) is 1. Left
+	// out, a design hashes as it did before slots were a pin.
+	Slots int `json:"slots,omitempty"`
 }
+
+// MaxSlots bounds pins.slots: each slot holds a whole pinned context of KV
+// cache, so more would rarely fit, and llama.cpp's own evaluations stop
+// gaining well before it.
+const MaxSlots = 64
+
+// SlotCount is how many trials of the arm run at once: 1 when unset.
+func (p Pins) SlotCount() int { return max(p.Slots, 1) }
 
 // Sampling is the sampler configuration sent with every call.
 type Sampling struct {
@@ -549,21 +561,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			bad("an object")
 			return v
 		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			f, ok := fields[k]
-			if !ok {
-				*probs = append(*probs, Problem{File: file, Path: join(path, k), Kind: KindUnknownField,
-					Msg: fmt.Sprintf("unknown field (known fields here: %s)", strings.Join(sortedKeys(fields), ", "))})
-				continue
-			}
-			m[k] = checkShape(file, m[k], f.Type, join(path, k), probs)
-		}
+		checkFields(file, m, t, path, probs)
 	case reflect.Slice:
 		s, ok := v.([]any)
 		if !ok {
@@ -582,19 +580,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			bad("true or false")
 		}
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		lo, hi := intRange(t)
-		want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
-		n, ok := v.(json.Number)
-		if !ok {
-			bad(want)
-			return v
-		}
-		i, ok := wholeNumber(n, lo, hi)
-		if !ok {
-			bad(want)
-			return v
-		}
-		return json.Number(strconv.FormatInt(i, 10))
+		return checkWhole(v, t, bad)
 	case reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
@@ -606,6 +592,44 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 		}
 	}
 	return v
+}
+
+// checkFields checks an object's fields in key order: an unknown field is
+// named with the fields known there, a known one is checked by its type.
+func checkFields(file string, m map[string]any, t reflect.Type, path string, probs *[]Problem) {
+	fields := jsonFields(t)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok {
+			*probs = append(*probs, Problem{File: file, Path: join(path, k), Kind: KindUnknownField,
+				Msg: fmt.Sprintf("unknown field (known fields here: %s)", strings.Join(sortedKeys(fields), ", "))})
+			continue
+		}
+		m[k] = checkShape(file, m[k], f.Type, join(path, k), probs)
+	}
+}
+
+// checkWhole checks a value for an integer field of type t, and returns a
+// whole number written with a fraction or an exponent in integer form.
+func checkWhole(v any, t reflect.Type, bad func(string)) any {
+	lo, hi := intRange(t)
+	want := fmt.Sprintf("a whole number from %d to %d", lo, hi)
+	n, ok := v.(json.Number)
+	if !ok {
+		bad(want)
+		return v
+	}
+	i, ok := wholeNumber(n, lo, hi)
+	if !ok {
+		bad(want)
+		return v
+	}
+	return json.Number(strconv.FormatInt(i, 10))
 }
 
 // intRange is the range a Go integer kind holds.
@@ -723,6 +747,28 @@ func (d *Design) ArmsFor(jobKind string) []int {
 	for i := range d.Arms {
 		if d.Arms[i].Role != RoleJudge && d.Arms[i].RunsJobKind(jobKind) {
 			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// SlotsDiffer names, for the report, each job kind whose arms run at
+// different slot counts: under pins_source "shared" validation refuses
+// that, so these are production-values arms, and their speed and cost
+// compare loads as well as models.
+func (d *Design) SlotsDiffer() []string {
+	var out []string
+	for _, jk := range d.JobKinds {
+		var parts []string
+		seen := map[int]bool{}
+		for _, i := range d.ArmsFor(jk.Name) {
+			a := d.Arms[i]
+			seen[a.Pins.SlotCount()] = true
+			parts = append(parts, fmt.Sprintf("%s %d", a.Name, a.Pins.SlotCount()))
+		}
+		if len(seen) > 1 {
+			out = append(out, fmt.Sprintf("job kind %s: the arms run at different slot counts (%s; pins_source production-values), so their speed and cost compare loads as well as models.",
+				jk.Name, strings.Join(parts, ", ")))
 		}
 	}
 	return out

@@ -174,7 +174,13 @@ func NewPlan(d *Design, tasks map[string][]string, opts PlanOptions) (*Plan, err
 // task, so the server behind it is what a load costs.
 func instance(a *Arm) string {
 	server := a.Runtime.Engine()
-	return fmt.Sprintf("%s|%s|%s|ctx=%d", server, a.Model.File, a.Pins.Quant, a.Pins.Context)
+	inst := fmt.Sprintf("%s|%s|%s|ctx=%d", server, a.Model.File, a.Pins.Quant, a.Pins.Context)
+	if n := a.Pins.SlotCount(); n > 1 {
+		// Another slot count is another process; one slot keeps the
+		// instance, and so the plan's hash, as it was.
+		inst += fmt.Sprintf("|slots=%d", n)
+	}
+	return inst
 }
 
 // PlanSeed derives an execution's plan seed from the snapshot and attempt,

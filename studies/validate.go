@@ -370,6 +370,9 @@ func (v *validator) arms() {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
+		if a.Pins.Slots > 1 && a.Runtime.Aider() {
+			v.add(KindInvalid, p+".pins.slots", "%d: an Aider arm runs one trial at a time for now (several Aider processes against one runtime are not yet run); leave slots out, or run the model without Aider", a.Pins.Slots)
+		}
 		if o := a.Pins.Offload; o.Backend == offload.BackendCUDA && a.Runtime.Engine() == "ollama" {
 			// Ollama's settings reach less far than llama-server's flags.
 			if o.KVOnHost {
@@ -413,6 +416,9 @@ func (v *validator) pins(p string, pins Pins) {
 	if pins.StopCap > 0 && pins.Context > 0 && pins.StopCap >= pins.Context {
 		v.add(KindInvalid, p+".stop_cap", "%d is not below the context %d (leave room for the prompt)", pins.StopCap, pins.Context)
 	}
+	if pins.Slots < 0 || pins.Slots > MaxSlots {
+		v.add(KindInvalid, p+".slots", "%d: run 1..%d trials at once (0 or left out means 1)", pins.Slots, MaxSlots)
+	}
 	if err := pins.Offload.Validate(); err != nil {
 		v.add(KindInvalid, p+".offload", "%v", err)
 	}
@@ -440,9 +446,9 @@ func (v *validator) pins(p string, pins Pins) {
 	v.need(p+".runtime_build", pins.RuntimeBuild, "pin the runtime build, e.g. \"llama.cpp b6123\" or \"ollama v0.17.4\"")
 }
 
-// sharedPins holds context, sampling and stop cap equal across the arms of
-// a job kind that say pins_source "shared"; quant, effort and runtime build
-// belong to the model and runtime and may differ.
+// sharedPins holds context, sampling, stop cap and slots equal across the
+// arms of a job kind that say pins_source "shared"; quant, effort and
+// runtime build belong to the model and runtime and may differ.
 func (v *validator) sharedPins() {
 	for _, jk := range v.d.JobKinds {
 		first := -1
@@ -463,7 +469,7 @@ func (v *validator) sharedPins() {
 			f := v.d.Arms[first].Pins
 			diff := func(field string, got, want any) {
 				v.add(KindPinsDiffer, fmt.Sprintf("arms[%d].pins.%s", i, field),
-					"%v differs from arms[%d].pins.%s %v in job kind %q (pins_source \"shared\" holds context, sampling and stop cap equal across a job kind; make them equal, or set pins_source \"production-values\" for documented values)",
+					"%v differs from arms[%d].pins.%s %v in job kind %q (pins_source \"shared\" holds context, sampling, stop cap and slots equal across a job kind; make them equal, or set pins_source \"production-values\" for documented values)",
 					got, first, field, want, jk.Name)
 			}
 			if a.Pins.Context != f.Context {
@@ -471,6 +477,10 @@ func (v *validator) sharedPins() {
 			}
 			if a.Pins.StopCap != f.StopCap {
 				diff("stop_cap", a.Pins.StopCap, f.StopCap)
+			}
+			if a.Pins.SlotCount() != f.SlotCount() {
+				// Arms compared at different loads measure the load.
+				diff("slots", a.Pins.SlotCount(), f.SlotCount())
 			}
 			if a.Pins.Sampling != f.Sampling {
 				// As the design writes it, not as Go prints the struct.

@@ -21,7 +21,7 @@ func newBenchCommand() *cobra.Command {
 		Short: "Measure rig against its own goals, with ratios measured side by side",
 	}
 	cmd.AddCommand(newBenchStatsCommand(), newBenchPreflightCommand())
-	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand())
+	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand(), newBenchSlotsCommand())
 	return cmd
 }
 

@@ -51,7 +51,12 @@ type Installed struct {
 	LlamaCppSrc    string
 	LlamaServer    string
 	LlamaBuildFlag string
-	Ollama         string
+	// LlamaBatchedBench is llama.cpp's llama-batched-bench from the same
+	// build as LlamaServer: the runtime's own batched throughput, which
+	// `rig bench slots` compares rig's slots against. Empty in an
+	// installed.env written before setup built it.
+	LlamaBatchedBench string
+	Ollama            string
 	// OllamaBuildFlag says how scripts/setup.sh built Ollama: installed.env's
 	// OLLAMA_BUILD_FLAGS (the release-style build: CPU backends by CMake
 	// preset, then the Go binary), or, for an installed.env written before
@@ -110,12 +115,13 @@ func LoadFile(path string) (Installed, error) {
 	}
 	pins := Pins()
 	in := Installed{
-		File:           path,
-		Cache:          kv["RIG_CACHE"],
-		LlamaCppSrc:    kv["LLAMA_CPP_SRC"],
-		LlamaServer:    kv["LLAMA_SERVER_BIN"],
-		LlamaBuildFlag: kv["LLAMA_SERVER_BUILD_FLAGS"],
-		Ollama:         kv["OLLAMA_BIN"],
+		File:              path,
+		Cache:             kv["RIG_CACHE"],
+		LlamaCppSrc:       kv["LLAMA_CPP_SRC"],
+		LlamaServer:       kv["LLAMA_SERVER_BIN"],
+		LlamaBuildFlag:    kv["LLAMA_SERVER_BUILD_FLAGS"],
+		LlamaBatchedBench: kv["LLAMA_BATCHED_BENCH_BIN"],
+		Ollama:            kv["OLLAMA_BIN"],
 		// The words every receipt has carried for the bare `go build` since
 		// the first one: changing them would make the same build two pins.
 		OllamaBuildFlag:     cmp.Or(kv["OLLAMA_BUILD_FLAGS"], "go build -trimpath (cgo, CPU), ollama v"+pins["OLLAMA_VERSION"]),

@@ -53,7 +53,7 @@ func TestLoadHonoursRigCache(t *testing.T) {
 	if _, err := Load(); !errors.Is(err, ErrNotProvisioned) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("no installed.env: err = %v, want ErrNotProvisioned naming %s", err, dir)
 	}
-	body := "LLAMA_SERVER_BIN=/b/llama-server\nLLAMA_SERVER_BUILD_FLAGS=\"-DX=ON\"\nOLLAMA_BIN=/b/ollama\nSMOLLM2_GGUF=/m/s.gguf\n"
+	body := "LLAMA_SERVER_BIN=/b/llama-server\nLLAMA_SERVER_BUILD_FLAGS=\"-DX=ON\"\nLLAMA_BATCHED_BENCH_BIN=/b/llama-batched-bench\nOLLAMA_BIN=/b/ollama\nSMOLLM2_GGUF=/m/s.gguf\n"
 	if err := os.WriteFile(filepath.Join(dir, "installed.env"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestLoadHonoursRigCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in.File != filepath.Join(dir, "installed.env") || in.LlamaServer != "/b/llama-server" || in.LlamaBuildFlag != "-DX=ON" || in.Ollama != "/b/ollama" {
+	if in.File != filepath.Join(dir, "installed.env") || in.LlamaServer != "/b/llama-server" || in.LlamaBuildFlag != "-DX=ON" || in.LlamaBatchedBench != "/b/llama-batched-bench" || in.Ollama != "/b/ollama" {
 		t.Errorf("read %+v", in)
 	}
 	if m := in.Models["smollm2-135m-instruct"]; m.Path != "/m/s.gguf" || m.SHA256 != Pins()["SMOLLM2_GGUF_SHA256"] {

@@ -278,6 +278,7 @@ func reportWarnings(ev *Evidence, rep *analysis.Report) []string {
 	for _, w := range rep.Warnings {
 		warnings = append(warnings, w.String())
 	}
+	warnings = append(warnings, ev.Design.SlotsDiffer()...)
 	measured := 0
 	for _, r := range ev.Receipts {
 		if r.EnergySource == receipts.EnergyMeasuredNVML {
