@@ -136,6 +136,9 @@ type Pins struct {
 	// Offload is where the runtime puts the model; the zero value (omitted)
 	// is the CPU path. internal/offload is data only, so it is used as is.
 	Offload offload.Pin `json:"offload,omitzero"`
+	// Slots is how many requests the arm's runtime serves at once and how
+	// many of its trials are kept in flight; 0 (omitted) is one.
+	Slots int `json:"slots,omitempty"`
 }
 
 // Sampling is the sampler configuration sent with every call.

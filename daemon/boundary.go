@@ -117,7 +117,7 @@ func apiLicenceTerm(t studies.LicenceTerm) api.LicenceTerm {
 
 func apiPins(p studies.Pins) api.Pins {
 	return api.Pins{Quant: p.Quant, Context: p.Context, Sampling: api.Sampling(p.Sampling), StopCap: p.StopCap,
-		Effort: api.Effort(p.Effort), RuntimeBuild: p.RuntimeBuild, Offload: p.Offload}
+		Effort: api.Effort(p.Effort), RuntimeBuild: p.RuntimeBuild, Offload: p.Offload, Slots: p.Slots}
 }
 
 func apiBinary(b studies.Binary) api.Binary { return api.Binary(b) }

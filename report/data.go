@@ -97,6 +97,10 @@ type Kind struct {
 	DetectableComputed *float64 `json:"detectable_computed,omitempty"`
 	DetectableTasks    int      `json:"detectable_tasks,omitempty"`
 	DetectablePower    float64  `json:"detectable_power,omitempty"`
+	// DetectablePilot is the pilot discordance rig computed from; 0 when
+	// the design gives none. With a pilot and DetectableComputed nil, the
+	// planned tasks cannot detect any lead at that power.
+	DetectablePilot float64 `json:"detectable_pilot,omitempty"`
 
 	Arms     []Arm       `json:"arms"`
 	Pairs    []Pair      `json:"pairs"`

@@ -15,7 +15,7 @@ func TestDetectableIsLabelledStatedOrComputed(t *testing.T) {
 	d := SampleData()
 	k := &d.Kinds[0]
 	stated, computed := 0.4, 0.403
-	k.Detectable, k.DetectableComputed, k.DetectableTasks, k.DetectablePower = &stated, &computed, 27, 0.8
+	k.Detectable, k.DetectableComputed, k.DetectableTasks, k.DetectablePower, k.DetectablePilot = &stated, &computed, 27, 0.8, 0.3
 
 	var md, page bytes.Buffer
 	if err := WriteMarkdown(&md, d); err != nil {
@@ -39,8 +39,19 @@ func TestDetectableIsLabelledStatedOrComputed(t *testing.T) {
 		}
 	}
 
-	// With no pilot, rig computes none and says so.
+	// A pilot with too few tasks to see any lead: rig says that, not that
+	// the design gave no pilot (the newcomer's 8-task study read so).
 	k.DetectableComputed = nil
+	md.Reset()
+	if err := WriteMarkdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "±0.400 at 80% power; computed by rig: none, 27 tasks cannot detect any lead at 80% power with the pilot's discordance of 0.300") {
+		t.Errorf("with too few tasks the Markdown does not say so:\n%s", md.String())
+	}
+
+	// With no pilot, rig computes none and says so.
+	k.DetectablePilot = 0
 	md.Reset()
 	if err := WriteMarkdown(&md, d); err != nil {
 		t.Fatal(err)

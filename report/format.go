@@ -236,17 +236,24 @@ func detectableText(k Kind) string {
 	if k.Detectable != nil {
 		stated = fmt.Sprintf("smallest detectable difference stated by the design: ±%s at 80%% power", num(*k.Detectable))
 	}
-	if k.DetectableComputed == nil {
+	power := strconv.FormatFloat(100*k.DetectablePower, 'f', -1, 64)
+	switch {
+	case k.DetectablePilot == 0:
 		return stated + " (rig computes none: the design gives no pilot discordance)"
+	case k.DetectableComputed == nil:
+		return fmt.Sprintf("%s; computed by rig: none, %d tasks cannot detect any lead at %s%% power with the pilot's discordance of %s", stated, k.DetectableTasks, power, num(k.DetectablePilot))
 	}
-	return fmt.Sprintf("%s; computed by rig: ±%s for %d tasks at %s%% power", stated, num(*k.DetectableComputed), k.DetectableTasks, strconv.FormatFloat(100*k.DetectablePower, 'f', -1, 64))
+	return fmt.Sprintf("%s; computed by rig: ±%s for %d tasks at %s%% power", stated, num(*k.DetectableComputed), k.DetectableTasks, power)
 }
 
 // computedAside is the computed detectable difference as an aside to a
 // sentence about the stated one; empty when rig computed none.
 func computedAside(k Kind) string {
-	if k.DetectableComputed == nil {
+	switch {
+	case k.DetectablePilot == 0:
 		return ""
+	case k.DetectableComputed == nil:
+		return fmt.Sprintf(" (computed by rig: %d tasks cannot detect any lead)", k.DetectableTasks)
 	}
 	return fmt.Sprintf(" (computed by rig: ±%s for %d tasks)", num(*k.DetectableComputed), k.DetectableTasks)
 }

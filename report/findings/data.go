@@ -114,9 +114,12 @@ func (b kindBuilder) kind(k analysis.KindResult) report.Kind {
 		v := d.Power.SmallestDetectableDifference
 		jk.Detectable = &v
 	}
-	if pw := rep.Power; pw != nil && pw.MinDetectable.Valid() {
-		v := float64(pw.MinDetectable)
-		jk.DetectableComputed, jk.DetectableTasks, jk.DetectablePower = &v, pw.Tasks, pw.Power
+	if pw := rep.Power; pw != nil && pw.PilotDiscordance > 0 {
+		jk.DetectableTasks, jk.DetectablePower, jk.DetectablePilot = pw.Tasks, pw.Power, pw.PilotDiscordance
+		if pw.MinDetectable.Valid() {
+			v := float64(pw.MinDetectable)
+			jk.DetectableComputed = &v
+		}
 	}
 	b.armRows(&jk, k)
 	jk.Sweep = sweepOf(k)
