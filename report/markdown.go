@@ -89,7 +89,7 @@ func (m *mdWriter) stop(st *Stop) {
 		if sp.Direction != "" {
 			status += " (" + sp.Direction + " leads)"
 		}
-		m.row(sp.Challenger+" vs "+sp.Baseline, sp.JobKind, status, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned), fmt.Sprintf("%.4g", sp.P), fmt.Sprintf("%.4g", sp.PHolm), sp.IntervalText())
+		m.row(sp.Challenger+" vs "+sp.Baseline, sp.JobKind, status, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned), pval(sp.P), pval(sp.PHolm), sp.IntervalText())
 	}
 	m.p("\n")
 	for _, sp := range st.Pairs {

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"math"
+	"rig/internal/wording"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -63,10 +65,11 @@ type StopInterval struct {
 // IntervalText is the pair's interval as the table prints it: the
 // stagewise-exact one where there is one, else the confidence sequence.
 func (sp StopPair) IntervalText() string {
+	level := func(l float64) string { return strconv.FormatFloat(100*l, 'f', -1, 64) + "%" }
 	if g := sp.Stagewise; g != nil {
-		return fmt.Sprintf("%.3f to %.3f (%.4g, stagewise-exact)", g.Lo, g.Hi, g.Level)
+		return fmt.Sprintf("[%s, %s] (%s, stagewise-exact)", wording.Signed(g.Lo), wording.Signed(g.Hi), level(g.Level))
 	}
-	return fmt.Sprintf("%.3f to %.3f (%.4g, confidence sequence)", sp.CSLo, sp.CSHi, sp.CSLevel)
+	return fmt.Sprintf("[%s, %s] (%s, confidence sequence)", wording.Signed(sp.CSLo), wording.Signed(sp.CSHi), level(sp.CSLevel))
 }
 
 // StopPoint is one check of a monitored pair; nil boundaries are absent at

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,13 @@ type reviewerCase struct {
 	pass   map[string]func(task int) bool
 	power  *analysis.PowerPlan
 	clause []analysis.Clause
+	// slow multiplies an arm's wall time; guard is a guardrail on it.
+	slow   map[string]float64
+	guard  []analysis.Guardrail
+	blocks bool // the guardrail must block the winner
+	// stop, when set, monitors both pairs every 8 tasks and keeps only the
+	// trials run when the study stopped (want: stopped early).
+	stop *analysis.Stopping
 }
 
 func (c reviewerCase) analyse(t *testing.T) (analysis.Input, *analysis.Report) {
@@ -30,15 +38,22 @@ func (c reviewerCase) analyse(t *testing.T) (analysis.Input, *analysis.Report) {
 	var trials []analysis.Trial
 	for i := range c.tasks {
 		for _, arm := range []string{"base", "cand", "alt"} {
-			trials = append(trials, analysis.Trial{DesignHash: "d1", Arm: arm, JobKind: "apply", Task: fmt.Sprintf("t%03d", i), Pass: c.pass[arm](i), WallSeconds: 1 + float64(i%3)})
+			wall := 1 + float64(i%3)
+			if f, ok := c.slow[arm]; ok {
+				wall *= f
+			}
+			trials = append(trials, analysis.Trial{DesignHash: "d1", Arm: arm, JobKind: "apply", Task: fmt.Sprintf("t%03d", i), Pass: c.pass[arm](i), WallSeconds: wall})
 		}
 	}
 	rule := analysis.Rule{Clauses: append(c.clause,
 		analysis.Clause{If: []analysis.Condition{{Outcomes: []analysis.Outcome{analysis.Improvement}, Candidate: "cand", Baseline: "base"}}, Then: "accept cand"})}
 	d := analysis.Design{Hash: "d1", Arms: []analysis.Arm{{Name: "base"}, {Name: "cand"}, {Name: "alt"}}, Incumbent: "base",
 		Pairs:    []analysis.Pair{{Candidate: "cand", Baseline: "base"}, {Candidate: "alt", Baseline: "base"}},
-		JobKinds: []analysis.JobKind{{Name: "apply", Measure: analysis.MeasurePass}}, Seed: 1, Rule: rule, Power: c.power}
+		JobKinds: []analysis.JobKind{{Name: "apply", Measure: analysis.MeasurePass}}, Seed: 1, Rule: rule, Power: c.power, Guardrails: c.guard}
 	in := analysis.Input{Design: d, Trials: trials}
+	if c.stop != nil {
+		in = c.stopped(t, in)
+	}
 	rep, err := analysis.Analyse(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -46,10 +61,57 @@ func (c reviewerCase) analyse(t *testing.T) (analysis.Input, *analysis.Report) {
 	return in, rep
 }
 
+// stopped runs the stopping rule's monitor as the runner does, a check per
+// block of 8 tasks, and returns the input as the study left it: the trials
+// run until every pair settled, and its early-stopping record.
+func (c reviewerCase) stopped(t *testing.T, in analysis.Input) analysis.Input {
+	t.Helper()
+	const block = 8
+	for n := block; n <= c.tasks; n += block {
+		var pairs []analysis.MonitoredPair
+		for _, p := range in.Design.Pairs {
+			mp := analysis.MonitoredPair{Pair: p, JobKind: "apply", Measure: analysis.MeasurePass, Planned: c.tasks}
+			for i := range n {
+				mp.Tasks = append(mp.Tasks, analysis.PairedTask{Task: fmt.Sprintf("t%03d", i), Candidate: b2f(c.pass[p.Candidate](i)), Baseline: b2f(c.pass[p.Baseline](i))})
+			}
+			for k := block; k <= n; k += block {
+				mp.Checks = append(mp.Checks, k)
+			}
+			pairs = append(pairs, mp)
+		}
+		look, err := analysis.Monitor(analysis.MonitorState{Stopping: *c.stop, Pairs: pairs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !look.Stop {
+			continue
+		}
+		seq := &analysis.Sequential{Stopping: *c.stop, Look: look, StoppedEarly: true}
+		var run []analysis.Trial
+		for _, tr := range in.Trials {
+			if tr.Task < fmt.Sprintf("t%03d", n) {
+				run = append(run, tr)
+			} else {
+				seq.NotRun = append(seq.NotRun, tr.Arm+"|apply|"+tr.Task+"#1")
+			}
+		}
+		return analysis.Input{Design: in.Design, Trials: run, Sequential: seq}
+	}
+	t.Fatalf("the study never stopped early (%d tasks, a check per %d)", c.tasks, block)
+	return in
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // renderings are one report as a reviewer reads it in three places.
 type renderings struct{ markdown, page, cli string }
 
-func render(t *testing.T, in analysis.Input, rep *analysis.Report, stated float64) renderings {
+func render(t *testing.T, in analysis.Input, rep *analysis.Report, stated float64) (report.Data, renderings) {
 	t.Helper()
 	sd := &studies.Design{}
 	sd.Power.SmallestDetectableDifference = stated
@@ -67,7 +129,7 @@ func render(t *testing.T, in analysis.Input, rep *analysis.Report, stated float6
 	tags := regexp.MustCompile(`<[^>]+>`)
 	// The page read as text: tags out, entities decoded, a table row a line.
 	text := strings.NewReplacer("</tr>", "</tr>\n", "</p>", "</p>\n").Replace(page.String())
-	return renderings{markdown: strings.ReplaceAll(md.String(), `\|`, "|"), page: html.UnescapeString(tags.ReplaceAllString(text, " ")), cli: cli.String()}
+	return data, renderings{markdown: strings.ReplaceAll(md.String(), `\|`, "|"), page: html.UnescapeString(tags.ReplaceAllString(text, " ")), cli: cli.String()}
 }
 
 // lineWith is the first line of text that holds every one of keys.
@@ -93,12 +155,21 @@ func lineWith(text string, keys ...string) string {
 // fails.
 func TestReportReadsLikeAReviewer(t *testing.T) {
 	even := func(i int) bool { return i%2 == 0 }
+	tenth := 0.1
 	none := func(int) bool { return false }
 	cases := []reviewerCase{
 		{name: "crossed", tasks: 40, pass: map[string]func(int) bool{"base": even, "cand": func(i int) bool { return i%2 == 0 || i%5 != 0 }, "alt": even}},
 		{name: "not crossed", tasks: 40, pass: map[string]func(int) bool{"base": even, "cand": func(i int) bool { return even(i) || i == 3 || i == 7 }, "alt": func(i int) bool { return even(i) && i != 4 }}},
 		{name: "tie", tasks: 30, pass: map[string]func(int) bool{"base": even, "cand": even, "alt": even}},
 		{name: "no signal", tasks: 30, pass: map[string]func(int) bool{"base": none, "cand": none, "alt": none}},
+		{name: "guardrail holds (faster)", tasks: 40, pass: map[string]func(int) bool{"base": even, "cand": func(i int) bool { return i%2 == 0 || i%5 != 0 }, "alt": even},
+			slow: map[string]float64{"cand": 0.8}, guard: []analysis.Guardrail{{Metric: analysis.MetricWallTime, MaxRelative: &tenth}}},
+		{name: "guardrail breached (slower)", tasks: 40, pass: map[string]func(int) bool{"base": even, "cand": func(i int) bool { return i%2 == 0 || i%5 != 0 }, "alt": even},
+			slow: map[string]float64{"cand": 1.5}, guard: []analysis.Guardrail{{Metric: analysis.MetricWallTime, MaxRelative: &tenth}}, blocks: true},
+		{name: "stopped early, crossed", tasks: 48, pass: map[string]func(int) bool{"base": none, "cand": func(int) bool { return true }, "alt": func(int) bool { return true }},
+			stop: &analysis.Stopping{Method: analysis.GroupSequential, Spending: analysis.Pocock, Alpha: 0.05}},
+		{name: "stopped early, futile", tasks: 48, pass: map[string]func(int) bool{"base": even, "cand": even, "alt": even},
+			stop: &analysis.Stopping{Method: analysis.GroupSequential, Spending: analysis.Pocock, Alpha: 0.05, Futility: 0.35, Discordance: 0.5}},
 		{name: "underpowered", tasks: 27, pass: map[string]func(int) bool{"base": even, "cand": func(i int) bool { return even(i) || i == 1 }, "alt": even},
 			power:  &analysis.PowerPlan{PilotDiscordance: 0.3, Tasks: 27, SmallestDifference: 0.4},
 			clause: []analysis.Clause{{Check: analysis.CheckUnderpowered, Then: analysis.NoDecision}}},
@@ -110,7 +181,7 @@ func TestReportReadsLikeAReviewer(t *testing.T) {
 			if c.power != nil {
 				stated = c.power.SmallestDifference
 			}
-			r := render(t, in, rep, stated)
+			data, r := render(t, in, rep, stated)
 			places := map[string]string{"markdown": r.markdown, "page": r.page, "cli": r.cli}
 			for _, p := range rep.Pairs {
 				name := p.Candidate + " vs " + p.Baseline
@@ -171,6 +242,63 @@ func TestReportReadsLikeAReviewer(t *testing.T) {
 					for _, p := range rep.Pairs {
 						if p.JobKind == k.JobKind && p.Outcome == analysis.Tie {
 							t.Errorf("pair %s vs %s is a tie in a job kind read as no signal, not a tie", p.Candidate, p.Baseline)
+						}
+					}
+				}
+			}
+			// Each guardrail's reading, limit and verdict on one line of
+			// the page and of the Markdown, in the words of its direction.
+			for _, gc := range rep.Constraints {
+				verdict := "holds"
+				if gc.Blocks {
+					verdict = "blocks"
+				}
+				for _, place := range []string{"markdown", "page"} {
+					if lineWith(places[place], gc.Reading, gc.Limit, verdict) == "" {
+						t.Errorf("%s: no line reads guardrail %s as %q, limit %s, %s", place, gc.Clause, gc.Reading, gc.Limit, verdict)
+					}
+				}
+				faster := float64(gc.CandidateValue) < float64(gc.BaselineValue)
+				if faster && (strings.Contains(gc.Reading, "slower") || strings.Contains(gc.Reading, "worse")) ||
+					!faster && strings.Contains(gc.Reading, "faster") {
+					t.Errorf("guardrail %s reads %q for %v s against %v s", gc.Clause, gc.Reading, gc.CandidateValue, gc.BaselineValue)
+				}
+			}
+			if len(c.guard) > 0 {
+				blocked := slices.ContainsFunc(rep.Constraints, func(gc analysis.Constraint) bool { return gc.Blocks })
+				if len(rep.Constraints) == 0 || blocked != c.blocks {
+					t.Errorf("guardrails judged %+v; want one that blocks: %v", rep.Constraints, c.blocks)
+				}
+			}
+			if c.stop != nil {
+				var stopLine string
+				for _, l := range rep.Decision.Trace {
+					if strings.HasPrefix(l, "stopped early") {
+						stopLine = l
+					}
+				}
+				if stopLine == "" {
+					t.Errorf("the trace does not say the study stopped early: %q", rep.Decision.Trace)
+				}
+				for place, text := range places {
+					if !strings.Contains(text, stopLine) {
+						t.Errorf("%s: the trace's stop line %q is not printed", place, stopLine)
+					}
+				}
+				// The early-stopping table reads alike on the page and in
+				// the Markdown: each monitored pair's status, sequential
+				// and Holm p and interval, as report.json holds them.
+				if data.Stop == nil || len(data.Stop.Pairs) == 0 {
+					t.Fatal("a study that stopped early has no early-stopping table")
+				}
+				for _, sp := range data.Stop.Pairs {
+					name, of := sp.Challenger+" vs "+sp.Baseline, fmt.Sprintf("%d of %d", sp.Tasks, sp.Planned)
+					for _, place := range []string{"markdown", "page"} {
+						row := lineWith(places[place], name, of)
+						for _, claim := range []string{sp.Status, wording.P(sp.P), wording.P(sp.PHolm), sp.IntervalText()} {
+							if !strings.Contains(row, claim) {
+								t.Errorf("%s: monitored pair %s reads %q; want %q", place, name, row, claim)
+							}
 						}
 					}
 				}
