@@ -113,9 +113,7 @@ func predictTrial(t *testing.T, path string, ctxLen int) preflight.Estimate {
 // within the calibration's error, and a reservation of the predicted need
 // plus that error holds the run with no OOM kill.
 func TestOllamaTrialWithinItsBound(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Ollama twice with a real model (run without -short)")
-	}
+	testenv.Long(t, "starts Ollama twice with a real model")
 	in, err := provision.Load()
 	testenv.NeedsSetup(t, "the provisioned runtimes and models", err)
 	_, err = runtimes.BuildOf(in, preflight.RuntimeOllama)

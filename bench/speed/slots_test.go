@@ -44,9 +44,7 @@ func TestBatchedBenchArgs(t *testing.T) {
 // request ran to its stop cap, and the ratios are printed (not asserted:
 // they are timings).
 func TestSlotsBenchRuns(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts llama-server and llama-batched-bench (run without -short)")
-	}
+	testenv.Long(t, "starts llama-server and llama-batched-bench")
 	in, err := provision.Load()
 	testenv.NeedsSetup(t, "the provisioned runtimes", err)
 	if in.LlamaBatchedBench == "" {

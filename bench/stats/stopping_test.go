@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"rig/internal/testenv"
+
 	"context"
 	"strings"
 	"testing"
@@ -12,9 +14,7 @@ import (
 // "Early stopping" goals, at a size that runs in seconds; `rig bench stats
 // --stopping` runs the long version.
 func TestStoppingGoals(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation")
-	}
+	testenv.Long(t, "the stopping simulation")
 	ctx := context.Background()
 	for _, s := range []analysis.Stopping{
 		{Method: analysis.GroupSequential, Spending: analysis.OBrienFleming, Alpha: 0.05, Futility: 0.2, Discordance: 0.3},
@@ -52,9 +52,7 @@ func TestStoppingGoals(t *testing.T) {
 // on one pair of 100 tasks; and a study whose arms agree on every task is
 // promised, and gets, an early futility stop.
 func TestPromiseMatchesTheRunner(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulation")
-	}
+	testenv.Long(t, "the stopping simulation")
 	ctx := context.Background()
 	for i, st := range PromiseSettings() {
 		if i == 2 {

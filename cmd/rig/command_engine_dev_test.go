@@ -48,9 +48,7 @@ type engineDev struct {
 
 func startEngineDev(t *testing.T, testName string) *engineDev {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts the real Temporal dev server (run without -short)")
-	}
+	testenv.Long(t, "starts the real Temporal dev server")
 	in, err := provision.Load()
 	if err == nil && in.Temporal == "" {
 		err = errors.New("installed.env names no TEMPORAL_BIN")

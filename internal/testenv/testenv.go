@@ -25,3 +25,18 @@ func NeedsSetup(t testing.TB, what string, err error) {
 	}
 	t.Skipf("%s is missing (run make setup): %v", what, err)
 }
+
+// Long stops a long test (one that starts real runtimes or simulates for a
+// while) under go test -short, saying what it would have run. Under CI=true
+// the suite is meant to run whole, so -short there is a failure, never a
+// quiet skip.
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if !testing.Short() {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("-short under CI=true would skip: %s (CI runs the whole suite: make test)", what)
+	}
+	t.Skipf("-short: %s (run without -short)", what)
+}

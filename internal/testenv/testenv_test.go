@@ -41,3 +41,37 @@ func TestNeedsSetupFailsUnderCI(t *testing.T) {
 		t.Error("a nil error stopped the test")
 	}
 }
+
+// TestLongFailsUnderCIWithShort: under -short a long test skips, naming
+// what it would run, except under CI=true, where it fails; without -short
+// it runs.
+func TestLongFailsUnderCIWithShort(t *testing.T) {
+	if os.Getenv("_TESTENV_CHILD") == "1" {
+		Long(t, "starts a real runtime")
+		t.Log("ran the long part")
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(ci string, short bool) (string, error) {
+		args := []string{"-test.run=^TestLongFailsUnderCIWithShort$", "-test.v"}
+		if short {
+			args = append(args, "-test.short")
+		}
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "_TESTENV_CHILD=1", "CI="+ci)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := run("true", true); err == nil || !strings.Contains(out, "-short under CI=true would skip: starts a real runtime") {
+		t.Errorf("-short under CI=true: want a failure, got err %v:\n%s", err, out)
+	}
+	if out, err := run("", true); err != nil || !strings.Contains(out, "--- SKIP") || strings.Contains(out, "ran the long part") {
+		t.Errorf("-short without CI: want a skip, got err %v:\n%s", err, out)
+	}
+	if out, err := run("true", false); err != nil || !strings.Contains(out, "ran the long part") {
+		t.Errorf("without -short: want the long part run, got err %v:\n%s", err, out)
+	}
+}
