@@ -225,7 +225,7 @@ func (sr Studies) registration(name string) (*studies.Registration, *studies.Des
 		}
 		return nil, nil, err
 	}
-	d, err := studies.ParseDesign(name+"/registration.json", r.Design)
+	d, err := studies.ParseStoredDesign(name+"/registration.json", r.Design)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -336,6 +336,20 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // *ValidationError with the field's JSON path. Bytes that are not UTF-8 are
 // a *ParseError at their line and column (errors.Is textcheck.ErrInvalidUTF8).
 func ParseDesign(file string, data []byte) (*Design, error) {
+	return parseDesign(file, data, false)
+}
+
+// ParseStoredDesign reads a design rig wrote itself (a registration's or a
+// snapshot's): as ParseDesign, except that null is read as an absent list.
+// encoding/json writes a list it holds empty as null (items or
+// decision_rule.clauses of a design built in code), and stores written
+// before a user's null was refused hold them. A user's file is read by
+// ParseDesign, which refuses null as the published schema does.
+func ParseStoredDesign(file string, data []byte) (*Design, error) {
+	return parseDesign(file, data, true)
+}
+
+func parseDesign(file string, data []byte, stored bool) (*Design, error) {
 	if file == "" {
 		file = "design.json"
 	}
@@ -369,7 +383,7 @@ func ParseDesign(file string, data []byte) (*Design, error) {
 		return nil, &ParseError{File: file, Err: errors.New("the design is null (a design file holds one object; run `rig study init` for an example)")}
 	}
 	var probs []Problem
-	tree = checkShape(file, tree, reflect.TypeFor[Design](), "", &probs)
+	tree = checkShape(file, stored, tree, reflect.TypeFor[Design](), "", &probs)
 	if len(probs) > 0 {
 		return nil, &ValidationError{Problems: probs}
 	}
@@ -531,7 +545,10 @@ func lineCol(data []byte, off int64) (int, int) {
 // (leave the field out instead), and a whole number may be written with a
 // fraction or an exponent (1.0, 1e2), as JSON Schema's "integer" allows and
 // YAML users write; it returns v with such numbers in integer form.
-func checkShape(file string, v any, t reflect.Type, path string, probs *[]Problem) any {
+//
+// stored says the design is rig's own writing, where a null list is an
+// empty one (ParseStoredDesign).
+func checkShape(file string, stored bool, v any, t reflect.Type, path string, probs *[]Problem) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -544,11 +561,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			bad("an object") // ParseDesign says so first; kept for other callers
 			return v
 		}
-		if file == snapshotFile && (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
-			// A snapshot is rig's own writing: encoding/json writes a list
-			// it holds empty as null (items or decision_rule.clauses of a
-			// design built in code, and every snapshot frozen before null
-			// was refused). A user's file may not.
+		if stored && (t.Kind() == reflect.Slice || t.Kind() == reflect.Map) {
 			return v
 		}
 		bad(jsonerr.Kind(t.Kind()) + " (null is no value: write one, or leave the field out)")
@@ -561,7 +574,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			bad("an object")
 			return v
 		}
-		checkFields(file, m, t, path, probs)
+		checkFields(file, stored, m, t, path, probs)
 	case reflect.Slice:
 		s, ok := v.([]any)
 		if !ok {
@@ -569,7 +582,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 			return v
 		}
 		for i, e := range s {
-			s[i] = checkShape(file, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
+			s[i] = checkShape(file, stored, e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), probs)
 		}
 	case reflect.String:
 		if _, ok := v.(string); !ok {
@@ -596,7 +609,7 @@ func checkShape(file string, v any, t reflect.Type, path string, probs *[]Proble
 
 // checkFields checks an object's fields in key order: an unknown field is
 // named with the fields known there, a known one is checked by its type.
-func checkFields(file string, m map[string]any, t reflect.Type, path string, probs *[]Problem) {
+func checkFields(file string, stored bool, m map[string]any, t reflect.Type, path string, probs *[]Problem) {
 	fields := jsonFields(t)
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -610,7 +623,7 @@ func checkFields(file string, m map[string]any, t reflect.Type, path string, pro
 				Msg: fmt.Sprintf("unknown field (known fields here: %s)", strings.Join(sortedKeys(fields), ", "))})
 			continue
 		}
-		m[k] = checkShape(file, m[k], f.Type, join(path, k), probs)
+		m[k] = checkShape(file, stored, m[k], f.Type, join(path, k), probs)
 	}
 }
 

@@ -393,12 +393,8 @@ func (s *Snapshot) Verify() error {
 // DesignValue parses the frozen design, as every step after the freeze
 // reads it (card studies expanded into their cells).
 func (s *Snapshot) DesignValue() (*Design, error) {
-	return ParseDesign(snapshotFile, s.Design)
+	return ParseStoredDesign("snapshot.json", s.Design)
 }
-
-// snapshotFile is the name a frozen design is parsed under: the reader
-// knows by it that the design is rig's own writing.
-const snapshotFile = "snapshot.json"
 
 // Arm is the frozen arm of that name.
 func (s *Snapshot) Arm(name string) (FrozenArm, bool) {

@@ -403,16 +403,22 @@ func TestRegisterRefusesTasksOfAnotherGrader(t *testing.T) {
 	}
 }
 
-// TestSnapshotReadsItsOwnNulls: a snapshot holds the design as rig wrote it,
-// where an empty list is null; reading it back must not refuse what rig
-// wrote, while a user's design file with the same null is refused.
+// TestSnapshotReadsItsOwnNulls: a snapshot or a registration holds the
+// design as rig wrote it, where an empty list may be null; reading it back
+// must not refuse what rig wrote, while a user's design file with the same
+// null is refused, whatever the file is called.
 func TestSnapshotReadsItsOwnNulls(t *testing.T) {
-	d, err := ParseDesign("design.json", []byte(`{"decision_rule": {"clauses": null}}`))
-	if err == nil || !strings.Contains(err.Error(), "null is no value") {
-		t.Errorf("a user's null list: %v (design %v), want it refused as null", err, d)
+	for _, name := range []string{"design.json", "snapshot.json"} {
+		d, err := ParseDesign(name, []byte(`{"decision_rule": {"clauses": null}}`))
+		if err == nil || !strings.Contains(err.Error(), "null is no value") {
+			t.Errorf("a user's null list in %s: %v (design %v), want it refused as null", name, err, d)
+		}
 	}
-	_, err = ParseDesign(snapshotFile, []byte(`{"decision_rule": {"clauses": null}, "items": null}`))
+	_, err := ParseStoredDesign("snapshot.json", []byte(`{"decision_rule": {"clauses": null}, "items": null}`))
 	if err != nil && strings.Contains(err.Error(), "null") {
 		t.Errorf("rig's own snapshot with null lists is refused over them: %v", err)
+	}
+	if _, err := ParseStoredDesign("snapshot.json", []byte(`{"name": null}`)); err == nil || !strings.Contains(err.Error(), "null is no value") {
+		t.Errorf("a stored null where no list is: %v, want it refused", err)
 	}
 }
