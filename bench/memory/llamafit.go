@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,43 +14,6 @@ import (
 )
 
 var projectedLine = regexp.MustCompile(`projected to use (\d+) MiB of (host|device) memory`)
-
-// runFitTool runs one of llama.cpp's own programs on a model, contained like
-// any runtime (the model file is a download rig does not trust), and returns
-// its output once done reports enough or the program ends. gpu gives it the
-// host's card (only a projection onto a real card needs one).
-func runFitTool(ctx context.Context, argv []string, model string, noSandbox, gpu bool, done func(log string) bool) (string, error) {
-	work, err := os.MkdirTemp("", "rig-fit-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(work)
-	env, err := runtimes.BuildEnv(work, nil)
-	if err != nil {
-		return "", err
-	}
-	logPath := filepath.Join(work, "fit.log")
-	sb, err := runtimes.StartSandbox(ctx, runtimes.SandboxSpec{
-		Argv: argv, Env: env, Dir: work, ReadOnly: []string{model}, Limits: runtimes.RuntimeLimits(), NoSandbox: noSandbox, GPU: gpu,
-	}, logPath)
-	if err != nil {
-		return "", err
-	}
-	defer sb.Kill()
-	for {
-		select {
-		case <-sb.Done():
-			b, _ := runtimes.ReadLog(logPath)
-			return string(b), sb.ExitError()
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-			if b, _ := runtimes.ReadLog(logPath); done(string(b)) {
-				return string(b), nil
-			}
-		}
-	}
-}
 
 // FitDryRun asks llama-server itself what a run at p would use: it starts
 // the server with --fit on, reads llama.cpp's projection (made before any
@@ -75,7 +36,7 @@ func FitDryRun(ctx context.Context, serverBin, model string, p preflight.Profile
 		args = append(args, "-ngl", "0")
 	}
 	ev := preflight.Evidence{Source: "llama-server --fit on (dry run, stopped after the projection)"}
-	out, err := runFitTool(ctx, args, model, noSandbox, !p.Simulated && p.OffloadLayers != 0, func(log string) bool {
+	out, err := runtimes.RunTool(ctx, args, model, noSandbox, !p.Simulated && p.OffloadLayers != 0, func(log string) bool {
 		return strings.Contains(log, "fitting params to free memory took") || strings.Contains(log, "failed to fit")
 	})
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) && out == "" {
@@ -113,7 +74,7 @@ func FitPrint(ctx context.Context, fitBin, model string, p preflight.Profile, no
 	args := []string{"--fit-print", "on", "-m", model, "-c", strconv.Itoa(p.Context * p.Slots()), "-np", strconv.Itoa(p.Slots()),
 		"--cache-type-k", p.CacheType(), "--cache-type-v", p.CacheType(), "-ngl", "0"}
 	ev := preflight.Evidence{Source: "llama-fit-params --fit-print on " + strings.Join(args[2:], " ")}
-	out, err := runFitTool(ctx, append([]string{fitBin}, args...), model, noSandbox, false, func(string) bool { return false })
+	out, err := runtimes.RunTool(ctx, append([]string{fitBin}, args...), model, noSandbox, false, nil)
 	if err != nil {
 		ev.Output = tail(out, 2000)
 		return 0, ev, fmt.Errorf("preflight: llama-fit-params: %w: %s", err, tail(out, 400))

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os/exec"
 	"strconv"
 	"strings"
 
 	"rig/internal/provision"
+	"rig/runtimes"
 )
 
 // batchedBenchArgs is llama-batched-bench's command line for n sequences
@@ -41,16 +41,15 @@ func batchedBenchArgsLine(req SlotsRequest, m provision.Model, threads int) stri
 // runBatchedBench runs llama-batched-bench once at n sequences and reads
 // its one result line.
 func runBatchedBench(ctx context.Context, req SlotsRequest, m provision.Model, threads, n int) (BatchedBench, error) {
-	args := batchedBenchArgs(req, m, threads, n)
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		return BatchedBench{}, fmt.Errorf("llama-batched-bench: %w: %s", err, tail(errOut.String(), 600))
-	}
-	bb, err := parseBatchedBench(out.Bytes())
+	// Contained like the runtime it is held against: it reads the same
+	// untrusted model file.
+	out, err := runtimes.RunTool(ctx, batchedBenchArgs(req, m, threads, n), m.Path, req.NoSandbox, false, nil)
 	if err != nil {
-		return bb, fmt.Errorf("llama-batched-bench: %w: %s", err, tail(errOut.String(), 600))
+		return BatchedBench{}, fmt.Errorf("llama-batched-bench: %w: %s", err, tail(out, 600))
+	}
+	bb, err := parseBatchedBench([]byte(out))
+	if err != nil {
+		return bb, fmt.Errorf("llama-batched-bench: %w: %s", err, tail(out, 600))
 	}
 	if bb.PL != n || bb.PP != req.PromptTokens || bb.TG != req.GenTokens {
 		return bb, fmt.Errorf("llama-batched-bench ran pp %d, tg %d, pl %d; asked for %d, %d, %d", bb.PP, bb.TG, bb.PL, req.PromptTokens, req.GenTokens, n)
