@@ -84,16 +84,7 @@ func runSliceAt(t *testing.T, ctx context.Context, in provision.Installed, slots
 	// The slot count is in the design's hash, so in the plan seed derived
 	// from it: both runs are held to one seed, so to one plan.
 	st, exec := frozenExecutionSeeded(t, ctx, dir, d, snap, "frozen for the slots test", 45)
-	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		h.Cancel()
-		t.Fatalf("slots %d: the execution did not end in time", slots)
-	}
+	h := runToEnd(t, ctx, env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
 	info := h.Info()
 	if info.Status != string(receipts.Done) || info.Error != "" {
 		t.Fatalf("slots %d: execution ended %s (%s)", slots, info.Status, info.Error)
@@ -306,16 +297,7 @@ func TestSlotsPreemptionPreemptsTheRound(t *testing.T) {
 		return heldRuntime{Runtime: rt, fired: gates.fired}, nil
 	}
 	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the preemption test")
-	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		h.Cancel()
-		t.Fatal("the execution did not end in time")
-	}
+	h := runToEnd(t, ctx, env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
 	info := h.Info()
 	want := 2 * len(d.Arms)
 	if info.Status != string(receipts.Done) || info.Error != "" || info.Done != want || info.Preempted != 2 {

@@ -244,17 +244,8 @@ func TestRunnerChecksTheStoppingRuleOnARealRun(t *testing.T) {
 	}
 	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the stopping test")
 	var why string
-	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
+	h := runToEnd(t, ctx, env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
 		Ended: func(_ context.Context, _, w string) { why = w }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		h.Cancel()
-		t.Fatal("the execution did not end within 10 minutes")
-	}
 	if info := h.Info(); info.Status != string(receipts.Done) || info.Error != "" {
 		t.Fatalf("execution ended %s (%s)", info.Status, info.Error)
 	}

@@ -220,16 +220,7 @@ func TestCompletionArmRunsOnLlamaServer(t *testing.T) {
 	}
 	dir := t.TempDir()
 	st, exec := frozenExecution(t, ctx, dir, d, snap, "frozen for the completion test")
-	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		h.Cancel()
-		t.Fatal("the execution did not end within 10 minutes")
-	}
+	h := runToEnd(t, ctx, env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID)})
 	if info := h.Info(); info.Status != string(receipts.Done) {
 		t.Fatalf("execution ended %s (%s)", info.Status, info.Error)
 	}

@@ -54,17 +54,8 @@ func TestRunnerRunsAnExecutionWithNoDaemon(t *testing.T) {
 	var told []receipts.Receipt // Env.Stored: what the daemon's metrics are told
 	var toldMu sync.Mutex
 	env.Stored = func(r receipts.Receipt) { toldMu.Lock(); told = append(told, r); toldMu.Unlock() }
-	h, err := Start(env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
+	h := runToEnd(t, ctx, env, Spec{Study: d.Name, Snapshot: snap, Store: st, Exec: exec, Dir: filepath.Join(dir, "executions", exec.ID),
 		Ended: func(_ context.Context, kind, _ string) { endedKind = kind }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-h.Done():
-	case <-ctx.Done():
-		h.Cancel()
-		t.Fatal("the execution did not end within 10 minutes")
-	}
 	info := h.Info()
 	if info.Status != string(receipts.Done) || info.Error != "" || endedKind != studies.EventFinish {
 		t.Fatalf("execution ended %s (%s), told %q", info.Status, info.Error, endedKind)
@@ -147,6 +138,23 @@ func freezeDemoSlice(t *testing.T, ctx context.Context, in provision.Installed, 
 		t.Fatal(err)
 	}
 	return env, snap, d, dir
+}
+
+// runToEnd starts the execution spec names and waits until it ends; past
+// ctx's deadline it cancels it and fails the test.
+func runToEnd(t *testing.T, ctx context.Context, env Env, spec Spec) *Handle {
+	t.Helper()
+	h, err := Start(env, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-ctx.Done():
+		h.Cancel()
+		t.Fatalf("execution %s did not end before the test's deadline", spec.Exec.ID)
+	}
+	return h
 }
 
 // frozenExecution opens the study's store in dir, freezes it at snap and
