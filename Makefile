@@ -11,7 +11,7 @@ TESTTIMEOUT ?= 55m
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build setup demo demo-full demo-cards demo-stopping test test-short lint fuzz bench clean
+.PHONY: all build setup setup-test-tools demo demo-full demo-cards demo-stopping test test-short lint fuzz bench clean
 
 all: build
 
@@ -20,6 +20,11 @@ build:
 
 setup:
 	@scripts/setup.sh
+
+# Outside tools only tests use (scripts/test-tools/): make test provisions
+# them, make demo never does.
+setup-test-tools: setup
+	@scripts/setup-test-tools.sh
 
 # make demo is a quick first look (examples/quick-study: two llama-server
 # arms, 24 tasks, a few minutes) that still shows every stage; demo-full runs
@@ -44,7 +49,7 @@ demo-stopping: setup build
 # Two packages at a time: cmd/rig's end-to-end tests take about 29 minutes
 # alone and everything else about 20, each mostly on one core (a runtime runs
 # with one thread on a 2-core machine), so the rest runs beside cmd/rig.
-test: setup lint
+test: setup setup-test-tools lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 2 $(PKGS)
 
 # Unit tests only: no real runtime is started.
