@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,9 @@ type Coordinator struct {
 	served servedQueues // when each trial queue last returned a trial (QueueServed)
 
 	trust trust // what the merge's own checks read once (trust.go)
+
+	// reportWait, when set, replaces lostReportWait (tests).
+	reportWait time.Duration
 }
 
 func (c *Coordinator) follow(study, execution string, h *Handle) {
@@ -599,7 +603,11 @@ func checkReceipt(rec, plan receipts.Receipt, snap *studies.Snapshot, d *studies
 
 // appendRows appends a trial's own record to its arm's record of the
 // execution (rows already there are skipped: a retried merge) and returns
-// the arm record's sum, which the receipt then vouches for. A record made
+// the arm record's sum right after the trial's own rows, which the receipt
+// then vouches for: the sum after the append, or, when every row was
+// already there (a merge retried after a coordinator died inside it, other
+// trials' rows possibly appended since), the sum of the record cut after
+// the last of them (sumThrough). A record made
 // on another stack (a worker with another machine line) goes to its own
 // file, since one record holds one stack.
 func (c *Coordinator) appendRows(execDir, arm, recordPath string) (string, error) {
@@ -621,6 +629,8 @@ func (c *Coordinator) appendRows(execDir, arm, recordPath string) (string, error
 	if err != nil {
 		return "", err
 	}
+	appended := 0
+	own := map[string]bool{}
 	for {
 		row, err := rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -629,14 +639,51 @@ func (c *Coordinator) appendRows(execDir, arm, recordPath string) (string, error
 		if err != nil {
 			return "", err
 		}
+		own[row.RowID] = true
 		if w.Has(row.RowID) {
 			continue
 		}
 		if err := w.Append(row); err != nil {
 			return "", err
 		}
+		appended++
 	}
-	return w.Sum(), nil
+	if appended > 0 || len(own) == 0 {
+		return w.Sum(), nil
+	}
+	return sumThrough(path, own)
+}
+
+// sumThrough is the sum of the record at path cut right after the last of
+// the rows named in own, all of which are in it.
+func sumThrough(path string, own map[string]bool) (string, error) {
+	rd, err := genrecord.OpenReader(path)
+	if err != nil {
+		return "", err
+	}
+	last := 0 // rows are lines 2 on, after the header
+	for line := 2; ; line++ {
+		row, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			rd.Close()
+			return "", err
+		}
+		if own[row.RowID] {
+			last = line
+		}
+	}
+	rd.Close()
+	prefixes, _, err := genrecord.LineSums(path)
+	if err != nil {
+		return "", err
+	}
+	if last == 0 || last > len(prefixes) {
+		return "", fmt.Errorf("%s: the trial's rows are not all in it (a retried merge found them there a moment ago)", path)
+	}
+	return prefixes[last-1], nil
 }
 
 func (c *Coordinator) writer(path string, pins genrecord.Pins) (*genrecord.Writer, error) {
@@ -663,10 +710,25 @@ func (c *Coordinator) CloseRecords(execDir string) {
 	}
 }
 
-// recordLost writes the receipt of an attempt no worker returned. When a
-// worker did finish it (its result was lost on the way: the engine was
-// down, say) and left a whole spool entry, that entry is merged instead,
-// so the trial is not run again.
+// lostReportWait is how long the coordinator, recording an attempt lost,
+// waits for the report of a whole spool entry its worker left (outbox.go):
+// the worker and the coordinator reconnect to an engine that is back
+// within the SDK's reconnect backoff (10 s at most), and the worker's next
+// try and its report take seconds more. Within a coordinator activity's
+// StartToClose (coordinatorOptions, 5 min), beating all along.
+const lostReportWait = 2 * time.Minute
+
+// RecordLost writes the receipt of an attempt no worker returned, unless
+// the attempt had in fact finished: a whole spool entry of it, verified as
+// any merge is (its digests reported through the engine, then every check
+// of MergeEntry), is merged instead, so a finished trial is not run again.
+// That covers a merge cut off after the engine reported the entry, and a
+// trial that finished while the engine was down: its worker kept the
+// result and reports it once the engine is back, so when the attempt's own
+// worker left a whole entry the engine has not reported yet, this waits up
+// to lostReportWait for that report before it records the attempt lost. An
+// attempt cut off before it finished (a .partial entry, or none) is
+// recorded preempted and rerun as the next attempt.
 func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
 	defer beat(ctx)()
 	snap, _, st, _, err := c.load(l.Study, l.Execution)
@@ -678,11 +740,8 @@ func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResul
 		return MergeResult{}, err
 	}
 	rk := receipts.TrialKey{Arm: key.Arm, TaskID: key.Task, Repeat: key.Repeat}
-	if r, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
-		return MergeResult{Outcome: r.Outcome, Already: true}, nil // recorded before a retry of this activity
-	}
 	if !l.Final {
-		if m, ok, err := c.mergeFinished(ctx, l.Study, l.Execution, key, l.Attempt); err != nil || ok {
+		if m, ok, err := c.awaitFinished(ctx, st, l, key, rk); err != nil || ok {
 			return m, err
 		}
 	}
@@ -696,8 +755,17 @@ func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResul
 	}
 	rec.Pins["engine"] = "temporal"
 	noteLost(&rec, l) // its worker and start, where known (lost.go)
+	// Under the merge's lock: a report merged meanwhile is not overwritten
+	// (the store would refuse it as a conflict, to be retried).
+	c.mu.Lock()
+	if r, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
+		c.mu.Unlock()
+		return MergeResult{Outcome: r.Outcome, Already: true}, nil // recorded before a retry of this activity, or merged from a report
+	}
 	c.log.Info("attempt lost", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "worker", l.Worker, "why", l.Why)
-	if err := st.PutReceipt(ctx, rec); err != nil {
+	err = st.PutReceipt(ctx, rec)
+	c.mu.Unlock()
+	if err != nil {
 		return MergeResult{}, err
 	}
 	c.stored(rec)
@@ -709,25 +777,65 @@ func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResul
 	return MergeResult{Outcome: rec.Outcome}, nil
 }
 
+// awaitFinished is the lost attempt's receipt if one is stored (this
+// activity retried, or a report merged), else the merge of a whole spool
+// entry of it that the engine reported. While the attempt's worker has a
+// whole entry the engine has not reported, it looks again every second,
+// for up to lostReportWait; ok is false when nothing was found to merge.
+func (c *Coordinator) awaitFinished(ctx context.Context, st *receipts.Store, l LostAttempt, key studies.TrialKey, rk receipts.TrialKey) (MergeResult, bool, error) {
+	deadline := time.Now().Add(cmp.Or(c.reportWait, lostReportWait))
+	for waited := false; ; waited = true {
+		if r, err := st.Receipt(ctx, l.Execution, rk, l.Attempt); err == nil {
+			if waited {
+				c.log.Info("a lost attempt had finished: merged from its worker's report", "study", l.Study, "trial", l.Key, "attempt", l.Attempt, "worker", l.Worker)
+			}
+			return MergeResult{Outcome: r.Outcome, Already: true}, true, nil
+		}
+		m, ok, unreported, err := c.mergeFinished(ctx, l.Study, l.Execution, key, l.Attempt)
+		if err != nil || ok {
+			return m, ok, err
+		}
+		// Only the attempt's own worker's entry is waited for, where the
+		// engine knows that worker (its last heartbeat).
+		mine := slices.ContainsFunc(unreported, func(e string) bool { return l.Worker == "" || e == entryName(l.Key, l.Attempt, l.Worker) })
+		if !mine || time.Now().After(deadline) {
+			for _, e := range unreported {
+				c.log.Warn("a spool entry of a lost attempt the engine never reported: not merged", "study", l.Study, "entry", e)
+			}
+			return MergeResult{}, false, nil
+		}
+		if !waited {
+			c.log.Info("a lost attempt's worker left a whole spool entry: waiting for its report", "study", l.Study, "trial", l.Key,
+				"attempt", l.Attempt, "worker", l.Worker, "within", cmp.Or(c.reportWait, lostReportWait))
+		}
+		select {
+		case <-ctx.Done():
+			return MergeResult{}, false, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // mergeFinished merges a whole spool entry of the attempt, if a worker left
 // one although its merge never finished: the engine reported its digests
 // (the merge activity noted them, then failed or its daemon died). An entry
 // whose digests never travelled through the engine is not merged: anyone
-// who can write the spool could have left it (refused by name in the log).
-func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string, key studies.TrialKey, attempt int) (MergeResult, bool, error) {
+// who can write the spool could have left it. Those are returned by name
+// (unreported), for the caller to wait for their report or name them.
+func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string, key studies.TrialKey, attempt int) (m MergeResult, ok bool, unreported []string, err error) {
 	x, err := execSpool(c.cfg.Spool, study, execution)
 	if err != nil {
-		return MergeResult{}, false, err
+		return MergeResult{}, false, nil, err
 	}
 	st, err := c.studies.Store(study)
 	if err != nil {
-		return MergeResult{}, false, err
+		return MergeResult{}, false, nil, err
 	}
 	dir := x.Trials()
 	prefix := strings.TrimSuffix(entryName(key.String(), attempt, "x"), "x")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return MergeResult{}, false, nil
+		return MergeResult{}, false, nil, nil
 	}
 	var vouched map[string]reported
 	for _, e := range ents {
@@ -740,12 +848,12 @@ func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string
 		}
 		if vouched == nil {
 			if vouched, err = c.vouched(ctx, st, study, execution); err != nil {
-				return MergeResult{}, false, err
+				return MergeResult{}, false, nil, err
 			}
 		}
 		v, ok := vouched[e.Name()]
 		if !ok {
-			c.log.Warn("a spool entry of a lost attempt the engine never reported: not merged", "study", study, "entry", e.Name())
+			unreported = append(unreported, e.Name())
 			continue
 		}
 		tr := TrialResult{Study: study, Execution: execution, Key: key.String(), Attempt: attempt, Worker: worker, Entry: e.Name(),
@@ -756,9 +864,9 @@ func (c *Coordinator) mergeFinished(ctx context.Context, study, execution string
 			continue
 		}
 		c.log.Info("a lost attempt had finished: merged from the spool", "study", study, "trial", key.String(), "attempt", attempt, "worker", worker)
-		return m, true, nil
+		return m, true, nil, nil
 	}
-	return MergeResult{}, false, nil
+	return MergeResult{}, false, unreported, nil
 }
 
 // copyRepos copies a spool entry's kept repositories into the execution.

@@ -15,7 +15,10 @@ import (
 // A lost attempt is one no worker returned: its worker was killed or cut
 // off (the engine's heartbeat timeout), or failed without a receipt. Its
 // receipt says what is known of it (on which worker it ran, since when),
-// and the entry its worker left half-written in the spool is removed.
+// and the entry its worker left half-written in the spool is removed. An
+// attempt whose worker did finish, its result held up by an engine outage,
+// is not one: the worker keeps and reports the result (outbox.go), and the
+// coordinator merges the entry instead (Coordinator.RecordLost).
 
 // attemptBeat is a trial activity's heartbeat detail: which worker runs the
 // attempt and since when. The engine keeps the last one it received, so the

@@ -183,3 +183,49 @@ func TestLostAttemptCarriesItsLastBeatOnDevServer(t *testing.T) {
 		t.Fatalf("lost attempts %+v; want one, on gpu07, started %v", c.lost, started)
 	}
 }
+
+// A trial that finished while the engine was down: its worker's whole entry
+// is in the spool, unreported, when the engine records the attempt lost.
+// The coordinator waits for the worker's report (here its merge arrives
+// 1.5 s into the wait, as the report workflow would bring it) and answers
+// with the merged receipt: no preempted receipt, no next attempt. An entry
+// of another worker than the attempt's is not waited for.
+func TestLostAttemptWaitsForItsWorkersReport(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	c.reportWait = time.Minute
+	ctx := context.Background()
+	tr := writeEntry(t, spool, "w1", "Paris", nil)
+	go func() {
+		time.Sleep(1500 * time.Millisecond)
+		if _, err := c.Merge(ctx, tr); err != nil {
+			t.Errorf("the report's merge: %v", err)
+		}
+	}()
+	began := time.Now()
+	m, err := c.RecordLost(ctx, LostAttempt{Study: "s1", Execution: "exec-2", Key: tr.Key, Attempt: 1, Why: "heartbeat timeout", Worker: "w1"})
+	if err != nil || m.Outcome != receipts.Scored {
+		t.Fatalf("RecordLost: %+v, %v; want the reported entry's scored receipt", m, err)
+	}
+	if took := time.Since(began); took < time.Second || took > 30*time.Second {
+		t.Errorf("RecordLost returned after %s; want once the report was merged, 1.5 s in", took)
+	}
+	rs, err := f.st.Receipts(ctx, "exec-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || rs[0].Outcome != receipts.Scored || rs[0].Pins["worker"] != "w1" {
+		t.Errorf("receipts %+v; want the one merged from w1", rs)
+	}
+
+	// Another worker's whole entry, the attempt's worker being w2: not
+	// waited for, recorded lost at once.
+	other := writeEntryOf(t, spool, studies.TrialKey{Arm: "a", JobKind: "qa", Task: "sum", Repeat: 1}, 1, "w9", "4", nil)
+	began = time.Now()
+	m, err = c.RecordLost(ctx, LostAttempt{Study: "s1", Execution: "exec-2", Key: other.Key, Attempt: 1, Why: "heartbeat timeout", Worker: "w2"})
+	if err != nil || m.Outcome != receipts.Preempted {
+		t.Fatalf("RecordLost with another worker's entry: %+v, %v; want preempted", m, err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("RecordLost waited %s for an entry not of the attempt's worker", took)
+	}
+}

@@ -11,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
 	"rig/genrecord"
 	"rig/internal/layout"
 	"rig/receipts"
+	"rig/replay"
 	"rig/run"
 	"rig/studies"
 	"rig/studies/studytest"
@@ -66,7 +68,9 @@ func mergeFixture(t *testing.T) (*Coordinator, fakeStudies, string) {
 	snap.Banks = []studies.FrozenBank{{JobKind: "qa", Bank: studies.Bank{Path: bankPath, SHA256: bank.Hash, Tasks: []string{"capital", "sum"}}}}
 	f := fakeStudies{snap: snap, st: x.Store, dir: t.TempDir()}
 	spool := t.TempDir()
-	c := &Coordinator{cfg: Config{Spool: spool}, studies: f, log: slog.Default(), writers: map[string]*genrecord.Writer{}}
+	// A lost attempt waits for a report of its worker's whole entry a few
+	// seconds here, not lostReportWait.
+	c := &Coordinator{cfg: Config{Spool: spool}, studies: f, log: slog.Default(), writers: map[string]*genrecord.Writer{}, reportWait: 3 * time.Second}
 	t.Cleanup(func() {
 		for _, w := range c.writers {
 			w.Close()
@@ -319,5 +323,52 @@ func TestUnreachableServerNamesTheAddress(t *testing.T) {
 	}
 	if err := (Config{}).Check(); err == nil || !strings.Contains(err.Error(), "address") || !strings.Contains(err.Error(), "spool") {
 		t.Errorf("an empty config: %v", err)
+	}
+}
+
+// A merge retried after its coordinator died inside it (the trial's rows
+// appended, its receipt not stored), with another trial merged meanwhile:
+// the retried receipt's generation_sha256 is the record's sum right after
+// its own rows (docs/receipts.md), not the whole record's, which covers the
+// other trial's row too; and the record still checks against every
+// receipt.
+func TestRetriedMergeSumsThroughItsOwnRows(t *testing.T) {
+	c, f, spool := mergeFixture(t)
+	ctx := context.Background()
+	first := writeEntry(t, spool, "w1", "Paris", nil)
+	second := writeEntryOf(t, spool, studies.TrialKey{Arm: "a", JobKind: "qa", Task: "sum", Repeat: 1}, 1, "w1", "4", nil)
+	execDir := f.ExecDir("s1", "exec-2")
+	entry := layout.Records(filepath.Join(spool, "s1", "exec-2", "trials", first.Entry))
+	if _, err := c.appendRows(execDir, "a", entry.TrialRecord()); err != nil {
+		t.Fatal(err)
+	}
+	c.CloseRecords(execDir) // the coordinator dies here; its successor reopens the record
+	if _, err := merge(t, c, second); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := merge(t, c, first); err != nil || m.Outcome != receipts.Scored {
+		t.Fatalf("the retried merge: %+v, %v", m, err)
+	}
+	record := layout.Records(execDir).Generation("a")
+	prefixes, whole, err := genrecord.LineSums(record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prefixes) != 3 {
+		t.Fatalf("%s has %d lines; want the header and two rows, none twice", record, len(prefixes))
+	}
+	got, err := f.st.Receipt(ctx, "exec-2", capitalKey, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GenerationSHA256 != prefixes[1] {
+		t.Errorf("the retried merge's generation_sha256 is %s; want %s, the record through its own row (the whole record's is %s)", got.GenerationSHA256, prefixes[1], whole)
+	}
+	rs, err := f.st.Receipts(ctx, "exec-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := replay.CheckReceipts(record, replay.SumsOf(rs, "a")); err != nil {
+		t.Errorf("the record against its receipts: %v", err)
 	}
 }

@@ -53,6 +53,9 @@ func (r *activityRecorder) ExecuteActivity(ctx context.Context, in *interceptor.
 // attemptOutcome is the label of a trial activity's end: its receipt's
 // outcome, or refused or failed when it wrote none.
 func attemptOutcome(res any, err error) string {
+	if errors.Is(err, activity.ErrResultPending) {
+		err = nil // a finished trial whose result the worker sends itself (outbox.go)
+	}
 	if err != nil {
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.Type() == ErrRefused {

@@ -71,6 +71,8 @@ type Worker struct {
 	// attempt runs a trial the checks let through (runAttempt; a test's
 	// fake trial activity replaces it).
 	attempt func(ctx context.Context, in TrialInput, model string) (TrialResult, error)
+	// out keeps each finished result until the engine takes it (outbox.go).
+	out *outbox
 
 	healthMu sync.Mutex
 	failed   []Failed          // the checks failed at the last look; empty while polling
@@ -132,6 +134,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 		refused: map[string]string{}, missing: map[string]string{},
 		failed: []Failed{{Check: "start", Why: "not polling yet: the worker is starting"}}}
 	w.attempt = w.runAttempt
+	w.out = newOutbox(cl, opts.ID, opts.Log)
 	w.checkBuilds()
 	return w, nil
 }
@@ -148,6 +151,9 @@ func (w *Worker) ID() string { return w.opts.ID }
 // trials to others, and says why in its log and through Ready.
 func (w *Worker) Run(ctx context.Context) error {
 	defer w.client.Close()
+	// Results the engine has not taken yet get the pollers' stop timeout
+	// to go through, before the client closes.
+	defer w.out.close(5 * time.Second)
 	defer w.stopPolling("shutting down")
 	defer func() {
 		for _, h := range w.hosts {
@@ -216,7 +222,7 @@ func (w *Worker) startPolling() error {
 			DisableWorkflowWorker:      true,
 			WorkerStopTimeout:          5 * time.Second,
 		})
-		RegisterTrialActivity(p, w.runTrial)
+		RegisterTrialActivity(p, w.out.trialActivity(w.runTrial))
 		p.RegisterActivityWithOptions(w.replayEntry, activity.RegisterOptions{Name: actReplay})
 		if err := p.Start(); err != nil {
 			return fmt.Errorf("polling %s: %w", q, err)
