@@ -5,12 +5,18 @@ import (
 	"strings"
 )
 
-// Cost is an arm's cost at the card size the study ran at.
+func nan() Num { return Num(math.NaN()) }
+
+// Cost is an arm's cost at the card size the study ran at. Trials that
+// ran beside others on the arm's runtime (pins.slots > 1) are charged
+// their share of it (load.go), so these figures are what the arm cost,
+// never its latency under load counted once per slot.
 type Cost struct {
 	Arm     string `json:"arm"`
 	JobKind string `json:"job_kind,omitempty"` // empty for the all-kinds summary
 	Trials  int    `json:"trials"`             // scored trials the figures cover
-	// MeanWallSeconds and TotalWallSeconds cover scored trials only.
+	// MeanWallSeconds and TotalWallSeconds cover scored trials only: each
+	// trial's charged seconds, its own wall time when it ran alone.
 	MeanWallSeconds  Num   `json:"mean_wall_seconds"`
 	TotalWallSeconds Num   `json:"total_wall_seconds"`
 	PeakMemoryBytes  int64 `json:"peak_memory_bytes"`
@@ -19,6 +25,10 @@ type Cost struct {
 	MeanEnergyJoules Num          `json:"mean_energy_joules"`
 	EnergySource     EnergySource `json:"energy_source,omitempty"`
 	EnergyNote       string       `json:"energy_note,omitempty"`
+	// Load is the arm's throughput at its slot count; LoadNote says how
+	// shared trials were charged, empty when none was.
+	Load     Load   `json:"load"`
+	LoadNote string `json:"load_note,omitempty"`
 }
 
 // value returns the cost on the measure a tradeoff is judged on.
@@ -45,19 +55,26 @@ func costOf(trials []Trial, arm, kind string) Cost {
 	var wall, energy float64
 	var nEnergy int
 	sources := map[EnergySource]int{}
-	for _, t := range trials {
+	ch := chargesOf(trials, arm)
+	for i, t := range trials {
 		if t.Arm != arm || (kind != "" && t.JobKind != kind) || t.Missing || t.Preempted {
 			continue
 		}
 		c.Trials++
-		wall += t.WallSeconds
-		c.PeakMemoryBytes = max(c.PeakMemoryBytes, t.PeakMemoryBytes)
+		w, j, peak := t.WallSeconds, t.EnergyJoules, t.PeakMemoryBytes
+		if cg, ok := ch[i]; ok {
+			w, j, peak = cg.seconds, cg.joules, cg.peak
+		}
+		wall += w
+		c.PeakMemoryBytes = max(c.PeakMemoryBytes, peak)
 		if t.EnergySource != "" {
-			energy += t.EnergyJoules
+			energy += j
 			nEnergy++
 			sources[t.EnergySource]++
 		}
 	}
+	c.Load = loadOf(trials, ch, arm, kind)
+	c.LoadNote = loadNote(c.Load)
 	c.MeanWallSeconds, c.TotalWallSeconds = Num(math.NaN()), Num(wall)
 	if c.Trials > 0 && wall > 0 {
 		c.MeanWallSeconds = Num(wall / float64(c.Trials))

@@ -38,6 +38,9 @@ func ComparisonHash(in Input) (string, error) {
 		// on one reads it from Metrics, which stays): a decision recorded
 		// before they were carried stays current.
 		c.Trials[i].PromptTokS, c.Trials[i].GenTokS, c.Trials[i].TTFTMS, c.Trials[i].TPOTMS = 0, 0, 0, 0
+		// Nor where and how long the trial sat beside others on its
+		// runtime: the cost those give is what the rule reads.
+		c.Trials[i].Slots, c.Trials[i].StartMS, c.Trials[i].Tokens, c.Trials[i].OutputTokens = 0, 0, 0, 0
 	}
 	slices.SortStableFunc(c.Trials, func(a, b Trial) int {
 		return cmp.Or(cmp.Compare(a.JobKind, b.JobKind), cmp.Compare(a.Arm, b.Arm), cmp.Compare(a.Task, b.Task), cmp.Compare(a.Repeat, b.Repeat), cmp.Compare(a.Score, b.Score), cmp.Compare(b2f(a.Pass), b2f(b.Pass)))

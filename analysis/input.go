@@ -201,6 +201,15 @@ type Trial struct {
 	GenTokS    float64 `json:"gen_tok_s,omitempty"`
 	TTFTMS     float64 `json:"ttft_ms,omitempty"`
 	TPOTMS     float64 `json:"tpot_ms,omitempty"`
+	// Slots is the arm's pins.slots on the receipt (0 read as 1). StartMS
+	// (Unix milliseconds) and WallSeconds place the trial's own request in
+	// time, and Tokens (prompt + output) and OutputTokens are what the
+	// runtime processed for it: the cost of trials that shared a runtime is
+	// apportioned from them (load.go). The comparison hash leaves them out.
+	Slots        int   `json:"slots,omitempty"`
+	StartMS      int64 `json:"start_ms,omitempty"`
+	Tokens       int   `json:"tokens,omitempty"`
+	OutputTokens int   `json:"output_tokens,omitempty"`
 	// Metrics are the receipt fields a guardrail names ("receipt.FIELD"),
 	// by field.
 	Metrics map[string]float64 `json:"metrics,omitempty"`

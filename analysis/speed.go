@@ -23,7 +23,8 @@ type Speed struct {
 	TTFTP99MS  Num `json:"ttft_p99_ms"`
 	TPOTP50MS  Num `json:"tpot_p50_ms"`
 	TPOTP99MS  Num `json:"tpot_p99_ms"`
-	// Cost is the arm's wall time, peak memory and energy (costOf).
+	// Cost is the arm's wall time, peak memory and energy (costOf), and
+	// its Load: the slot count and throughput beside these latencies.
 	Cost Cost `json:"cost"`
 	// Delta holds each figure's (arm − incumbent)/incumbent; nil for the
 	// incumbent itself and when the design names none.
@@ -40,6 +41,7 @@ type SpeedDelta struct {
 	TPOTP50    Num `json:"tpot_p50"`
 	TPOTP99    Num `json:"tpot_p99"`
 	Wall       Num `json:"wall"`
+	OutputTokS Num `json:"output_tok_s"` // throughput: every slot together
 	PeakMemory Num `json:"peak_memory"`
 	Energy     Num `json:"energy"`
 }
@@ -61,6 +63,7 @@ func speeds(d Design, trials []Trial, kinds []KindResult) []Speed {
 					TTFTP50: relChange(s.TTFTP50MS, inc.TTFTP50MS), TTFTP99: relChange(s.TTFTP99MS, inc.TTFTP99MS),
 					TPOTP50: relChange(s.TPOTP50MS, inc.TPOTP50MS), TPOTP99: relChange(s.TPOTP99MS, inc.TPOTP99MS),
 					Wall:       relChange(s.Cost.MeanWallSeconds, inc.Cost.MeanWallSeconds),
+					OutputTokS: relChange(s.Cost.Load.OutputTokS, inc.Cost.Load.OutputTokS),
 					PeakMemory: relChange(Num(s.Cost.value(CostMemory)), Num(inc.Cost.value(CostMemory))),
 					Energy:     relChange(s.Cost.MeanEnergyJoules, inc.Cost.MeanEnergyJoules),
 				}

@@ -115,6 +115,9 @@ type Model struct {
 	File         string `json:"file"`
 	SHA256       string `json:"sha256,omitempty"`
 	OllamaDigest string `json:"ollama_digest,omitempty"`
+	// OllamaTag is the tag the arm named its model by, in the caller's
+	// Ollama library (File is then the tag's blob).
+	OllamaTag string `json:"ollama_tag,omitempty"`
 }
 
 // Binary is a runtime component resolved to the file that will run.
@@ -123,6 +126,11 @@ type Binary struct {
 	Path      string `json:"path"`
 	SHA256    string `json:"sha256"`
 	Version   string `json:"version,omitempty"`
+	// PythonEnv and EnvSHA256 are, for an openai-server arm's server in a
+	// Python environment, that environment and the digest of its
+	// installed distributions.
+	PythonEnv string `json:"python_env,omitempty"`
+	EnvSHA256 string `json:"env_sha256,omitempty"`
 }
 
 // Pins are what an arm holds for the whole confirmatory run.
@@ -181,6 +189,10 @@ type ArmCost struct {
 	WallTime  time.Duration `json:"wall_time"`
 	EnergyWh  float64       `json:"energy_wh"`
 	AtStopCap bool          `json:"at_stop_cap"` // output priced at the stop cap
+	// Slots is the arm's pins.slots; SlotSpeedup the speed-up its trials
+	// in flight were priced at (studies.SlotSpeedup).
+	Slots       int     `json:"slots,omitempty"`
+	SlotSpeedup float64 `json:"slot_speedup,omitempty"`
 }
 
 // StoppingPrice is a dry run's price of a design with a stopping rule: the

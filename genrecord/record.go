@@ -93,7 +93,13 @@ type Pins struct {
 	// Context is the context the runtime ran with (the arm's pin). Replay
 	// runs at it, so a row as long as the arm allowed replays; a record
 	// without one (made before it was written) replays at DefaultContext.
-	Context     int    `json:"context,omitempty"`
+	Context int `json:"context,omitempty"`
+	// Slots is how many requests the runtime served at once (the arm's
+	// pins.slots) when above one: rows made in a batch differ slightly from
+	// a lone sequence's, so replay holds them to the tolerance calibrated
+	// at that slot count (rig replay calibrate --slots). Absent at one slot,
+	// as every record before the pin.
+	Slots       int    `json:"slots,omitempty"`
 	MachineLine string `json:"machine_line"`
 	DesignHash  string `json:"design_hash"`
 	StudyID     string `json:"study_id,omitempty"`

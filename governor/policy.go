@@ -199,26 +199,7 @@ func buildPolicies(cfg Config) []policy {
 		out = append(out, &counter{pname: PolicyGPUError, sname: "gpu", keys: []string{KeyXIDEvents, KeyDBEEvents, KeyECCUncorrected}, clearAfter: p.ClearAfter})
 	}
 	if p, ok := on(PolicyHungRuntime); ok {
-		out = append(out, &trialCheck{pname: PolicyHungRuntime, fn: func(r Reading) Verdict {
-			since, ok := r.Value(KeySinceLastTokenS)
-			active, _ := r.Value(KeyActive)
-			if active != 1 || !ok {
-				return Verdict{}
-			}
-			if st, _ := r.Value(KeyStopped); st == 1 {
-				return Verdict{Violated: true, Reason: fmt.Sprintf("runtime process is stopped (no token for %.2fs)", since)}
-			}
-			if n, _ := r.Value(KeyTokens); n == 0 {
-				if lim := p.FirstToken.Seconds(); since > lim {
-					return Verdict{Violated: true, Reason: fmt.Sprintf("no first token after %.2fs (limit %.4gs)", since, lim)}
-				}
-				return Verdict{}
-			}
-			if since > p.Limit {
-				return Verdict{Violated: true, Reason: fmt.Sprintf("no token for %.2fs (limit %.4gs)", since, p.Limit)}
-			}
-			return Verdict{}
-		}})
+		out = append(out, &trialCheck{pname: PolicyHungRuntime, fn: hungRuntime(p)})
 	}
 	if _, ok := on(PolicyRuntimeCrash); ok {
 		out = append(out, &trialCheck{pname: PolicyRuntimeCrash, fn: func(r Reading) Verdict {
@@ -236,5 +217,39 @@ func scaledBand(t *threshold, p PolicyConfig, sensor, key string) func(Snapshot)
 		el, ok := s.Readings[sensor].Value(key)
 		t.band = p.Band * el
 		return p.Limit * el, ok && el > 0
+	}
+}
+
+// hungRuntime is the hung-runtime policy's check of a progress reading: a
+// stopped runtime process, a call past the first-token limit, or the
+// stalest call in flight past the token-gap limit.
+func hungRuntime(p PolicyConfig) func(Reading) Verdict {
+	return func(r Reading) Verdict {
+		since, ok := r.Value(KeySinceLastTokenS)
+		active, _ := r.Value(KeyActive)
+		if active != 1 || !ok {
+			return Verdict{}
+		}
+		if st, _ := r.Value(KeyStopped); st == 1 {
+			return Verdict{Violated: true, Reason: fmt.Sprintf("runtime process is stopped (no token for %.2fs)", since)}
+		}
+		if wait, ok := r.Value(KeyFirstTokenWaitS); ok && wait > p.FirstToken.Seconds() {
+			// A call in flight beside others that did progress.
+			return Verdict{Violated: true, Reason: fmt.Sprintf("a call in flight beside others has no first token after %.2fs (limit %.4gs)", wait, p.FirstToken.Seconds())}
+		}
+		if n, _ := r.Value(KeyTokens); n == 0 {
+			if lim := p.FirstToken.Seconds(); since > lim {
+				return Verdict{Violated: true, Reason: fmt.Sprintf("no first token after %.2fs (limit %.4gs)", since, lim)}
+			}
+			return Verdict{}
+		}
+		if since > p.Limit {
+			why := fmt.Sprintf("no token for %.2fs (limit %.4gs)", since, p.Limit)
+			if n, _ := r.Value(KeyCalls); n > 1 {
+				why += fmt.Sprintf(" (the stalest of %.0f calls in flight)", n)
+			}
+			return Verdict{Violated: true, Reason: why}
+		}
+		return Verdict{}
 	}
 }

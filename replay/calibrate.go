@@ -30,6 +30,11 @@ type ReplayCalibrationRequest struct {
 	NoSandbox   bool
 	// Mode is ModeExact (empty) or ModePrefill: how replay re-scores.
 	Mode string
+	// Slots are the slot counts to calibrate at (none: one): at N the
+	// genuine rows are generated N at a time on a runtime serving N slots,
+	// as an arm with pins.slots N keeps them, and replayed alone as replay
+	// does. Each count gets its own tolerance per runtime.
+	Slots []int
 }
 
 // Sides of a replay group.
@@ -67,7 +72,11 @@ type ReplayGroup struct {
 
 // RuntimeCalibration is the calibration on one runtime.
 type RuntimeCalibration struct {
-	Runtime     string                `json:"runtime"`
+	Runtime string `json:"runtime"`
+	// Slots is the slot count the genuine rows were generated at (absent:
+	// one, as every calibration before slots); replay takes the entry of
+	// the record's own slot count (genrecord.Pins.Slots).
+	Slots       int                   `json:"slots,omitempty"`
 	Pins        genrecord.Pins        `json:"pins"`
 	Groups      []ReplayGroup         `json:"groups"`
 	Calibration genrecord.Calibration `json:"calibration"`
@@ -144,22 +153,36 @@ func CalibrateReplay(ctx context.Context, req ReplayCalibrationRequest) (ReplayC
 		}
 	}
 	out.OtherQuant = strings.Join(quants, "; ")
+	slotCounts := req.Slots
+	if len(slotCounts) == 0 {
+		slotCounts = []int{1}
+	}
+	for _, n := range slotCounts {
+		if n < 1 || n > studies.MaxSlots {
+			return out, fmt.Errorf("replay calibrate: --slots %d: want 1 to %d (the slot counts the study's arms run at)", n, studies.MaxSlots)
+		}
+	}
 	for _, kind := range req.Runtimes {
 		if out.Mode == ModePrefill && kind != "llama-server" {
 			out.NotMeasured = append(out.NotMeasured, fmt.Sprintf("%s: %s", kind, noPrefillWhy(kind)))
 			continue
 		}
-		rc, err := calibrateOn(ctx, in, kind, req, filepath.Join(work, kind))
-		if err != nil {
-			return out, err
+		for _, n := range slotCounts {
+			rc, err := calibrateOn(ctx, in, kind, n, req, filepath.Join(work, kind, fmt.Sprintf("slots-%d", n)))
+			if err != nil {
+				return out, err
+			}
+			out.Runtimes = append(out.Runtimes, rc)
 		}
-		out.Runtimes = append(out.Runtimes, rc)
 	}
 	return out, nil
 }
 
-func calibrateOn(ctx context.Context, in provision.Installed, kind string, req ReplayCalibrationRequest, work string) (RuntimeCalibration, error) {
+func calibrateOn(ctx context.Context, in provision.Installed, kind string, slots int, req ReplayCalibrationRequest, work string) (RuntimeCalibration, error) {
 	rc := RuntimeCalibration{Runtime: kind}
+	if slots > 1 {
+		rc.Slots = slots
+	}
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return rc, err
 	}
@@ -167,35 +190,12 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	// Both models get the same controls: each one's tolerance is set
 	// between its own genuine rows and edits, swaps and quants of its rows.
 	sides := []*calibrationSide{{of: "m", name: req.Model, rows: req.Rows}, {of: "c", name: req.Control, rows: req.ControlRows}}
-	for _, sd := range sides {
-		st, err := startReplayStack(ctx, in, kind, sd.name, work, req.NoSandbox)
-		if err != nil {
-			return rc, err
-		}
-		defer st.stop()
-		sd.stack = st
-		if prefill {
-			// Each stack gets its own scorer on its own model file: the
-			// swapped-model control scores through the other model's scorer.
-			if err := st.withPrefill(ctx, in, in.Models[sd.name].Path, filepath.Join(work, "prefill-"+sd.of), req.NoSandbox); err != nil {
-				return rc, err
-			}
-		}
-		if oq, ok := in.OtherQuants[sd.name]; ok {
-			other, err := startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox, false)
-			if err != nil {
-				return rc, err
-			}
-			defer other.stop()
-			if prefill {
-				if err := other.withPrefill(ctx, in, oq.Path, filepath.Join(work, "prefill-other-"+sd.of), req.NoSandbox); err != nil {
-					return rc, err
-				}
-			}
-			sd.other, sd.otherQuant = other, oq.Quant
-		}
+	stop, err := startSides(ctx, in, kind, slots, req, work, sides)
+	defer stop()
+	if err != nil {
+		return rc, err
 	}
-	rc.Pins = sides[0].stack.header.Pins
+	rc.Pins = sides[0].generator().header.Pins
 
 	set := replaySet{work: work}
 	if err := generateSides(ctx, kind, sides, set, req.MaxTokens); err != nil {
@@ -230,17 +230,71 @@ func calibrateOn(ctx context.Context, in provision.Installed, kind string, req R
 	return rc, nil
 }
 
+// startSides starts each side's stacks: the one that replays (with its
+// prefill scorer in that mode), its other quant where set-up made one, and
+// at more than one slot the stack that generates its rows in batches. stop
+// stops every one started, whatever the error.
+func startSides(ctx context.Context, in provision.Installed, kind string, slots int, req ReplayCalibrationRequest, work string, sides []*calibrationSide) (func(), error) {
+	prefill := modeOf(req.Mode) == ModePrefill
+	var stops []func()
+	stop := func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	for _, sd := range sides {
+		st, err := startReplayStack(ctx, in, kind, sd.name, work, req.NoSandbox)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, st.stop)
+		sd.stack = st
+		if prefill {
+			// Each stack gets its own scorer on its own model file: the
+			// swapped-model control scores through the other model's scorer.
+			if err := st.withPrefill(ctx, in, in.Models[sd.name].Path, filepath.Join(work, "prefill-"+sd.of), req.NoSandbox); err != nil {
+				return stop, err
+			}
+		}
+		if oq, ok := in.OtherQuants[sd.name]; ok {
+			other, err := startReplayStackOf(ctx, in, kind, oq, work, req.NoSandbox, false)
+			if err != nil {
+				return stop, err
+			}
+			stops = append(stops, other.stop)
+			if prefill {
+				if err := other.withPrefill(ctx, in, oq.Path, filepath.Join(work, "prefill-other-"+sd.of), req.NoSandbox); err != nil {
+					return stop, err
+				}
+			}
+			sd.other, sd.otherQuant = other, oq.Quant
+		}
+		if slots > 1 {
+			// The genuine rows come from a stack serving slots at once;
+			// replay re-scores them alone on sd.stack, as it re-scores a
+			// batched study's rows.
+			gen, err := startBatchStack(ctx, in, kind, sd.name, work, req.NoSandbox, slots)
+			if err != nil {
+				return stop, err
+			}
+			stops = append(stops, gen.stop)
+			sd.gen = gen
+		}
+	}
+	return stop, nil
+}
+
 // generateSides has each side's stack generate its rows and records them in
 // set, as the genuine rows the plan replays.
 func generateSides(ctx context.Context, kind string, sides []*calibrationSide, set replaySet, maxTokens int) error {
 	for _, sd := range sides {
 		slog.InfoContext(ctx, "replay calibrate: generating", "runtime", kind, "model", sd.name, "rows", sd.rows)
-		live, err := sd.stack.generateRows(ctx, sd.of, sd.rows, maxTokens, "")
+		live, err := sd.generator().generateRows(ctx, sd.of, sd.rows, maxTokens, "")
 		if err != nil {
 			return err
 		}
 		sd.live = live
-		if sd.rec, err = set.record(sd.of+".jsonl", sd.stack.header.Pins, rowsOf(live)); err != nil {
+		if sd.rec, err = set.record(sd.of+".jsonl", sd.generator().header.Pins, rowsOf(live)); err != nil {
 			return err
 		}
 	}
@@ -333,8 +387,19 @@ type calibrationSide struct {
 	stack      *replayStack
 	other      *replayStack
 	otherQuant string
-	live       []liveRow
-	rec        string // the genuine rows' record
+	// gen, at more than one slot, is the stack that generates the genuine
+	// rows in batches; stack replays them.
+	gen  *replayStack
+	live []liveRow
+	rec  string // the genuine rows' record
+}
+
+// generator is the stack that generates the side's genuine rows.
+func (sd *calibrationSide) generator() *replayStack {
+	if sd.gen != nil {
+		return sd.gen
+	}
+	return sd.stack
 }
 
 // plan writes this side's controls and returns its groups: its genuine rows
@@ -343,7 +408,7 @@ type calibrationSide struct {
 // and prompt-only edits, its rows re-scored by the peer's model claiming
 // this side's pins, and by its other quant.
 func (sd *calibrationSide) plan(kind string, set replaySet, peer *calibrationSide, twice bool) ([]calibrationStep, error) {
-	pins, rows, n := sd.stack.header.Pins, rowsOf(sd.live), len(sd.live)
+	pins, rows, n := sd.generator().header.Pins, rowsOf(sd.live), len(sd.live)
 	edited := func(what string, edit func(genrecord.Row, int) (genrecord.Row, int, bool)) (string, int, error) {
 		return set.edits(sd.of+"-"+what+".jsonl", pins, rows, edit)
 	}
@@ -555,7 +620,7 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "other-quant control: %s, on a stack that claims the record's pins\n", c.OtherQuant)
 	}
 	for _, rc := range c.Runtimes {
-		fmt.Fprintf(&b, "\n%s %s (binary %s, model %s):\n", rc.Runtime, rc.Pins.RuntimeVersion, studies.Short(rc.Pins.BinarySHA256), studies.Short(rc.Pins.ModelSHA256))
+		fmt.Fprintf(&b, "\n%s %s (binary %s, model %s)%s:\n", rc.Runtime, rc.Pins.RuntimeVersion, studies.Short(rc.Pins.BinarySHA256), studies.Short(rc.Pins.ModelSHA256), slotsNote(rc.Slots))
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  side\tgroup\trows\tgreedy\texact\ttoken or field changed\trefused\tmax |Δ| token/row\tmin |Δ| token/row\tfailed at tolerance")
 		for _, g := range rc.Groups {
@@ -590,4 +655,12 @@ func (c ReplayCalibration) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// slotsNote says at what slot count a calibration's genuine rows were made.
+func slotsNote(slots int) string {
+	if slots <= 1 {
+		return ", one slot"
+	}
+	return fmt.Sprintf(", %d slots: genuine rows generated %d at a time in a batch, replayed alone", slots, slots)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"rig/genrecord"
 	"rig/genrecord/callrow"
@@ -21,6 +22,9 @@ type replayStack struct {
 	header genrecord.Header
 	// scorer, when set, re-scores the rows in prefill mode.
 	scorer *prefillScorer
+	// slots is how many requests the runtime serves at once; generateRows
+	// sends that many together.
+	slots int
 }
 
 // replayDesignHash marks records made by replay's own studies, which have no
@@ -43,14 +47,29 @@ func startReplayStack(ctx context.Context, in provision.Installed, kind, model, 
 // is; old makes llama-server run as before rig pinned its arithmetic
 // (weights repacked, prompts cut for checkpoints), as older records were made.
 func startReplayStackOf(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox, old bool) (*replayStack, error) {
+	return launchStack(ctx, in, kind, m, work, noSandbox, old, 1)
+}
+
+// startBatchStack starts kind with model serving slots requests at once,
+// as an arm with pins.slots does: its generateRows sends them in batches of
+// that many, so its rows are what a batched study keeps.
+func startBatchStack(ctx context.Context, in provision.Installed, kind, model, work string, noSandbox bool, slots int) (*replayStack, error) {
+	m, ok := in.Models[model]
+	if !ok || m.Path == "" {
+		return nil, fmt.Errorf("model %q is not provisioned (run make setup)", model)
+	}
+	return launchStack(ctx, in, kind, m, filepath.Join(work, fmt.Sprintf("slots-%d", slots)), noSandbox, false, slots)
+}
+
+func launchStack(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox, old bool, slots int) (*replayStack, error) {
 	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
-		Context: 4096, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox, WeightRepack: old, PromptCheckpoints: old})
+		Context: 4096, Slots: slots, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox, WeightRepack: old, PromptCheckpoints: old})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s with %s (%s): %w", kind, m.Name, m.Quant, err)
 	}
 	h := genrecord.Header{Kind: genrecord.KindHeader, SchemaVersion: genrecord.SchemaVersion,
 		Pins: callrow.Pins(rt.Pins(), replayDesignHash, "", "")}
-	return &replayStack{rt: rt, model: m.Name, header: h}, nil
+	return &replayStack{rt: rt, model: m.Name, header: h, slots: max(slots, 1)}, nil
 }
 
 func (s *replayStack) stop() {
@@ -122,21 +141,44 @@ func rowPlan(i int, ask string) ([]runtimes.Message, runtimes.Sampling) {
 }
 
 // generateRows makes n kept calls on s, each capped at maxTokens output
-// tokens. ask, when set, replaces the built-in questions (a format with one %s).
+// tokens. ask, when set, replaces the built-in questions (a format with one
+// %s). A stack with several slots gets them in batches of its slots, each
+// batch's calls together, as the runner keeps an arm's trials in flight.
 func (s *replayStack) generateRows(ctx context.Context, prefix string, n, maxTokens int, ask string) ([]liveRow, error) {
-	out := make([]liveRow, 0, n)
-	for i := range n {
-		msgs, samp := rowPlan(i, ask)
-		id := fmt.Sprintf("%s-%03d", prefix, i)
-		res, err := s.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: maxTokens, TopK: genrecord.DefaultK})
-		if err != nil {
-			return out, fmt.Errorf("%s on %s, row %s: %w", s.model, s.rt.Name(), id, err)
+	out := make([]liveRow, n)
+	batch := max(s.slots, 1)
+	for lo := 0; lo < n; lo += batch {
+		hi := min(lo+batch, n)
+		errs := make([]error, hi-lo)
+		var wg sync.WaitGroup
+		for i := lo; i < hi; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i], errs[i-lo] = s.generateRow(ctx, prefix, i, maxTokens, ask)
+			}()
 		}
-		row := callrow.Row(id, s.model, genrecord.RoleCandidate, callrow.Sampling(samp, maxTokens), genrecord.DefaultK, res)
-		row.Kind = genrecord.KindRow
-		out = append(out, liveRow{row: row, messages: msgs})
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return out[:lo], err
+			}
+		}
 	}
 	return out, nil
+}
+
+// generateRow makes row i of generateRows.
+func (s *replayStack) generateRow(ctx context.Context, prefix string, i, maxTokens int, ask string) (liveRow, error) {
+	msgs, samp := rowPlan(i, ask)
+	id := fmt.Sprintf("%s-%03d", prefix, i)
+	res, err := s.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: maxTokens, TopK: genrecord.DefaultK})
+	if err != nil {
+		return liveRow{}, fmt.Errorf("%s on %s, row %s: %w", s.model, s.rt.Name(), id, err)
+	}
+	row := callrow.Row(id, s.model, genrecord.RoleCandidate, callrow.Sampling(samp, maxTokens), genrecord.DefaultK, res)
+	row.Kind = genrecord.KindRow
+	return liveRow{row: row, messages: msgs}, nil
 }
 
 // writeRecord writes rows under pins to path.

@@ -47,9 +47,12 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		return ReplayTolerance{}, fmt.Errorf("--calibration %s: fields model and control_model are %q and %q, the record's model is %q (sha256 %.12s): a tolerance holds only for the models it was measured on", path, cal.Model, cal.Control, record.ModelName, record.ModelSHA256)
 	}
 	var have []string
+	slots := max(record.Slots, 1)
 	for i, rc := range cal.Runtimes {
-		have = append(have, rc.Runtime)
-		if rc.Runtime != runtime {
+		have = append(have, fmt.Sprintf("%s at %s", rc.Runtime, slotWord(rc.Slots)))
+		if rc.Runtime != runtime || max(rc.Slots, 1) != slots {
+			// Rows made in a batch drift from a lone sequence's by an
+			// amount that depends on the slot count: each count has its own.
 			continue
 		}
 		c := rc.Calibration
@@ -88,13 +91,13 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 			return ReplayTolerance{}, fmt.Errorf("--calibration %s: %s.tolerance is negative (token_nats %v, row_mean_nats %v); write it again with rig replay calibrate", path, field, c.Tolerance.Token, c.Tolerance.Row)
 		}
 		t := ReplayTolerance{Tolerance: c.Tolerance,
-			Source: fmt.Sprintf("%s, %s on %s: %d genuine rows, %d controls, false accepts %d, false rejects %d", path, cal.Model, runtime, c.NoiseRows, c.ControlRows, c.FalseAccepts, c.FalseRejects)}
+			Source: fmt.Sprintf("%s, %s on %s at %s: %d genuine rows, %d controls, false accepts %d, false rejects %d", path, cal.Model, runtime, slotWord(slots), c.NoiseRows, c.ControlRows, c.FalseAccepts, c.FalseRejects)}
 		if rc.Pins.BinarySHA256 != "" && record.BinarySHA256 != "" && rc.Pins.BinarySHA256 != record.BinarySHA256 {
 			t.Warning = fmt.Sprintf("the calibration in %s was measured on another %s binary (sha256 %.12s, the record's %.12s); its tolerance may not hold for this stack", path, runtime, rc.Pins.BinarySHA256, record.BinarySHA256)
 		}
 		return t, nil
 	}
-	return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for %s (it has: %s); run rig replay calibrate --runtime %s", path, runtime, strings.Join(have, ", "), runtime)
+	return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for %s at %s, the record's (it has: %s); run rig replay calibrate --runtime %s --slots %d", path, runtime, slotWord(slots), strings.Join(have, ", "), runtime, slots)
 }
 
 // errToleranceTwice is returned when a tolerance is given both ways.
@@ -117,4 +120,13 @@ func pinWord(v string) string {
 		return "absent (on: made before rig pinned it)"
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// slotWord is a slot count in words; 0 (a calibration or record from
+// before slots) is one.
+func slotWord(n int) string {
+	if n <= 1 {
+		return "1 slot"
+	}
+	return fmt.Sprintf("%d slots", n)
 }

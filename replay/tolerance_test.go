@@ -49,7 +49,7 @@ func TestLoadReplayToleranceRefusesBadCalibrations(t *testing.T) {
 	for _, c := range []struct{ name, body, runtime, want string }{
 		{"not json", "{", "ollama", "not a calibration"},
 		{"no runtimes", `{"model":"m","runtimes":[]}`, "ollama", "field runtimes is empty"},
-		{"other runtime", `{"runtimes":[{"runtime":"llama-server","calibration":{"separable":true}}]}`, "ollama", "no calibration for ollama (it has: llama-server)"},
+		{"other runtime", `{"runtimes":[{"runtime":"llama-server","calibration":{"separable":true}}]}`, "ollama", "no calibration for ollama at 1 slot, the record's (it has: llama-server at 1 slot)"},
 		{"overlap", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":false}}]}`, "ollama", "runtimes[0].calibration.separable is false"},
 		{"negative", `{"runtimes":[{"runtime":"ollama","calibration":{"separable":true,"tolerance":{"token_nats":-1}}}]}`, "ollama", "tolerance is negative"},
 	} {
@@ -150,5 +150,33 @@ func TestKeptPinnedPrefillCalibration(t *testing.T) {
 	old := genrecord.Pins{ModelName: "gemma-3-270m", ModelSHA256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"}
 	if _, err := LoadReplayTolerance(path, "llama-server", old, ModePrefill); err == nil || !strings.Contains(err.Error(), "runtimes[0].pins.weight_repack is \"off\", the record's is absent") {
 		t.Errorf("the pinned calibration for an older record: %v", err)
+	}
+}
+
+// A record made at N slots is held to the tolerance calibrated at N on its
+// runtime; at a count the calibration lacks, replay says which to measure;
+// a record from before slots (none) takes the one-slot entry, as does a
+// calibration entry from before slots.
+func TestLoadReplayToleranceTakesTheRecordsSlotCount(t *testing.T) {
+	cal := ReplayCalibration{Model: "smollm2-135m-instruct", Runtimes: []RuntimeCalibration{
+		{Runtime: "llama-server", Calibration: genrecord.Calibration{Separable: true, Tolerance: genrecord.Tolerance{Token: 0.25, Row: 0.05}}},
+		{Runtime: "llama-server", Slots: 4, Calibration: genrecord.Calibration{Separable: true, Tolerance: genrecord.Tolerance{Token: 0.75, Row: 0.2}}},
+	}}
+	path := filepath.Join(t.TempDir(), "cal.json")
+	if err := cal.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		slots int
+		want  float64
+	}{{0, 0.25}, {1, 0.25}, {4, 0.75}} {
+		got, err := LoadReplayTolerance(path, "llama-server", genrecord.Pins{Slots: c.slots}, "")
+		if err != nil || got.Tolerance.Token != c.want {
+			t.Errorf("record at %d slots: %+v, %v; want token tolerance %v", c.slots, got, err, c.want)
+		}
+	}
+	_, err := LoadReplayTolerance(path, "llama-server", genrecord.Pins{Slots: 2}, "")
+	if err == nil || !strings.Contains(err.Error(), "at 2 slots") || !strings.Contains(err.Error(), "--slots 2") || !strings.Contains(err.Error(), "llama-server at 4 slots") {
+		t.Errorf("a record at 2 slots with no such calibration: %v", err)
 	}
 }

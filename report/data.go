@@ -163,6 +163,16 @@ type Speed struct {
 	PeakMemBytes *int64   `json:"peak_mem_bytes,omitempty"`
 	EnergyJoules *float64 `json:"energy_joules,omitempty"`
 	EnergySource string   `json:"energy_source,omitempty"`
+	// Slots is the arm's pins.slots; TrialsPerS and OutputTokS its
+	// throughput over the time its runtime served it (every slot
+	// together); WallP50Seconds the median of its trials' own request
+	// wall times, the latency under that load. LoadNote says how trials
+	// that shared the runtime were charged; empty when none did.
+	Slots          int      `json:"slots,omitempty"`
+	TrialsPerS     *float64 `json:"trials_per_s,omitempty"`
+	OutputTokS     *float64 `json:"output_tok_s,omitempty"`
+	WallP50Seconds *float64 `json:"wall_p50_seconds,omitempty"`
+	LoadNote       string   `json:"load_note,omitempty"`
 	// Delta is each figure's relative change against the baseline arm's
 	// (+0.25 = 25% more); nil for the baseline itself.
 	Delta *SpeedDelta `json:"delta_vs_baseline,omitempty"`
@@ -178,6 +188,7 @@ type SpeedDelta struct {
 	TPOTP50    *float64 `json:"tpot_p50,omitempty"`
 	TPOTP99    *float64 `json:"tpot_p99,omitempty"`
 	Wall       *float64 `json:"wall_seconds,omitempty"`
+	OutputTokS *float64 `json:"output_tok_s,omitempty"`
 	PeakMem    *float64 `json:"peak_mem,omitempty"`
 	Energy     *float64 `json:"energy,omitempty"`
 }

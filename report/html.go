@@ -30,6 +30,7 @@ func funcs() template.FuncMap {
 		"interval":     interval,
 		"delta":        deltaText,
 		"secs":         secondsText,
+		"slots":        slotsText,
 		"ms":           msText,
 		"dms":          deltaMSText,
 		"tokms":        perTokenText,

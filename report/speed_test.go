@@ -26,7 +26,9 @@ func withSpeedCard() Data {
 		WallSeconds: f(7.4), PeakMemBytes: i64(343 << 20), EnergyJoules: f(481), EnergySource: "estimate"}
 	oll := Speed{Arm: k.Arms[1].Arm, Runtime: "ollama", Timed: 38,
 		PromptTokS: f(151.2), GenTokS: f(21.1), TTFTP50MS: f(3566), TTFTP99MS: f(4021), TPOTP50MS: f(52.29), TPOTP99MS: f(53.18),
-		WallSeconds: f(6.9), PeakMemBytes: i64(643 << 20), EnergyJoules: f(448), EnergySource: "estimate"}
+		WallSeconds: f(6.9), PeakMemBytes: i64(643 << 20), EnergyJoules: f(448), EnergySource: "estimate",
+		Slots: 4, TrialsPerS: f(0.42), OutputTokS: f(61.3), WallP50Seconds: f(9.1),
+		LoadNote: "38 trials ran beside others on the runtime (slots 4): wall time and energy per trial are each one's share of its round's time and counter by its share of the tokens; peak memory is the runtime's over the round, the same for every trial in it"}
 	rel := func(a, b *float64) *float64 { return f((*a - *b) / *b) }
 	oll.Delta = &SpeedDelta{PromptTokS: rel(oll.PromptTokS, base.PromptTokS), GenTokS: rel(oll.GenTokS, base.GenTokS),
 		TTFTP50: rel(oll.TTFTP50MS, base.TTFTP50MS), TTFTP99: rel(oll.TTFTP99MS, base.TTFTP99MS),
@@ -59,6 +61,11 @@ func TestSpeedCardInEveryFormat(t *testing.T) {
 			t.Errorf("Markdown speed card lacks %q", w)
 		}
 	}
+	// The load: the slot count and throughput beside the latency, and how
+	// shared trials were charged.
+	if !strings.Contains(md.String(), "| ollama | 4 | 38 |") || !strings.Contains(md.String(), "| 9.1 s | 0.420 | 61.3 |") || !strings.Contains(md.String(), "slots 4): wall time and energy per trial") {
+		t.Errorf("Markdown: the speed card lacks the slots, throughput or load note:\n%s", md.String())
+	}
 	// The baseline's row shows its figures and no change.
 	if !strings.Contains(md.String(), "| 127.1 | 19.0 | 3.98 s | 4.19 s | 53.4 ms | 53.8 ms |") {
 		t.Errorf("Markdown: the baseline's row is not its bare figures:\n%s", md.String())
@@ -68,7 +75,7 @@ func TestSpeedCardInEveryFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := html.UnescapeString(page.String())
-	for _, w := range []string{"Speed per arm", "151.2<br><span class=\"dim\">+19%</span>", "643 MiB<br><span class=\"dim\">+87%</span>", "TPOT p99"} {
+	for _, w := range []string{"Speed per arm", "151.2<br><span class=\"dim\">+19%</span>", "643 MiB<br><span class=\"dim\">+87%</span>", "TPOT p99", "Out tok/s (all slots)", "61.3", "(slots 4)"} {
 		if !strings.Contains(text, w) {
 			t.Errorf("HTML speed card lacks %q", w)
 		}
@@ -104,8 +111,8 @@ func TestSpeedCardScreenshot(t *testing.T) {
 	ctx, _ := openReport(t, d, dir)
 	id := "speed-" + slug(d.Kinds[0].Name)
 	cells := eval[int](t, ctx, `document.querySelectorAll("#`+id+` tbody td").length`)
-	if cells != 2*11 {
-		t.Fatalf("%d cells in the rendered speed card, want 22 (two arms, eleven figures)", cells)
+	if cells != 2*15 {
+		t.Fatalf("%d cells in the rendered speed card, want 30 (two arms, fifteen figures)", cells)
 	}
 	var png []byte
 	if err := chromedp.Run(ctx, chromedp.ScrollIntoView("#"+id, chromedp.ByID), chromedp.Screenshot("#"+id, &png, chromedp.ByID)); err != nil {

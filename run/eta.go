@@ -61,6 +61,22 @@ func (e *eta) left(trials []studies.Trial) time.Duration {
 	return sum
 }
 
+// leftInFlight is the ETA partway through a stretch of an arm's trials in
+// flight together: the stretch's trials not yet ended at the share of the
+// stretch's time each ended one took so far (spent over finished: N in
+// flight end N times as often as one alone), then the trials after it.
+func (e *eta) leftInFlight(arm string, spent time.Duration, finished, unfinished int, after []studies.Trial) time.Duration {
+	per, ok := e.perTrial(arm)
+	if finished > 0 {
+		per, ok = spent/time.Duration(finished), true
+	}
+	left := e.left(after)
+	if ok && unfinished > 0 {
+		left += per * time.Duration(unfinished)
+	}
+	return left
+}
+
 // remaining are the planned trials after index i that have no counted
 // receipt yet: what the ETA prices.
 func remaining(plan *studies.Plan, i int, counted map[receipts.TrialKey]receipts.Receipt) []studies.Trial {

@@ -59,3 +59,18 @@ func TestRemainingSkipsCountedTrials(t *testing.T) {
 		t.Errorf("remaining after the first trial = %+v, want b's t1 only", got)
 	}
 }
+
+// Partway through a stretch of trials in flight, the ETA prices the
+// stretch's unfinished trials at the share of its time each ended one
+// took (4 ended in 8 s at 4 slots: 2 s each, not each one's own 8 s), and
+// the trials after it as before.
+func TestETACountsSlots(t *testing.T) {
+	e := newETA(map[string]time.Duration{"a": 10 * time.Second})
+	if got := e.leftInFlight("a", 8*time.Second, 4, 6, trials("a", "a")); got != 6*2*time.Second+2*10*time.Second {
+		t.Errorf("ETA in a stretch = %s, want 6×2s + 2×10s", got)
+	}
+	// Nothing ended yet: the arm's price.
+	if got := e.leftInFlight("a", 3*time.Second, 0, 3, nil); got != 30*time.Second {
+		t.Errorf("ETA before the first end = %s, want 3×10s", got)
+	}
+}

@@ -108,7 +108,7 @@ func (x *execution) stretch(ctx context.Context, plan *studies.Plan, lo, hi int,
 		}
 	}
 	sink := &heldSink{storeSink: storeSink{x}, last: map[receipts.TrialKey]receipts.Receipt{}}
-	began := time.Now()
+	began, total := time.Now(), len(pending)
 	finished := 0
 	for len(pending) > 0 {
 		if err := ctx.Err(); err != nil {
@@ -133,6 +133,7 @@ func (x *execution) stretch(ctx context.Context, plan *studies.Plan, lo, hi int,
 				if o == receipts.Error {
 					x.state.info.Failed++
 				}
+				x.state.info.ETA = est.leftInFlight(arm.Name, time.Since(began), finished, total-finished, remaining(plan, hi-1, counted)).Round(time.Second).String()
 				x.state.mu.Unlock()
 				progress()
 			}
@@ -194,22 +195,29 @@ func (x *execution) round(ctx context.Context, sink *heldSink, arm studies.Arm, 
 	rt, peers := x.cur, newSlotRound()
 	r := &roundState{x: x, keys: keys, done: map[studies.TrialKey]receipts.Outcome{}, inFlight: map[studies.TrialKey]bool{}}
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, arm.Pins.SlotCount())
+	// The free slots, numbered from 1: each trial holds one while in
+	// flight and asks the runtime to serve it there, so that the runtime's
+	// report of that slot is the trial's own progress (slotprogress.go).
+	free := make(chan int, arm.Pins.SlotCount())
+	for n := 1; n <= arm.Pins.SlotCount(); n++ {
+		free <- n
+	}
 	for _, k := range keys {
+		slot := 0
 		select {
-		case slots <- struct{}{}:
+		case slot = <-free:
 		case <-peers.preempted():
 		}
-		if !r.admit(k, peers) {
+		if slot == 0 || !r.admit(k, peers) {
 			break
 		}
 		wg.Add(1)
-		go func(k studies.TrialKey) {
+		go func(k studies.TrialKey, slot int) {
 			defer wg.Done()
-			defer func() { <-slots }()
-			o, err := x.runTrial(ctx, sink, arm, rt, k, peers)
+			defer func() { free <- slot }()
+			o, err := x.runTrial(ctx, sink, arm, rt, k, peers, slot)
 			r.finish(k, o, err, peers)
-		}(k)
+		}(k, slot)
 	}
 	wg.Wait()
 	if r.firstErr != nil {

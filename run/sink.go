@@ -6,6 +6,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"os"
 	"rig/genrecord"
 	"rig/genrecord/callrow"
@@ -45,6 +46,25 @@ func (s storeSink) Records() layout.Records { return s.x.records() }
 
 func (s storeSink) Writer(arm string, rp runtimes.Pins) (*genrecord.Writer, error) {
 	return s.x.writer(arm, rp)
+}
+
+// keptRows is a sink whose record outlives a process, so that a call's
+// rows can be there before its attempt runs (trial.go, skipKeptAttempts).
+type keptRows interface {
+	keptRow(arm string, rp runtimes.Pins, callID string) (bool, error)
+}
+
+// keptRow reports whether the arm's record holds a row of callID (or of
+// its first harness call); a record not yet written holds none.
+func (s storeSink) keptRow(arm string, rp runtimes.Pins, callID string) (bool, error) {
+	if _, err := os.Stat(s.x.records().Generation(arm)); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	w, err := s.x.writer(arm, rp)
+	if err != nil {
+		return false, err
+	}
+	return w.Has(callID) || w.Has(callID+"/call-1"), nil
 }
 
 func (s storeSink) PutReceipt(ctx context.Context, rec receipts.Receipt) error {

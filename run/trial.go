@@ -61,6 +61,9 @@ type trialRunner struct {
 	// rows keeps one trial's generation rows, and the record's sum its
 	// receipt carries, together when trials of an arm run at once.
 	rows sync.Mutex
+	// pool, in a try (try.go), keeps runtimes warm between tries: startArm
+	// takes the arm's runtime from it, and stopping one parks it there.
+	pool *TryPool
 }
 
 // newTrialRunner readies the runner of one execution: the snapshot's banks
@@ -105,7 +108,7 @@ func (x *trialRunner) Trial(ctx context.Context, sink Sink, key studies.TrialKey
 	if outcome, started, err := x.keepArm(ctx, sink, *arm, key); err != nil || !started {
 		return outcome, err
 	}
-	outcome, err := x.runTrial(ctx, sink, *arm, x.cur, key, nil)
+	outcome, err := x.runTrial(ctx, sink, *arm, x.cur, key, nil, 0)
 	if err != nil {
 		return "", fmt.Errorf("trial %s: %w", key, err)
 	}
@@ -170,6 +173,9 @@ func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.R
 	if !ok {
 		return nil, fmt.Errorf("arm %s is not in the snapshot", arm.Name)
 	}
+	if arm.Runtime.OpenAIServer() {
+		return x.startServer(ctx, arm, fa)
+	}
 	kind, frozen := x.snap.ArmRuntime(arm)
 	build, err := runtimes.BuildOf(x.installed, kind)
 	if err != nil {
@@ -182,6 +188,9 @@ func (x *trialRunner) startArm(ctx context.Context, arm studies.Arm) (runtimes.R
 		Context: arm.Pins.Context, WorkDir: filepath.Join(x.workDir, "rt-"+arm.Name), NoSandbox: x.env.NoSandbox,
 		Offload: arm.Pins.Offload, Slots: arm.Pins.SlotCount()}
 	card := studies.CardOf(x.design, arm)
+	if x.pool != nil {
+		return x.startPooled(ctx, arm, build, cfg, card)
+	}
 	switch {
 	case !card.Simulated || card.MemoryMiB <= 0:
 	case arm.Pins.Offload.OnCard():
@@ -224,7 +233,7 @@ func (x *trialRunner) stopArm(ctx context.Context, rt runtimes.Runtime) {
 // returned. peers, for a trial in flight beside others on the same runtime
 // (inflight.go), preempts it when one of them is preempted; nil for a
 // trial alone.
-func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey, peers *slotRound) (receipts.Outcome, error) {
+func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, rt runtimes.Runtime, key studies.TrialKey, peers *slotRound, slot int) (receipts.Outcome, error) {
 	attempt, parent, err := sink.NextAttempt(ctx, receiptTrial(key))
 	if err != nil {
 		return "", err
@@ -235,6 +244,9 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		return "", fmt.Errorf("task %s is not in bank %s", key.Task, bank.File)
 	}
 	rp := rt.Pins()
+	if attempt, parent, err = x.skipKeptAttempts(ctx, sink, arm, key, rp, attempt, parent); err != nil {
+		return "", err
+	}
 	rec := x.newReceipt(arm, key, attempt, parent, rp)
 	if arm.Runtime.Aider() {
 		x.harnessPins(&rec, key.JobKind, task)
@@ -260,8 +272,10 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		// reset it when it began.
 		x.res.ResetPeak()
 	}
+	stopFeed := feedSlotProgress(tctx, rt, guard, slot)
 	start := time.Now()
-	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID)
+	out, genErr := x.generate(tctx, arm, rt, key.JobKind, bank, task, callID, slot)
+	stopFeed()
 	if out.files != nil {
 		if err := KeepRepo(sink.Records(), callID, out.files); err != nil {
 			return "", fmt.Errorf("keeping the repository of %s: %w", callID, err)
@@ -274,9 +288,10 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		// Cut short because a trial beside it on the runtime was.
 		preempted = why
 	}
-	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() && peers == nil {
-		// The card's counter over a trial alone is that trial's; beside
-		// others it would count theirs too, so the report estimates it.
+	if em, ok := guard.(EnergyMeter); ok && arm.Pins.Offload.OnCard() {
+		// The card's counter over the trial's own interval; beside others
+		// it counted theirs too, and the analysis apportions the round's
+		// energy by each trial's share of the tokens (analysis/load.go).
 		if j, ok := em.TrialEnergy(); ok {
 			rec.EnergyJoules, rec.EnergySource = j, receipts.EnergyMeasuredNVML
 		}
@@ -297,6 +312,41 @@ func (x *trialRunner) runTrial(ctx context.Context, sink Sink, arm studies.Arm, 
 		return "", err
 	}
 	return rec.Outcome, nil
+}
+
+// skipKeptAttempts steps past an attempt whose generation rows are already
+// in the record with no receipt: the process was killed after it kept the
+// rows and before it stored the receipt (with trials in flight, any of
+// them can be there at the kill). Running that attempt again would write
+// its rows twice, so it gets a preempted receipt (never counted) saying
+// so, and the trial runs as the next attempt.
+func (x *trialRunner) skipKeptAttempts(ctx context.Context, sink Sink, arm studies.Arm, key studies.TrialKey, rp runtimes.Pins, attempt, parent int) (int, int, error) {
+	kr, ok := sink.(keptRows)
+	if !ok {
+		// A worker's spool entry is the attempt's own: nothing kept before it.
+		return attempt, parent, nil
+	}
+	for {
+		callID := key.CallID(attempt)
+		kept, err := kr.keptRow(arm.Name, rp, callID)
+		if err != nil {
+			return 0, 0, err
+		}
+		if !kept {
+			return attempt, parent, nil
+		}
+		rec := x.newReceipt(arm, key, attempt, parent, rp)
+		rec.FinishedAt = rec.StartedAt
+		rec.Outcome = receipts.Preempted
+		rec.Detail = fmt.Sprintf("lost: the rows of call %s were kept and the process stopped before it stored this receipt (written on resume; the rows stay in the record, uncounted, and the trial runs again)", callID)
+		if err := sink.PutReceipt(ctx, rec); err != nil {
+			return 0, 0, err
+		}
+		x.env.Log.Info("recorded an attempt whose rows outlived its process", "call", callID)
+		if attempt, parent, err = sink.NextAttempt(ctx, receiptTrial(key)); err != nil {
+			return 0, 0, err
+		}
+	}
 }
 
 // harnessPins puts a harness trial's caps, and the test command it runs
@@ -519,13 +569,17 @@ func samplingOf(p studies.Pins) runtimes.Sampling {
 	return runtimes.Sampling{Temperature: p.Sampling.Temperature, TopK: p.Sampling.TopK, TopP: p.Sampling.TopP, MinP: p.Sampling.MinP, Seed: int(p.Sampling.Seed)}
 }
 
-// generate runs one trial's model work on a started runtime.
-func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string) (trialOutput, error) {
+// generate runs one trial's model work on a started runtime; slot, when
+// above 0, is the runtime's slot the trial holds (inflight.go).
+func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes.Runtime, jobKind string, bank *tasks.Bank, task tasks.Task, callID string, slot int) (trialOutput, error) {
 	out := trialOutput{harness: arm.Runtime.Harness()}
 	if out.harness != "aider" {
 		req, err := taskRequest(arm, bank, task, callID, x.topK)
 		if err != nil {
 			return out, err
+		}
+		if _, reports := rt.(slotReporter); reports {
+			req.Slot = slot
 		}
 		res, err := rt.Generate(ctx, req)
 		if err != nil {

@@ -98,7 +98,7 @@ func (x *trialRunner) validateHarness(ctx context.Context, arm studies.Arm, dir 
 		x.stopArm(ctx, rt)
 		return rec, err
 	}
-	gen, genErr := x.generate(ctx, arm, rt, jobKind, bank, task, "validation/"+arm.Name)
+	gen, genErr := x.generate(ctx, arm, rt, jobKind, bank, task, "validation/"+arm.Name, 0)
 	pins := rt.Pins()
 	x.stopArm(ctx, rt)
 	if genErr != nil {

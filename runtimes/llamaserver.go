@@ -635,6 +635,9 @@ func (s *LlamaServer) Generate(ctx context.Context, req Request) (Result, error)
 	if req.Grammar != "" {
 		body["grammar"] = req.Grammar
 	}
+	if req.Slot > 0 {
+		body["id_slot"] = req.Slot - 1
+	}
 	peak := s.meter.start()
 	start := time.Now()
 	var out lsCompletion

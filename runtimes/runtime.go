@@ -68,6 +68,11 @@ type Request struct {
 	Stop         []string `json:"stop,omitempty"`
 	// Grammar constrains generation (llama-server only); replay forces kept tokens with it.
 	Grammar string `json:"grammar,omitempty"`
+	// Slot, when above 0, asks llama-server to serve the call in its slot
+	// Slot-1 (id_slot), so that the server's own slot report (SlotReport)
+	// says how far this call alone has got; 0 lets the server choose, as
+	// every other runtime does.
+	Slot int `json:"slot,omitempty"`
 }
 
 // Candidate is one of the top-K alternatives at a step.

@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -203,5 +204,75 @@ func TestOllamaSlotsEachGetThePinnedContext(t *testing.T) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSlotReportIsEachRequestsOwnProgress sends a request to llama-server's
+// second slot alone (Request.Slot 2), then one to each slot together: the
+// server serves each in the slot it was given, and its slot report counts
+// each request's own progress (prompt tokens evaluated and tokens
+// generated), which grows while it runs: what the governor's per-slot hang
+// check reads (run/slotprogress.go).
+func TestSlotReportIsEachRequestsOwnProgress(t *testing.T) {
+	const stopCap = 64
+	rt := startReal(t, "llama-server", "smollm2-135m-instruct", func(c *Config) { c.Context, c.Slots = 512, 2 })
+	ls := rt.(*LlamaServer)
+	ctx := context.Background()
+	ids, err := ls.Tokenize(ctx, strings.Repeat("river stone ", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// send runs a request in each of slots and returns, per slot id, the
+	// progress the server reported for it while they ran.
+	send := func(slots ...int) map[int][]int {
+		var wg sync.WaitGroup
+		errs := make([]error, len(slots))
+		for i, s := range slots {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = rt.Generate(ctx, Request{CallID: fmt.Sprintf("slot-%d", s), PromptTokens: ids,
+					Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: stopCap, TopK: 5, Slot: s})
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		seen := map[int][]int{}
+		for polling := true; polling; {
+			select {
+			case <-done:
+				polling = false
+			case <-time.After(20 * time.Millisecond):
+				rep, err := ls.SlotReport(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, sl := range rep {
+					if sl.Processing {
+						seen[sl.ID] = append(seen[sl.ID], sl.Progress())
+					}
+				}
+			}
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("request in slot %d: %v", slots[i], err)
+			}
+		}
+		return seen
+	}
+	alone := send(2)
+	if len(alone[0]) != 0 || len(alone[1]) == 0 {
+		t.Fatalf("a request sent to slot 2 alone: the server showed slots %v busy, want only id 1", alone)
+	}
+	both := send(1, 2)
+	for id := range 2 {
+		p := both[id]
+		if len(p) < 2 || p[len(p)-1] <= p[0] {
+			t.Errorf("slot id %d: progress %v while its request ran, want it to grow", id, p)
+		}
+		if p[len(p)-1] > len(ids)+stopCap {
+			t.Errorf("slot id %d: progress %d is past its own request's %d prompt tokens and %d output: not its own count", id, p[len(p)-1], len(ids), stopCap)
+		}
 	}
 }

@@ -430,6 +430,7 @@ func TestRedTeamWorkerCannotLieAboutDerivableFields(t *testing.T) {
 		"runtime binary":  {edit: pin("binary_sha256", strings.Repeat("e", 64)), want: "binary_sha256"},
 		"quant":           {edit: pin("quant", "Q2_K"), want: "pins.quant"},
 		"context":         {edit: pin("context", "131072"), want: "pins.context"},
+		"slots":           {edit: pin("slots", "8"), want: "pins.slots"},
 		"sampling":        {edit: pin("temperature", "0"), want: "pins.temperature"},
 		"stop cap":        {edit: pin("stop_cap", "32768"), want: "pins.stop_cap"},
 		"prompt format":   {edit: pin("prompt_format", "completion"), want: "pins.prompt_format"},

@@ -123,7 +123,7 @@ func planFields(r receipts.Receipt) []field {
 // ollama_digest are reported too, and held to the frozen digests apart
 // (checkReceipt).
 var armPins = []string{
-	"quant", "context", "temperature", "top_k", "top_p", "min_p", "seed", "stop_cap", "runtime_build", "pins_source", "prompt_format",
+	"quant", "context", "slots", "temperature", "top_k", "top_p", "min_p", "seed", "stop_cap", "runtime_build", "pins_source", "prompt_format",
 	"offload_backend", "gpu_layers", "flash_attention", "kv_cache_on_host",
 	"card", "card_memory_mib", "card_simulated",
 }

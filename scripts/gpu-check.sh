@@ -39,7 +39,8 @@ pack() {
     if [ "$name" = cpu ]; then bindir=$(dirname "$LLAMA_SERVER_BIN"); else bindir=$(dirname "$LLAMA_SERVER_CUDA_BIN"); fi
     say "packing the $name llama-server from $bindir"
     # shellcheck disable=SC2046
-    tar -C "$bindir" -cJf "$bundle/llama-server-$name.tar.xz" llama-server $(cd "$bindir" && ls ./*.so* rig-sha256.txt rig-build-flags.txt 2>/dev/null)
+    # llama-batched-bench goes too: the slots bench holds the server to it.
+    tar -C "$bindir" -cJf "$bundle/llama-server-$name.tar.xz" llama-server $(cd "$bindir" && ls ./llama-batched-bench ./*.so* rig-sha256.txt rig-build-flags.txt 2>/dev/null)
   done
   xz -T0 -9 "$bundle/rig"
   {
@@ -119,6 +120,7 @@ run() {
     {
       echo "RIG_CACHE=$RIG_CACHE"
       echo "LLAMA_SERVER_BIN=$CPU_BIN_DIR/llama-server"
+      echo "LLAMA_BATCHED_BENCH_BIN=$CPU_BIN_DIR/llama-batched-bench"
       echo "LLAMA_SERVER_BUILD_FLAGS=\"$LLAMA_SERVER_BUILD_FLAGS\""
       echo "LLAMA_SERVER_CUDA_BIN=$CUDA_BIN_DIR/llama-server"
       echo "LLAMA_SERVER_CUDA_BUILD_FLAGS=\"$LLAMA_SERVER_CUDA_BUILD_FLAGS\""
@@ -153,6 +155,11 @@ run() {
   step "Preflight against measured card memory (three contexts, two KV types)" \
     "$rig" bench preflight --device cuda --model "$work/synth.gguf"
   step "A card-memory preemption by the governor" "$rig" governor card-check --model "$work/synth.gguf" --budget 64MiB
+  # Slots: a study's batch at 1 to 32 requests in flight on the card,
+  # against the CUDA build's own llama-batched-bench (docs/runtimes.md, the
+  # slots section; its figures go in docs/gpu.md).
+  step "Slots on the card: a study's batch against llama-batched-bench" \
+    "$rig" bench slots --device cuda --model-file "$work/synth.gguf" --slots "${RIG_GPU_CHECK_SLOTS:-1,2,4,8,16,32}" --reps 2
   if [ "$card" = yes ]; then
     step "NVML as the driver reports it" nvidia-smi --query-gpu=name,memory.used,memory.total,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
   else

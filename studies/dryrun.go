@@ -78,6 +78,10 @@ type ArmCost struct {
 	WallTime  time.Duration `json:"wall_time"`
 	EnergyWh  float64       `json:"energy_wh"`
 	AtStopCap bool          `json:"at_stop_cap"` // output priced at the stop cap
+	// Slots is the arm's pins.slots; SlotSpeedup the throughput its trials
+	// in flight were priced at, over one slot's (SlotSpeedup), 1 at one slot.
+	Slots       int     `json:"slots,omitempty"`
+	SlotSpeedup float64 `json:"slot_speedup,omitempty"`
 }
 
 // Estimate is a dry run's price of a plan against the design's caps.
@@ -186,44 +190,77 @@ func checkSpeeds(d *Design, speeds SpeedTable) error {
 
 // priceTrials prices each planned trial at its arm's speed, a load
 // wherever the plan switches instance, and returns the cost per arm with
-// the arms in the order first met.
+// the arms in the order first met. An arm with slots runs each stretch of
+// its trials in a block (what one start of its runtime serves, as the
+// runner sends them) n at a time, n the slots or the stretch's length if
+// shorter: the stretch's model time is divided by SlotSpeedup(n) and its
+// per-trial overhead (harness start, grading) by n, which overlaps fully.
 func priceTrials(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (map[string]*ArmCost, []string, error) {
 	costs := map[string]*ArmCost{}
 	var order []string
 	prev := ""
-	for _, t := range p.Trials {
+	for lo := 0; lo < len(p.Trials); {
+		t := p.Trials[lo]
 		a := d.Arm(t.Key.Arm)
 		if a == nil {
 			return nil, nil, fmt.Errorf("plan names arm %q, which the design lacks (plan and design differ; rebuild the plan)", t.Key.Arm)
 		}
+		hi := lo + 1
+		for hi < len(p.Trials) && p.Trials[hi].Key.Arm == t.Key.Arm && p.Trials[hi].Block == t.Block && p.Trials[hi].Instance == t.Instance {
+			hi++
+		}
 		s := speeds[a.Name]
 		c, ok := costs[a.Name]
 		if !ok {
-			c = &ArmCost{Arm: a.Name, Source: s.Source}
+			c = &ArmCost{Arm: a.Name, Source: s.Source, Slots: a.Pins.SlotCount(), SlotSpeedup: SlotSpeedup(a.Pins.SlotCount())}
 			costs[a.Name] = c
 			order = append(order, a.Name)
 		}
-		in := DefaultPromptTokens
-		if prompt != nil {
-			in = prompt(t.Key)
+		n := min(a.Pins.SlotCount(), hi-lo)
+		var model, overhead float64
+		for _, t := range p.Trials[lo:hi] {
+			in := DefaultPromptTokens
+			if prompt != nil {
+				in = prompt(t.Key)
+			}
+			out := s.MeanOutputTokens
+			if out == 0 {
+				out = float64(a.Pins.StopCap)
+				c.AtStopCap = true
+			}
+			model += float64(in)/s.PromptTokensPerSec + out/s.GenTokensPerSec
+			overhead += s.OverheadSeconds
 		}
-		out := s.MeanOutputTokens
-		if out == 0 {
-			out = float64(a.Pins.StopCap)
-			c.AtStopCap = true
-		}
-		secs := float64(in)/s.PromptTokensPerSec + out/s.GenTokensPerSec + s.OverheadSeconds
+		secs := model/SlotSpeedup(n) + overhead/float64(n)
 		if t.Instance != prev {
 			secs += s.LoadSeconds
 			c.Loads++
 			prev = t.Instance
 		}
-		dur := time.Duration(secs * float64(time.Second))
-		c.Trials++
-		c.WallTime += dur
+		c.Trials += hi - lo
+		c.WallTime += time.Duration(secs * float64(time.Second))
 		c.EnergyWh += secs * s.Watts / 3600
+		lo = hi
 	}
 	return costs, order, nil
+}
+
+// SlotSpeedup is what the dry run takes n trials in flight on one runtime
+// to buy: their tokens per second over one trial's alone. It is not
+// measured per machine (no validation run sends a batch), so it is the
+// low end of what `rig bench slots` measured: on a 2-core CPU llama-server
+// gained 1.13× at 2 slots and 1.36× at 4, and 1.29× at 8 (no more than at
+// 4); Ollama 1.18×, 1.23×, 1.31× (docs/runtimes.md). A card gains several
+// times that, so on one the estimate is long, never short.
+func SlotSpeedup(n int) float64 {
+	switch {
+	case n <= 1:
+		return 1
+	case n == 2:
+		return 1.1
+	default:
+		return 1.2
+	}
 }
 
 // WriteTable prints the per-arm price, the total and the caps.
@@ -235,12 +272,21 @@ func (e *Estimate) WriteTable(w io.Writer) error {
 		if c.AtStopCap {
 			src += ", output at stop cap"
 		}
+		if c.Slots > 1 {
+			src += fmt.Sprintf(", %d slots at %.2f× one slot's speed", c.Slots, c.SlotSpeedup)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.1f Wh\t\n", c.Arm, src, c.Trials, c.Loads, c.WallTime.Round(time.Second), c.EnergyWh)
 	}
 	fmt.Fprintf(tw, "total\t\t%d\t%d\t%s\t%.1f Wh\t\n", e.Trials, e.Loads, e.WallTime.Round(time.Second), e.EnergyWh)
 	fmt.Fprintf(tw, "cap\t\t\t\t%s\t%.1f Wh\t\n", e.CapWallTime, e.CapEnergyWh)
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, c := range e.Arms {
+		if c.Slots > 1 {
+			fmt.Fprintln(w, "slots: an arm's trials of a block go out together, n at a time; the model time of each such stretch is divided by the speed-up n trials in flight buy (1.10× at 2, 1.20× from 3 up: the low end of rig bench slots on a CPU, never measured per machine) and its per-trial overhead by n")
+			break
+		}
 	}
 	e.Stopping.write(w)
 	_, err := fmt.Fprintln(w, "dry run: nothing was executed")

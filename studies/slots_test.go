@@ -153,3 +153,57 @@ func TestSlotsDifferNamed(t *testing.T) {
 		t.Errorf("warning %q does not name %s at 4 slots and what it means", w[0], d.Arms[2].Name)
 	}
 }
+
+// An arm with slots is priced stretch by stretch: the model time of its
+// trials in a block divided by the speed-up of the trials in flight, and
+// the table says so; at one slot the price is as before.
+func TestDryRunPricesSlots(t *testing.T) {
+	d := demoDesign(t)
+	p, err := NewPlan(d, demoTasks(10, 4), PlanOptions{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := func() ArmCost {
+		e, err := DryRun(d, p, demoSpeeds(), func(TrialKey) int { return 400 })
+		if err != nil {
+			t.Fatalf("DryRun: %v", err)
+		}
+		for _, c := range e.Arms {
+			if c.Arm == d.Arms[0].Name {
+				return c
+			}
+		}
+		t.Fatalf("no price for %s", d.Arms[0].Name)
+		return ArmCost{}
+	}
+	one := price()
+	d.Arms[0].Pins.Slots = 4
+	four := price()
+	perTrial := 400.0/2000 + float64(d.Arms[0].Pins.StopCap)/200
+	var want float64
+	for lo := 0; lo < len(p.Trials); {
+		hi := lo + 1
+		for hi < len(p.Trials) && p.Trials[hi].Key.Arm == p.Trials[lo].Key.Arm && p.Trials[hi].Block == p.Trials[lo].Block && p.Trials[hi].Instance == p.Trials[lo].Instance {
+			hi++
+		}
+		if p.Trials[lo].Key.Arm == d.Arms[0].Name {
+			want += float64(hi-lo) * perTrial / SlotSpeedup(min(4, hi-lo))
+		}
+		lo = hi
+	}
+	want += float64(four.Loads) * 2
+	if got := four.WallTime.Seconds(); got < want-0.01 || got > want+0.01 {
+		t.Errorf("4 slots priced %.2fs, want %.2fs", got, want)
+	}
+	if four.WallTime >= one.WallTime || four.Slots != 4 || one.Slots != 1 || one.SlotSpeedup != 1 {
+		t.Errorf("4 slots %+v, 1 slot %+v: want 4 slots priced shorter", four, one)
+	}
+	e, _ := DryRun(d, p, demoSpeeds(), func(TrialKey) int { return 400 })
+	var buf bytes.Buffer
+	if err := e.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "4 slots at 1.20× one slot's speed") || !strings.Contains(buf.String(), "slots: an arm's trials of a block go out together") {
+		t.Errorf("the table does not say how slots were priced:\n%s", buf.String())
+	}
+}

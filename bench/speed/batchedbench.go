@@ -17,10 +17,15 @@ import (
 // layout (one stream per sequence of the pinned context, no --kv-unified),
 // weights not repacked and threads not spinning, as rig starts the server.
 func batchedBenchArgs(req SlotsRequest, m provision.Model, threads, n int) []string {
-	return []string{req.Installed.LlamaBatchedBench,
+	args := []string{req.Installed.LlamaBatchedBench,
 		"-m", m.Path, "-t", strconv.Itoa(threads), "-c", strconv.Itoa(n * req.Context),
 		"-npp", strconv.Itoa(req.PromptTokens), "-ntg", strconv.Itoa(req.GenTokens), "-npl", strconv.Itoa(n),
 		"-ctk", "f16", "-ctv", "f16", "--no-repack", "--poll", "0", "--output-format", "jsonl"}
+	if req.Device == DeviceCUDA {
+		// Every layer on the card, as the server's offload pin puts them.
+		args = append(args, "-ngl", "99")
+	}
+	return args
 }
 
 // batchedBenchArgsLine is the command line for the result, with N for the
@@ -43,7 +48,7 @@ func batchedBenchArgsLine(req SlotsRequest, m provision.Model, threads int) stri
 func runBatchedBench(ctx context.Context, req SlotsRequest, m provision.Model, threads, n int) (BatchedBench, error) {
 	// Contained like the runtime it is held against: it reads the same
 	// untrusted model file.
-	out, err := runtimes.RunTool(ctx, batchedBenchArgs(req, m, threads, n), m.Path, req.NoSandbox, false, nil)
+	out, err := runtimes.RunTool(ctx, batchedBenchArgs(req, m, threads, n), m.Path, req.NoSandbox, req.Device == DeviceCUDA, nil)
 	if err != nil {
 		return BatchedBench{}, fmt.Errorf("llama-batched-bench: %w: %s", err, tail(out, 600))
 	}

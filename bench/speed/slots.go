@@ -7,9 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"rig/internal/offload"
 	"rig/internal/provision"
 	"rig/runtimes"
 )
@@ -45,7 +47,18 @@ type SlotsRequest struct {
 	Reps      int
 	WorkDir   string
 	NoSandbox bool
+	// ModelFile, when set, is a GGUF to run instead of the registry's
+	// Model: on a card's machine no model file travels, so the GPU check
+	// makes one there (rig runtimes synth-model).
+	ModelFile string
+	// Device is "cpu" (empty) or "cuda": on cuda the CUDA llama-server with
+	// every layer on the card, against the CUDA build's own
+	// llama-batched-bench (-ngl 99), as scripts/gpu-check.sh runs it.
+	Device string
 }
+
+// DeviceCUDA is SlotsRequest.Device for the card.
+const DeviceCUDA = "cuda"
 
 // SlotBatch is one batch: as many requests as slots, sent together.
 type SlotBatch struct {
@@ -162,6 +175,12 @@ func (req SlotsRequest) Check() error {
 		if kind != "llama-server" && kind != "ollama" {
 			return fmt.Errorf("--runtime %s: llama-server or ollama", kind)
 		}
+		if req.Device == DeviceCUDA && kind != "llama-server" {
+			return fmt.Errorf("--runtime %s with --device cuda: only llama-server has a batched bench to hold it to on the card", kind)
+		}
+	}
+	if req.Device != "" && req.Device != "cpu" && req.Device != DeviceCUDA {
+		return fmt.Errorf("--device %s: cpu or cuda", req.Device)
 	}
 	if req.PromptTokens < 0 || req.GenTokens < 0 || req.Reps < 0 || req.Threads < 0 {
 		return errors.New("--prompt-tokens, --gen-tokens, --reps and --threads are counts (0 or more)")
@@ -179,16 +198,24 @@ func RunSlots(ctx context.Context, req SlotsRequest) (SlotsResult, error) {
 	}
 	res := SlotsResult{Date: time.Now().UTC().Format("2006-01-02"), Machine: runtimes.ReadMachine().String(),
 		Model: req.Model, Context: req.Context, PromptTokens: req.PromptTokens, GenTokens: req.GenTokens, Reps: req.Reps, Pass: true}
+	if req.Device == DeviceCUDA {
+		// The CUDA build's own bench sits beside its server.
+		req.Installed.LlamaBatchedBench = ""
+		if req.Installed.LlamaServerCUDA != "" {
+			req.Installed.LlamaBatchedBench = filepath.Join(filepath.Dir(req.Installed.LlamaServerCUDA), "llama-batched-bench")
+		}
+	}
 	if slices.Contains(req.Runtimes, "llama-server") && req.Installed.LlamaBatchedBench == "" {
-		return res, fmt.Errorf("bench slots: %s names no LLAMA_BATCHED_BENCH_BIN: %w (run make setup)", req.Installed.File, provision.ErrNotProvisioned)
+		return res, fmt.Errorf("bench slots: %s names no LLAMA_BATCHED_BENCH_BIN (or, with --device cuda, no CUDA llama-server beside which it sits): %w (run make setup)", req.Installed.File, provision.ErrNotProvisioned)
 	}
 	if req.PromptTokens+req.GenTokens > req.Context {
 		return res, fmt.Errorf("bench slots: a prompt of %d and %d generated tokens do not fit the context of %d", req.PromptTokens, req.GenTokens, req.Context)
 	}
-	m, err := req.Installed.Model(req.Model)
+	m, err := slotsModel(req)
 	if err != nil {
 		return res, err
 	}
+	res.Model = m.Name
 	res.Quant = m.Quant
 	work := req.WorkDir
 	if work == "" {
@@ -198,7 +225,11 @@ func RunSlots(ctx context.Context, req SlotsRequest) (SlotsResult, error) {
 		defer os.RemoveAll(work)
 	}
 	for _, kind := range req.Runtimes {
-		b, err := runtimes.BuildOf(req.Installed, kind)
+		build := kind
+		if req.Device == DeviceCUDA {
+			build = offload.ComponentLlamaServerCUDA
+		}
+		b, err := runtimes.BuildOf(req.Installed, build)
 		if err != nil {
 			return res, err
 		}
@@ -236,8 +267,12 @@ func RunSlots(ctx context.Context, req SlotsRequest) (SlotsResult, error) {
 // llama-batched-bench interleaved on llama-server.
 func slotRow(ctx context.Context, req SlotsRequest, b runtimes.Build, m provision.Model, n int, work string) (SlotRow, runtimes.Pins, error) {
 	row := SlotRow{Runtime: b.Runtime, Slots: n}
-	rt, err := b.Start(ctx, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: req.Context,
-		Threads: req.Threads, Slots: n, WorkDir: work, NoSandbox: req.NoSandbox})
+	cfg := runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: req.Context,
+		Threads: req.Threads, Slots: n, WorkDir: work, NoSandbox: req.NoSandbox}
+	if req.Device == DeviceCUDA {
+		cfg.Offload = offload.Pin{Backend: offload.BackendCUDA, GPULayers: offload.AllLayers}
+	}
+	rt, err := b.Start(ctx, cfg)
 	if err != nil {
 		return row, runtimes.Pins{}, err
 	}
@@ -366,4 +401,16 @@ func sendBatch(ctx context.Context, rt runtimes.Runtime, reqs []runtimes.Request
 		}
 	}
 	return bt, nil
+}
+
+// slotsModel is the model the bench runs: the registry's, or ModelFile.
+func slotsModel(req SlotsRequest) (provision.Model, error) {
+	if req.ModelFile == "" {
+		return req.Installed.Model(req.Model)
+	}
+	sum, err := runtimes.FileSHA256(req.ModelFile)
+	if err != nil {
+		return provision.Model{}, fmt.Errorf("--model-file %s: %w", req.ModelFile, err)
+	}
+	return provision.Model{Name: strings.TrimSuffix(filepath.Base(req.ModelFile), ".gguf"), Path: req.ModelFile, SHA256: sum, Quant: "as written"}, nil
 }

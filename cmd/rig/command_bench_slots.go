@@ -35,6 +35,7 @@ Example:
   rig bench slots
   rig bench slots --slots 1,4 --reps 3 --threads 2 --json
   rig bench slots --runtime llama-server,ollama
+  rig bench slots --device cuda --model-file synth.gguf --slots 1,2,4,8,16,32   # on a card (scripts/gpu-check.sh)
 
 Exit status 1 when the goal is missed at a slot count.`,
 		Args: cobra.NoArgs,
@@ -65,5 +66,7 @@ Exit status 1 when the goal is missed at a slot count.`,
 	cmd.Flags().StringVar(&req.WorkDir, "work-dir", "", "keep the runtimes' logs here (default: a temporary directory, removed after)")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVar(&req.ModelFile, "model-file", "", "run this GGUF instead of --model (a card's machine has no registry models: scripts/gpu-check.sh makes one)")
+	cmd.Flags().StringVar(&req.Device, "device", "cpu", "cpu, or cuda: the CUDA llama-server with every layer on the card, against the CUDA build's llama-batched-bench -ngl 99")
 	return cmd
 }

@@ -45,6 +45,11 @@ rates it observed on these rows and writes everything to --out.
   rig replay calibrate --out calibration.json
   rig replay calibrate --runtime llama-server --rows 40 --out cal.json --json
   rig replay calibrate --model gemma-3-270m --control smollm2-135m-instruct --out cal.json
+  rig replay calibrate --runtime llama-server --slots 1,4 --out cal.json
+
+A study whose arms hold pins.slots N keeps rows made in batches of N, which
+differ slightly from a lone sequence's: replay holds each record to the
+tolerance calibrated at its own slot count (--slots), per runtime.
 
 Replay with the tolerance it sets: rig replay FILE --calibration calibration.json
 
@@ -65,6 +70,7 @@ Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the calibration as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
 	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact or prefill: the replay mode the tolerance is for (prefill: llama-server only)")
+	cmd.Flags().IntSliceVar(&req.Slots, "slots", []int{1}, "slot counts to calibrate at, each its own tolerance: at N the genuine rows are generated N at a time on a runtime serving N slots (an arm's pins.slots), and replayed alone")
 	return cmd
 }
 

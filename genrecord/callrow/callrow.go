@@ -67,6 +67,9 @@ func Pins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
 		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
 		DesignHash: designHash, StudyID: study, ExecutionID: exec, Context: rp.Context,
 	}
+	if rp.Slots > 1 {
+		p.Slots = rp.Slots
+	}
 	// The CPU path writes no offload pin, so its records read as every
 	// record before the pin did.
 	if rp.Offload.BackendName() != offload.BackendCPU {

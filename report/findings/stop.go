@@ -53,10 +53,12 @@ func speedCard(s analysis.Speed) report.Speed {
 	if p := s.Cost.PeakMemoryBytes; p > 0 {
 		out.PeakMemBytes = &p
 	}
+	l := s.Cost.Load
+	out.Slots, out.TrialsPerS, out.OutputTokS, out.WallP50Seconds, out.LoadNote = l.Slots, numPtr(l.TrialsPerS), numPtr(l.OutputTokS), numPtr(l.WallP50Seconds), s.Cost.LoadNote
 	if d := s.Delta; d != nil {
 		out.Delta = &report.SpeedDelta{PromptTokS: numPtr(d.PromptTokS), GenTokS: numPtr(d.GenTokS),
 			TTFTP50: numPtr(d.TTFTP50), TTFTP99: numPtr(d.TTFTP99), TPOTP50: numPtr(d.TPOTP50), TPOTP99: numPtr(d.TPOTP99),
-			Wall: numPtr(d.Wall), PeakMem: numPtr(d.PeakMemory), Energy: numPtr(d.Energy)}
+			Wall: numPtr(d.Wall), OutputTokS: numPtr(d.OutputTokS), PeakMem: numPtr(d.PeakMemory), Energy: numPtr(d.Energy)}
 	}
 	return out
 }

@@ -64,6 +64,7 @@ func Trials(recs []receipts.Receipt, plan *studies.Plan, designHash string, metr
 		if r.Grade != nil {
 			t.Score, t.Pass = r.Grade.Score, r.Grade.Pass
 		}
+		placeInTime(&t, r)
 		out = append(out, t)
 	}
 	if plan != nil {
@@ -156,4 +157,15 @@ func notRunPlan(plan *studies.Plan, seq *analysis.Sequential) *studies.Plan {
 		}
 	}
 	return &p
+}
+
+// placeInTime puts on t what the analysis needs to charge trials that ran
+// beside others on one runtime (analysis/load.go): its slots, when its own
+// request began (the receipt's end less its wall time) and its tokens.
+func placeInTime(t *analysis.Trial, r receipts.Receipt) {
+	t.Slots, _ = strconv.Atoi(r.Pins["slots"])
+	if r.WallMS > 0 && !r.FinishedAt.IsZero() {
+		t.StartMS = r.FinishedAt.UnixMilli() - r.WallMS
+	}
+	t.Tokens, t.OutputTokens = r.InputTokens+r.ThinkingTokens+r.OutputTokens, r.ThinkingTokens+r.OutputTokens
 }

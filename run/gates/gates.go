@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"rig/governor"
@@ -160,6 +161,20 @@ type trialGuard struct {
 	// is what it had counted when the trial ended (valid once ended).
 	energyAt, energy float64
 	measured, ended  bool
+	// call is the trial's id in the progress sensor; fed is set once the
+	// runner feeds the call's own progress (Progress), after which the
+	// runtime's CPU time no longer speaks for it.
+	call string
+	fed  atomic.Bool
+}
+
+// Progress feeds the trial's own progress: the tokens the runtime reports
+// for the trial's request alone (its slot's count). With several trials in
+// flight on one runtime, the process's CPU time advances while any of them
+// does; this is what lets a slot that stops be seen while the others run.
+func (t *trialGuard) Progress(total int) {
+	t.fed.Store(true)
+	t.g.progress.TokensOf(t.call, total)
 }
 
 func (t *trialGuard) Preempted() <-chan struct{} { return t.done }
@@ -177,7 +192,7 @@ func (t *trialGuard) End() string {
 		}
 		t.ended = true
 	})
-	t.g.progress.End()
+	t.g.progress.EndCall(t.call)
 	if p := t.w.End(); p != nil {
 		return p.Policy + ": " + p.Reason
 	}
@@ -187,14 +202,16 @@ func (t *trialGuard) End() string {
 // Watch registers the trial with the governor. Calls are not streamed, so
 // progress is the CPU time the runtime's process tree spends on the call: a
 // runtime that stops computing mid-call is hung, and a stopped one (SIGSTOP)
-// reads as stopped at once.
+// reads as stopped at once. Each trial is its own call in the progress
+// sensor; a trial in flight beside others is fed its own slot's count
+// instead once the runner has one (Progress).
 func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, cardBytes uint64) (run.TrialGuard, error) {
 	w, err := g.gov.Begin(governor.ProcessTarget{TrialID: trial, Pid: sb.PID(), Done: sb.Done()}, governor.Budget{CardMemBytes: cardBytes})
 	if err != nil {
 		return nil, err
 	}
-	g.progress.Begin()
-	g.progress.Track(sb.RuntimePID)
+	g.progress.BeginCall(trial)
+	g.progress.TrackCall(trial, sb.RuntimePID)
 	// Only a runtime that holds its model on the card is held to its own
 	// card memory and has its energy measured; a CPU arm's trial reads the
 	// whole card, as before offload was a pin.
@@ -205,7 +222,7 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 		// runtime's own, per process, not the whole card's.
 		tracker.Track(runtimes.ProcessTree(sb.RuntimePID)...)
 	}
-	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), exited: make(chan struct{}), g: g, tracked: tracks}
+	t := &trialGuard{w: w, done: make(chan struct{}), stopped: make(chan struct{}), exited: make(chan struct{}), g: g, tracked: tracks, call: trial}
 	if g.energy != nil && sb.OnCard {
 		// The runtime has loaded its model by now: the counter from here
 		// on is the trial's own work.
@@ -224,7 +241,9 @@ func (g *Gates) Watch(ctx context.Context, trial string, sb *runtimes.Sandbox, c
 				return
 			case <-tick.C:
 			}
-			g.progress.Tokens(runtimes.TreeCPUTicks(sb.RuntimePID) - base)
+			if !t.fed.Load() {
+				g.progress.TokensOf(trial, runtimes.TreeCPUTicks(sb.RuntimePID)-base)
+			}
 			if tracks && n%10 == 0 {
 				// A runtime may start a child mid-trial (Ollama's runner):
 				// its card memory counts too.
