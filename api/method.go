@@ -43,6 +43,11 @@ const (
 	// The monthly budget.
 	MethodBudget    = "budget"
 	MethodBudgetSet = "budget-set"
+
+	// Tries of a draft design, before a study exists.
+	MethodTry      = "try"
+	MethodTryList  = "try-list"
+	MethodTryPrune = "try-prune"
 )
 
 // Methods lists every method above: what a daemon of this build serves.
@@ -54,5 +59,6 @@ func Methods() []string {
 		MethodReport, MethodDecide, MethodAmendDecision, MethodGrade, MethodUI,
 		MethodProposalList, MethodProposalShow, MethodProposalApprove, MethodProposalReject, MethodBaseline,
 		MethodBudget, MethodBudgetSet,
+		MethodTry, MethodTryList, MethodTryPrune,
 	}
 }

@@ -35,6 +35,25 @@ type RegisterRequest struct {
 	// design's name: the same design goes again under a new name without an
 	// edit. It is part of the registered design and so of its hash.
 	Name string `json:"name,omitempty"`
+	// FromTry, when set (register --from-try ID), registers exactly what
+	// that try ran: the try's digests of the design, banks, models,
+	// runtime builds and licence registries are the expected ones, and any
+	// that changed since is a stale asset. PilotFromTry fills the design's
+	// power.pilot_discordance from the try's pairs (the largest), recorded
+	// as such in the registration.
+	FromTry      string `json:"from_try,omitempty"`
+	PilotFromTry bool   `json:"pilot_from_try,omitempty"`
+	// OllamaTags is what the command line resolved each arm's
+	// model.ollama_tag to in the caller's own Ollama library, by tag: the
+	// daemon's home and rights are not the caller's, so it does not look.
+	OllamaTags map[string]OllamaBlob `json:"ollama_tags,omitempty"`
+}
+
+// OllamaBlob is the GGUF an Ollama tag names: the blob's absolute path and
+// its sha256 (hex), which becomes the arm's model pin.
+type OllamaBlob struct {
+	File   string `json:"file"`
+	SHA256 string `json:"sha256"`
 }
 
 // ReviewRequest is `rig study review`.
@@ -72,6 +91,10 @@ type StudyInfo struct {
 	// LicenceTerms is what each licence entry the study rests on says
 	// (terms, page, verdict per use), shown to a reviewer before the line.
 	LicenceTerms []LicenceTerm `json:"licence_terms,omitempty"`
+	// Warnings are what the design alone says before any trial: a decision
+	// rule certain to assign one outcome (the rule's fate), shown at
+	// register, review and freeze.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // FitInfo is one arm's stored preflight verdict at its card.

@@ -32,7 +32,7 @@ func apiStudy(info StudyInfo) api.StudyInfo {
 		Name: info.Name, State: api.State(info.State), DesignHash: info.DesignHash, SnapshotHash: info.SnapshotHash,
 		Dir: info.Dir, Store: info.Store, Licences: info.Licences, Audit: convertAll(info.Audit, apiAudit), Replayed: info.Replayed,
 		Preflight: info.Preflight, Validation: apiValidations(info.Validation), Activity: info.Activity,
-		LicenceTerms: convertAll(info.LicenceTerms, apiLicenceTerm),
+		LicenceTerms: convertAll(info.LicenceTerms, apiLicenceTerm), Warnings: info.Warnings,
 	}
 	for _, e := range info.Executions {
 		out.Executions = append(out.Executions, api.ExecInfo(e))

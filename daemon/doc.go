@@ -3,7 +3,8 @@
 // (preflight, validation, the governor), executions (hosted through
 // run), reports, decisions and re-grades; and the unix-socket server
 // the command line calls: one type per resource (Studies, Executions,
-// Reports, Proposals, Budget, Access) serves its requests over the shared
+// Reports, Proposals, Budget, Access, and Tries for rig try with its warm
+// runtimes) serves its requests over the shared
 // core, Service, and answers in the types of package api (the protocol, its
 // typed client and its error codes live there). It owns the card: Run takes
 // the machine-wide lock and starts the governor; entry.go holds the other

@@ -44,6 +44,12 @@ func (sr Studies) DryRun(ctx context.Context, name, speedsFile string, w io.Writ
 	if p, ok, berr := sr.s.Proposals().Baseline(); berr == nil && ok {
 		fmt.Fprintln(w, BaselineNote(p, d))
 	}
+	if snap, serr := sr.s.Snapshot(name); serr == nil {
+		// The rule's fate on the plan just priced (rulefate.go).
+		if f := run.FateOfRule(d, snap.Tasks()); f.Certain {
+			fmt.Fprintln(w, "warning: "+f.Warning)
+		}
+	}
 	if m, merr := sr.s.Budget().Month(ctx, time.Now()); merr == nil {
 		fmt.Fprintln(w, m.String())
 		if est != nil {

@@ -232,6 +232,9 @@ func (ex Executions) start(name string, snap *studies.Snapshot, e receipts.Execu
 	if err != nil {
 		return run.ExecInfo{}, err
 	}
+	if err := ex.s.cardFromTries(); err != nil { // a counted run has the card to itself (try.go)
+		return run.ExecInfo{}, err
+	}
 	h, err := run.Start(env, run.Spec{Study: name, Snapshot: snap, Store: st, Exec: e, Walls: walls,
 		Dir: x.Dir(), Ended: ex.ended(name, e.ID), Prices: ex.trialPrices(name)})
 	if err != nil {

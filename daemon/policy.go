@@ -48,6 +48,7 @@ var methodRoles = map[string]Role{
 	api.MethodApprove: RoleDirector, api.MethodDecide: RoleDirector, api.MethodAmendDecision: RoleDirector,
 	api.MethodProposalApprove: RoleDirector, api.MethodProposalReject: RoleDirector,
 	api.MethodBudgetSet: RoleOperator,
+	api.MethodTry:       RoleStaff, api.MethodTryPrune: RoleStaff,
 }
 
 // ErrPolicy means the policy file is unreadable, malformed or not trusted.

@@ -65,7 +65,7 @@ func (s *Service) methods() map[string]handler {
 // resources is the method table of each resource; no method is in two
 // (TestEveryMethodIsServed).
 func (s *Service) resources() []map[string]handler {
-	return []map[string]handler{s.Studies().methods(), s.Executions().methods(), s.Reports().methods(), s.Proposals().methods(), s.Budget().methods()}
+	return []map[string]handler{s.Studies().methods(), s.Executions().methods(), s.Reports().methods(), s.Proposals().methods(), s.Budget().methods(), s.Tries().methods()}
 }
 
 // Serve answers the command line on socket until ctx ends. A socket another

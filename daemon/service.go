@@ -57,6 +57,13 @@ type Service struct {
 	propMu, budgetMu sync.Mutex
 	// metrics is the daemon's /metrics (metrics.go); nil serves none.
 	metrics *metrics.Set
+	// tryMu lets one try run at a time; tryPool keeps the runtimes of the
+	// last tries warm (try.go), made on first use.
+	tryMu   sync.Mutex
+	tryPool *run.TryPool
+	// tryLive is the try running now, as far as it got, or the last one
+	// that failed (rig ui's matrix); nil when neither. Under mu.
+	tryLive *api.TryRecord
 }
 
 // NewService prepares the directory layout under home.
@@ -191,6 +198,9 @@ func (s *Service) Close() error {
 	if s.ui != nil {
 		first = s.ui.Close()
 		s.ui = nil
+	}
+	if s.tryPool != nil {
+		s.tryPool.Close(context.Background())
 	}
 	for n, st := range s.stores {
 		if err := st.Close(); err != nil && first == nil {

@@ -48,6 +48,8 @@ type StudyInfo struct {
 	// LicenceTerms is what each licence entry the study rests on says
 	// (terms, page, verdict per use), shown to a reviewer before the line.
 	LicenceTerms []studies.LicenceTerm `json:"licence_terms,omitempty"`
+	// Warnings are what the design alone says before any trial (rulefate.go).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Register checks licences, fingerprints every pinned asset and records the
@@ -74,8 +76,21 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	// From a try: the design as read must be the one tried (try_promote.go).
+	tried, origin, err := sr.fromTry(req, d)
+	if err != nil {
+		return StudyInfo{}, err
+	}
 	if req.Name != "" {
 		d.Name = req.Name
+	}
+	// Tags were resolved by the command line in the caller's library; the
+	// blobs they name are then checked like any model file the caller names.
+	if err := studies.ApplyOllamaTags(req.DesignFile, d, func(tag string) (string, string, bool) {
+		b, ok := req.OllamaTags[tag]
+		return b.File, b.SHA256, ok
+	}); err != nil {
+		return StudyInfo{}, err
 	}
 	choice, err := studies.ChooseLicenceRegistry(req.Registry, d, req.DesignFile, req.ConfiguredRegistry, lk)
 	if err != nil {
@@ -100,6 +115,15 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 	if err != nil {
 		return StudyInfo{}, err
 	}
+	if tried != nil {
+		licRec, err := lic.Check(ctx, d.Items)
+		if err != nil {
+			return StudyInfo{}, fmt.Errorf("%s: items: %w", req.DesignFile, err)
+		}
+		if err := sr.checkTried(ctx, req.DesignFile, d, tried, env, studies.ResolveOptions{Lookup: lk, BaseDir: base}, licRec.Assets()); err != nil {
+			return StudyInfo{}, err
+		}
+	}
 	actor, err := sr.s.actor(ctx, req.Actor)
 	if err != nil {
 		return StudyInfo{}, err
@@ -116,12 +140,20 @@ func (sr Studies) Register(ctx context.Context, req RegisterRequest) (StudyInfo,
 		info.Replayed = true
 		return info, err
 	}
+	out.FromTry = origin
 	if uid := callerUID(ctx); uid != nil {
 		for i := range out.Lifecycle.Audit {
 			out.Lifecycle.Audit[i].UID = uid
 		}
 	}
-	if err := sr.create(ctx, out, actor, "registered from "+req.DesignFile); err != nil {
+	why := "registered from " + req.DesignFile
+	if origin != nil {
+		why += " as tried in " + origin.ID
+		if origin.PilotDiscordance > 0 {
+			why += fmt.Sprintf(", power.pilot_discordance %.3f from the try (%s)", origin.PilotDiscordance, origin.PilotPair)
+		}
+	}
+	if err := sr.create(ctx, out, actor, why); err != nil {
 		return StudyInfo{}, err
 	}
 	sr.s.Log.Info("study registered", "study", d.Name, "design_hash", out.DesignHash, "actor", actor)
@@ -399,6 +431,7 @@ func (sr Studies) Status(ctx context.Context, name string) (StudyInfo, error) {
 	info.Executions = execs
 	info.Preflight, info.Validation = sr.gateInfo(ctx, name)
 	info.Activity = sr.s.activity.get(name)
+	info.Warnings = sr.fateWarnings(ctx, name, l.State, d, r.DesignDir)
 	return info, nil
 }
 

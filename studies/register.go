@@ -33,6 +33,8 @@ type Registration struct {
 	DesignDir string        `json:"design_dir,omitempty"`
 	Lifecycle *Lifecycle    `json:"lifecycle"`
 	Request   RequestRecord `json:"request"`
+	// FromTry is the try the study was registered from, nil for none.
+	FromTry *TryOrigin `json:"from_try,omitempty"`
 }
 
 // RegisterInput is one register request.

@@ -32,6 +32,8 @@ licence's name), or at least one entry when none is restricted.
 				return err
 			}
 			printLicenceTerms(cmd.OutOrStdout(), args[0], now.LicenceTerms)
+			// And the rule's fate: a reviewer passes the design knowing it.
+			printWarnings(cmd.OutOrStdout(), now.Warnings)
 			if r.Verdict == "pass" && strings.TrimSpace(r.LicenceLine) == "" {
 				return fmt.Errorf("a pass needs --licence-line: your statement on the licence check, naming the licences above (nothing was recorded)")
 			}

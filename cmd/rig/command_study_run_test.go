@@ -13,7 +13,7 @@ import (
 func TestStudyRunDetach(t *testing.T) {
 	fd := newFakeDaemon(t)
 	fd.answer(api.MethodRun, api.ExecInfo{ID: "exec-7", Attempt: 2, Walls: []string{"wall cap 2h0m0s from the plan"}})
-	out, err := runRig(t, "study", "run", "s1", "--detach", "--engine", "temporal", "--in-flight", "3", "--start-wait", "90s", "--key", "k1", "--socket", fd.socket)
+	out, err := runRig(t, "study", "run", "s1", "--no-gates", "--detach", "--engine", "temporal", "--in-flight", "3", "--start-wait", "90s", "--key", "k1", "--socket", fd.socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,5 +59,52 @@ func TestStudyRunNeedsOneName(t *testing.T) {
 		if _, err := runRig(t, args...); err == nil || !strings.Contains(err.Error(), "accepts 1 arg(s)") {
 			t.Errorf("rig %s = %v; want refused for its argument count", strings.Join(args, " "), err)
 		}
+	}
+}
+
+// An approved study goes through every gate not yet passed, in order, each
+// by its own daemon call (so recorded as when run alone), then the run.
+func TestStudyRunPerformsTheGates(t *testing.T) {
+	fd := newFakeDaemon(t)
+	fd.answer(api.MethodStatus, api.StudyInfo{Name: "s1", State: api.Approved})
+	fd.answer(api.MethodFreeze, api.StudyInfo{Name: "s1", State: api.Frozen, SnapshotHash: "5a5a", Preflight: []api.FitInfo{{Arm: "a", Decided: false}},
+		Warnings: []string{"with 27 tasks this rule can only say no decision at this sample size"}})
+	fd.answer(api.MethodPreflight, []api.PreflightVerdict{{Fits: true, Model: "m"}})
+	fd.answer(api.MethodValidate, []api.ValidationRecord{{Harness: "llama-server", Pass: true}})
+	fd.answer(api.MethodRun, api.ExecInfo{ID: "exec-1", Attempt: 1})
+	out, err := runRig(t, "study", "run", "s1", "--detach", "--socket", fd.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := strings.Join(fd.sent(), " "); calls != "status freeze preflight validate dry-run run" {
+		t.Errorf("run sent %s; want each gate in order, then the run", calls)
+	}
+	for _, want := range []string{"== freeze\nfrozen: snapshot sha256:5a5a\nwarning    with 27 tasks", "== preflight\n", "== validation\n", "== dry run\n", "== counted run\nexecution exec-1 started"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run printed no %q:\n%s", want, out)
+		}
+	}
+}
+
+// A gate that refuses stops before the counted run; a study not approved
+// is not frozen for it.
+func TestStudyRunStopsAtARefusal(t *testing.T) {
+	fd := newFakeDaemon(t)
+	fd.answer(api.MethodStatus, api.StudyInfo{Name: "s1", State: api.Frozen})
+	fd.answer(api.MethodPreflight, []api.PreflightVerdict{{Fits: false, Model: "big", Runtime: "llama-server", Reason: "needs 9 GiB"}})
+	_, err := runRig(t, "study", "run", "s1", "--detach", "--socket", fd.socket)
+	if err == nil || !strings.Contains(err.Error(), "big on llama-server does not fit: needs 9 GiB") {
+		t.Errorf("run = %v; want the preflight's refusal", err)
+	}
+	if calls := strings.Join(fd.sent(), " "); calls != "status preflight" {
+		t.Errorf("run sent %s; want it to stop at the preflight", calls)
+	}
+	fd = newFakeDaemon(t)
+	fd.answer(api.MethodStatus, api.StudyInfo{Name: "s1", State: api.Reviewed})
+	if _, err := runRig(t, "study", "run", "s1", "--socket", fd.socket); err == nil || !strings.Contains(err.Error(), "reviewed, not frozen") {
+		t.Errorf("run of a reviewed study = %v; want refused as not frozen", err)
+	}
+	if calls := strings.Join(fd.sent(), " "); calls != "status" {
+		t.Errorf("run of a reviewed study sent %s", calls)
 	}
 }

@@ -27,6 +27,7 @@ func printStudy(w io.Writer, info api.StudyInfo) {
 			fmt.Fprintln(w, "  "+l)
 		}
 	}
+	printWarnings(w, info.Warnings)
 	for _, e := range info.Executions {
 		fmt.Fprintf(w, "execution  %s attempt %d: %s, %d/%d trials", e.ID, e.Attempt, e.Status, e.Done, e.Planned)
 		if e.Failed > 0 {
@@ -108,4 +109,12 @@ func orDash(s string) string {
 		return "—"
 	}
 	return s
+}
+
+// printWarnings prints what the design alone says before any trial (a
+// decision rule certain to assign one outcome).
+func printWarnings(w io.Writer, warnings []string) {
+	for _, m := range warnings {
+		fmt.Fprintln(w, "warning    "+m)
+	}
 }

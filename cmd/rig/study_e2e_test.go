@@ -239,14 +239,14 @@ func TestStudyEndToEndOnRealRuntimes(t *testing.T) {
 
 	// Gates fail closed before their steps have run.
 	e.rig(true, "study", "register", design)
-	out := e.rig(false, "study", "run", name)
+	out := e.rig(false, "study", "run", name, "--no-gates")
 	if !strings.Contains(out, "gate refused") && !strings.Contains(out, "not frozen") {
 		t.Fatalf("run before freeze was not refused clearly:\n%s", out)
 	}
 	e.rig(true, "study", "review", name, "--verdict", "pass", "--licence-line", "licences: smollm2-135m-instruct (Apache-2.0) and the rest checked; all items allowed for evaluation and inference")
 	e.rig(true, "study", "approve", name)
 	e.rig(true, "study", "freeze", name)
-	out = e.rig(false, "study", "run", name)
+	out = e.rig(false, "study", "run", name, "--no-gates")
 	for _, want := range []string{"no preflight verdict", "no validation run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("gate message lacks %q:\n%s", want, out)

@@ -74,7 +74,7 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	repoState := gitStatusPorcelain(t)
 	const lint = "rig tasks lint arith.jsonl"
 	script := tutorialScript(t)
-	for _, want := range []string{lint, "export RIG_HOME=", "export RIG_DAEMON_LOCK=", "export RIG_STATE_DIR=", "exclude_tasks:", "rig study withdraw arith-first-study", "--name arith-second-study"} {
+	for _, want := range []string{lint, "rig try design.yaml", "export RIG_HOME=", "export RIG_DAEMON_LOCK=", "export RIG_STATE_DIR=", "exclude_tasks:", "rig study withdraw arith-first-study", "--name arith-second-study"} {
 		if !strings.Contains(script, want) {
 			t.Fatalf("the tutorial no longer runs %q", want)
 		}
@@ -86,6 +86,10 @@ func TestTutorialOnRealRuntimes(t *testing.T) {
 	}
 	for _, want := range []string{
 		"from $WORK/arith/licences.json", // the studio's registry was read
+		// the try, first: both arms' answers side by side, the pilot figures
+		"== arith/ar-apples-1\nprompt  Mia has 3 apples",
+		"pilot (a try's few tasks",
+		"--from-try try-",
 		"validation llama-server",
 		"pass=true",
 		"decision",

@@ -24,6 +24,7 @@ var ErrLink = errors.New("refused a symbolic link")
 //	HOME/budget.json             the monthly budget's cap
 //	HOME/audits/TRAIL.jsonl      the daemon-wide audit trails (policy, proposals, budget)
 //	HOME/identity                the home's random id (Identity)
+//	HOME/tries/ID/...            one folder per kept try (see Tries)
 type Home string
 
 // IdentityFile holds the home's identity.
