@@ -60,7 +60,7 @@ Start here:
 	}
 	root.PersistentFlags().String("home", "", "where studies live (default $RIG_HOME or ~/.local/share/rig)")
 	root.PersistentFlags().String("socket", "", "the daemon's unix socket (default HOME/rig.sock)")
-	root.AddCommand(newRuntimesCommand(), newDaemonCommand(), newUICommand(), newStudyCommand(), newProposalCommand(), newBudgetCommand(), newReplayCommand(), newReceiptsCommand(), newBenchCommand(), newGradeCommand(), newWorkerCommand(), newEngineCommand())
+	root.AddCommand(newRuntimesCommand(), newDaemonCommand(), newUICommand(), newStudyCommand(), newProposalCommand(), newBudgetCommand(), newReplayCommand(), newReceiptsCommand(), newBenchCommand(), newGradeCommand(), newWorkerCommand(), newEngineCommand(), newTryCommand(), newExportCommand(), newCompareCommand())
 	addLeafCommands(root)
 	return root
 }
