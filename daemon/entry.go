@@ -128,6 +128,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, out io.Writer) error {
 		return err
 	}
 	o.Metrics.TaskQueues(w.Queues()) // their started counts at 0 before the first trial
+	WatchFaultPass(o.Metrics, s.StateDir)
 	if o.Started != nil {
 		if err := o.Started(ctx, w.Ready); err != nil {
 			return err

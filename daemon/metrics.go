@@ -55,6 +55,23 @@ func (g GovernorMetrics) Emit(_ context.Context, e governor.Event) error {
 	return nil
 }
 
+// WatchFaultPass reads, at each scrape of m, when the newest passing run
+// of the fault suite in the governor's state folder stateDir started: what
+// an alert compares with the 24 hours a pass is valid for
+// (deploy/prometheus/rig-alerts.yaml), before counted trials are refused.
+func WatchFaultPass(m *metrics.Set, stateDir string) {
+	if m == nil {
+		return
+	}
+	m.OnScrape(func() {
+		r, err := governor.LastPass(stateDir)
+		if err != nil {
+			r = governor.Record{} // none, or unreadable: both leave the gate shut
+		}
+		m.FaultPass(r.At)
+	})
+}
+
 // WatchCard samples NVIDIA card index at each scrape of m: its memory in
 // use and in all, its power and its energy counter, labelled as DCGM's
 // exporter labels the same card (gpu, UUID). Without NVML it samples
@@ -142,6 +159,7 @@ func (s *Service) startMetrics(ctx context.Context, opts Options, log *slog.Logg
 		opts.Engine.Metrics = m
 	}
 	m.OnScrape(func() { m.QueueDepths(s.queueDepths()) })
+	WatchFaultPass(m, governor.DefaultStateDir())
 	WatchCard(ctx, m, 0, log)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"rig/internal/provision"
+	"rig/internal/testenv"
 )
 
 // The manifest is decoded strictly into the Kubernetes API's own Go types
@@ -87,13 +90,17 @@ func container(t *testing.T, cs []corev1.Container, name string) corev1.Containe
 // pod runs a Deployment's containers on this machine.
 type pod struct {
 	name    string
+	ip      string            // the pod's address: a loopback address of its own here
 	volumes map[string]string // volume name → the folder standing for it
 	image   map[string]string // a path inside the site's image → here
 }
 
 func newPod(t *testing.T, d *appsv1.Deployment) *pod {
 	t.Helper()
-	p := &pod{name: "rig-worker-7d9f8c-x2x4q", volumes: map[string]string{},
+	// Every 127.0.0.0/8 address is this machine's loopback: one picked at
+	// random stands for the pod's own IP, on which nothing else listens.
+	ip := fmt.Sprintf("127.%d.%d.%d", 1+rand.IntN(250), rand.IntN(256), 1+rand.IntN(250))
+	p := &pod{name: "rig-worker-7d9f8c-x2x4q", ip: ip, volumes: map[string]string{},
 		image: map[string]string{"/opt/rig/cache": provision.CacheDir()}}
 	for _, v := range d.Spec.Template.Spec.Volumes {
 		p.volumes[v.Name] = t.TempDir()
@@ -128,6 +135,8 @@ func (p *pod) env(t *testing.T, c corev1.Container) map[string]string {
 		switch {
 		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
 			env[e.Name] = p.name
+		case e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.podIP":
+			env[e.Name] = p.ip
 		case e.ValueFrom != nil:
 			t.Fatalf("%s: container %s: env %s: a valueFrom this test does not resolve", manifest, c.Name, e.Name)
 		default:
@@ -142,9 +151,11 @@ func (p *pod) env(t *testing.T, c corev1.Container) map[string]string {
 	return env
 }
 
-// run runs container c with its args (the image's entrypoint is rig) and
-// extra after them, its paths mapped to this machine.
-func (p *pod) run(t *testing.T, c corev1.Container, timeout time.Duration, extra ...string) string {
+// command is container c as the kubelet would start it (the image's
+// entrypoint is rig) with extra after its args, its paths mapped to this
+// machine; override replaces environment values (a cluster's DNS name
+// standing for what runs here).
+func (p *pod) command(ctx context.Context, t *testing.T, c corev1.Container, override map[string]string, extra ...string) *exec.Cmd {
 	t.Helper()
 	if len(c.Command) > 0 {
 		t.Fatalf("%s: container %s sets a command; run gives rig, the entrypoint, its args", manifest, c.Name)
@@ -154,17 +165,27 @@ func (p *pod) run(t *testing.T, c corev1.Container, timeout time.Duration, extra
 	for i, a := range args {
 		args[i] = dependentVar.ReplaceAllStringFunc(a, func(m string) string { return env[m[2:len(m)-1]] })
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, rigBin, append(args, extra...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + t.TempDir()}
 	for k, v := range env {
+		if o, ok := override[k]; ok {
+			v = o
+		}
 		cmd.Env = append(cmd.Env, k+"="+p.local(c, v))
 	}
+	return cmd
+}
+
+// run runs container c to its end (see command).
+func (p *pod) run(t *testing.T, c corev1.Container, timeout time.Duration, extra ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := p.command(ctx, t, c, nil, extra...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("container %s: rig %s: %v\n%s", c.Name, strings.Join(args, " "), err, out.String())
+		t.Fatalf("container %s: %s: %v\n%s", c.Name, strings.Join(cmd.Args, " "), err, out.String())
 	}
 	return out.String()
 }
@@ -187,14 +208,14 @@ func TestKubernetesManifestIsStrictlyValid(t *testing.T) {
 
 // TestKubernetesWorkerReadsTheInitContainersPass runs the init container
 // (the real fault suite) and then the worker container in its dry run: the
-// worker must find that pass. The nightly container must write to the same
+// worker must find that pass. The renewal container must write to the same
 // folder, more often than the pass expires.
 func TestKubernetesWorkerReadsTheInitContainersPass(t *testing.T) {
 	d := deployment(t)
 	spec := d.Spec.Template.Spec
 	suite := container(t, spec.InitContainers, "fault-suite")
 	worker := container(t, spec.Containers, "worker")
-	nightly := container(t, spec.Containers, "fault-suite-nightly")
+	renewal := container(t, spec.Containers, "fault-suite-renewal")
 	if !slices.Equal(suite.Args, []string{"governor", "faults"}) {
 		t.Fatalf("the init container runs rig %v, want rig governor faults", suite.Args)
 	}
@@ -207,16 +228,17 @@ func TestKubernetesWorkerReadsTheInitContainersPass(t *testing.T) {
 		return filepath.Join(p.local(c, s), "governor")
 	}
 	state := stateOf(worker)
-	if got := stateOf(nightly); got != state {
-		t.Errorf("the nightly suite writes to %s, the worker reads %s", got, state)
+	if got := stateOf(renewal); got != state {
+		t.Errorf("the renewal container writes to %s, the worker reads %s", got, state)
 	}
-	sh := strings.Join(nightly.Command, " ")
+	sh := strings.Join(renewal.Command, " ")
 	m := regexp.MustCompile(`sleep (\d+); do rig governor faults; done`).FindStringSubmatch(sh)
 	if m == nil {
-		t.Fatalf("the nightly container runs %q, not a loop of rig governor faults", sh)
+		t.Fatalf("the renewal container runs %q, not a loop of rig governor faults", sh)
 	}
-	if every, _ := strconv.Atoi(m[1]); time.Duration(every)*time.Second >= 24*time.Hour {
-		t.Errorf("the nightly suite runs every %ss: the pass expires after 24h", m[1])
+	longest, renewedBy := suiteLongest(t), renewalAlertAge(t)
+	if every, _ := strconv.Atoi(m[1]); time.Duration(every)*time.Second+longest > renewedBy {
+		t.Errorf("the renewal container runs every %ss: with a run of up to %s the pass grows older than the %s after which RigFaultPassRenewalMissed fires", m[1], longest, renewedBy)
 	}
 
 	before := settings(t, p.run(t, worker, time.Minute, "--dry-run"))
@@ -236,4 +258,108 @@ func TestKubernetesWorkerReadsTheInitContainersPass(t *testing.T) {
 		t.Fatalf("the init container left %d records in %s, want 1:\n%s", len(recs), state, out)
 	}
 	wantPassFor(t, settings(t, p.run(t, worker, time.Minute, "--dry-run")), state)
+}
+
+// TestKubernetesManifestPassesTheSchemaValidator runs kubernetes-validate,
+// whose wheel bundles the Kubernetes API's JSON schemas (pinned in
+// internal/provision/test-tools.env, nothing fetched now), on the manifest
+// in strict mode; and on broken copies, which it must refuse, naming the
+// field.
+func TestKubernetesManifestPassesTheSchemaValidator(t *testing.T) {
+	bin, err := provision.TestTool("KUBERNETES_VALIDATE_BIN")
+	testenv.NeedsSetup(t, "kubernetes-validate (scripts/test-tools/kubernetes-validate.sh)", err)
+	validate := func(path string) (string, error) {
+		out, err := exec.Command(bin, "--strict", path).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := validate(manifest); err != nil || !strings.Contains(out, "passed") {
+		t.Fatalf("kubernetes-validate --strict %s: %v\n%s", manifest, err, out)
+	}
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ what, from, to, named string }{
+		{"a misspelt field", "timeoutSeconds: 5", "timeoutSecond: 5", "timeoutSecond"},
+		{"a string where an integer goes", "periodSeconds: 20", `periodSeconds: "20s"`, "periodSeconds"},
+		{"a required field missing", "mountPath: /spool", "mountpath: /spool", "mountPath"},
+	} {
+		bad := bytes.Replace(b, []byte(c.from), []byte(c.to), 1)
+		if bytes.Equal(bad, b) {
+			t.Fatalf("%s: the manifest has no %q to break", c.what, c.from)
+		}
+		path := filepath.Join(t.TempDir(), "rig-worker.yaml")
+		if err := os.WriteFile(path, bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := validate(path); err == nil || !strings.Contains(out, c.named) {
+			t.Errorf("kubernetes-validate took the manifest with %s (%s → %s): %v\n%s", c.what, c.from, c.to, err, out)
+		}
+	}
+}
+
+// probeURL is the URL the kubelet requests for an HTTP probe of a pod at
+// ip: the port by its name among the container's ports.
+func probeURL(t *testing.T, c corev1.Container, pr *corev1.Probe, ip string) string {
+	t.Helper()
+	if pr == nil || pr.HTTPGet == nil {
+		t.Fatalf("%s: container %s: a probe that is not an HTTP GET", manifest, c.Name)
+	}
+	port := pr.HTTPGet.Port.IntValue()
+	if name := pr.HTTPGet.Port.StrVal; name != "" {
+		for _, cp := range c.Ports {
+			if cp.Name == name {
+				port = int(cp.ContainerPort)
+			}
+		}
+	}
+	if port == 0 {
+		t.Fatalf("%s: container %s: the probe's port %s is none of its ports", manifest, c.Name, pr.HTTPGet.Port.String())
+	}
+	return fmt.Sprintf("http://%s:%d%s", ip, port, pr.HTTPGet.Path)
+}
+
+// TestKubernetesProbesReachTheWorker starts the worker container as the
+// kubelet would, with the pod's address, against a real Temporal server
+// standing for the cluster's, and requests its probes' URLs on that
+// address, as the kubelet does: liveness answers, readiness says the
+// worker is held (no fault-suite pass yet: the init container's run is
+// left out) and why, and Prometheus' scrape of the same port is served.
+// Nothing answers on the pod's address at the API socket's place: only
+// /metrics and /healthz are served there.
+func TestKubernetesProbesReachTheWorker(t *testing.T) {
+	engine := startEngine(t)
+	d := deployment(t)
+	worker := container(t, d.Spec.Template.Spec.Containers, "worker")
+	p := newPod(t, d)
+	for _, pr := range []*corev1.Probe{worker.StartupProbe, worker.LivenessProbe, worker.ReadinessProbe} {
+		if pr == nil {
+			t.Fatalf("%s: the worker container lacks a startup, liveness or readiness probe", manifest)
+		}
+	}
+	if ann := d.Spec.Template.Annotations; ann["prometheus.io/scrape"] != "true" {
+		t.Errorf("%s: the pod template does not ask to be scraped (prometheus.io/scrape)", manifest)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := start(t, p.command(ctx, t, worker, map[string]string{"RIG_TEMPORAL": engine}))
+	w.waitFor(t, regexp.MustCompile(`msg=metrics addr=http://`+regexp.QuoteMeta(p.ip)+`:\d+/metrics`), 2*time.Minute)
+	w.waitFor(t, regexp.MustCompile(`worker \S+: serving`), time.Minute)
+
+	for _, pr := range []*corev1.Probe{worker.StartupProbe, worker.LivenessProbe} {
+		if code, body := get(t, probeURL(t, worker, pr, p.ip)); code < 200 || code >= 400 {
+			t.Errorf("the liveness probe %s answers %d: the kubelet would restart a worker that only waits for its pass\n%s", probeURL(t, worker, pr, p.ip), code, body)
+		}
+	}
+	code, body := get(t, probeURL(t, worker, worker.ReadinessProbe, p.ip))
+	if code != 503 || !strings.Contains(body, "fault-injection pass") {
+		t.Errorf("the readiness probe of a worker with no fault-suite pass answers %d %q; want 503 naming the pass", code, body)
+	}
+	_, metricsBody := get(t, fmt.Sprintf("http://%s:%d/metrics", p.ip, worker.Ports[0].ContainerPort))
+	if !strings.Contains(metricsBody, "\nrig_worker_state{state=\"held\"} 1\n") {
+		t.Errorf("a scrape of the pod's address does not show the worker held:\n%s", metricsBody)
+	}
+	if code, _ := get(t, fmt.Sprintf("http://%s:%d/v1/studies", p.ip, worker.Ports[0].ContainerPort)); code != 404 {
+		t.Errorf("the pod's metrics port answers %d to an API path; it serves /metrics and /healthz only", code)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"rig/internal/provision"
+	"rig/internal/testenv"
 )
 
 // rigBin is the real rig binary, built once for every test here.
@@ -31,17 +32,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// needSuite skips a test that runs the governor's real fault suite (about
+// needSuite stops a test that runs the governor's real fault suite (about
 // 90 s on two cores, with the provisioned llama-server) under -short, and
-// fails it when nothing is provisioned.
+// when nothing is provisioned.
 func needSuite(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the governor's fault suite with a real runtime (run without -short)")
-	}
-	if _, err := provision.Load(); err != nil {
-		t.Fatalf("the fault suite needs the provisioned runtimes: %v", err)
-	}
+	testenv.Long(t, "the governor's fault suite with a real runtime")
+	_, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (the fault suite's llama-server)", err)
 }
 
 // settings parses `rig worker --dry-run`: one "name: value" line each.

@@ -3,13 +3,18 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"rig/governor"
 	"rig/internal/provision"
 )
 
@@ -130,5 +135,116 @@ func TestSlurmTasksShareOneNodePass(t *testing.T) {
 	}
 	if recs := records(t, state); len(recs) != 1 {
 		t.Errorf("a task on a node with a fresh pass ran the suite again (%d records, %s)", len(recs), time.Since(start))
+	}
+}
+
+// slurmOption is the value of the script's #SBATCH line for option (the
+// part after "--option=").
+func slurmOption(t *testing.T, option string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("slurm", "rig-worker.sbatch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^#SBATCH --` + regexp.QuoteMeta(option) + `=(\S+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("slurm/rig-worker.sbatch has no #SBATCH --%s= line", option)
+	}
+	return string(m[1])
+}
+
+// TestSlurmJobRenewsItsPassAndDrainsOnTheWarning runs one array task as
+// Slurm would, with a real worker connected to a real Temporal server. The
+// node's pass is fresh at the start but will not last the job: the script
+// must run the real fault suite again while the worker serves (the
+// renewal's age and period shortened through the script's own settings),
+// and the worker must go on taking trials. Then the warning is sent as
+// --signal=B:TERM@60 has Slurm send it, to the batch shell's pid only: the
+// worker must stop taking trials and exit, with its renewal loop, well
+// inside the 60 s.
+func TestSlurmJobRenewsItsPassAndDrainsOnTheWarning(t *testing.T) {
+	signal := slurmOption(t, "signal")
+	target, rest, ok := strings.Cut(signal, ":")
+	if !ok || target != "B" {
+		t.Fatalf("#SBATCH --signal=%s: without B: Slurm signals the job's steps only, and the worker is the batch shell", signal)
+	}
+	name, warn, _ := strings.Cut(rest, "@")
+	if name != "TERM" && name != "SIGTERM" {
+		t.Fatalf("#SBATCH --signal=%s: the worker drains on TERM", signal)
+	}
+	if secs, err := strconv.Atoi(warn); err != nil || secs < 30 {
+		t.Fatalf("#SBATCH --signal=%s: the warning must leave the worker's 30 s stop grace", signal)
+	}
+	engine := startEngine(t)
+	needSuite(t)
+	n := newSlurmNode(t)
+	state := filepath.Join(n.state, "governor")
+	// Fresh for ten more seconds by the job's renewal age: the job starts
+	// without the suite, and its loop must run it soon after. Ten minutes
+	// leave a renewed pass fresh until the test ends, however long the
+	// suite takes here, so the loop runs it once.
+	const renewAfter = 10 * time.Minute
+	jobStart := time.Now()
+	writeStandInPass(t, state, jobStart.Add(-renewAfter+10*time.Second))
+	// The job's $TMPDIR short, as a cluster's is: the sandbox's sockets
+	// go under it, and a unix socket's path has 108 bytes at most (this
+	// test's own temporary folders, named after it, are too long).
+	jobTmp, err := os.MkdirTemp("", "rig-job-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(jobTmp) })
+	cmd, _, _ := n.task(t, 7, "RIG_TEMPORAL="+engine, "RIG_WORKER_FLAGS=--metrics 127.0.0.1:0", "TMPDIR="+jobTmp,
+		"RIG_FAULTS_RENEW_AFTER="+renewAfter.String(), "RIG_FAULTS_CHECK_EVERY=5")
+	job := start(t, cmd)
+	url := job.waitFor(t, regexp.MustCompile(`msg=metrics addr=(http://127\.0\.0\.1:\d+)/metrics`), 2*time.Minute)[1]
+	healthy := func(within time.Duration) {
+		t.Helper()
+		var code int
+		var body string
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
+			if code, body = get(t, url+"/healthz"); code == 200 {
+				return
+			}
+		}
+		t.Fatalf("the job's worker is not taking trials: /healthz %d %s\n%s", code, body, job.out)
+	}
+	healthy(time.Minute)
+	if recs := records(t, state); len(recs) != 1 {
+		t.Fatalf("the job ran the fault suite at its start although the node's pass was fresh (%d records)", len(recs))
+	}
+
+	// The pass passes RIG_FAULTS_RENEW_AFTER within seconds; the loop then
+	// runs the real suite (about 90 s on two cores).
+	for deadline := time.Now().Add(8 * time.Minute); len(records(t, state)) < 2; time.Sleep(2 * time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job did not renew its pass within 8 minutes:\n%s", job.out)
+		}
+	}
+	r, err := governor.LastPass(state)
+	if err != nil || !r.At.After(jobStart) {
+		t.Fatalf("the job's renewal left no pass of its own (newest %v, %v):\n%s", r.At, err, job.out)
+	}
+	healthy(30 * time.Second)
+	// What RigFaultPassRenewalMissed reads: the renewed pass's start.
+	_, body := get(t, url+"/metrics")
+	if got := sample(t, body, "rig_governor_fault_pass_timestamp_seconds"); math.Abs(got-float64(r.At.UnixMilli())/1000) > 0.01 {
+		t.Errorf("the worker exports rig_governor_fault_pass_timestamp_seconds %v; the renewed pass started at %v", got, r.At)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-job.done:
+		job.done <- err
+		if err != nil {
+			t.Fatalf("the worker exited with %v on Slurm's warning:\n%s", err, job.out)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatalf("the job was still running 45 s after Slurm's warning (the worker, or its renewal loop, which holds the job's output):\n%s", job.out)
+	}
+	if !regexp.MustCompile(`stops taking trials.*why="shutting down"`).MatchString(job.out.String()) {
+		t.Errorf("the worker did not say it stopped taking trials on the warning:\n%s", job.out)
 	}
 }

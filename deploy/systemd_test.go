@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"rig/internal/provision"
+	"rig/internal/testenv"
 )
 
 // The systemd units are read as systemd reads them and their ExecStart
@@ -199,6 +200,33 @@ func (h *host) load(t *testing.T, name string) service {
 	return service{name: name, argv: argv, env: env, u: u}
 }
 
+// confined is s under its unit's CapabilityBoundingSet= and
+// NoNewPrivileges=, applied by setpriv (util-linux) as systemd applies them
+// before ExecStart: the part of the units' hardening a test can apply
+// without systemd as PID 1. The units run as root, and so must this.
+func (s service) confined(t *testing.T) service {
+	t.Helper()
+	setpriv, err := exec.LookPath("setpriv")
+	testenv.NeedsSetup(t, "setpriv (Debian package util-linux)", err)
+	if os.Geteuid() != 0 {
+		testenv.NeedsSetup(t, "root (the units run as root; setpriv applies their bounding set only as root)", fmt.Errorf("running as uid %d", os.Geteuid()))
+	}
+	sv := s.u["Service"]
+	if len(sv["CapabilityBoundingSet"]) != 1 {
+		t.Fatalf("%s: %d CapabilityBoundingSet= lines, want 1", s.name, len(sv["CapabilityBoundingSet"]))
+	}
+	var keep []string
+	for _, c := range strings.Fields(sv["CapabilityBoundingSet"][0]) {
+		keep = append(keep, "+"+strings.ToLower(strings.TrimPrefix(c, "CAP_")))
+	}
+	argv := []string{setpriv, "--bounding-set", "-all," + strings.Join(keep, ","), "--inh-caps=-all"}
+	if slices.Equal(sv["NoNewPrivileges"], []string{"yes"}) {
+		argv = append(argv, "--no-new-privs")
+	}
+	s.argv = append(argv, s.argv...)
+	return s
+}
+
 func (s service) getenv(k string) string {
 	for _, kv := range s.env {
 		if v, ok := strings.CutPrefix(kv, k+"="); ok {
@@ -257,13 +285,15 @@ func writeWorkerEnv(t *testing.T, h *host, spool string) {
 	}
 }
 
+// TestSystemdUnitsVerify runs systemd-analyze verify on the units as
+// shipped, under a test root whose /usr/local/bin/rig (their ExecStart) is
+// the real rig binary built for this test: verify refuses a unit whose
+// program does not exist.
 func TestSystemdUnitsVerify(t *testing.T) {
-	if _, err := exec.LookPath("systemd-analyze"); err != nil {
-		t.Skip("systemd-analyze is not installed (Debian: apt-get install systemd)")
-	}
-	if _, err := os.Stat("/lib/systemd/system/sysinit.target"); err != nil {
-		t.Skip("no /lib/systemd/system/sysinit.target for systemd-analyze to resolve the units' dependencies")
-	}
+	_, err := exec.LookPath("systemd-analyze")
+	testenv.NeedsSetup(t, "systemd-analyze (Debian package systemd)", err)
+	_, err = os.Stat("/lib/systemd/system/sysinit.target")
+	testenv.NeedsSetup(t, "/lib/systemd/system/sysinit.target, which systemd-analyze resolves the units' dependencies against (Debian package systemd)", err)
 	h := newHost(t)
 	writeWorkerEnv(t, h, t.TempDir())
 	if err := h.verify("rig-daemon.service", "rig-governor-faults.service", "rig-governor-faults.timer", "rig-worker@0.service", "rig-worker@1.service"); err != nil {
@@ -280,9 +310,10 @@ func TestSystemdUnitsVerify(t *testing.T) {
 }
 
 // TestSystemdWorkersReadTheTimersPass runs what rig-governor-faults.timer
-// starts, the real fault suite, then each rig-worker@N's command line in
-// its dry run: every worker must find that pass, watch its own card, and
-// keep its own home and heartbeat.
+// starts, the real fault suite (its runtime in rig's sandbox) under the
+// unit's capability bounding set and NoNewPrivileges, then each
+// rig-worker@N's command line in its dry run: every worker must find that
+// pass, watch its own card, and keep its own home and heartbeat.
 func TestSystemdWorkersReadTheTimersPass(t *testing.T) {
 	h := newHost(t)
 	writeWorkerEnv(t, h, t.TempDir())
@@ -307,7 +338,10 @@ func TestSystemdWorkersReadTheTimersPass(t *testing.T) {
 	}
 
 	needSuite(t)
-	out := faults.run(t, 10*time.Minute)
+	out := faults.confined(t).run(t, 10*time.Minute)
+	if strings.Contains(out, "unsandboxed") {
+		t.Errorf("under the unit's hardening the fault suite ran its runtime outside the sandbox:\n%s", out)
+	}
 	if recs := records(t, state); len(recs) != 1 {
 		t.Fatalf("the fault suite left %d records in %s, want 1:\n%s", len(recs), state, out)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -107,6 +108,7 @@ type Set struct {
 	workerState    *prometheus.GaugeVec
 	governorEvents *prometheus.CounterVec
 	governorHeld   prometheus.Gauge
+	faultPass      prometheus.Gauge
 	merge          *prometheus.HistogramVec
 	cards          *cardCollector
 
@@ -128,7 +130,7 @@ func New(role Role, known Known) *Set {
 	for _, k := range known.GovernorEvents {
 		s.governorEvents.WithLabelValues(k).Add(0)
 	}
-	cs := []prometheus.Collector{s.governorEvents, s.governorHeld, s.cards,
+	cs := []prometheus.Collector{s.governorEvents, s.governorHeld, s.faultPass, s.cards,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	switch role {
 	case Daemon:
@@ -186,6 +188,10 @@ func (s *Set) defineMetrics() {
 	s.governorHeld = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rig_governor_held",
 		Help: "1 while the governor holds the queue (no new trial may start), else 0.",
+	})
+	s.faultPass = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rig_governor_fault_pass_timestamp_seconds",
+		Help: "When the newest passing run of the governor's fault suite that this process reads started (Unix seconds; counted trials need it at most 24 h old), 0 when there is none.",
 	})
 	s.merge = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "rig_merge_duration_seconds",
@@ -354,6 +360,19 @@ func (s *Set) Hold(on bool) {
 	} else {
 		s.governorHeld.Set(0)
 	}
+}
+
+// FaultPass sets when the newest passing fault-suite run started; the
+// zero time says there is none.
+func (s *Set) FaultPass(at time.Time) {
+	if s == nil {
+		return
+	}
+	v := 0.0
+	if !at.IsZero() {
+		v = float64(at.UnixMilli()) / 1000
+	}
+	s.faultPass.Set(v)
 }
 
 // MergeObserved records one merge of a spool entry and how it ended.
