@@ -104,7 +104,7 @@ func CheckFresh(dir string, maxAge time.Duration, now time.Time) error {
 		return err
 	}
 	if now.Sub(r.At) > maxAge {
-		return &StaleError{What: "governor fault-injection pass", Last: r.At, Max: maxAge, Fix: "run `rig governor faults` (the nightly timer does this)"}
+		return &StaleError{What: "governor fault-injection pass", Last: r.At, Max: maxAge, Fix: "run `rig governor faults` (deploy/systemd's timer does this twice a day)"}
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ took the expected action within its time goal, that the trial was marked
 preempted and never scored, rerun with its parent, and that nothing was lost.
 It prints one row per class and stores a dated record in --state-dir. Counted
 study runs refuse to start when the newest passing record is older than a day
-(see rig governor status); the nightly timer runs this.
+(see rig governor status); deploy/systemd's timer runs this twice a day.
 
 A run with --class is partial and never passes: it is for working on one
 class. Classes: ` + strings.Join(faults.ClassNames(), ", ") + `.
