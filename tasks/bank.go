@@ -46,6 +46,9 @@ type Header struct {
 	// Completion, when set, is how the tasks are put to an arm whose
 	// prompt_format is "completion" (a base model): see Completion.
 	Completion *Completion `json:"completion,omitempty"`
+	// Origin, set by `rig tasks import`, is the file the bank was
+	// converted from and its sha256.
+	Origin *Origin `json:"origin,omitempty"`
 }
 
 // Input is what a model or harness is given for one task. Code tasks carry a
@@ -193,30 +196,77 @@ func (p *bankParser) line(raw []byte, offset int64) {
 	case len(line) == 0:
 	case !p.header:
 		p.header = true
-		if err := decodeStrict(line, &p.b.Header); err != nil {
-			p.errs.add(lineErr(file, p.lineNo, "header", err, `the first line must be {"schema_version":1,"job_kind":...,"bank_version":...}`))
+		if !p.headerLine(line) {
 			return
 		}
 		n := p.errs.Count
 		p.b.Header.validate(file, p.lineNo, p.errs)
 		p.headerOK = p.errs.Count == n
 	default:
-		p.taskLines++
-		var t Task
-		if err := decodeStrict(line, &t); err != nil {
-			p.errs.add(lineErr(file, p.lineNo, "task", err, "each line after the header is one task object"))
-			return
+		p.task(line)
+	}
+}
+
+// headerLine decodes the first line as the header. A line that is not a
+// header says so before any field of it is judged: an unknown field
+// "input" on line 1 hides that the header is missing. A first line that
+// is a task (it has an id and no schema_version) is read as a task too,
+// so every problem of the file is still reported.
+func (p *bankParser) headerLine(line []byte) bool {
+	file := p.b.File
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "header", Msg: "the first line must be the bank's header; it is not a JSON object (" + jsonerr.Message(err) + ")", Fix: headerFix(nil), Err: err})
+		return false
+	}
+	if _, ok := fields["schema_version"]; !ok {
+		p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "header", Msg: "the first line must be the bank's header; it has no schema_version", Fix: headerFix(fields)})
+		if _, task := fields["id"]; task {
+			p.task(line)
 		}
-		t.line = p.lineNo
-		t.validate(file, p.b.Header, p.headerOK, p.errs)
-		if prev, dup := p.seen[t.ID]; dup {
-			p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "id", Msg: fmt.Sprintf("duplicate task id %s (first on line %d)", jsonerr.Quote(t.ID), prev), Fix: "give every task a unique id"})
-		} else {
-			p.seen[t.ID] = p.lineNo
-		}
-		if p.errs.Count == 0 {
-			p.b.Tasks = append(p.b.Tasks, t)
-		}
+		return false
+	}
+	if err := decodeStrict(line, &p.b.Header); err != nil {
+		p.errs.add(lineErr(file, p.lineNo, "header", err, headerFix(nil)))
+		return false
+	}
+	return true
+}
+
+// headerFix says how to start a bank, and names the import that reads a
+// file shaped like another tool's dataset.
+func headerFix(fields map[string]json.RawMessage) string {
+	fix := `start the file with {"schema_version":1,"job_kind":...,"bank_version":...}`
+	has := func(k string) bool { _, ok := fields[k]; return ok }
+	switch {
+	case has("doc") && (has("doc_id") || has("target")):
+		fix += "; an lm-eval samples file is converted with `rig tasks import FILE --from lm-eval`"
+	case has("input") && !has("schema_version"):
+		fix += "; an Inspect dataset is converted with `rig tasks import FILE --from inspect`"
+	default:
+		fix += "; another tool's dataset is converted with `rig tasks import FILE --from inspect|promptfoo|lm-eval|csv`"
+	}
+	return fix
+}
+
+// task reads one task line.
+func (p *bankParser) task(line []byte) {
+	file := p.b.File
+	p.taskLines++
+	var t Task
+	if err := decodeStrict(line, &t); err != nil {
+		p.errs.add(lineErr(file, p.lineNo, "task", err, "each line after the header is one task object"))
+		return
+	}
+	t.line = p.lineNo
+	t.validate(file, p.b.Header, p.headerOK, p.errs)
+	if prev, dup := p.seen[t.ID]; dup {
+		p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "id", Msg: fmt.Sprintf("duplicate task id %s (first on line %d)", jsonerr.Quote(t.ID), prev), Fix: "give every task a unique id"})
+	} else {
+		p.seen[t.ID] = p.lineNo
+	}
+	if p.errs.Count == 0 {
+		p.b.Tasks = append(p.b.Tasks, t)
 	}
 }
 
@@ -225,7 +275,7 @@ func (p *bankParser) line(raw []byte, offset int64) {
 func (p *bankParser) finish() (*Bank, error) {
 	file := p.b.File
 	if !p.header {
-		p.errs.add(&ParseError{File: file, Line: 1, Field: "header", Msg: "empty bank", Fix: "start the file with a header line"})
+		p.errs.add(&ParseError{File: file, Line: 1, Field: "header", Msg: "empty bank: the first line must be the bank's header", Fix: headerFix(nil)})
 	} else if p.taskLines == 0 {
 		p.errs.add(&ParseError{File: file, Line: p.lineNo, Field: "tasks", Msg: "bank has no tasks", Fix: "add at least one task line after the header"})
 	}
@@ -259,12 +309,19 @@ var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 
 func lineErr(file string, line int, what string, err error, fix string) error {
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		if m[1] == "" {
+			return &ParseError{File: file, Line: line, Field: what, Msg: `unknown field ""`, Fix: "remove it; the bank format is strict", Err: err}
+		}
 		return &ParseError{File: file, Line: line, Field: m[1], Msg: "unknown field", Fix: "remove it or check its spelling; the bank format is strict", Err: err}
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		// te.Type is a Go type ("tasks.Header"); say what JSON it takes.
-		return &ParseError{File: file, Line: line, Field: te.Field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, jsonerr.Kind(te.Type.Kind())), Fix: "use the documented type; docs/tasks.md lists each field", Err: err}
+		field := te.Field
+		if field == "" {
+			field = what // the line itself is a number, a string or a list
+		}
+		return &ParseError{File: file, Line: line, Field: field, Msg: fmt.Sprintf("has JSON %s, want %s", te.Value, jsonerr.Kind(te.Type.Kind())), Fix: "use the documented type; docs/tasks.md lists each field", Err: err}
 	}
 	return &ParseError{File: file, Line: line, Field: what, Msg: "malformed JSON: " + jsonerr.Message(err), Fix: fix, Err: err}
 }
@@ -285,6 +342,11 @@ func (h Header) validate(file string, line int, errs *BankError) {
 	}
 	if h.Completion != nil {
 		if err := h.Completion.validate(file, line); err != nil {
+			errs.add(err)
+		}
+	}
+	if h.Origin != nil {
+		if err := h.Origin.validate(file, line); err != nil {
 			errs.add(err)
 		}
 	}

@@ -74,7 +74,7 @@ func DefaultRegistry(runner Runner) *Registry {
 		runner = ExecRunner{}
 	}
 	return NewRegistry(
-		Exact{}, Normalized{}, Regex{}, Numeric{}, JSONMatch{},
+		Exact{}, Normalized{}, Regex{}, Numeric{}, JSONMatch{}, JSONValid{},
 		&Code{Runner: runner, Limit: 30 * time.Second},
 	)
 }

@@ -5,14 +5,14 @@ import (
 )
 
 // addLeafCommands registers the commands that call one leaf package each
-// (schema, licences, tasks, preflight, cards, governor). `rig study init` is
+// (schema, licences, tasks, preflight, cards, governor, models). `rig study init` is
 // built by newStudyInitCommand and registered by the study command group.
 func addLeafCommands(root *cobra.Command) {
 	schema := &cobra.Command{
 		Use:   "schema",
 		Short: "Print the JSON Schemas of rig's files, for editors and outside tools",
 	}
-	schema.AddCommand(newSchemaDesignCommand(), newSchemaGenerationsCommand(), newSchemaPolicyCommand())
+	schema.AddCommand(newSchemaDesignCommand(), newSchemaGenerationsCommand(), newSchemaPolicyCommand(), newSchemaBankCommand())
 
 	lic := &cobra.Command{
 		Use:   "licences",
@@ -25,7 +25,7 @@ func addLeafCommands(root *cobra.Command) {
 		Short: "Lint, audit and leak-check task banks; export and import blind human keying",
 	}
 	tasks.AddCommand(newTasksLintCommand(), newTasksAuditCommand(), newTasksLeakageCommand(),
-		newTasksExportBlindCommand(), newTasksImportKeysCommand())
+		newTasksExportBlindCommand(), newTasksImportKeysCommand(), newTasksImportCommand())
 
 	cards := &cobra.Command{
 		Use:   "cards",
@@ -39,5 +39,6 @@ func addLeafCommands(root *cobra.Command) {
 	}
 	gov.AddCommand(newGovernorFaultsCommand(), newGovernorStatusCommand(), newGovernorSoakCommand(), newGovernorCardCommand())
 
-	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov)
+	root.AddCommand(schema, lic, tasks, newPreflightCommand(), cards, gov, newModelsCommand())
+	root.AddCommand(newFidelityCommand())
 }
