@@ -44,7 +44,7 @@ func TestLeafCommandsHelp(t *testing.T) {
 	leaves := []string{
 		"schema design", "schema generations", "init",
 		"licences check", "licences list",
-		"tasks lint", "tasks audit", "tasks leakage", "tasks export-blind", "tasks import-keys",
+		"tasks lint", "tasks audit", "tasks leakage", "tasks export-blind", "tasks import-keys", "tasks import", "schema bank",
 		"preflight", "cards list", "governor faults", "governor status", "governor soak",
 	}
 	for _, path := range leaves {
