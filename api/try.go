@@ -50,6 +50,9 @@ type TryTrial struct {
 	Capped       bool    `json:"capped,omitempty"`
 	OffTask      string  `json:"off_task,omitempty"`
 	Detail       string  `json:"detail,omitempty"`
+	// Grader is the judge ("judge:ARM") when a judge arm graded the
+	// trial; "" for the bank's grader.
+	Grader string `json:"grader,omitempty"`
 }
 
 // TryRuntime is the runtime one arm of a try ran on: its pid, and whether it
@@ -134,10 +137,9 @@ type TryRecord struct {
 	// kept nothing.
 	Status string `json:"status,omitempty"`
 	Error  string `json:"error,omitempty"`
-	// Arms are the arms tried, in the design's order; LeftOut says why
-	// each job kind a try leaves out was left out (a judged one).
-	Arms    []string `json:"arms,omitempty"`
-	LeftOut []string `json:"left_out,omitempty"`
+	// Arms are the arms tried, in the design's order: the matrix's
+	// columns.
+	Arms []string `json:"arms,omitempty"`
 }
 
 // A try's Status.

@@ -80,7 +80,7 @@ func (tr Tries) Try(ctx context.Context, req api.TryRequest) (api.TryRecord, err
 			return api.TryRecord{}, fmt.Errorf("%w: --arm %s: %s has no such arm (its arms: %v)", ErrBadRequest, a, req.DesignFile, armNames(d))
 		}
 	}
-	picked, leftOut, err := run.SelectTryTasks(snap, req.Tasks, req.Task)
+	picked, err := run.SelectTryTasks(snap, req.Tasks, req.Task)
 	if err != nil {
 		return api.TryRecord{}, fmt.Errorf("%w: %s: %v", ErrBadRequest, req.DesignFile, err)
 	}
@@ -105,7 +105,7 @@ func (tr Tries) Try(ctx context.Context, req api.TryRequest) (api.TryRecord, err
 	}
 	pool := tr.pool()
 	rec := api.TryRecord{ID: id, At: began.UTC(), Actor: actor, Study: d.Name, DesignFile: req.DesignFile, DesignHash: snap.DesignHash,
-		Assets: assets, Tasks: picked, Dir: string(dir), KeepWarm: pool.Keep(), Status: api.TryRunning, Arms: triedArms(d, req.Arms), LeftOut: leftOut}
+		Assets: assets, Tasks: picked, Dir: string(dir), KeepWarm: pool.Keep(), Status: api.TryRunning, Arms: triedArms(d, req.Arms)}
 	tr.setLive(&rec)
 	spec := run.TrySpec{ID: id, Snapshot: snap, Dir: string(dir), Tasks: picked, Arms: req.Arms, Pool: pool,
 		Progress: func(r run.TryResult) { tr.setLive(tryRecord(rec, d, snap, r, began)) }}

@@ -80,6 +80,9 @@ type TryTrial struct {
 	// it is empty); "" when it is not.
 	OffTask string `json:"off_task,omitempty"`
 	Detail  string `json:"detail,omitempty"`
+	// Grader is the judge ("judge:ARM") when a judge arm graded the
+	// trial; "" for the bank's grader.
+	Grader string `json:"grader,omitempty"`
 }
 
 // TryRuntime is the runtime one arm of a try ran on.
@@ -109,40 +112,26 @@ type TryResult struct {
 // 0) taken template by template, so that the same tasks come back on every
 // try of the design and an edit is compared on the same inputs. Hold-out
 // tasks are never tried: a try's outputs are seen by the person editing the
-// design. A job kind graded by a judge arm is left out (TryLeftOut says
-// why, and leftOut carries that sentence); a task of one named with --task
-// is refused.
-func SelectTryTasks(snap *studies.Snapshot, n int, named []string) (picked map[string][]string, leftOut []string, err error) {
+// design.
+func SelectTryTasks(snap *studies.Snapshot, n int, named []string) (map[string][]string, error) {
 	if n <= 0 {
 		n = DefaultTryTasks
-	}
-	d, err := snap.DesignValue()
-	if err != nil {
-		return nil, nil, err
 	}
 	out := map[string][]string{}
 	found := map[string]bool{}
 	for _, fb := range snap.Banks {
 		b, err := tasks.LoadBank(fb.Path)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		why := TryLeftOut(d, fb.JobKind)
 		var open []tasks.Task
 		for _, t := range b.Tasks {
 			if slices.Contains(named, t.ID) && t.Holdout {
-				return nil, nil, fmt.Errorf("--task %s: %w in %s: a try never shows hold-out tasks (name another task)", t.ID, ErrHoldoutTask, fb.Path)
-			}
-			if slices.Contains(named, t.ID) && why != "" {
-				return nil, nil, fmt.Errorf("--task %s: %w: %s", t.ID, ErrJudgedJobKind, why)
+				return nil, fmt.Errorf("--task %s: %w in %s: a try never shows hold-out tasks (name another task)", t.ID, ErrHoldoutTask, fb.Path)
 			}
 			if !t.Holdout && slices.Contains(fb.Tasks, t.ID) {
 				open = append(open, t)
 			}
-		}
-		if why != "" {
-			leftOut = append(leftOut, why)
-			continue
 		}
 		if len(named) > 0 {
 			for _, t := range open {
@@ -159,34 +148,13 @@ func SelectTryTasks(snap *studies.Snapshot, n int, named []string) (picked map[s
 	}
 	for _, id := range named {
 		if !found[id] {
-			return nil, nil, fmt.Errorf("--task %s: no job kind's task bank has it among the tasks the design runs (rig tasks lint BANK lists a bank's tasks)", id)
+			return nil, fmt.Errorf("--task %s: no job kind's task bank has it among the tasks the design runs (rig tasks lint BANK lists a bank's tasks)", id)
 		}
-	}
-	if len(out) == 0 && len(leftOut) > 0 {
-		return nil, nil, fmt.Errorf("%w: nothing to try: %s", ErrJudgedJobKind, strings.Join(leftOut, "; "))
 	}
 	if len(out) == 0 {
-		return nil, nil, fmt.Errorf("the design's banks have no task a try may run (every task is hold-out or excluded)")
+		return nil, fmt.Errorf("the design's banks have no task a try may run (every task is hold-out or excluded)")
 	}
-	return out, leftOut, nil
-}
-
-// ErrJudgedJobKind is a job kind a try leaves out: a judge arm grades it.
-var ErrJudgedJobKind = errors.New("a judged job kind")
-
-// TryLeftOut says why a try leaves out the job kind, "" when it runs it.
-// A judge grades a job kind's outputs only once every arm has answered each
-// task, blind and under labels, into a study's receipt store (judge.go);
-// a try has neither the store nor the full set of arms when --arm limits
-// it, so it does not start the judge, and a trial without the judge's grade
-// would show the bank key's grade as if it were the one the study counts.
-func TryLeftOut(d *studies.Design, jobKind string) string {
-	for _, jk := range d.JobKinds {
-		if jk.Name == jobKind && jk.Grader.Name == studies.JudgeGrader {
-			return fmt.Sprintf("job kind %s is graded by the judge arm %s, which a try does not start, so a try cannot grade its answers as the study would; it is left out (the other job kinds are tried; a registered study's run starts the judge)", jk.Name, jk.Judge)
-		}
-	}
-	return ""
+	return out, nil
 }
 
 // Try runs every chosen arm on the chosen tasks of the job kinds it runs,
@@ -249,7 +217,7 @@ func Try(ctx context.Context, env Env, spec TrySpec, w io.Writer) (*TryResult, e
 					fmt.Fprintf(w, "  %-28s %-24s %s\n", arm.Name, id, rec.Outcome)
 				}
 				if spec.Progress != nil {
-					res.Trials = append(res.Trials, tryTrials(records, []studies.TrialKey{key}, sink.got, x.banks)...)
+					res.Trials = append(res.Trials, awaitJudge(d, tryTrials(records, []studies.TrialKey{key}, sink.got, x.banks))...)
 					spec.progress(res)
 				}
 			}
@@ -258,6 +226,13 @@ func Try(ctx context.Context, env Env, spec TrySpec, w io.Writer) (*TryResult, e
 	}
 	sink.close()
 	res.Trials = tryTrials(records, keys, sink.got, x.banks)
+	if judged(d, spec.Tasks) {
+		grades, err := tryJudge(ctx, x, spec, sink.got)
+		if err != nil {
+			return res, fmt.Errorf("the judge's grading: %w", err)
+		}
+		judgeGrades(d, res.Trials, grades)
+	}
 	return res, nil
 }
 

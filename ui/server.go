@@ -30,6 +30,8 @@ type Source interface {
 	// Report writes the study's report page for its latest finished
 	// execution.
 	Report(ctx context.Context, name string, w io.Writer) error
+	// TrySource is the tries view's (tries.go).
+	TrySource
 }
 
 // Progress is one study's executions with what ExecInfo does not count.
@@ -208,6 +210,7 @@ func (s *Server) handler(src Source) http.Handler {
 		}
 		s.page(w, progressTmpl, map[string]any{"P": p})
 	})
+	s.tryRoutes(mux, src)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		w.Header().Set("Cache-Control", "no-store")
@@ -270,6 +273,7 @@ const style = `<style>body{font:15px/1.5 system-ui,sans-serif;max-width:1000px;m
 
 var indexTmpl = template.Must(template.New("index").Funcs(funcs).Parse(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>rig workspace</title>` + style + `</head><body>
 <h1>rig workspace</h1><p class="dim">Every study on this machine, read-only. This page is served on loopback only, to this browser's session.</p>
+<p><a href="/tries">Tries</a> <span class="dim">(rig try: a draft's arms side by side, as a matrix)</span></p>
 {{if .Studies}}<table><thead><tr><th>Study</th><th>Report</th><th>Progress</th></tr></thead><tbody>
 {{range .Studies}}<tr><td>{{.}}</td><td><a href="/study/{{path .}}">report</a></td><td><a href="/progress/{{path .}}">progress</a></td></tr>{{end}}
 </tbody></table>{{else}}<p>No study is registered yet (rig study register DESIGN).</p>{{end}}

@@ -53,9 +53,9 @@ rig ui shows each try as a matrix of tasks by arms (each cell the arm's
 output, grade, tokens and latency, the pilot figures beneath), filling in as
 trials end while the try runs.
 
-A job kind graded by a judge arm is left out of a try, saying so (a try
-does not start the judge, so it could not grade those answers as the study
-would); naming one of its tasks with --task is refused.
+A job kind graded by a judge arm is graded in a try as in a study: once
+the arms have answered, the judge arm grades each task's answers blind, and
+its grade is the one shown (marked judge:ARM).
 
   rig try examples/quick-study/design.json
   rig try design.json --tasks 8 --arm few-shot --arm chat
@@ -184,9 +184,6 @@ func printTry(w io.Writer, rec api.TryRecord, file string, full bool) {
 		}
 		return s
 	}
-	for _, why := range rec.LeftOut {
-		fmt.Fprintf(w, "left out: %s\n", why)
-	}
 	last := ""
 	for _, t := range rec.Trials {
 		if k := t.JobKind + "/" + t.Task; k != last {
@@ -201,6 +198,9 @@ func printTry(w io.Writer, rec api.TryRecord, file string, full bool) {
 			}
 		}
 		flags := ""
+		if t.Grader != "" {
+			flags += " graded by " + t.Grader
+		}
 		if t.Capped {
 			flags += " capped"
 		}
@@ -211,7 +211,7 @@ func printTry(w io.Writer, rec api.TryRecord, file string, full bool) {
 		if out := clip(t.Output); out != "" {
 			fmt.Fprintf(w, "      %s\n", out)
 		}
-		if t.Outcome != "scored" && t.Outcome != "capped" && t.Detail != "" {
+		if t.Detail != "" && (!t.Graded || t.Outcome != "scored" && t.Outcome != "capped") {
 			fmt.Fprintf(w, "      (%s)\n", clip(t.Detail))
 		}
 	}
