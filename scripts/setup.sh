@@ -121,8 +121,10 @@ fi
 # through the pinned build's own libllama (replay/prefill/scorer.cpp). It is
 # compiled against that build's headers and libraries, so it computes with the
 # very files the server does; keyed by the source's sha256, rebuilt when it changes.
+# kl.cpp holds its fidelity modes (fidelity/ drives them); the key covers both files.
 scorer_src="$root/replay/prefill/scorer.cpp"
-scorer_key=$(sha256sum "$scorer_src" | cut -c1-12)
+scorer_kl_src="$root/replay/prefill/kl.cpp"
+scorer_key=$(cat "$scorer_src" "$scorer_kl_src" | sha256sum | cut -c1-12)
 # Beside the server and its libraries: the sandbox shows a program its own
 # folder, so the scorer sees the same library files the server does.
 scorer_dir="$lbuild/prefill-$scorer_key"
@@ -134,7 +136,7 @@ if [ ! -f "$scorer_dir/.rig-ok" ]; then
   # tile, so its pass takes the decode steps' kernel (see scorer.cpp).
   fa_tile_q=$(sed -n 's/^#define GGML_FA_TILE_Q *\([0-9][0-9]*\).*/\1/p' "$lsrc/ggml/src/ggml-cpu/common.h")
   [ -n "$fa_tile_q" ] || die "GGML_FA_TILE_Q not found in $lsrc/ggml/src/ggml-cpu/common.h: the pinned llama.cpp moved it; update the scorer's build"
-  g++ -O2 -std=c++17 -DRIG_FA_TILE_Q="$fa_tile_q" "$scorer_src" -I"$lsrc/include" -I"$lsrc/ggml/include" -L"$lbuild/bin" \
+  g++ -O2 -std=c++17 -DRIG_FA_TILE_Q="$fa_tile_q" "$scorer_src" "$scorer_kl_src" -I"$lsrc/include" -I"$lsrc/ggml/include" -L"$lbuild/bin" \
     -lllama -lggml -lggml-base -Wl,-rpath,"$lbuild/bin" -o "$prefill_scorer" >"$scorer_dir.log" 2>&1 ||
     { tail -20 "$scorer_dir.log"; die "rig-prefill-score build failed; full log: $scorer_dir.log"; }
   touch "$scorer_dir/.rig-ok"

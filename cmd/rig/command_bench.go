@@ -22,6 +22,7 @@ func newBenchCommand() *cobra.Command {
 	}
 	cmd.AddCommand(newBenchStatsCommand(), newBenchPreflightCommand())
 	cmd.AddCommand(newBenchReplayCommand(), newBenchScaleCommand(), newBenchRuntimesCommand(), newBenchSlotsCommand())
+	cmd.AddCommand(newBenchFidelityCommand())
 	return cmd
 }
 

@@ -35,6 +35,9 @@
 //   or: error ROW_ID MESSAGE
 // A first line "ready N_CTX N_VOCAB PROMPT_BATCH OUTPUT_BATCH REPACK SYSTEM_INFO"
 // says the model is loaded.
+//
+// Fidelity modes (kl.cpp, compiled into this binary): a first argument
+// "tokenize", "kl" or "gen" runs them instead; see kl.cpp.
 #include "llama.h"
 
 #include <algorithm>
@@ -63,7 +66,14 @@ static void quiet(ggml_log_level level, const char * text, void *) {
     if (level >= GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
 }
 
+int kl_main(int argc, char ** argv);
+int gen_main(int argc, char ** argv);
+int tokenize_main(int argc, char ** argv);
+
 int main(int argc, char ** argv) {
+    if (argc > 1 && std::string(argv[1]) == "kl") return kl_main(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "tokenize") return tokenize_main(argc, argv);
+    if (argc > 1 && std::string(argv[1]) == "gen") return gen_main(argc, argv);
     if (argc != 8 && argc != 9) {
         fprintf(stderr, "usage: %s MODEL CTX THREADS KV_TYPE REPACK IN_FIFO OUT_FIFO [OUTPUT_BATCH]\n", argv[0]);
         return 2;
