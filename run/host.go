@@ -32,12 +32,27 @@ type HostSpec struct {
 // engine hands out trial keys and attempts, the Host runs each through the
 // same trial runner a local execution uses, and leaves the receipt and the
 // trial's generation record in a spool folder for the coordinator to merge.
-// The arm's runtime stays up between trials of the same arm; one trial runs
-// at a time (one runtime per card).
+// The arm's runtime stays up between trials of the same arm. Up to the
+// arm's slots (pins.slots) of its trials run at once on that runtime, each
+// on a slot of its own; a trial of another arm waits for none of them and
+// is refused while they run (ErrBusy): one runtime per card.
 type Host struct {
 	mu sync.Mutex
 	x  *trialRunner
+	// The trials in flight on x.cur: how many, the slot numbers free, the
+	// round they share (a preemption of one preempts them all), and whether
+	// one of them ended the runtime, which then takes no more trials and
+	// is released when the last of them ends.
+	inFlight int
+	free     []int
+	round    *slotRound
+	ended    bool
 }
+
+// ErrBusy is a trial a Host cannot start now: its runtime serves another
+// arm's trials, has no free slot, or is ending. Nothing ran; the engine
+// may hand the trial to another worker, or to this one later.
+var ErrBusy = errors.New("the runtime is busy")
 
 // NewHost checks the snapshot's banks against their pinned digests and
 // readies a Host. A bank that changed since the freeze is refused, and so
@@ -61,12 +76,13 @@ type HostedResult struct {
 // RunTrial runs attempt (with parent, 0 for a first attempt) of one
 // planned trial. dir is an empty spool folder the trial's evidence goes
 // to. An error means nothing was recorded: the engine may give the same
-// attempt to another worker.
+// attempt to another worker. Trials of the arm whose runtime is up may
+// run at once, up to its slots (a worker with slots); ErrBusy when none
+// is free.
 func (h *Host) RunTrial(ctx context.Context, key studies.TrialKey, attempt, parent int, dir string) (HostedResult, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	x := h.x
-	if x.design.Arm(key.Arm) == nil {
+	arm := x.design.Arm(key.Arm)
+	if arm == nil {
 		return HostedResult{}, fmt.Errorf("trial %s: arm %s is not in the frozen design", key, key.Arm)
 	}
 	if _, ok := x.banks[key.JobKind]; !ok {
@@ -82,13 +98,97 @@ func (h *Host) RunTrial(ctx context.Context, key studies.TrialKey, attempt, pare
 	sink := &spoolSink{records: layout.Records(dir), attempt: attempt, parent: parent,
 		designHash: x.snap.DesignHash, study: x.study, exec: x.exec.ID}
 	defer sink.close()
-	if _, err := x.Trial(ctx, sink, key); err != nil {
+	slot, peers, started, err := h.enter(ctx, sink, *arm, key)
+	if err != nil {
 		return HostedResult{}, err
+	}
+	if started {
+		o, err := x.runTrial(ctx, sink, *arm, x.cur, key, peers, slot)
+		h.leave(ctx, key, slot, o, err)
+		if err != nil {
+			return HostedResult{}, fmt.Errorf("trial %s: %w", key, err)
+		}
 	}
 	if sink.receipt == nil {
 		return HostedResult{}, errors.New("trial " + key.String() + ": the runner stored no receipt")
 	}
 	return HostedResult{Receipt: *sink.receipt, Dir: dir}, nil
+}
+
+// Slots is how many of arm's trials a Host runs at once: its pins.slots,
+// 1 for an arm the design does not have.
+func (h *Host) Slots(arm string) int {
+	if a := h.x.design.Arm(arm); a != nil {
+		return a.Pins.SlotCount()
+	}
+	return 1
+}
+
+// enter takes a slot of the arm's runtime for key, starting the runtime
+// when no trial is in flight. started is false when the runtime failed at
+// the card: key's receipt is then in sink already. A trial alone (slots 1)
+// gets slot 0 and no peers, as a local run's trial alone does.
+func (h *Host) enter(ctx context.Context, sink Sink, arm studies.Arm, key studies.TrialKey) (slot int, peers *slotRound, started bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	x := h.x
+	switch {
+	case h.inFlight > 0 && x.curArm != arm.Name:
+		return 0, nil, false, fmt.Errorf("trial %s: %w with %d trial(s) of arm %s", key, ErrBusy, h.inFlight, x.curArm)
+	case h.inFlight > 0 && (h.ended || h.round.reason() != ""):
+		return 0, nil, false, fmt.Errorf("trial %s: %w: a trial beside it ended the runtime of arm %s", key, ErrBusy, arm.Name)
+	case h.inFlight > 0 && len(h.free) == 0:
+		return 0, nil, false, fmt.Errorf("trial %s: %w: all %d slots of arm %s are taken", key, ErrBusy, arm.Pins.SlotCount(), arm.Name)
+	}
+	if h.inFlight == 0 {
+		// Not ok: the runtime failed at the card, and that is key's
+		// receipt, in sink already.
+		if _, ok, err := x.keepArm(ctx, sink, arm, key); err != nil || !ok {
+			return 0, nil, false, err
+		}
+		n := arm.Pins.SlotCount()
+		h.free, h.ended = nil, false
+		for i := 1; i <= n; i++ {
+			h.free = append(h.free, i)
+		}
+		h.round = nil
+		if n > 1 {
+			h.round = newSlotRound()
+			if x.res != nil {
+				// The trials in flight together share the runtime's peak.
+				x.res.ResetPeak()
+			}
+		}
+	}
+	h.inFlight++
+	if h.round == nil {
+		return 0, nil, true, nil
+	}
+	slot, h.free = h.free[0], h.free[1:]
+	return slot, h.round, true, nil
+}
+
+// leave gives key's slot back. A trial that ended the runtime (preempted,
+// an error, a failure at the card, or a runner error) ends it for those
+// beside it too: a preemption preempts them, and the last to leave
+// releases the runtime so the next trial gets a fresh one.
+func (h *Host) leave(ctx context.Context, key studies.TrialKey, slot int, o receipts.Outcome, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inFlight--
+	if slot > 0 {
+		h.free = append(h.free, slot)
+	}
+	if o == receipts.Preempted && h.round != nil {
+		h.round.preempt(fmt.Sprintf("a trial in flight beside it on the same runtime (%s) was preempted", key))
+	}
+	if err != nil || o == receipts.Preempted || o == receipts.Error || o == receipts.FailedAtCard {
+		h.ended = true
+	}
+	if h.inFlight == 0 && h.ended {
+		h.x.release(ctx)
+		h.ended = false
+	}
 }
 
 // Close stops the runtime the Host keeps up between trials.

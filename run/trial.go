@@ -606,9 +606,15 @@ func (x *trialRunner) generate(ctx context.Context, arm studies.Arm, rt runtimes
 	// In a fixed order: the order Aider is given the files is the order of
 	// its prompt, which must be the same for every arm and every run.
 	sort.Strings(files)
+	// A run beside others on the arm's slots keeps its calls to its own
+	// slot, as a single call does (slotprogress.go reads it).
+	aiderSlot := 0
+	if _, reports := rt.(slotReporter); reports {
+		aiderSlot = slot
+	}
 	ar, err := runtimes.RunAider(ctx, runtimes.AiderConfig{
 		Binary: x.installed.Aider, Arm: rt, WorkDir: scratch, Sampling: samplingOf(arm.Pins),
-		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: runtimes.AiderCaps(x.harnessCaps(jobKind)), NoSandbox: x.env.NoSandbox,
+		MaxTokens: arm.Pins.StopCap, TopK: x.topK, Caps: runtimes.AiderCaps(x.harnessCaps(jobKind)), NoSandbox: x.env.NoSandbox, Slot: aiderSlot,
 	}, runtimes.AiderTask{Repo: repo, Files: files, Message: task.Input.Prompt, TestCommand: task.Input.TestCommand})
 	// Every call the runtime answered is kept, even when the run then failed
 	// or was stopped: a later call's fate never erases an earlier answer.

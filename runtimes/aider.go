@@ -36,6 +36,11 @@ type AiderConfig struct {
 	Caps       AiderCaps
 	EditFormat string // default "whole": the simplest format small models can follow
 	NoSandbox  bool
+	// Slot, when above 0, is the arm's slot every call of this run asks
+	// for (Request.Slot): N Aider runs in flight on an arm of N slots each
+	// keep to their own, so the server's report of it is this run's
+	// progress. 0 lets the server pick.
+	Slot int
 }
 
 // AiderTask is one scratch git repository and the request for it.
@@ -97,6 +102,7 @@ func RunAider(ctx context.Context, cfg AiderConfig, task AiderTask) (AiderResult
 	if err != nil {
 		return res, err
 	}
+	proxy.serverSlot = cfg.Slot
 	defer proxy.close()
 
 	port := aiderInnerPort

@@ -237,6 +237,8 @@ type recordingProxy struct {
 	// its calls one after another, and each Aider run has a proxy of its own
 	// (RunAider), so N runs in flight still reach the arm's N slots at once.
 	slot chan struct{}
+	// serverSlot is the arm's slot the calls ask for (AiderConfig.Slot).
+	serverSlot int
 
 	mu          sync.Mutex
 	calls       []Result
@@ -444,7 +446,7 @@ func (p *recordingProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		maxTok = proxyDefaultMaxTokens
 	}
 	res, err := p.arm.Generate(r.Context(), Request{CallID: fmt.Sprintf("aider-call-%d", n), Messages: msgs,
-		Sampling: p.sampling, MaxTokens: maxTok, TopK: p.topK, Stop: stop})
+		Sampling: p.sampling, MaxTokens: maxTok, TopK: p.topK, Stop: stop, Slot: p.serverSlot})
 	if err != nil && r.Context().Err() != nil {
 		// Aider went away mid-call (the wall cap stopped it): a cut call,
 		// not one the arm failed; the cap is what the result reports.

@@ -179,3 +179,24 @@ func TestProxyKeepsAnsweredCallsAndNamesAFailedOne(t *testing.T) {
 		t.Errorf("failures %q, want call 2 with its reason", f)
 	}
 }
+
+// An Aider run on an arm's slot (AiderConfig.Slot) asks for that slot on
+// every call, so N runs in flight keep to their own; without one the
+// server picks.
+func TestProxyAsksForTheRunsSlot(t *testing.T) {
+	for _, slot := range []int{0, 2} {
+		arm := &fakeArm{}
+		p, call := proxyClient(t, arm, AiderCaps{Turns: 3})
+		p.serverSlot = slot
+		for range 2 {
+			if status, out := call("POST", "/v1/chat/completions", `{"messages":[{"role":"user","content":"fix"}]}`); status != 200 {
+				t.Fatalf("status %d: %v", status, out)
+			}
+		}
+		for i, req := range arm.got {
+			if req.Slot != slot {
+				t.Errorf("run on slot %d: call %d asked for slot %d", slot, i+1, req.Slot)
+			}
+		}
+	}
+}

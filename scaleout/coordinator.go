@@ -246,7 +246,7 @@ func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Sn
 	if err := opts.Check(); err != nil {
 		return err
 	}
-	inFlight := cmp.Or(opts.InFlight, DefaultInFlight)
+	inFlight := InFlightFor(d, opts.InFlight)
 	in := StudyInput{Study: study, Execution: e.ID, DesignHash: snap.DesignHash, Coordinator: c.queue,
 		Chunk: DefaultChunk, InFlight: inFlight, ChunksAtOnce: ChunksAtOnce(inFlight), StartWait: cmp.Or(opts.StartWait, DefaultStartWait)}
 	_, err = c.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -262,6 +262,19 @@ func (c *Coordinator) Submit(ctx context.Context, study string, snap *studies.Sn
 		return fmt.Errorf("submitting %s to temporal at %s: %w", WorkflowID(study, e.ID), c.cfg.Address, err)
 	}
 	return nil
+}
+
+// InFlightFor is the in-flight limit per task queue an execution of d runs
+// with when --in-flight is asked (0: DefaultInFlight). It counts slots: a
+// worker serving an arm with slots N runs N of its trials at once, so a
+// queue never gets fewer trials scheduled than one worker's slots (a lower
+// limit would leave slots of every worker idle).
+func InFlightFor(d *studies.Design, asked int) int {
+	n := cmp.Or(asked, DefaultInFlight)
+	for _, a := range d.Arms {
+		n = max(n, a.Pins.SlotCount())
+	}
+	return min(n, MaxInFlight)
 }
 
 func (c *Coordinator) load(study, execution string) (*studies.Snapshot, *studies.Design, *receipts.Store, receipts.Execution, error) {

@@ -27,6 +27,9 @@ type attemptBeat struct {
 	Key     string    `json:"key"`
 	Worker  string    `json:"worker"`
 	Started time.Time `json:"started"`
+	// Slots is how many trials the worker took at once when the attempt
+	// began (its arm's pins.slots): what it advertises to the engine.
+	Slots int `json:"slots,omitempty"`
 }
 
 // lostSeen is what the workflow knows of a trial attempt that failed with

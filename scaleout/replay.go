@@ -84,13 +84,17 @@ func (w *Worker) replayEntry(ctx context.Context, study, execution string, e Rep
 	if err != nil || b.BinarySHA256 != e.BinarySHA256 {
 		return ReplayResult{}, refuse("worker %s: the replay of %s needs %s built as %s; this worker's is %s", w.opts.ID, e.Key, e.Runtime, e.BinarySHA256, b.BinarySHA256)
 	}
-	w.runMu.Lock()
-	defer w.runMu.Unlock()
+	if err := w.gate.lockAlone(ctx); err != nil {
+		return ReplayResult{}, err
+	}
+	defer w.gate.done()
 	// The replay starts its own runtime: the trial runner's goes first.
+	w.hostMu.Lock()
 	for k, h := range w.hosts {
 		h.Close(ctx)
 		delete(w.hosts, k)
 	}
+	w.hostMu.Unlock()
 	stop := heartbeat(ctx, attemptBeat{Key: e.Key, Worker: w.opts.ID, Started: time.Now().UTC()})
 	defer stop()
 	x, err := execSpool(w.opts.Config.Spool, study, execution)

@@ -59,15 +59,17 @@ type WorkerOptions struct {
 	Launch func(ctx context.Context, b runtimes.Build, cfg runtimes.Config) (runtimes.Runtime, error)
 }
 
-// Worker hosts the trial runner for the engine: one runtime at a time.
+// Worker hosts the trial runner for the engine: one runtime at a time, and
+// as many of its arm's trials at once as the arm has slots (pins.slots).
 type Worker struct {
 	opts   WorkerOptions
 	client client.Client
 	log    *slog.Logger
 
-	runMu sync.Mutex // one trial at a time: one runtime per card
-	slot  *cardSlot  // the pollers' one slot: a trial is taken only when it can run now
-	hosts map[string]*run.Host
+	gate   *trialGate // one arm's trials at a time, up to its slots: one runtime per card
+	slot   *cardSlot  // the pollers' slots: a trial is taken only when it can run now
+	hostMu sync.Mutex
+	hosts  map[string]*run.Host
 	// attempt runs a trial the checks let through (runAttempt; a test's
 	// fake trial activity replaces it).
 	attempt func(ctx context.Context, in TrialInput, model string) (TrialResult, error)
@@ -130,7 +132,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Worker{opts: opts, client: cl, log: opts.Log, slot: newCardSlot(), hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
+	w := &Worker{opts: opts, client: cl, log: opts.Log, gate: newTrialGate(), slot: newCardSlot(), hosts: map[string]*run.Host{}, pollers: map[string]worker.Worker{},
 		refused: map[string]string{}, missing: map[string]string{},
 		failed: []Failed{{Check: "start", Why: "not polling yet: the worker is starting"}}}
 	w.attempt = w.runAttempt
@@ -144,6 +146,11 @@ func (w *Worker) Queues() []string { return slices.Clone(w.opts.Queues) }
 
 // ID is the worker's name.
 func (w *Worker) ID() string { return w.opts.ID }
+
+// Slots is how many trials the worker takes at once now: the slots of the
+// arm whose runtime it runs (1 before its first trial). It is on every
+// trial's heartbeat and in the worker's log when it changes.
+func (w *Worker) Slots() int { return w.slot.slots() }
 
 // Run takes trials until ctx ends. While a check fails (health.go: the
 // governor not ready, the study's snapshot or a model not here, no queue
@@ -276,16 +283,17 @@ func refuse(format string, args ...any) error {
 // runTrial is the trial activity: the worker's checks, then one attempt on
 // the runner, its evidence left in the spool.
 func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, error) {
-	// One trial at a time. The card slot (slot.go) starts no poll while a
-	// trial runs, but a poll already out on another queue can still bring
-	// one: it goes back at once, to be taken by a worker that can run it,
-	// rather than wait here behind the running one.
-	if !w.runMu.TryLock() {
-		return TrialResult{}, refuse("worker %s: busy with another trial; %s goes back to its queue at once (refused, not run)", w.opts.ID, in.Key)
+	// One arm's trials at a time, up to its slots. The card slots (slot.go)
+	// start no poll while all are taken, but a poll already out on another
+	// queue can still bring one, and so can a trial of another arm: it goes
+	// back at once, to be taken by a worker that can run it, rather than
+	// wait here behind the running ones.
+	if !w.gate.admit(trialArm(in)) {
+		return TrialResult{}, refuse("worker %s: busy with other trials; %s goes back to its queue at once (refused, not run)", w.opts.ID, in.Key)
 	}
-	defer w.runMu.Unlock()
+	defer w.gate.done()
 	// The heartbeat starts with the activity.
-	stop := heartbeat(ctx, attemptBeat{Key: in.Key, Worker: w.opts.ID, Started: time.Now().UTC()})
+	stop := heartbeat(ctx, attemptBeat{Key: in.Key, Worker: w.opts.ID, Started: time.Now().UTC(), Slots: w.Slots()})
 	defer stop()
 	// The runtime's stack must be the queue's: a build that differs is
 	// refused, never run, and the queue is no longer served here.
@@ -336,7 +344,8 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 		}
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
 	}
-	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue)
+	w.takeSlots(in, host.Slots(mustArm(in.Key)))
+	w.log.Info("trial started", "worker", w.opts.ID, "trial", in.Key, "attempt", in.Attempt, "queue", in.Queue, "slots", w.Slots())
 	x, err := execSpool(w.opts.Config.Spool, in.Study, in.Execution)
 	if err != nil {
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
@@ -346,6 +355,10 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 	tmp := filepath.Join(trials, entry+partial)
 	os.RemoveAll(tmp)
 	res, err := host.RunTrial(ctx, key, in.Attempt, in.Parent, tmp)
+	if errors.Is(err, run.ErrBusy) {
+		os.RemoveAll(tmp)
+		return TrialResult{}, refuse("worker %s: %v (refused, not run)", w.opts.ID, err)
+	}
 	if err != nil {
 		os.RemoveAll(tmp)
 		return TrialResult{}, fmt.Errorf("worker %s: %w", w.opts.ID, err)
@@ -403,6 +416,8 @@ func heartbeat(ctx context.Context, detail attemptBeat) (stop func()) {
 // Its snapshot's model paths are this worker's own files of the same
 // sha256 (model for the trial's arm), not the coordinator's paths.
 func (w *Worker) host(in TrialInput, model string) (*run.Host, error) {
+	w.hostMu.Lock()
+	defer w.hostMu.Unlock()
 	id := in.Study + "/" + in.Execution
 	if h, ok := w.hosts[id]; ok {
 		return h, nil
@@ -440,6 +455,20 @@ func (w *Worker) host(in TrialInput, model string) (*run.Host, error) {
 }
 
 func execOf(in TrialInput) receipts.Execution { return receipts.Execution{ID: in.Execution} }
+
+// takeSlots makes the arm's slots the trials the worker takes at once, and
+// says so in its log when they change: what the worker advertises.
+func (w *Worker) takeSlots(in TrialInput, n int) {
+	w.gate.setSlots(trialArm(in), n)
+	if was := w.slot.slots(); was != n {
+		w.slot.setMost(n)
+		w.log.Info("serves its arm's slots", "worker", w.opts.ID, "arm", mustArm(in.Key), "slots", n, "was", was)
+	}
+}
+
+// trialArm names a trial's arm within its execution: the trials that may share
+// a runtime's slots.
+func trialArm(in TrialInput) string { return in.Study + "/" + in.Execution + "/" + mustArm(in.Key) }
 
 func mustArm(key string) string {
 	k, _ := studies.ParseTrialKey(key)

@@ -31,7 +31,7 @@ func studyRerunCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key")
 	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
-	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once (default %d)", daemon.EngineDefaultInFlight))
+	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once, counted in slots: the queue's workers × the arms' pins.slots (default %d; never under the widest arm's slots)", daemon.EngineDefaultInFlight))
 	cmd.Flags().DurationVar(&startWait, "start-wait", 0, fmt.Sprintf("with --engine temporal: how long a trial waits for a worker of its task queue before it ends as an error receipt naming the queue, when no worker serves it (default %s)", daemon.EngineDefaultStartWait))
 	return cmd
 }

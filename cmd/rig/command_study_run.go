@@ -66,7 +66,7 @@ many receipts each worker returned. See docs/scale-out.md.
 	cmd.Flags().StringVar(&key, "key", "", "idempotency key: the same key returns the same execution")
 	cmd.Flags().StringVar(&actor, "actor", "", "optional: must be you (rig records the caller's identity)")
 	cmd.Flags().StringVar(&engine, "engine", "", "local (this card, the default) or temporal (rig workers through the daemon's Temporal cluster)")
-	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once (default %d)", daemon.EngineDefaultInFlight))
+	cmd.Flags().IntVar(&inFlight, "in-flight", 0, fmt.Sprintf("with --engine temporal: trials of one task queue (runtime build and card class) running at once, counted in slots: the queue's workers × the arms' pins.slots (default %d; never under the widest arm's slots)", daemon.EngineDefaultInFlight))
 	cmd.Flags().DurationVar(&startWait, "start-wait", 0, fmt.Sprintf("with --engine temporal: how long a trial waits for a worker of its task queue before it ends as an error receipt naming the queue, when no worker serves it (default %s)", daemon.EngineDefaultStartWait))
 	cmd.Flags().BoolVar(&detach, "detach", false, "return at once; follow with rig study status")
 	cmd.Flags().BoolVar(&noGates, "no-gates", false, "do not perform the gates not yet passed (freeze, preflight, validation, dry run): only ask for the run")

@@ -48,8 +48,12 @@ and governor a local run uses, one runtime at a time. A trial's receipt and
 generation record go to the shared spool; the coordinator (the daemon that
 owns the study) merges them exactly once.
 
-It takes a trial only when it can run it now: one slot, shared by the
-pollers of all its queues. It checks itself before it polls, and stops
+It takes a trial only when it can run it now: its slots, shared by the
+pollers of all its queues. It has one until it runs an arm whose design
+pins slots N; it then starts that arm's runtime with N slots and takes up
+to N of the arm's trials at once, each with its own receipt, grade and
+rows (its log says "serves its arm's slots"; give the study's run an
+--in-flight that counts slots, workers × N). It checks itself before it polls, and stops
 polling while a check fails (saying why in its log, at start and every
 minute, and on /healthz):
   - its governor not ready (fault suite not passed, heartbeat stale, a
@@ -61,7 +65,8 @@ minute, and on /healthz):
 It refuses, without running anything, a trial whose runtime build differs
 from this machine's (and then stops serving that queue), a trial of a study
 whose snapshot the spool does not hold, and a trial that arrives while
-another runs (it goes back to its queue at once).
+its slots are taken or another arm's trials run (it goes back to its queue
+at once).
 
 It serves Prometheus metrics at http://127.0.0.1:9480/metrics and its health
 at /healthz on the same address (200 while polling, 503 with the reasons;
