@@ -48,6 +48,9 @@ type Pins struct {
 	// the log said none. It depends on the processor as much as on the
 	// build, so it is here and not in the Stack.
 	CPU *CPUBackend `json:"cpu_backend,omitempty"`
+	// ServedModel is the model name a generic server (openai-server) is
+	// called with; empty for rig's own runtimes.
+	ServedModel string `json:"served_model,omitempty"`
 }
 
 // Stack is the part of the pins that the runtime's build decides: its
@@ -62,6 +65,10 @@ type Stack struct {
 	BinarySHA256   string            `json:"binary_sha256"`
 	BuildFlags     string            `json:"build_flags,omitempty"`
 	Libraries      map[string]string `json:"libraries"` // path -> sha256, as loaded (/proc/PID/maps)
+	// EnvSHA256 is, for a generic server in a Python environment
+	// (openai-server), the digest of its installed distributions and
+	// versions (PythonEnvDigest); empty for rig's own runtimes.
+	EnvSHA256 string `json:"env_sha256,omitempty"`
 }
 
 // readStack reads a running server's Stack. version is what the server

@@ -18,6 +18,7 @@ import (
 
 	"rig/internal/jsonerr"
 	"rig/internal/offload"
+	"rig/internal/serverspec"
 	"rig/internal/sizecap"
 	"rig/internal/textcheck"
 )
@@ -148,6 +149,9 @@ type Arm struct {
 	JobKinds []string `json:"job_kinds,omitempty"`
 	Model    Model    `json:"model"`
 	Runtime  Runtime  `json:"runtime"`
+	// Server describes the OpenAI-compatible server an "openai-server" arm
+	// runs on (see package serverspec); nil for every other runtime.
+	Server *serverspec.Spec `json:"server,omitempty"`
 	// Guest marks a model inside a runtime built for another family: it may
 	// answer how well that runtime drives models, and never ranks them.
 	Guest      bool   `json:"guest,omitempty"`
@@ -171,6 +175,11 @@ type Model struct {
 	File         string `json:"file"`
 	SHA256       string `json:"sha256,omitempty"`
 	OllamaDigest string `json:"ollama_digest,omitempty"`
+	// OllamaTag names the model by its tag in the caller's own Ollama
+	// library, in place of File: the command line resolves it to the tag's
+	// GGUF blob (File) and its digest (SHA256) before the daemon sees the
+	// design (see ollamatag.go). The arm still runs in rig's own Ollama.
+	OllamaTag string `json:"ollama_tag,omitempty"`
 }
 
 // Pins are held for the whole confirmatory run.
@@ -304,7 +313,7 @@ const (
 )
 
 // Runtimes an arm may name.
-var runtimeNames = []string{"ollama", "llama-server", "aider+ollama", "aider+llama-server"}
+var runtimeNames = []string{"ollama", "llama-server", "aider+ollama", "aider+llama-server", serverspec.Kind}
 
 // Pin sources.
 const (

@@ -64,6 +64,11 @@ type Binary struct {
 	Path      string `json:"path"`
 	SHA256    string `json:"sha256"`
 	Version   string `json:"version,omitempty"`
+	// PythonEnv and EnvSHA256 are, for an openai-server arm's server in a
+	// Python environment, that environment and the digest of its
+	// installed distributions (serverspec.PythonEnvDigest).
+	PythonEnv string `json:"python_env,omitempty"`
+	EnvSHA256 string `json:"env_sha256,omitempty"`
 }
 
 // Bank is a task bank read and validated against its job kind's schema.
@@ -139,6 +144,8 @@ func (s *Snapshot) ArmRuntime(a Arm) (component, binarySHA256 string) {
 }
 
 // AssetSet maps an asset key ("model:PATH", "runtime:COMPONENT",
+// "server:ARM" and "server-env:ARM" for an openai-server arm's executable
+// and Python environment,
 // "bank:JOBKIND", "licences:PATH" for the study's licence registry file,
 // "licences:bundled") to its hex SHA-256, as recorded at registration.
 type AssetSet map[string]string
@@ -226,6 +233,16 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 			return nil, nil, nil, fmt.Errorf("arms[%d].model.sha256: %w", i, &StaleAssetError{Asset: key, Want: a.Model.SHA256, Got: sum})
 		}
 		fa := FrozenArm{Name: a.Name, ModelPath: path, ModelSHA256: sum, Pins: a.Pins}
+		if a.Runtime.OpenAIServer() {
+			b, err := serverBinary(ctx, a, assets, opts)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("arms[%d].server: %w", i, err)
+			}
+			addServerAssets(set, a.Name, b)
+			fa.Binaries = []Binary{b}
+			arms = append(arms, fa)
+			continue
+		}
 		for _, c := range ArmComponents(a) {
 			b, ok := bins[c]
 			if !ok {
@@ -431,6 +448,8 @@ func CheckStale(ctx context.Context, s *Snapshot, assets Assets) error {
 			var b Binary
 			b, err = assets.Binary(ctx, name)
 			sum = b.SHA256
+		case "server", "server-env":
+			sum, err = s.serverAssetSHA256(ctx, kind, name, assets)
 		case "licences":
 			sum, err = licenceAssetSHA256(os.Open, k)
 		case "bank":

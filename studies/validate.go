@@ -365,14 +365,14 @@ func (v *validator) arms() {
 			}
 		}
 		v.need(p+".model.registry_name", a.Model.RegistryName, "give the model's registry name")
-		v.need(p+".model.file", a.Model.File, "give the GGUF path or a reference such as \"${SMOLLM2_GGUF}\"")
+		if strings.TrimSpace(a.Model.OllamaTag) == "" {
+			v.need(p+".model.file", a.Model.File, "give the GGUF path, a reference such as \"${SMOLLM2_GGUF}\", or an Ollama tag as ollama_tag")
+		}
 		if s := a.Model.SHA256; s != "" && !sha256RE.MatchString(s) {
 			v.add(KindInvalid, p+".model.sha256", "%q: write 64 lowercase hex digits, or leave it out and freeze will record it", s)
 		}
 		v.pins(p+".pins", a.Pins)
-		if a.Pins.Slots > 1 && a.Runtime.Aider() {
-			v.add(KindInvalid, p+".pins.slots", "%d: an Aider arm runs one trial at a time for now (several Aider processes against one runtime are not yet run); leave slots out, or run the model without Aider", a.Pins.Slots)
-		}
+		v.server(p, a)
 		if o := a.Pins.Offload; o.Backend == offload.BackendCUDA && a.Runtime.Engine() == "ollama" {
 			// Ollama's settings reach less far than llama-server's flags.
 			if o.KVOnHost {
@@ -659,7 +659,11 @@ func (v *validator) quants(ctx context.Context, opts ValidateOptions) {
 		}
 		got, err := opts.Quant(path)
 		if err != nil {
-			v.add(KindUnreadable, fmt.Sprintf("arms[%d].model.file", i), "cannot read the quant of %s: %v (check the path)", path, err)
+			fix := "check the path"
+			if looksLikeOllamaTag(a.Model.File) {
+				fix = fmt.Sprintf("%q looks like an Ollama tag: name it as \"model\": {\"ollama_tag\": %q}", a.Model.File, a.Model.File)
+			}
+			v.add(KindUnreadable, fmt.Sprintf("arms[%d].model.file", i), "cannot read the quant of %s: %v (%s)", path, err, nameList(fix))
 			continue
 		}
 		if !strings.EqualFold(got, a.Pins.Quant) {

@@ -99,6 +99,9 @@ type Model struct {
 	// DerivedFrom names the provisioned model this file was made from, for a
 	// quant made here rather than taken from a registry package.
 	DerivedFrom string
+	// Key is the installed.env line that holds Path: a design names the
+	// file as "${Key}".
+	Key string
 }
 
 // Load reads installed.env from the cache (Path). It returns an error wrapping
@@ -135,18 +138,18 @@ func LoadFile(path string) (Installed, error) {
 		OllamaCUDA:          kv["OLLAMA_CUDA_BIN"],
 		LlamaCUDABuildFlags: kv["LLAMA_SERVER_CUDA_BUILD_FLAGS"],
 		Models: map[string]Model{
-			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1"},
-			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M"},
+			"smollm2-135m-instruct": {Name: "smollm2-135m-instruct", Path: kv["SMOLLM2_GGUF"], SHA256: pins["SMOLLM2_GGUF_SHA256"], Quant: "Q4_1", Key: "SMOLLM2_GGUF"},
+			"gemma-3-270m":          {Name: "gemma-3-270m", Path: kv["GEMMA3_GGUF"], SHA256: pins["GEMMA3_GGUF_SHA256"], Quant: "Q4_K_M", Key: "GEMMA3_GGUF"},
 		},
 		OtherQuants: map[string]Model{},
 	}
 	if p := kv["SMOLLM2_REQUANT_Q8_0_GGUF"]; p != "" {
 		in.OtherQuants["smollm2-135m-instruct"] = Model{Name: "smollm2-135m-instruct", Path: p,
-			SHA256: pins["SMOLLM2_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_1, requantized here by llama-quantize"}
+			SHA256: pins["SMOLLM2_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_1, requantized here by llama-quantize", Key: "SMOLLM2_REQUANT_Q8_0_GGUF"}
 	}
 	if p := kv["GEMMA3_REQUANT_Q8_0_GGUF"]; p != "" {
 		in.OtherQuants["gemma-3-270m"] = Model{Name: "gemma-3-270m", Path: p,
-			SHA256: pins["GEMMA3_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_K_M, requantized here by llama-quantize"}
+			SHA256: pins["GEMMA3_REQUANT_Q8_0_SHA256"], Quant: "Q8_0", DerivedFrom: "Q4_K_M, requantized here by llama-quantize", Key: "GEMMA3_REQUANT_Q8_0_GGUF"}
 	}
 	return in, nil
 }
