@@ -18,6 +18,7 @@ func TestRuntimeParts(t *testing.T) {
 		{"llama-server", "llama-server", "llama-server", false, []string{"llama-server"}},
 		{"aider+ollama", "aider", "ollama", true, []string{"aider", "ollama"}},
 		{"aider+llama-server", "aider", "llama-server", true, []string{"aider", "llama-server"}},
+		{"openai-server", "openai-server", "openai-server", false, []string{"openai-server"}},
 	}
 	for _, c := range cases {
 		if got := c.rt.Harness(); got != c.harness {
