@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -19,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"rig/genrecord"
-	"rig/internal/layout"
 	"rig/internal/provision"
 	"rig/receipts"
 	"rig/runtimes"
@@ -367,40 +364,7 @@ func TestScaleOutOnRealWorkers(t *testing.T) {
 	}
 	t.Logf("%d lost attempts; cut off in flight on a worker: %v", lostAttempts, slices.Sorted(maps.Keys(inFlight)))
 	// No generation row twice, whatever was merged again after the kills.
-	st, err := layout.Home(e.home).Study(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := st.Execution("exec-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(x.Generations())
-	rows, seen := 0, map[string]bool{}
-	for _, f := range files {
-		rd, err := genrecord.OpenReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			row, err := rd.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Errorf("%s: %v", f, err)
-				}
-				break
-			}
-			rows++
-			if seen[row.RowID] {
-				t.Errorf("%s: row %s twice", f, row.RowID)
-			}
-			seen[row.RowID] = true
-		}
-		rd.Close()
-	}
-	if rows < planned {
-		t.Errorf("%d generation rows for %d planned trials", rows, planned)
-	}
+	noRowTwice(t, e, name, planned)
 	// The stalled worker took nothing until its governor was ready again.
 	after := w3.logText()[stalledAt:]
 	if i := strings.Index(after, "taking trials again"); i >= 0 {
