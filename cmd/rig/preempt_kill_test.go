@@ -359,6 +359,22 @@ func (e *rigEnv) runtimeProcs() []string {
 // one log, so only what was written since the server was first seen (in
 // from) speaks for it.
 func (e *rigEnv) busyLlamaServer(from map[int]int) int {
+	running := func(pid int) bool { st := procState(pid); return st == 'S' || st == 'R' }
+	for pid, s := range e.newLlamaServerLogs(from, running) {
+		if launch := strings.LastIndex(s, "launch_slot_"); launch >= 0 && launch > strings.LastIndex(s, "release:") {
+			return pid
+		}
+	}
+	return 0
+}
+
+// newLlamaServerLogs reads, for each of this test's llama-servers that keep
+// accepts (nil: all), what its log gained since the server was first seen
+// (recorded in from): every server of an arm appends to one log, so only
+// that part speaks for it. A server seen for the first time is recorded,
+// not returned.
+func (e *rigEnv) newLlamaServerLogs(from map[int]int, keep func(pid int) bool) map[int]string {
+	logs := map[int]string{}
 	ents, _ := os.ReadDir("/proc")
 	for _, en := range ents {
 		pid, err := strconv.Atoi(en.Name())
@@ -367,10 +383,7 @@ func (e *rigEnv) busyLlamaServer(from map[int]int) int {
 		}
 		exe, _ := os.Readlink(filepath.Join("/proc", en.Name(), "exe"))
 		cwd, _ := os.Readlink(filepath.Join("/proc", en.Name(), "cwd"))
-		if filepath.Base(exe) != "llama-server" || !strings.HasPrefix(cwd, e.home+"/") {
-			continue
-		}
-		if st := procState(pid); st != 'S' && st != 'R' {
+		if filepath.Base(exe) != "llama-server" || !strings.HasPrefix(cwd, e.home+"/") || (keep != nil && !keep(pid)) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(cwd, "llama-server.log"))
@@ -382,12 +395,9 @@ func (e *rigEnv) busyLlamaServer(from map[int]int) int {
 			from[pid] = len(b)
 			continue
 		}
-		s := string(b[min(off, len(b)):])
-		if launch := strings.LastIndex(s, "launch_slot_"); launch >= 0 && launch > strings.LastIndex(s, "release:") {
-			return pid
-		}
+		logs[pid] = string(b[min(off, len(b)):])
 	}
-	return 0
+	return logs
 }
 
 // rigOutput runs one CLI command for a diagnostic, whatever its exit status.

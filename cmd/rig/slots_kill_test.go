@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -160,28 +159,9 @@ var slotLine = regexp.MustCompile(`(launch_slot_|release): id +(\d+) \|`)
 // released while n−1 others stayed busy. 0 after five minutes.
 func (e *rigEnv) waitSlotsBusy(from map[int]int, n int, ending bool) int {
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		ents, _ := os.ReadDir("/proc")
-		for _, en := range ents {
-			pid, err := strconv.Atoi(en.Name())
-			if err != nil {
-				continue
-			}
-			exe, _ := os.Readlink(filepath.Join("/proc", en.Name(), "exe"))
-			cwd, _ := os.Readlink(filepath.Join("/proc", en.Name(), "cwd"))
-			if filepath.Base(exe) != "llama-server" || !strings.HasPrefix(cwd, e.home+"/") {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(cwd, "llama-server.log"))
-			if err != nil {
-				continue
-			}
-			off, ok := from[pid]
-			if !ok {
-				from[pid] = len(b)
-				continue
-			}
+		for pid, log := range e.newLlamaServerLogs(from, nil) {
 			busy := map[string]bool{}
-			for _, m := range slotLine.FindAllStringSubmatch(string(b[min(off, len(b)):]), -1) {
+			for _, m := range slotLine.FindAllStringSubmatch(log, -1) {
 				if m[1] == "release" {
 					if ending && len(busy) >= n {
 						return pid
