@@ -91,6 +91,21 @@ var promptfooQuietEnv = []string{
 // parsed dir/output.json.
 func promptfooEval(t *testing.T, dir, sock string, port int) promptfooOutput {
 	t.Helper()
+	data, err := os.ReadFile(runPromptfooEval(t, dir, sock, port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o promptfooOutput
+	if err := json.Unmarshal(data, &o); err != nil {
+		t.Fatalf("promptfoo's output.json: %v", err)
+	}
+	return o
+}
+
+// runPromptfooEval is promptfooEval up to the file: it returns the path of
+// the output promptfoo wrote.
+func runPromptfooEval(t *testing.T, dir, sock string, port int) string {
+	t.Helper()
 	bin, err := provision.TestTool("PROMPTFOO_BIN")
 	testenv.NeedsSetup(t, "promptfoo (npm)", err)
 	_, err = exec.LookPath("unshare")
@@ -133,15 +148,11 @@ exit $rc`
 	if err != nil && cmd.ProcessState.ExitCode() != 100 {
 		t.Fatalf("promptfoo eval: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "output.json"))
-	if err != nil {
+	path := filepath.Join(dir, "output.json")
+	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("promptfoo wrote no output: %v\n%s", err, out)
 	}
-	var o promptfooOutput
-	if err := json.Unmarshal(data, &o); err != nil {
-		t.Fatalf("promptfoo's output.json: %v", err)
-	}
-	return o
+	return path
 }
 
 // promptfooOutput is the part of promptfoo's eval output the tests read.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,7 +53,7 @@ func TestComparePromptfooTwoProviders(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "promptfooconfig.yaml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	output := promptfooEvalForwarded(t, dir, rt.Endpoint(), port)
+	output := runPromptfooEval(t, dir, rt.Endpoint(), port)
 
 	cmpJSON := filepath.Join(t.TempDir(), "compare.json")
 	text, err := runRig(t, "compare", "--from", "promptfoo", output, "--out", cmpJSON)
@@ -96,47 +95,6 @@ func TestComparePromptfooTwoProviders(t *testing.T) {
 		t.Errorf("McNemar p %g, exact binomial %g", pass.McNemar.P, want)
 	}
 	t.Logf("rig compare --from promptfoo:\n%s", text)
-}
-
-// promptfooEvalForwarded runs the real `promptfoo eval` on
-// dir/promptfooconfig.yaml in a network namespace holding only loopback,
-// where a forwarder serves the runtime's unix socket on 127.0.0.1:port, and
-// returns the path of the output it wrote. The forwarder's output goes
-// nowhere and it is stopped when promptfoo ends, so nothing holds the
-// command's pipes open after it.
-func promptfooEvalForwarded(t *testing.T, dir, sock string, port int) string {
-	t.Helper()
-	bin, err := provision.TestTool("PROMPTFOO_BIN")
-	testenv.NeedsSetup(t, "promptfoo (npm)", err)
-	_, err = exec.LookPath("unshare")
-	testenv.NeedsSetup(t, "unshare (Debian util-linux), for a loopback-only network namespace", err)
-	forward := filepath.Join(dir, "forward.js")
-	if err := os.WriteFile(forward, []byte(`const net = require("net"), fs = require("fs");
-const [sock, port, ready] = process.argv.slice(2);
-net.createServer(c => { const u = net.connect(sock); c.pipe(u); u.pipe(c); c.on("error", () => u.destroy()); u.on("error", () => c.destroy()); })
-  .listen(Number(port), "127.0.0.1", () => fs.writeFileSync(ready, "ok"));
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	script := `ip link set lo up || exit 97
-node "$RIG_FORWARD" "$RIG_SOCK" "$RIG_PORT" "$RIG_READY" >/dev/null 2>&1 &
-fwd=$!
-n=0; while [ ! -e "$RIG_READY" ]; do n=$((n+1)); [ $n -lt 200 ] || exit 98; sleep 0.05; done
-"$@"; rc=$?
-kill $fwd
-exit $rc`
-	cmd := exec.Command("unshare", "-rn", "sh", "-c", script, "sh", bin, "eval", "-c", "promptfooconfig.yaml",
-		"-o", "output.json", "--no-cache", "--no-table", "--no-progress-bar", "--max-concurrency", "1")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), promptfooQuietEnv...)
-	cmd.Env = append(cmd.Env, "HOME="+dir, "PROMPTFOO_CONFIG_DIR="+filepath.Join(dir, ".promptfoo"),
-		"RIG_SOCK="+sock, fmt.Sprintf("RIG_PORT=%d", port), "RIG_FORWARD="+forward, "RIG_READY="+filepath.Join(dir, "forward.ready"))
-	out, err := cmd.CombinedOutput()
-	// promptfoo exits 100 when an assertion failed: here some are meant to.
-	if err != nil && cmd.ProcessState.ExitCode() != 100 {
-		t.Fatalf("promptfoo eval: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "output.json")
 }
 
 // comparedPair is a pair row of `rig compare --out`'s analysis.
