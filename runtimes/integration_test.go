@@ -114,43 +114,54 @@ func TestRuntimeSeesLoopbackOnlyAndNoCredentials(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			rt := startReal(t, kind, "smollm2-135m-instruct")
-			pid := rt.Sandbox().RuntimePID
-			// A second, independent reading: the kernel's view of the runtime's own namespace.
-			dev, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, line := range strings.Split(string(dev), "\n")[2:] {
-				name, _, ok := strings.Cut(strings.TrimSpace(line), ":")
-				if ok && name != "lo" {
-					t.Errorf("runtime sees interface %q", name)
-				}
-			}
-			route, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", pid))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if lines := strings.Split(strings.TrimSpace(string(route)), "\n"); len(lines) > 1 {
-				t.Errorf("runtime has IPv4 routes outside the local table:\n%s", route)
-			}
-			if !rt.Pins().Containment.LoopbackOnly {
-				t.Errorf("containment: %+v", rt.Pins().Containment)
-			}
-			for _, p := range ProcessTree(pid) {
-				env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
-				if err != nil {
-					continue
-				}
-				for _, leak := range []string{"STUDIO_API_KEY", "sk-test-must-not-leak", "OLLAMA_ORIGINS"} {
-					if strings.Contains(string(env), leak) {
-						t.Errorf("pid %d environment holds %s", p, leak)
-					}
-				}
-			}
-			if len(rt.Pins().Libraries) == 0 {
-				t.Errorf("no loaded libraries recorded")
-			}
+			seesLoopbackOnlyAndNoCredentials(t, rt, "STUDIO_API_KEY", "sk-test-must-not-leak", "OLLAMA_ORIGINS")
 		})
+	}
+}
+
+// seesLoopbackOnlyAndNoCredentials reads a running runtime's containment
+// from outside, as the kernel sees its namespace (not as rig's pins say):
+// only the loopback interface, no route outside the local table, none of
+// leaks in any of its processes' environments, and its libraries recorded.
+func seesLoopbackOnlyAndNoCredentials(t *testing.T, rt interface {
+	Sandbox() *Sandbox
+	Pins() Pins
+}, leaks ...string) {
+	t.Helper()
+	pid := rt.Sandbox().RuntimePID
+	dev, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(dev), "\n")[2:] {
+		name, _, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && name != "lo" {
+			t.Errorf("runtime sees interface %q", name)
+		}
+	}
+	route, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/route", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(string(route)), "\n"); len(lines) > 1 {
+		t.Errorf("runtime has IPv4 routes outside the local table:\n%s", route)
+	}
+	if !rt.Pins().Containment.LoopbackOnly {
+		t.Errorf("containment: %+v", rt.Pins().Containment)
+	}
+	for _, p := range ProcessTree(pid) {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if err != nil {
+			continue
+		}
+		for _, leak := range leaks {
+			if strings.Contains(string(env), leak) {
+				t.Errorf("pid %d environment holds %s", p, leak)
+			}
+		}
+	}
+	if len(rt.Pins().Libraries) == 0 {
+		t.Errorf("no loaded libraries recorded")
 	}
 }
 

@@ -197,6 +197,7 @@ func TestPythonEnvDigest(t *testing.T) {
 // into its own venv) as a generic server in rig's sandbox: every token comes
 // with its top-K, and the pins carry the environment's digest.
 func TestOpenAIServerDrivesLlamaCppPython(t *testing.T) {
+	t.Setenv("STUDIO_API_KEY", "sk-test-must-not-leak")
 	in := provisioned(t)
 	py, err := provision.TestTool("LLAMA_CPP_PYTHON_BIN")
 	testenv.NeedsSetup(t, "llama-cpp-python (scripts/setup-test-tools.sh)", err)
@@ -230,4 +231,7 @@ func TestOpenAIServerDrivesLlamaCppPython(t *testing.T) {
 	if want, _, _ := PythonEnvDigest(venv); p.EnvSHA256 == "" || p.EnvSHA256 != want || !p.Sandboxed {
 		t.Errorf("pins: environment %q (want %q), sandboxed %v", p.EnvSHA256, want, p.Sandboxed)
 	}
+	// A server that is not rig's own code is held as rig's runtimes are,
+	// read from outside while it runs.
+	seesLoopbackOnlyAndNoCredentials(t, srv, "STUDIO_API_KEY", "sk-test-must-not-leak")
 }
