@@ -469,26 +469,32 @@ func (s *LlamaServer) call(ctx context.Context, method, path string, body, out a
 		return fmt.Errorf("llama-server %s: %w", path, err)
 	}
 	defer resp.Body.Close()
-	// The server runs in the sandbox: its answer is read, and decoded, only
-	// within the caps (see maxRuntimeResponseBytes). Past them the call fails,
-	// and with it the trial; what came is not read further.
-	what := "the answer of llama-server " + path + " (the runtime, in its sandbox)"
+	return decodeRuntimeAnswer(resp, "llama-server", path, out)
+}
+
+// decodeRuntimeAnswer reads and decodes a runtime's JSON answer into out
+// (nil: checked, not kept). The server runs in the sandbox: its answer is
+// read, and decoded, only within the caps (see maxRuntimeResponseBytes).
+// Past them the call fails, and with it the trial; what came is not read
+// further. server names the runtime in errors ("llama-server").
+func decodeRuntimeAnswer(resp *http.Response, server, path string, out any) error {
+	what := "the answer of " + server + " " + path + " (the runtime, in its sandbox)"
 	if resp.ContentLength > maxRuntimeResponseBytes {
-		return fmt.Errorf("llama-server %s: %w (it said %d bytes)", path, tooLarge(what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"), resp.ContentLength)
+		return fmt.Errorf("%s %s: %w (it said %d bytes)", server, path, tooLarge(what, maxRuntimeResponseBytes, "bytes", "maxRuntimeResponseBytes"), resp.ContentLength)
 	}
 	b, err := readCapped(resp.Body, resp.ContentLength, maxRuntimeResponseBytes, "maxRuntimeResponseBytes", what)
 	if err != nil {
-		return fmt.Errorf("llama-server %s: reading the answer: %w", path, err)
+		return fmt.Errorf("%s %s: reading the answer: %w", server, path, err)
 	}
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("llama-server %s: HTTP %d: %s", path, resp.StatusCode, quote(b))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: HTTP %d: %s", server, path, resp.StatusCode, quote(b))
 	}
 	if err := checkJSONShape(b, runtimeAnswerShape, what); err != nil {
-		return fmt.Errorf("llama-server %s: %w", path, err)
+		return fmt.Errorf("%s %s: %w", server, path, err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("llama-server %s: decoding the answer: %w", path, err)
+			return fmt.Errorf("%s %s: decoding the answer: %w", server, path, err)
 		}
 	}
 	return nil

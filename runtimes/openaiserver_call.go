@@ -326,21 +326,5 @@ func (s *OpenAIServer) call(ctx context.Context, method, path string, body, out 
 		return s.failed(path, err)
 	}
 	defer resp.Body.Close()
-	what := "the answer of the server's " + path + " (the runtime, in its sandbox)"
-	b, err := readCapped(resp.Body, resp.ContentLength, maxRuntimeResponseBytes, "maxRuntimeResponseBytes", what)
-	if err != nil {
-		return fmt.Errorf("openai-server %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("openai-server %s: HTTP %d: %s", path, resp.StatusCode, quote(b))
-	}
-	if err := checkJSONShape(b, runtimeAnswerShape, what); err != nil {
-		return fmt.Errorf("openai-server %s: %w", path, err)
-	}
-	if out != nil {
-		if err := json.Unmarshal(b, out); err != nil {
-			return fmt.Errorf("openai-server %s: decoding the answer: %w", path, err)
-		}
-	}
-	return nil
+	return decodeRuntimeAnswer(resp, OpenAIServerKind, path, out)
 }
