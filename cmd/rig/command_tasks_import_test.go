@@ -285,17 +285,7 @@ func TestTasksImportAgreesWithRealPromptfoo(t *testing.T) {
 // kept in $RIG_PROMPTFOO_OUT when set (for `rig compare --from promptfoo`).
 func TestPromptfooEvalOnLlamaServer(t *testing.T) {
 	testenv.Long(t, "starts llama-server and runs promptfoo against it")
-	in, err := provision.Load()
-	testenv.NeedsSetup(t, "the provisioned runtimes (installed.env)", err)
-	m, ok := in.Models["smollm2-135m-instruct"]
-	if !ok {
-		testenv.NeedsSetup(t, "the SmolLM2 model", fmt.Errorf("installed.env names no smollm2-135m-instruct: %w", provision.ErrNotProvisioned))
-	}
-	rt, err := runtimes.Launch(context.Background(), in, "llama-server", runtimes.Config{Model: m.Path, ModelName: "smollm2-135m-instruct", ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting llama-server: %v", err)
-	}
-	defer rt.Stop(context.Background())
+	rt := startSmolLlamaServer(t)
 	dir := t.TempDir()
 	if keep := os.Getenv("RIG_PROMPTFOO_OUT"); keep != "" {
 		dir = keep
@@ -338,4 +328,23 @@ tests:
 	}
 	b := importPromptfoo(t, dir)
 	t.Logf("%d of %d answers pass (promptfoo and rig agree on each); promptfoo's output: %s", gradeLikePromptfoo(t, b, o, false), len(b.Tasks), filepath.Join(dir, "output.json"))
+}
+
+// startSmolLlamaServer starts rig's provisioned llama-server, contained, on
+// SmolLM2-135M (context 1024) for a test that drives it from outside, and
+// stops it when the test ends.
+func startSmolLlamaServer(t *testing.T) runtimes.Runtime {
+	t.Helper()
+	in, err := provision.Load()
+	testenv.NeedsSetup(t, "the provisioned runtimes (installed.env)", err)
+	m, ok := in.Models["smollm2-135m-instruct"]
+	if !ok {
+		testenv.NeedsSetup(t, "the SmolLM2 model", fmt.Errorf("installed.env names no smollm2-135m-instruct: %w", provision.ErrNotProvisioned))
+	}
+	rt, err := runtimes.Launch(context.Background(), in, "llama-server", runtimes.Config{Model: m.Path, ModelName: "smollm2-135m-instruct", ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("starting llama-server: %v", err)
+	}
+	t.Cleanup(func() { rt.Stop(context.Background()) })
+	return rt
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"rig/internal/provision"
 	"rig/internal/testenv"
 	"rig/runtimes"
 )
@@ -23,17 +21,7 @@ import (
 // computed here as an exact binomial.
 func TestComparePromptfooTwoProviders(t *testing.T) {
 	testenv.Long(t, "starts llama-server and runs promptfoo against it")
-	in, err := provision.Load()
-	testenv.NeedsSetup(t, "the provisioned runtimes (installed.env)", err)
-	m, ok := in.Models["smollm2-135m-instruct"]
-	if !ok {
-		testenv.NeedsSetup(t, "the SmolLM2 model", fmt.Errorf("installed.env names no smollm2-135m-instruct: %w", provision.ErrNotProvisioned))
-	}
-	rt, err := runtimes.Launch(context.Background(), in, "llama-server", runtimes.Config{Model: m.Path, ModelName: "smollm2-135m-instruct", ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()})
-	if err != nil {
-		t.Fatalf("starting llama-server: %v", err)
-	}
-	defer rt.Stop(context.Background())
+	rt := startSmolLlamaServer(t)
 	port, err := runtimes.FreeLoopbackPort()
 	if err != nil {
 		t.Fatal(err)
