@@ -56,15 +56,10 @@ func TestDaemonKilledDuringPreemption(t *testing.T) {
 	e.requireNoRuntimes(late.pid)
 	e.startDaemon()
 
-	status := e.waitDone(name, 20*time.Minute)
-	m := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
-	if m == nil || m[1] != "done" || m[2] != m[3] {
-		t.Fatalf("the execution did not finish with every trial counted:\n%s", status)
-	}
-	planned, _ := strconv.Atoi(m[3])
+	_, planned := e.waitEveryTrialDone(name, 20*time.Minute, nil)
 	check := e.rig(true, "study", "check", name)
 	counted := regexp.MustCompile(`store ok: .*\((\d+) counted\)`).FindStringSubmatch(check)
-	if counted == nil || counted[1] != m[3] {
+	if counted == nil || counted[1] != strconv.Itoa(planned) {
 		t.Fatalf("counted receipts != %d planned trials:\n%s", planned, check)
 	}
 
@@ -311,6 +306,25 @@ func (e *rigEnv) waitDone(name string, limit time.Duration) string {
 		}
 	}
 	return status
+}
+
+// waitEveryTrialDone waits for exec-1 of study name to end (waitDone) and
+// fails the test unless it ended done with every planned trial finished;
+// diagnose, when set, adds to the failure what explains it (workers' logs).
+// It returns the status and the planned trial count.
+func (e *rigEnv) waitEveryTrialDone(name string, limit time.Duration, diagnose func() string) (string, int) {
+	e.t.Helper()
+	status := e.waitDone(name, limit)
+	m := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
+	if m == nil || m[1] != "done" || m[2] != m[3] {
+		more := ""
+		if diagnose != nil {
+			more = "\n" + diagnose()
+		}
+		e.t.Fatalf("the execution did not finish with every trial counted:\n%s%s", status, more)
+	}
+	planned, _ := strconv.Atoi(m[3])
+	return status, planned
 }
 
 // requireNoRuntimes waits a moment for the dead daemon's process tree to go

@@ -47,12 +47,7 @@ func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	if out := e.rig(true, "study", "run", name, "--engine", "temporal", "--detach"); !strings.Contains(out, "execution exec-1 started") {
 		t.Fatalf("submit: %s", out)
 	}
-	status := e.waitDone(name, 15*time.Minute)
-	sm := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
-	if sm == nil || sm[1] != "done" || sm[2] != sm[3] {
-		t.Fatalf("the execution did not finish every planned trial:\n%s\nworker: %s", status, w.logText())
-	}
-	planned := atoi(t, sm[3])
+	status, planned := e.waitEveryTrialDone(name, 15*time.Minute, func() string { return "worker: " + w.logText() })
 	w.waitLog(t, regexp.MustCompile(`msg="serves its arm's slots" worker=ws arm=\S+ slots=2`), 1, time.Second)
 
 	counted := map[receipts.TrialKey]int{}

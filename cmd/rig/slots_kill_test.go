@@ -65,14 +65,9 @@ func killWithTrialsInFlight(t *testing.T, slots int) {
 	e.requireNoRuntimes(0)
 	e.startDaemon()
 
-	status := e.waitDone(name, 20*time.Minute)
-	m := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
-	if m == nil || m[1] != "done" || m[2] != m[3] {
-		t.Fatalf("the execution did not finish with every trial counted:\n%s", status)
-	}
-	planned, _ := strconv.Atoi(m[3])
+	_, planned := e.waitEveryTrialDone(name, 20*time.Minute, nil)
 	check := e.rig(true, "study", "check", name)
-	if c := regexp.MustCompile(`store ok: .*\((\d+) counted\)`).FindStringSubmatch(check); c == nil || c[1] != m[3] {
+	if c := regexp.MustCompile(`store ok: .*\((\d+) counted\)`).FindStringSubmatch(check); c == nil || c[1] != strconv.Itoa(planned) {
 		t.Fatalf("counted receipts != %d planned trials:\n%s", planned, check)
 	}
 	counted := map[receipts.TrialKey]receipts.Receipt{}
@@ -215,11 +210,7 @@ func TestGovernorFaultPreemptsEveryTrialInFlight(t *testing.T) {
 	}
 	t.Logf("stopped llama-server %d: preempted %s (%s) and %s", pid, fault[0].trial, fault[0].policy, fault[1].trial)
 
-	status := e.waitDone(name, 20*time.Minute)
-	m := regexp.MustCompile(`exec-1 attempt 1: (\w+), (\d+)/(\d+) trials`).FindStringSubmatch(status)
-	if m == nil || m[1] != "done" || m[2] != m[3] {
-		t.Fatalf("the execution did not finish with every trial counted:\n%s", status)
-	}
+	e.waitEveryTrialDone(name, 20*time.Minute, nil)
 	byTrial := map[receipts.TrialKey][]receipts.Receipt{}
 	for _, r := range e.receipts(name) {
 		byTrial[r.Trial()] = append(byTrial[r.Trial()], r)
