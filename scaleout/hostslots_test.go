@@ -2,9 +2,7 @@ package scaleout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -55,25 +53,7 @@ func (h *heldRuntime) holding() int {
 func TestHostRunsAnArmsSlotsAtOnce(t *testing.T) {
 	_, f, spool := mergeFixture(t)
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "llama-server")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := fileSHA256(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := f.snap.DesignValue()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.CardProfile.Simulated = false
-	d.TopK = 1
-	d.Arms[0].Pins.Slots = 2
-	if f.snap.Design, err = json.Marshal(d); err != nil {
-		t.Fatal(err)
-	}
-	f.snap.Arms[0].Binaries[0].SHA256 = sum
+	bin, sum := stubFrozenBinary(t, &f, 2)
 	rt := &heldRuntime{released: make(chan struct{}), stubRuntime: stubRuntime{pins: runtimes.Pins{Stack: runtimes.Stack{Runtime: "llama-server", RuntimeVersion: "b1",
 		BinarySHA256: sum, Libraries: map[string]string{}}, ModelName: "m", ModelSHA256: modelSHA, Slots: 2, Machine: runtimes.Machine{CPU: "stub", Cores: 1}}, text: "Paris"}}
 	starts := 0

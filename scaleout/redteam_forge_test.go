@@ -477,26 +477,7 @@ func TestRedTeamWorkerCannotLieAboutDerivableFields(t *testing.T) {
 func TestMergeTakesAnHonestHostedReceipt(t *testing.T) {
 	c, f, spool := mergeFixture(t)
 	ctx := context.Background()
-	bin := filepath.Join(t.TempDir(), "llama-server")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	sum, err := fileSHA256(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The stub stands in for the frozen binary, and its card is a real one
-	// (a simulated card would want a memory reservation of this machine).
-	d, err := f.snap.DesignValue()
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.CardProfile.Simulated = false
-	d.TopK = 1 // the stub's one alternative per step
-	if f.snap.Design, err = json.Marshal(d); err != nil {
-		t.Fatal(err)
-	}
-	f.snap.Arms[0].Binaries[0].SHA256 = sum
+	bin, sum := stubFrozenBinary(t, &f, 1)
 	launch := func(context.Context, runtimes.Build, runtimes.Config) (runtimes.Runtime, error) {
 		return stubRuntime{pins: runtimes.Pins{Stack: runtimes.Stack{Runtime: "llama-server", RuntimeVersion: "b1", BinarySHA256: sum, Libraries: map[string]string{}},
 			ModelName: "m", ModelSHA256: modelSHA, Machine: runtimes.Machine{CPU: "stub", Cores: 1}}, text: "Paris"}, nil
@@ -564,3 +545,34 @@ func (s stubRuntime) Pins() runtimes.Pins        { return s.pins }
 func (s stubRuntime) Endpoint() string           { return "" }
 func (s stubRuntime) Sandbox() *runtimes.Sandbox { return nil }
 func (s stubRuntime) Stop(context.Context) error { return nil }
+
+// stubFrozenBinary writes a stub llama-server and makes the fixture's
+// snapshot run its first arm on it, at slots: the stub stands in for the
+// frozen binary (its digest), the card is a real one (a simulated card would
+// want a memory reservation of this machine), and top-K is the stub's one
+// alternative per step. It returns the stub's path and digest.
+func stubFrozenBinary(t *testing.T, f *fakeStudies, slots int) (bin, sum string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), "llama-server")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := fileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.snap.DesignValue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.CardProfile.Simulated = false
+	d.TopK = 1
+	if slots > 1 {
+		d.Arms[0].Pins.Slots = slots
+	}
+	if f.snap.Design, err = json.Marshal(d); err != nil {
+		t.Fatal(err)
+	}
+	f.snap.Arms[0].Binaries[0].SHA256 = sum
+	return bin, sum
+}
