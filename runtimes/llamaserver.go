@@ -439,13 +439,9 @@ func trainedContext(model string) int {
 // call sends one JSON request over the socket. A runtime that dies while rig
 // waits gives ErrCrashed, not a hang.
 func (s *LlamaServer) call(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	rd, err := jsonBody(body)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -470,6 +466,18 @@ func (s *LlamaServer) call(ctx context.Context, method, path string, body, out a
 	}
 	defer resp.Body.Close()
 	return decodeRuntimeAnswer(resp, "llama-server", path, out)
+}
+
+// jsonBody is a request's body as JSON, or none for a nil body.
+func jsonBody(body any) (io.Reader, error) {
+	if body == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.NewReader(b), nil
 }
 
 // decodeRuntimeAnswer reads and decodes a runtime's JSON answer into out

@@ -308,13 +308,9 @@ func (st *streamState) fill(res *Result) {
 
 // call sends one JSON request and decodes the answer, within the caps.
 func (s *OpenAIServer) call(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	rd, err := jsonBody(body)
+	if err != nil {
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, "http://server"+path, rd)
 	if err != nil {
