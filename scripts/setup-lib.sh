@@ -1,6 +1,14 @@
 # Shared by scripts/setup.sh and scripts/setup-test-tools.sh (sourced, never run):
 # logging, failing loudly, and fetching from package registries with every
-# artefact checked against its pin. Expects $started and $dl to be set.
+# artefact checked against its pin. Sets where the cache is ($cache, $dl),
+# how many build jobs run ($jobs), and when set-up started ($started).
+
+cache=${RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rig}
+dl="$cache/dl"
+mkdir -p "$dl"
+# shellcheck disable=SC2034 # used by the scripts that source this one
+jobs=${RIG_BUILD_JOBS:-$(nproc)}
+started=$(date +%s)
 
 log() { printf '[setup %3ss] %s\n' "$(($(date +%s) - started))" "$*" >&2; }
 die() { printf 'setup: %s\n' "$*" >&2; exit 1; }

@@ -14,12 +14,6 @@ source "$root/internal/provision/pins.env"
 # shellcheck source=../internal/provision/test-tools.env
 source "$root/internal/provision/test-tools.env"
 
-cache=${RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rig}
-dl="$cache/dl"
-mkdir -p "$dl"
-jobs=${RIG_BUILD_JOBS:-$(nproc)}
-started=$(date +%s)
-
 # shellcheck source=setup-lib.sh
 source "$root/scripts/setup-lib.sh"
 [ -f "$cache/installed.env" ] || die "$cache/installed.env is missing: run scripts/setup.sh (make setup) first"

@@ -18,12 +18,6 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=../internal/provision/pins.env
 source "$root/internal/provision/pins.env"
 
-cache=${RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rig}
-dl="$cache/dl"
-mkdir -p "$dl"
-jobs=${RIG_BUILD_JOBS:-$(nproc)}
-started=$(date +%s)
-
 # shellcheck source=setup-lib.sh
 source "$root/scripts/setup-lib.sh"
 
