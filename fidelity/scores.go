@@ -13,12 +13,14 @@ import (
 // Token is what the scorer reports for one scored token.
 type Token struct {
 	// KL is KL(reference || arm) in nats over the full vocabulary.
-	KL float64
+	KL float64 `json:"kl"`
 	// RefTop and ArmTop are each model's highest-logit token.
-	RefTop, ArmTop int
+	RefTop int `json:"ref_top"`
+	ArmTop int `json:"arm_top"`
 	// RefLogprob and ArmLogprob are the log-probabilities each model gives
 	// the text's next token (the reference's token, in a study).
-	RefLogprob, ArmLogprob float64
+	RefLogprob float64 `json:"ref_logprob"`
+	ArmLogprob float64 `json:"arm_logprob"`
 }
 
 // Agrees says whether the two models' top tokens are the same.
