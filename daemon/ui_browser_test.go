@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"rig/internal/testenv"
 	"rig/report"
 )
 
@@ -23,7 +24,7 @@ import (
 func TestBrowserWorkspaceSession(t *testing.T) {
 	bin, err := report.FindBrowser()
 	if errors.Is(err, report.ErrNoBrowser) {
-		t.Skipf("skipping the browser check: %v", err)
+		testenv.NeedsSetup(t, "Chromium (make setup installs the Debian package chromium)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"rig/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 func TestBrowserRendersReport(t *testing.T) {
 	bin, err := FindBrowser()
 	if errors.Is(err, ErrNoBrowser) {
-		t.Skipf("skipping the browser check: %v", err)
+		testenv.NeedsSetup(t, "Chromium (make setup installs the Debian package chromium)", err)
 	}
 	if err != nil {
 		t.Fatal(err)

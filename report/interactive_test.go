@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"rig/analysis"
+	"rig/internal/testenv"
 )
 
 // artifactDir is where a browser test keeps its pages and screenshots:
@@ -40,7 +41,7 @@ func openReport(t testing.TB, d Data, dir string) (context.Context, string) {
 	t.Helper()
 	bin, err := FindBrowser()
 	if errors.Is(err, ErrNoBrowser) {
-		t.Skipf("skipping the browser check: %v", err)
+		testenv.NeedsSetup(t, "Chromium (make setup installs the Debian package chromium)", err)
 	}
 	if err != nil {
 		t.Fatal(err)
