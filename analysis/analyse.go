@@ -203,7 +203,7 @@ func Analyse(ctx context.Context, in Input) (*Report, error) {
 			r.Warnings = append(r.Warnings, Warning{JobKind: s.JobKind, Message: "sample-ratio mismatch: " + s.String() + "; some arm lost more trials than chance explains: read its failures before its numbers"})
 		}
 	}
-	r.Constraints = constraints(d, in.Trials, r)
+	r.Constraints = constraints(d, in.Trials, in.Fidelity, r)
 	// Set before the rule is evaluated: its sizing check reads the plan's
 	// size from the stop.
 	r.Sequential = in.Sequential

@@ -72,7 +72,7 @@ var ReceiptFields = []string{"input_tokens", "thinking_tokens", "output_tokens",
 	"ttft_ms", "tpot_ms", "wall_ms", "peak_memory_bytes", "peak_gpu_memory_bytes", "energy_joules"}
 
 func (g Guardrail) validate(f string) error {
-	known := []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
+	known := []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy, MetricFidelityKL}
 	if field, ok := strings.CutPrefix(g.Metric, ReceiptPrefix); ok && !slices.Contains(ReceiptFields, field) {
 		return &FieldError{Field: f + ".metric", Problem: fmt.Sprintf("%q is not a numeric receipt field", g.Metric), Fix: "use receipt." + strings.Join(ReceiptFields, ", receipt.")}
 	} else if !ok && !slices.Contains(known, g.Metric) {
@@ -82,6 +82,10 @@ func (g Guardrail) validate(f string) error {
 	switch {
 	case (rel == nil) == (abs == nil):
 		return &FieldError{Field: f, Problem: "needs exactly one limit", Fix: "set maxRelative or maxAbsolute"}
+	case g.Metric == MetricFidelityKL && (rel != nil || g.HigherIsBetter):
+		// The reference's own KL is zero, so a fraction of a baseline's
+		// value would forbid any change against the reference itself.
+		return &FieldError{Field: f, Problem: "fidelity_kl takes an absolute limit in nats/token, lower is better", Fix: "set maxAbsolute, e.g. 0.05"}
 	case rel != nil && !(*rel >= 0):
 		return &FieldError{Field: f + ".max_relative", Problem: fmt.Sprintf("%v is negative", *rel), Fix: "a degradation of 0 or more"}
 	case abs != nil && !(*abs >= 0):
@@ -143,11 +147,11 @@ func latencyMS(trials []Trial, arm, kind string, p float64) float64 {
 
 // constraints judges every guardrail and winner-policy clause on every pair the
 // report tested. It needs the report's pairs (classified) and rankings.
-func constraints(d Design, trials []Trial, rep *Report) []Constraint {
+func constraints(d Design, trials []Trial, fid []FidelityKL, rep *Report) []Constraint {
 	var out []Constraint
 	for _, p := range rep.Pairs {
 		base := Constraint{JobKind: p.JobKind, Candidate: p.Candidate, Baseline: p.Baseline}
-		out = append(out, guardrailConstraints(d, trials, p, base)...)
+		out = append(out, guardrailConstraints(d, trials, fid, p, base)...)
 		pol := d.Policy
 		if pol == nil {
 			continue
@@ -159,11 +163,24 @@ func constraints(d Design, trials []Trial, rep *Report) []Constraint {
 
 // guardrailConstraints checks the pair against each of the design's
 // guardrails.
-func guardrailConstraints(d Design, trials []Trial, p PairResult, base Constraint) []Constraint {
+func guardrailConstraints(d Design, trials []Trial, fid []FidelityKL, p PairResult, base Constraint) []Constraint {
 	var out []Constraint
 	for i, g := range d.Guardrails {
 		c := base
 		c.Clause, c.Metric = fmt.Sprintf("guardrails[%d]", i), g.Metric
+		if g.Metric == MetricFidelityKL {
+			// Judged on the paired difference's interval, not on two point
+			// values: fidelity has one per task to pair on.
+			f, found := fidelityOf(fid, p.JobKind, p.Candidate, p.Baseline)
+			c.CandidateValue, c.BaselineValue = f.CandidateValue, f.BaselineValue
+			if !found {
+				c.CandidateValue, c.BaselineValue = Num(math.NaN()), Num(math.NaN())
+			}
+			c.Limit = fmt.Sprintf("at most %+.4g nats/token more mean KL (upper bound)", *g.MaxAbsolute)
+			c.Blocks, c.Reading = fidelityCheck(f, found, *g.MaxAbsolute)
+			out = append(out, c)
+			continue
+		}
 		cv, bv := metric(d, trials, p.Candidate, p.JobKind, g.Metric), metric(d, trials, p.Baseline, p.JobKind, g.Metric)
 		c.CandidateValue, c.BaselineValue = Num(cv), Num(bv)
 		worse := cv - bv

@@ -24,7 +24,11 @@ func ComparisonHash(in Input) (string, error) {
 		Design     Design      `json:"design"`
 		Trials     []Trial     `json:"trials"`
 		Sequential *Sequential `json:"sequential,omitempty"`
-	}{Design: in.Design.withDefaults(), Trials: slices.Clone(in.Trials), Sequential: in.Sequential}
+		// Fidelity is hashed when present (a fidelity_kl guardrail reads
+		// it) and left out when absent, so a study without fidelity
+		// records keeps the hash it had before they existed.
+		Fidelity []FidelityKL `json:"fidelity,omitempty"`
+	}{Design: in.Design.withDefaults(), Trials: slices.Clone(in.Trials), Sequential: in.Sequential, Fidelity: in.Fidelity}
 	for i := range c.Trials {
 		if c.Trials[i].Missing || c.Trials[i].Preempted {
 			c.Trials[i].Score = 0 // unscored: whatever was stored there does not count

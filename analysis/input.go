@@ -223,6 +223,11 @@ type Input struct {
 	// has a stopping rule: monitored pairs then take their p-values and
 	// intervals from it.
 	Sequential *Sequential `json:"sequential,omitempty"`
+	// Fidelity is, per job kind and named pair, the paired difference in
+	// mean KL per token from the job kind's reference arm, which a
+	// fidelity_kl guardrail reads; nil when the study kept no fidelity
+	// records.
+	Fidelity []FidelityKL `json:"fidelity,omitempty"`
 }
 
 // withDefaults fills unset analysis parameters with the documented defaults.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"rig/analysis"
+	"rig/fidelity"
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/receipts"
@@ -74,7 +75,29 @@ func (rp Reports) readInputs(ctx context.Context, name, execID string) (*finding
 	if err := readStore(ctx, st, ev); err != nil {
 		return nil, err
 	}
+	if err := readFidelity(ctx, x.Records().Fidelity(), ev); err != nil {
+		return nil, err
+	}
 	return ev, nil
+}
+
+// readFidelity reads the execution's fidelity records, when it kept any,
+// and computes their figures with the analysis seed, so the report and the
+// fidelity_kl guardrail read one computation. Records that do not read
+// fail the request: a guardrail on them must not pass for want of them.
+func readFidelity(ctx context.Context, path string, ev *findings.Evidence) error {
+	recs, err := fidelity.ReadStudy(path)
+	if err != nil {
+		return fmt.Errorf("study %s: its fidelity records: %w (the report reads them whole, since the fidelity section and a fidelity_kl guardrail read them; restore the file the run wrote)", ev.Study, err)
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	ev.Fidelity, err = findings.ComputeFidelity(ctx, recs, ev.Design, findings.FidelityOptions(ev.Snapshot.DesignHash))
+	if err != nil {
+		return fmt.Errorf("study %s: %w", ev.Study, err)
+	}
+	return nil
 }
 
 // readStore reads the execution's receipts, its grades when a judge grades

@@ -118,10 +118,10 @@ func (s *Service) callerEnv(ctx context.Context) (run.Env, error) {
 }
 
 // callerValidate is the validation options for a design a request names:
-// model headers (quant, chat template) are read through callerOpen.
+// model headers (quant, chat template, tokenizer) are read through callerOpen.
 func (s *Service) callerValidate(ctx context.Context, file, base string, lookup func(string) (string, bool)) studies.ValidateOptions {
 	open := s.callerOpen(ctx)
-	return studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: base, Quant: studies.GGUFQuantWith(open), Format: studies.GGUFFormatWith(open)}
+	return studies.ValidateOptions{File: file, Lookup: lookup, BaseDir: base, Quant: studies.GGUFQuantWith(open), Format: studies.GGUFFormatWith(open), Vocab: studies.GGUFVocabWith(open)}
 }
 
 // readAsCaller reads a file a request names, as the caller could.

@@ -11,5 +11,7 @@
 // (replay/prefill/kl.cpp), which this package runs in rig's sandbox; it is
 // not a replay (package replay checks kept log-probs against a tolerance).
 // docs/fidelity.md says what it measures and how it is checked against
-// llama.cpp's llama-perplexity --kl-divergence.
+// llama.cpp's llama-perplexity --kl-divergence. A study's records
+// (StudyFile) are written by the runner's fidelity step (package run) and
+// read by the report.
 package fidelity

@@ -30,7 +30,16 @@ type Scorer struct {
 	Work string
 	// NoSandbox runs the scorer uncontained (rig's --no-sandbox).
 	NoSandbox bool
+	// Watch, when set, puts each scorer process under the caller's watch
+	// from its start (a study's runner: the governor's): when preempted
+	// closes, the process is stopped and the call fails with ErrPreempted;
+	// end ends the watch.
+	Watch func(ctx context.Context, sb *runtimes.Sandbox) (preempted <-chan struct{}, end func(), err error)
 }
+
+// ErrPreempted says the caller's watch stopped a scorer process: nothing
+// it measured is kept, and the call may be tried again.
+var ErrPreempted = errors.New("the scorer was preempted")
 
 // Tokenize cuts the text at path with model's tokenizer, as llama-perplexity
 // does (special tokens added, none parsed from the text).
@@ -39,17 +48,22 @@ func (s Scorer) Tokenize(ctx context.Context, model, path string) (Tokenized, er
 	if err != nil {
 		return Tokenized{}, err
 	}
+	t, err := s.tokenize(ctx, model, text)
+	if err != nil {
+		return Tokenized{}, fmt.Errorf("tokenizing %s with %s: %w", path, model, err)
+	}
+	return t, nil
+}
+
+func (s Scorer) tokenize(ctx context.Context, model string, text []byte) (Tokenized, error) {
 	var t Tokenized
-	err = s.run(ctx, "tokenize", []string{model}, map[string][]byte{"text.txt": text}, []string{"tokenize", model, "@text.txt", "@tokens.out"},
+	err := s.run(ctx, "tokenize", []string{model}, map[string][]byte{"text.txt": text}, []string{"tokenize", model, "@text.txt", "@tokens.out"},
 		func(out io.Reader) error {
 			var err error
 			t, err = parseTokenized(out)
 			return err
 		}, "tokens.out")
-	if err != nil {
-		return Tokenized{}, fmt.Errorf("tokenizing %s with %s: %w", path, model, err)
-	}
-	return t, nil
+	return t, err
 }
 
 // Run holds what one pass of the kl mode measured and what it ran on.
@@ -129,8 +143,20 @@ func (s Scorer) run(ctx context.Context, mode string, models []string, inputs ma
 	if err != nil {
 		return err
 	}
+	var preempted <-chan struct{}
+	if s.Watch != nil {
+		var end func()
+		if preempted, end, err = s.Watch(ctx, sb); err != nil {
+			sb.Stop(5 * time.Second)
+			return err
+		}
+		defer end()
+	}
 	select {
 	case <-sb.Done():
+	case <-preempted:
+		sb.Stop(5 * time.Second)
+		return fmt.Errorf("rig-prefill-score %s: %w", mode, ErrPreempted)
 	case <-ctx.Done():
 		sb.Stop(5 * time.Second)
 		return ctx.Err()

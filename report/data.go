@@ -133,6 +133,9 @@ type Kind struct {
 	// SRM is the sample-ratio check, shown with the failures: did each arm
 	// end with the share of scored trials the plan gave it?
 	SRM *SRM `json:"srm,omitempty"`
+	// Fidelity is each arm's fidelity to the job kind's reference arm; nil
+	// when the study kept no fidelity records for it.
+	Fidelity *Fidelity `json:"fidelity,omitempty"`
 }
 
 // Latency is one arm's wall time per scored trial; nil is not measured.
@@ -376,6 +379,12 @@ type CardRow struct {
 	WallSeconds  *float64 `json:"wall_seconds,omitempty"`
 	EnergyJoules *float64 `json:"energy_joules,omitempty"`
 	EnergySource string   `json:"energy_source,omitempty"`
+	// Fidelity is the cell's mean KL per token from its job kind's
+	// reference arm, with its interval; nil where no record scored it.
+	Fidelity *Interval `json:"fidelity_kl,omitempty"`
+	// FidelityReference marks the cell the others at its profile are held
+	// to: its fidelity to itself is not a measurement.
+	FidelityReference bool `json:"fidelity_reference,omitempty"`
 }
 
 // ReplayStatus is the result of replaying one generation record.

@@ -183,6 +183,9 @@ func (m *mdWriter) kind(k Kind) {
 	m.latency(k)
 	speedMarkdown(k, m.p, m.head, m.row)
 	m.pairs(k)
+	if k.Fidelity != nil {
+		m.fidelity(*k.Fidelity)
+	}
 	m.sweep(k)
 	m.cost(k)
 	m.paired(k)
@@ -232,6 +235,42 @@ func (m *mdWriter) pairs(k Kind) {
 		m.row(pr.Challenger+" vs "+pr.Baseline, deltaText(pr.Delta), pr.Test, pval(pr.PRaw), pval(pr.PHolm), wording.Outcome(pr.Outcome), readingOf(k, pr), MissingText(pr))
 	}
 	m.p("\n")
+}
+
+// fidelity is the job kind's fidelity to its reference: what it measures,
+// each arm beside its pass rate, then the named pairs' differences.
+func (m *mdWriter) fidelity(f Fidelity) {
+	m.p("### %s\n\n", line(f.Heading()))
+	for _, w := range f.Words() {
+		m.p("%s\n\n", line(w))
+	}
+	cols := []string{"arm"}
+	if f.Profiles() {
+		cols = append(cols, "profile")
+	}
+	m.head(append(cols, "tasks", "tokens", "mean KL (nats/token) [interval]", "p99 KL [interval]", "top-token agreement [interval]", "P(reference's token)", "pass rate")...)
+	for _, a := range f.Arms {
+		cells := []string{a.Label()}
+		if f.Profiles() {
+			cells = append(cells, orMissing(a.Profile))
+		}
+		m.row(append(cells, fmt.Sprint(a.Tasks), fmt.Sprint(a.Tokens), klText(a.MeanKL), klText(a.P99KL), shareText(a.TopAgreement), probText(a.RefTokenProb), a.PassRateText())...)
+	}
+	m.p("\n")
+	if len(f.Pairs) > 0 {
+		m.p("%s\n\n", line(f.PairWords()))
+		m.head("pair", "Δ mean KL [interval]", "Δ p99 KL [interval]", "Δ top-token agreement [interval]")
+		for _, pr := range f.Pairs {
+			m.row(pr.Challenger+" vs "+pr.Baseline, klDeltaText(pr.MeanKL), klDeltaText(pr.P99KL), shareDeltaText(pr.TopAgreement))
+		}
+		m.p("\n")
+	}
+	for _, n := range f.Notes {
+		m.p("- %s\n", line(n))
+	}
+	if len(f.Notes) > 0 {
+		m.p("\n")
+	}
 }
 
 func (m *mdWriter) sweep(k Kind) {
@@ -326,7 +365,11 @@ func (m *mdWriter) taskLists(k Kind) {
 
 func (m *mdWriter) cards(c *Cards) {
 	m.p("## Card sub-study\n\n> %s\n\n", CardCaveat)
-	m.head("model", "profile", "job kind", "preflight", "prompt tok/s", "gen tok/s", "score [95% interval]", "peak memory", "wall time", "energy")
+	cols := []string{"model", "profile", "job kind", "preflight", "prompt tok/s", "gen tok/s", "score [95% interval]", "peak memory", "wall time", "energy"}
+	if c.FidelityColumn() {
+		cols = append(cols, "fidelity: mean KL [interval]")
+	}
+	m.head(cols...)
 	for _, r := range c.Rows {
 		prof := r.Profile + " (real card)"
 		if r.Simulated {
@@ -339,7 +382,11 @@ func (m *mdWriter) cards(c *Cards) {
 		if r.Verdict != "" {
 			fit += ": " + r.Verdict
 		}
-		m.row(r.Model, prof, r.JobKind, fit, optNum(r.PromptTokS, "%.1f"), optNum(r.GenTokS, "%.1f"), r.ScoreText(), bytesText(r.PeakMemBytes), secondsText(r.WallSeconds), energyText(r.EnergyJoules, r.EnergySource))
+		cells := []string{r.Model, prof, r.JobKind, fit, optNum(r.PromptTokS, "%.1f"), optNum(r.GenTokS, "%.1f"), r.ScoreText(), bytesText(r.PeakMemBytes), secondsText(r.WallSeconds), energyText(r.EnergyJoules, r.EnergySource)}
+		if c.FidelityColumn() {
+			cells = append(cells, r.FidelityText())
+		}
+		m.row(cells...)
 	}
 	m.p("\n")
 }

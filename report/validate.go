@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 )
@@ -95,6 +96,9 @@ func (p *problems) checkKind(at string, k Kind) {
 		}
 	}
 	p.checkScores(at, k, known)
+	if f := k.Fidelity; f != nil {
+		p.checkFidelity(at+".fidelity", *f)
+	}
 	if c := k.Cost; c != nil {
 		for j, pt := range c.Points {
 			f := fmt.Sprintf("%s.cost.points[%d]", at, j)
@@ -180,6 +184,47 @@ func (p *problems) checkScores(at string, k Kind, known func(field, arm string))
 	for j, r := range k.Rows {
 		if r.Pair < 0 || r.Pair >= len(k.Pairs) {
 			p.bad(fmt.Sprintf("%s.rows[%d].pair", at, j), "%d is not a pair of job kind %q (it has %d)", r.Pair, k.Name, len(k.Pairs))
+		}
+	}
+}
+
+// checkFidelity checks a job kind's fidelity section: a reference, one
+// row per arm, pairs naming its arms (a baseline may be the reference,
+// which has no row) and finite numbers.
+func (p *problems) checkFidelity(at string, f Fidelity) {
+	if f.Reference == "" {
+		p.bad(at+".reference", "empty (name the arm the others are held to)")
+	}
+	arms := map[string]bool{}
+	for j, a := range f.Arms {
+		fa := fmt.Sprintf("%s.arms[%d]", at, j)
+		if a.Arm == "" || arms[a.Arm] {
+			p.bad(fa+".arm", "%q: every row needs an arm's name, once", a.Arm)
+		}
+		arms[a.Arm] = true
+		p.checkFinite(fa, []named{{"mean_kl.value", a.MeanKL.Value}, {"mean_kl.low", a.MeanKL.Low}, {"mean_kl.high", a.MeanKL.High},
+			{"p99_kl.value", a.P99KL.Value}, {"p99_kl.low", a.P99KL.Low}, {"p99_kl.high", a.P99KL.High},
+			{"top_agreement.value", a.TopAgreement.Value}, {"top_agreement.low", a.TopAgreement.Low}, {"top_agreement.high", a.TopAgreement.High},
+			{"ref_token_prob", a.RefTokenProb}})
+	}
+	for j, pr := range f.Pairs {
+		fp := fmt.Sprintf("%s.pairs[%d]", at, j)
+		if !arms[pr.Challenger] {
+			p.bad(fp+".challenger", "%q has no fidelity row (arms are %v)", pr.Challenger, slices.Sorted(maps.Keys(arms)))
+		}
+		if !arms[pr.Baseline] && pr.Baseline != f.Reference {
+			p.bad(fp+".baseline", "%q has no fidelity row and is not the reference %q", pr.Baseline, f.Reference)
+		}
+		p.checkFinite(fp, []named{{"mean_kl.value", pr.MeanKL.Value}, {"mean_kl.low", pr.MeanKL.Low}, {"mean_kl.high", pr.MeanKL.High},
+			{"p99_kl.value", pr.P99KL.Value}, {"p99_kl.low", pr.P99KL.Low}, {"p99_kl.high", pr.P99KL.High},
+			{"top_agreement.value", pr.TopAgreement.Value}, {"top_agreement.low", pr.TopAgreement.Low}, {"top_agreement.high", pr.TopAgreement.High}})
+	}
+}
+
+func (p *problems) checkFinite(at string, ns []named) {
+	for _, n := range ns {
+		if !finite(n.v) {
+			p.bad(at+"."+n.name, "%v is not a number", n.v)
 		}
 	}
 }

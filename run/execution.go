@@ -170,9 +170,10 @@ func (x *execution) loop(ctx context.Context) error {
 			}
 		}
 	}
-	// The judge phase starts its own arm, in its own reservation.
+	// The judge phase starts its own arm, in its own reservation; the
+	// fidelity step follows it (fidelity.go).
 	x.release(ctx)
-	return x.judge(ctx)
+	return x.afterTrials(ctx)
 }
 
 // startLoop reads the execution's plan and what is counted already, keeps

@@ -268,10 +268,10 @@ func (x *execution) checkStop(ctx context.Context, plan *studies.Plan, i int, co
 }
 
 // stopEarly ends the trial loop at an early stop: the runtime goes, and
-// the trials that ran still get their judge's grades.
+// the trials that ran still get their judge's grades and their fidelity.
 func (x *execution) stopEarly(ctx context.Context, stop error) error {
 	x.release(ctx)
-	if err := x.judge(ctx); err != nil {
+	if err := x.afterTrials(ctx); err != nil {
 		return err
 	}
 	return stop

@@ -109,6 +109,11 @@ type JobKind struct {
 	// grader is {"name": "judge"}: it sees each task's outputs blind, after
 	// the candidates have run, and its grades are the job kind's scores.
 	Judge string `json:"judge,omitempty"`
+	// Reference names the arm whose kept outputs every other arm of the job
+	// kind is held to token by token (the fidelity measure, docs/fidelity.md):
+	// a ranked arm with the same tokenizer as each of them. Left out, a
+	// design hashes as it did before the field (reference.go).
+	Reference string `json:"reference,omitempty"`
 	// IncludeHoldout runs the bank's hold-out tasks too; reports say so.
 	IncludeHoldout bool `json:"include_holdout,omitempty"`
 	// SampleTasks, when set, runs that many of the bank's tasks, taken in
@@ -313,7 +318,7 @@ const (
 )
 
 // Runtimes an arm may name.
-var runtimeNames = []string{"ollama", "llama-server", "aider+ollama", "aider+llama-server", serverspec.Kind}
+var runtimeNames = []string{"ollama", "llama-server", "aider+ollama", "aider+llama-server", serverspec.Kind, HarnessAider + "+" + serverspec.Kind}
 
 // Pin sources.
 const (

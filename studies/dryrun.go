@@ -137,6 +137,7 @@ func DryRun(d *Design, p *Plan, speeds SpeedTable, prompt func(TrialKey) int) (*
 		return nil, err
 	}
 	priceJudges(d, p, speeds, prompt, costs, &order)
+	priceFidelity(d, p, speeds, prompt, costs, &order)
 	e := &Estimate{CapWallTime: wallCap, CapEnergyWh: d.Budget.EnergyWh}
 	sort.Strings(order)
 	for _, name := range order {
@@ -285,6 +286,12 @@ func (e *Estimate) WriteTable(w io.Writer) error {
 	for _, c := range e.Arms {
 		if c.Slots > 1 {
 			fmt.Fprintln(w, "slots: an arm's trials of a block go out together, n at a time; the model time of each such stretch is divided by the speed-up n trials in flight buy (1.10× at 2, 1.20× from 3 up: the low end of rig bench slots on a CPU, never measured per machine) and its per-trial overhead by n")
+			break
+		}
+	}
+	for _, c := range e.Arms {
+		if strings.HasPrefix(c.Arm, FidelityCostPrefix) {
+			fmt.Fprintln(w, fidelityNote)
 			break
 		}
 	}

@@ -35,6 +35,11 @@ const (
 	MetricP95Latency = "p95_latency" // 95th percentile of wall time per scored trial, ms
 	MetricPeakMemory = "peak_memory" // the largest peak memory of any trial, MiB
 	MetricEnergy     = "energy"      // mean energy per scored trial, Wh
+	// MetricFidelityKL is the mean KL divergence per token of an arm's
+	// next-token distributions from its job kind's reference arm's, nats
+	// (docs/fidelity.md): every job kind must name a reference, and the
+	// limit is absolute (the reference's own KL is zero).
+	MetricFidelityKL = "fidelity_kl"
 )
 
 // ReceiptMetricPrefix starts a guardrail on a receipt field, "receipt.FIELD".
@@ -48,7 +53,7 @@ var ReceiptMetricFields = []string{"input_tokens", "thinking_tokens", "output_to
 	"ttft_ms", "tpot_ms", "wall_ms", "peak_memory_bytes", "peak_gpu_memory_bytes", "energy_joules"}
 
 // GuardrailMetrics are the metrics a guardrail may name besides receipt ones.
-var GuardrailMetrics = []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy}
+var GuardrailMetrics = []string{MetricCost, MetricWallTime, MetricP95Latency, MetricPeakMemory, MetricEnergy, MetricFidelityKL}
 
 // GuardrailUnit is the unit MaxAbsoluteIncrease is read in.
 func GuardrailUnit(metric string) string {
@@ -61,6 +66,8 @@ func GuardrailUnit(metric string) string {
 		return "MiB"
 	case MetricEnergy:
 		return "Wh"
+	case MetricFidelityKL:
+		return "nats/token"
 	}
 	return "(the receipt field's unit)"
 }
@@ -120,7 +127,44 @@ func (v *validator) guardrails() {
 		case abs != nil && !(*abs >= 0 && *abs <= 1e12):
 			v.add(KindInvalid, p+".max_absolute_increase", "%v: give a degradation of 0 or more, in %s", *abs, GuardrailUnit(g.Metric))
 		}
+		if g.Metric == MetricFidelityKL {
+			v.fidelityGuardrail(p, g)
+		}
 	}
+}
+
+// fidelityGuardrail checks what only a fidelity_kl guardrail needs: an
+// absolute limit, since the reference's own KL is zero and no fraction of
+// zero allows a change, and a reference arm in every job kind, since the
+// guardrail is judged on every pair of every job kind and one it cannot
+// read blocks the winner.
+func (v *validator) fidelityGuardrail(p string, g Guardrail) {
+	if g.MaxRelativeIncrease != nil {
+		v.add(KindInvalid, p+".max_relative_increase", "fidelity_kl takes max_absolute_increase in nats/token (e.g. 0.05): the reference's own mean KL is 0, so a fraction of it allows nothing")
+	}
+	for i, jk := range v.d.JobKinds {
+		if jk.Reference == "" {
+			v.add(KindInvalid, p+".metric", "fidelity_kl needs a reference arm in every job kind, and job_kinds[%d] (%q) names none: add \"reference\": \"ARM\" to it, or drop this guardrail", i, jk.Name)
+		}
+	}
+}
+
+// FidelityRankingMeasure names fidelity to the reference arm as a ranking
+// measure. The analysis does not rank by it yet, so validation refuses it
+// with the guardrail to use instead (and, without a reference, says that
+// first).
+const FidelityRankingMeasure = MetricFidelityKL
+
+// fidelityMeasure refuses fidelity_kl as job kind jk's ranking measure.
+func (v *validator) fidelityMeasure(p string, jk JobKind) {
+	if jk.RankingMeasure.Name != FidelityRankingMeasure {
+		return
+	}
+	if jk.Reference == "" {
+		v.add(KindInvalid, p+".ranking_measure.name", "%q measures fidelity to the job kind's reference arm, and %q names none: add \"reference\": \"ARM\" (an arm with the same tokenizer)", FidelityRankingMeasure, jk.Name)
+		return
+	}
+	v.add(KindInvalid, p+".ranking_measure.name", "%q: the analysis does not rank by fidelity yet; rank by pass_rate and hold fidelity as a guardrail, {\"metric\": \"fidelity_kl\", \"max_absolute_increase\": 0.05}", FidelityRankingMeasure)
 }
 
 func (v *validator) winnerPolicy() {

@@ -103,6 +103,9 @@ type ValidateOptions struct {
 	// Format, when set, reads every chat-format arm's model metadata and
 	// refuses a base model given a chat template (GGUFFormat).
 	Format FormatReader
+	// Vocab, when set, reads the tokenizer of every arm measured against a
+	// job kind's reference, and of the reference (reference.go).
+	Vocab VocabReader
 }
 
 // Bounds on design values: past them no run can honour the value, so it is
@@ -155,6 +158,7 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	v.items()
 	v.pairs()
 	v.judges()
+	v.references()
 	v.rule()
 	v.power()
 	v.guardrails()
@@ -167,6 +171,9 @@ func Validate(ctx context.Context, d *Design, opts ValidateOptions) error {
 	}
 	if opts.Format != nil {
 		v.baseModels(ctx, opts)
+	}
+	if opts.Vocab != nil {
+		v.referenceVocabs(ctx, opts)
 	}
 	if len(v.probs) == 0 {
 		return nil
@@ -280,6 +287,7 @@ func (v *validator) jobKinds() {
 		if d := jk.RankingMeasure.Direction; d != "higher" && d != "lower" {
 			v.add(KindInvalid, p+".ranking_measure.direction", "%q: write \"higher\" or \"lower\" (which way is better)", d)
 		}
+		v.fidelityMeasure(p, jk)
 		v.need(p+".grader.name", jk.Grader.Name, "name the grader")
 		if jk.Grader.Version < 1 || jk.Grader.Version > MaxGraderVer {
 			v.add(KindInvalid, p+".grader.version", "%d: give the grader's version, 1..%d (changing what a grader returns is a version bump)", jk.Grader.Version, MaxGraderVer)

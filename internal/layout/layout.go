@@ -238,6 +238,7 @@ func (e Execution) Replay() string { return filepath.Join(e.dir, "replay.json") 
 //	generations-ARM.STACK.jsonl  the same arm's rows from another stack (merged from workers)
 //	repos/CALL-HASH.json         a code trial's final repository, kept for regrading
 //	blinding-JUDGE.json          a judge arm's blinding maps
+//	fidelity.jsonl               the fidelity step's scored tokens (fidelity.StudyFile)
 //	walls.json                   the execution's derived auto wall caps
 //	work/                        the runtimes' scratch and the harness repositories while a trial runs
 //	generations.jsonl            a spool entry's record: the one trial a worker ran
@@ -261,6 +262,11 @@ func (r Records) Repo(callID string) string {
 func (r Records) Blinding(judge string) string {
 	return filepath.Join(string(r), "blinding-"+judge+".json")
 }
+
+// Fidelity is the execution's fidelity records: each arm's scored tokens
+// against its job kind's reference (package fidelity's StudyFile, the name
+// its readers use).
+func (r Records) Fidelity() string { return filepath.Join(string(r), "fidelity.jsonl") }
 
 // Walls is the execution's derived auto wall caps, fixed when it first
 // starts (on the machine that owns the study) and given to every runner of

@@ -120,6 +120,7 @@ func cardTable(ev *Evidence, rep *analysis.Report) *report.Cards {
 				if ar, ok := scores[cell{arm.Name, jk.Name}]; ok && ar.Mean.Valid() {
 					row.Score, row.ScoreLow, row.ScoreHigh = numPtr(ar.Mean), numPtr(ar.Interval.Lo), numPtr(ar.Interval.Hi)
 				}
+				row.Fidelity, row.FidelityReference = ev.Fidelity.cardFidelity(jk.Name, arm)
 				if blown := countOutcome(rs, receipts.FailedAtCard); blown > 0 {
 					row.Verdict += fmt.Sprintf("; %d trial(s) blew the card's memory and are scored as failures", blown)
 				}

@@ -70,6 +70,7 @@ func ReportData(ev *Evidence, ai analysis.Input, rep *analysis.Report, x Extras)
 		}
 		data.Kinds = append(data.Kinds, jk)
 	}
+	fidelityData(ev.Fidelity, &data)
 	data.Cards = cardTable(ev, rep)
 	data.Warnings = reportWarnings(ev, rep)
 	data.Decision = decisionData(d, rep, x)

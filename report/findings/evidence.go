@@ -34,6 +34,10 @@ type Evidence struct {
 	// Sequential is the execution's early-stopping record, nil when its
 	// design has no stopping rule.
 	Sequential *analysis.Sequential
+	// Fidelity is what the execution's fidelity records give, computed by
+	// ComputeFidelity; nil when it kept none (no job kind names a
+	// reference arm).
+	Fidelity *Fidelity
 }
 
 // Kept is what an execution's generation records add to its receipts: the
@@ -80,6 +84,9 @@ func Input(ev *Evidence) analysis.Input {
 	}
 	ai := withoutCells(analysis.Input{Design: Design(ev.Design, ev.Snapshot.DesignHash), Trials: trials, Sequential: ev.Sequential}, doesntFit(ev.Design, ev.Verdicts))
 	judgeIDs(&ai.Design, ev.Design, ev.Snapshot)
+	if ev.Fidelity != nil {
+		ai.Fidelity = ev.Fidelity.Deltas
+	}
 	return ai
 }
 

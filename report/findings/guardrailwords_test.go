@@ -20,13 +20,14 @@ func TestGuardrailWordsAreAnalysiss(t *testing.T) {
 		{studies.MetricP95Latency, analysis.MetricP95Latency},
 		{studies.MetricPeakMemory, analysis.MetricPeakMemory},
 		{studies.MetricEnergy, analysis.MetricEnergy},
+		{studies.MetricFidelityKL, analysis.MetricFidelityKL},
 		{studies.ReceiptMetricPrefix, analysis.ReceiptPrefix},
 	} {
 		if c.design != c.analysis {
 			t.Errorf("studies says %q where analysis says %q", c.design, c.analysis)
 		}
 	}
-	if want := []string{analysis.MetricCost, analysis.MetricWallTime, analysis.MetricP95Latency, analysis.MetricPeakMemory, analysis.MetricEnergy}; !slices.Equal(studies.GuardrailMetrics, want) {
+	if want := []string{analysis.MetricCost, analysis.MetricWallTime, analysis.MetricP95Latency, analysis.MetricPeakMemory, analysis.MetricEnergy, analysis.MetricFidelityKL}; !slices.Equal(studies.GuardrailMetrics, want) {
 		t.Errorf("studies.GuardrailMetrics %v, analysis measures %v", studies.GuardrailMetrics, want)
 	}
 	if !slices.Equal(studies.ReceiptMetricFields, analysis.ReceiptFields) {
