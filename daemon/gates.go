@@ -48,18 +48,11 @@ func (sr Studies) Preflight(ctx context.Context, name string, w io.Writer) ([]pr
 		if err != nil {
 			return out, err
 		}
-		engine := a.Runtime.Engine()
-		if a.Runtime.OpenAIServer() {
-			// A generic server's own memory is not modelled: it is sized as
-			// llama.cpp holds the model, and says so.
-			engine = preflight.RuntimeLlamaServer
-		}
-		est, err := preflight.Predict(f, p, engine, cal)
+		// A generic server (openai-server, under Aider or not) is sized from
+		// the GGUF alone, and its verdict says so (preflight/server.go).
+		est, err := preflight.Predict(f, p, a.Runtime.Engine(), cal)
 		if err != nil {
 			return out, err
-		}
-		if engine != a.Runtime.Engine() {
-			est.Notes = append(est.Notes, "openai-server: sized as llama-server would hold the model (a generic server's own memory is not modelled; vLLM and SGLang reserve most of a card up front)")
 		}
 		v := preflight.Decide(est, p, time.Now().UTC())
 		raw, err := v.JSON()

@@ -81,20 +81,24 @@ func Predict(f *gguf.File, p Profile, rt string, cal *Calibration) (Estimate, er
 	if err := p.Validate(); err != nil {
 		return Estimate{}, err
 	}
-	rc, err := cal.For(CalibrationKey(rt, p.Backend))
-	if err != nil {
-		return Estimate{}, fmt.Errorf("%w: %w", ErrNotModelled, err)
+	rc, err := serverSizing, error(nil)
+	if rt != RuntimeOpenAIServer {
+		if rc, err = cal.For(CalibrationKey(rt, p.Backend)); err != nil {
+			return Estimate{}, fmt.Errorf("%w: %w", ErrNotModelled, err)
+		}
 	}
 	h, err := ReadHParams(f)
 	if err != nil {
 		return Estimate{}, err
 	}
-	e := Estimate{Runtime: rt, Model: f.Path, Arch: h.Arch, Profile: p.Name, Layers: h.Layers, RelError: rc.RelError,
-		Calibrated: cal.Date + " on " + cal.Machine}
+	e := Estimate{Runtime: rt, Model: f.Path, Arch: h.Arch, Profile: p.Name, Layers: h.Layers, RelError: rc.RelError}
+	if cal != nil {
+		e.Calibrated = cal.Date + " on " + cal.Machine
+	}
 	if p.Quant != "" && h.FileType != "" && !strings.EqualFold(p.Quant, h.FileType) {
 		return e, fmt.Errorf("%s: profile %s: quant %q differs from the model file's %q (pins hold for the whole run; use the file of that quant or another arm)", f.Path, p.Name, p.Quant, h.FileType)
 	}
-	if rc.Runs == 0 {
+	if rc.Runs == 0 && rt != RuntimeOpenAIServer {
 		e.Notes = append(e.Notes, fmt.Sprintf("the %s overhead constants are first guesses, not measured (run rig bench preflight)", rt))
 	}
 	if h.ContextLen > 0 && p.Context > h.ContextLen {
@@ -107,7 +111,11 @@ func Predict(f *gguf.File, p Profile, rt string, cal *Calibration) (Estimate, er
 	if !Modelled(h.Arch) {
 		return e, fmt.Errorf("%s: %w: architecture %q is not modelled (rig's memory model would size it as another architecture; it is not sized)", f.Path, ErrNotModelled, h.Arch)
 	}
-	e, err = size(f, p, rt, rc, h, e)
+	if rt == RuntimeOpenAIServer {
+		e, err = sizeServer(f, p, h, e)
+	} else {
+		e, err = size(f, p, rt, rc, h, e)
+	}
 	if err != nil {
 		return e, fmt.Errorf("%s: %s at context %d: %w", f.Path, h.Arch, p.Context, err)
 	}

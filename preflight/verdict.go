@@ -62,21 +62,35 @@ func Decide(e Estimate, p Profile, now time.Time) Verdict {
 		v.Reason = fmt.Sprintf("needs %s on the card (weights %s, KV cache %s at %d cells%s, compute %s, runtime %s), the card has %s: %s short",
 			e.Card, e.Weights, e.KVCache, e.KVCells, slotsNote(p), e.Compute, e.Overhead, p.CardMemory, Size(-v.Margin))
 	case v.Margin < v.Needed:
-		v.Reason = fmt.Sprintf("needs %s of the card's %s; the margin %s is below the preflight's measured error of %.0f%% (%s), so fitting is not shown",
-			e.Card, p.CardMemory, Size(v.Margin), 100*e.RelError, Size(v.Needed))
+		v.Reason = fmt.Sprintf("needs %s of the card's %s; the margin %s is below %s of %.0f%% (%s), so fitting is not shown",
+			e.Card, p.CardMemory, Size(v.Margin), marginName(e), 100*e.RelError, Size(v.Needed))
 	case p.HostMemory > 0 && e.Host > p.HostMemory:
 		v.Reason = fmt.Sprintf("the host part needs %s, the profile's host has %s", e.Host, p.HostMemory)
 		v.HostNeed = e.Host
 	default:
 		v.Fits = true
-		v.Reason = fmt.Sprintf("needs %s of %s, margin %s (%.0f%%) exceeds the measured error %.0f%%",
-			e.Card, p.CardMemory, Size(v.Margin), 100*float64(v.Margin)/float64(max(e.Card, 1)), 100*e.RelError)
+		held := "the measured error"
+		if e.Runtime == RuntimeOpenAIServer {
+			held = marginName(e)
+		}
+		v.Reason = fmt.Sprintf("needs %s of %s, margin %s (%.0f%%) exceeds %s %.0f%%",
+			e.Card, p.CardMemory, Size(v.Margin), 100*float64(v.Margin)/float64(max(e.Card, 1)), held, 100*e.RelError)
 	}
 	v.Outcome = OutcomeDoesntFit
 	if v.Fits {
 		v.Outcome = OutcomeFits
 	}
 	return v
+}
+
+// marginName names the margin a verdict holds the estimate to: the
+// preflight's measured error, or for a generic server, whose estimate is not
+// calibrated, the margin set for what it leaves out (ServerRelError).
+func marginName(e Estimate) string {
+	if e.Runtime == RuntimeOpenAIServer {
+		return "the margin for a server rig does not build"
+	}
+	return "the preflight's measured error"
 }
 
 // Print writes the verdict as `rig preflight` shows it.

@@ -703,6 +703,11 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 	if rp.OllamaDigest != "" {
 		m["ollama_digest"] = rp.OllamaDigest
 	}
+	if rp.ServerCaps != "" {
+		// A generic server's pins as it reported using them, or "not
+		// reported" where it does not say.
+		m["server_caps"] = rp.ServerCaps
+	}
 	if rp.Slots > 0 {
 		// The slots the runtime said it serves, checked at its start.
 		m["runtime_slots"] = fmt.Sprint(rp.Slots)

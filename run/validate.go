@@ -93,6 +93,10 @@ func (x *trialRunner) validateHarness(ctx context.Context, arm studies.Arm, dir 
 		return rec, fmt.Errorf("validation run of %s (arm %s): %w", h, arm.Name, err)
 	}
 	rec.Containment = rt.Pins().Containment
+	if c := rt.Pins().ServerCaps; c != "" {
+		// A generic server's pins as it reported using them at its start.
+		fmt.Fprintf(w, "validation %-22s arm %-28s server caps: %s\n", h, arm.Name, c)
+	}
 	jobKind, bank, task, err := x.validationTask(arm)
 	if err != nil {
 		x.stopArm(ctx, rt)

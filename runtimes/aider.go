@@ -27,7 +27,10 @@ type AiderCaps struct {
 
 // AiderConfig runs Aider (the harness) against one arm's server.
 type AiderConfig struct {
-	Binary     string
+	Binary string
+	// Arm answers Aider's calls through rig's recording proxy: a
+	// *LlamaServer, an *Ollama or an *OpenAIServer (aider+llama-server,
+	// aider+ollama, aider+openai-server).
 	Arm        Runtime
 	WorkDir    string // rig's own: the log, the proxy socket, and home/ (the one part the sandbox sees)
 	Sampling   Sampling

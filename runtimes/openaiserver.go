@@ -108,10 +108,15 @@ func distDiff(was, now []string) string {
 
 // StartOpenAIServer verifies the model against its pin and the server
 // against frozen (zero: nothing frozen yet), starts the server in its
-// sandbox on a port rig chose, waits for it, and refuses a server that
-// answers without log-probabilities.
-func StartOpenAIServer(ctx context.Context, spec ServerSpec, cfg Config, frozen ServerAssets) (*OpenAIServer, error) {
+// sandbox on a port rig chose, waits for it, refuses a server that answers
+// without log-probabilities, and holds it to the pins it reports using
+// (checkCaps: the context and slots it serves, and the sampling, seed and
+// stop cap of a request sent with want).
+func StartOpenAIServer(ctx context.Context, spec ServerSpec, cfg Config, frozen ServerAssets, want RequestPins) (*OpenAIServer, error) {
 	if err := spec.Check(); err != nil {
+		return nil, fmt.Errorf("openai-server: server.%w", err)
+	}
+	if err := spec.CheckSlots(cfg.slots()); err != nil {
 		return nil, fmt.Errorf("openai-server: server.%w", err)
 	}
 	if err := prepareWorkDir(&cfg); err != nil {
@@ -136,7 +141,7 @@ func StartOpenAIServer(ctx context.Context, spec ServerSpec, cfg Config, frozen 
 	if err != nil {
 		return nil, err
 	}
-	if err := s.afterStart(ctx, assets); err != nil {
+	if err := s.afterStart(ctx, assets, want); err != nil {
 		s.sb.Kill()
 		return nil, err
 	}
@@ -181,8 +186,9 @@ func startServerSandbox(ctx context.Context, spec ServerSpec, cfg Config, exe st
 }
 
 // afterStart waits for the server, learns its model name and version,
-// probes for log-probabilities and records the pins.
-func (s *OpenAIServer) afterStart(ctx context.Context, assets ServerAssets) error {
+// probes for log-probabilities, holds it to the pins it reports and records
+// the pins.
+func (s *OpenAIServer) afterStart(ctx context.Context, assets ServerAssets, want RequestPins) error {
 	if err := s.waitReady(ctx); err != nil {
 		return err
 	}
@@ -204,6 +210,10 @@ func (s *OpenAIServer) afterStart(ctx context.Context, assets ServerAssets) erro
 	if err := s.probeLogprobs(ctx); err != nil {
 		return err
 	}
+	caps, err := s.checkCaps(ctx, want)
+	if err != nil {
+		return err
+	}
 	libs, err := LoadedLibraries(ProcessTree(s.sb.RuntimePID)...)
 	if err != nil {
 		return err
@@ -216,6 +226,7 @@ func (s *OpenAIServer) afterStart(ctx context.Context, assets ServerAssets) erro
 		ChatTemplate: "the server's own", ServedModel: s.model,
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(), Offload: s.cfg.Offload,
+		ServerCaps: CapsSummary(caps),
 	}
 	return nil
 }

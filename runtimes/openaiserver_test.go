@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"rig/internal/provision"
 	"rig/internal/testenv"
@@ -36,11 +39,24 @@ func TestOpenAIServerDrivesLlamaServerV1(t *testing.T) {
 	spec := llamaServerGenericSpec(in.LlamaServer)
 	ctx := context.Background()
 	cfg := Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}
-	srv, err := StartOpenAIServer(ctx, spec, cfg, ServerAssets{})
+	// Pins unlike llama-server's defaults (top_k 40, top_p 0.95, min_p 0.05,
+	// a random seed), so that a held pin is the request's, not a default.
+	pins := RequestPins{Sampling: Sampling{Temperature: 0.5, TopK: 7, TopP: 0.8, MinP: 0, Seed: 1234}, StopCap: 300}
+	srv, err := StartOpenAIServer(ctx, spec, cfg, ServerAssets{}, pins)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Stop(ctx)
+	// llama-server reports what it used: every pin is checked, none is
+	// left "not reported".
+	caps := srv.Pins().ServerCaps
+	t.Logf("server caps: %s", caps)
+	for _, want := range []string{"context 1024 held (/props)", "slots 1 held (/props)", "temperature 0.5 held (/slots)", "top_k 7 held (/slots)",
+		"top_p 0.8 held (/slots)", "min_p 0 held (/slots)", "seed 1234 held (/slots)", "stop_cap 300 held (/slots)"} {
+		if !strings.Contains(caps, want) {
+			t.Errorf("server caps %q lack %q", caps, want)
+		}
+	}
 	req := Request{CallID: "g", Messages: []Message{{Role: "user", Content: "Name three rivers."}},
 		Sampling: Sampling{Temperature: 0, Seed: 7}, MaxTokens: 24, TopK: 5}
 	res, err := srv.Generate(ctx, req)
@@ -85,7 +101,7 @@ func TestOpenAIServerDrivesLlamaServerV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozen.ExecutableSHA256 = strings.Repeat("0", 64)
-	if _, err := StartOpenAIServer(ctx, spec, Config{Model: m.Path, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, frozen); !errors.Is(err, ErrStaleServer) {
+	if _, err := StartOpenAIServer(ctx, spec, Config{Model: m.Path, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, frozen, RequestPins{}); !errors.Is(err, ErrStaleServer) {
 		t.Errorf("a changed executable started: %v", err)
 	}
 }
@@ -124,7 +140,7 @@ func TestOpenAIServerWithoutLogprobsIsRefused(t *testing.T) {
 	}
 	m := in.Models["smollm2-135m-instruct"]
 	spec := ServerSpec{Command: []string{py, script, "{port}"}, ReadOnly: []string{dir}}
-	_, err = StartOpenAIServer(context.Background(), spec, Config{Model: m.Path, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, ServerAssets{})
+	_, err = StartOpenAIServer(context.Background(), spec, Config{Model: m.Path, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, ServerAssets{}, RequestPins{})
 	if !errors.Is(err, ErrNoLogprobs) || !strings.Contains(err.Error(), "requires the top-K") {
 		t.Fatalf("a server without log-probabilities was not refused: %v", err)
 	}
@@ -153,6 +169,10 @@ func TestServerSpecCheck(t *testing.T) {
 	}
 	if got := strings.Join(serverArgv(ok, "/bin/x", Config{Model: "/m.gguf", Context: 2048}, 8080), " "); got != "/bin/x --port 8080 -m /m.gguf -c 2048" {
 		t.Errorf("argv %s", got)
+	}
+	par := ServerSpec{Command: []string{"/x", "--port", "{port}", "--parallel", "{slots}", "-c", "{context_total}", "--slot-ctx", "{context}"}}
+	if got := strings.Join(serverArgv(par, "/bin/x", Config{Context: 2048, Slots: 3}, 8080), " "); got != "/bin/x --port 8080 --parallel 3 -c 6144 --slot-ctx 2048" {
+		t.Errorf("argv with slots %s", got)
 	}
 }
 
@@ -211,7 +231,7 @@ func TestOpenAIServerDrivesLlamaCppPython(t *testing.T) {
 	}
 	spec.Command = append(spec.Command, "--model_alias", "smollm2")
 	ctx := context.Background()
-	srv, err := StartOpenAIServer(ctx, spec, Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, ServerAssets{})
+	srv, err := StartOpenAIServer(ctx, spec, Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: 1024, WorkDir: t.TempDir()}, ServerAssets{}, RequestPins{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +245,12 @@ func TestOpenAIServerDrivesLlamaCppPython(t *testing.T) {
 		t.Fatalf("text %q, %d steps", res.Text, len(res.Steps))
 	}
 	p := srv.Pins()
+	// llama-cpp-python reports neither its context nor what a request used:
+	// each pin is sent, recorded as not reported, and not refused.
+	t.Logf("server caps: %s", p.ServerCaps)
+	if caps := p.ServerCaps; !strings.Contains(caps, "temperature 0 not reported") || !strings.Contains(caps, "seed 0 not reported") || strings.Contains(caps, "held") {
+		t.Errorf("server caps %q: want every pin not reported", caps)
+	}
 	if !strings.HasPrefix(p.RuntimeVersion, "not reported; python environment sha256:") {
 		t.Errorf("llama-cpp-python reports no version; the pins say %q", p.RuntimeVersion)
 	}
@@ -234,4 +260,99 @@ func TestOpenAIServerDrivesLlamaCppPython(t *testing.T) {
 	// A server that is not rig's own code is held as rig's runtimes are,
 	// read from outside while it runs.
 	seesLoopbackOnlyAndNoCredentials(t, srv, "STUDIO_API_KEY", "sk-test-must-not-leak")
+}
+
+// TestOpenAIServerSlotsOnLlamaServerV1 starts llama-server's /v1 through
+// the generic path at pins.slots 2 ({slots} and {context_total} in its
+// command): it reports two slots of the whole pinned context each, and two
+// requests sent together are in flight at the same moment by the server's
+// own slot report. The same server given the pinned context as its whole
+// --ctx-size divides it between the slots and is refused, naming the pin.
+func TestOpenAIServerSlotsOnLlamaServerV1(t *testing.T) {
+	const pinned = 1024
+	in := provisioned(t)
+	m := in.Models["smollm2-135m-instruct"]
+	spec := llamaServerGenericSpec(in.LlamaServer)
+	spec.Command = append(slices.Clone(spec.Command), "--parallel", "{slots}")
+	spec.Command[slices.Index(spec.Command, "{context}")] = "{context_total}"
+	ctx := context.Background()
+	cfg := Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256, Context: pinned, Slots: 2, Threads: 2, WorkDir: t.TempDir()}
+	srv, err := StartOpenAIServer(ctx, spec, cfg, ServerAssets{}, RequestPins{StopCap: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop(ctx)
+	if p := srv.Pins(); p.Slots != 2 || !strings.Contains(p.ServerCaps, "slots 2 held (/props)") || !strings.Contains(p.ServerCaps, "context 1024 held (/props)") {
+		t.Errorf("pins: %d slots, caps %q", p.Slots, p.ServerCaps)
+	}
+	busyNow := func() int {
+		var slots []SlotState
+		if err := srv.call(ctx, "GET", "/slots", nil, &slots); err != nil {
+			t.Fatal(err)
+		}
+		busy := 0
+		for _, sl := range slots {
+			if sl.Processing {
+				busy++
+			}
+		}
+		return busy
+	}
+	// A short prompt that asks for a long answer: llama-server takes a new
+	// request between decoding steps (not inside one prompt's batch), so
+	// the two overlap while both generate up to the stop cap.
+	prompt := "Count from one to one hundred in words, separated by commas."
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = srv.Generate(ctx, Request{Messages: []Message{{Role: "user", Content: prompt}},
+				Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: 48, TopK: 5})
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	most := 0
+	for polling := true; polling; {
+		select {
+		case <-done:
+			polling = false
+		case <-time.After(20 * time.Millisecond):
+			most = max(most, busyNow())
+		}
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if r := results[i]; r.PromptTokens == 0 || r.OutputTokens < 10 || len(r.Steps) != r.OutputTokens {
+			t.Errorf("request %d read %d prompt tokens and made %d (%d with log-probabilities)", i, r.PromptTokens, r.OutputTokens, len(r.Steps))
+		}
+	}
+	if most != 2 {
+		t.Errorf("at most %d requests were in flight at once by the server's own report, want 2", most)
+		t.Logf("the server's log ends:\n%s", srv.sb.LogTail(40))
+	}
+
+	// --ctx-size {context} at two slots: each slot gets half the pin.
+	halved := llamaServerGenericSpec(in.LlamaServer)
+	halved.Command = append(slices.Clone(halved.Command), "--parallel", "{slots}")
+	cfg.WorkDir = t.TempDir()
+	_, err = StartOpenAIServer(ctx, halved, cfg, ServerAssets{}, RequestPins{StopCap: 48})
+	if !errors.Is(err, ErrPinNotHeld) || !strings.Contains(err.Error(), "pin context is 1024, and the server reports 512 (/props)") {
+		t.Errorf("a server whose slots hold half the pinned context started: %v", err)
+	}
+}
+
+// TestOpenAIServerSlotsNeedThePlaceholder: pins.slots above 1 on a command
+// with no {slots} is refused before anything starts, naming the field.
+func TestOpenAIServerSlotsNeedThePlaceholder(t *testing.T) {
+	spec := ServerSpec{Command: []string{"/venv/bin/python", "-m", "llama_cpp.server", "--port", "{port}"}}
+	_, err := StartOpenAIServer(context.Background(), spec, Config{Model: "/nonexistent.gguf", Context: 1024, Slots: 2, WorkDir: t.TempDir()}, ServerAssets{}, RequestPins{})
+	if err == nil || !strings.Contains(err.Error(), "server.command: no {slots} placeholder") {
+		t.Errorf("slots 2 without {slots}: %v", err)
+	}
 }

@@ -51,6 +51,10 @@ type Pins struct {
 	// ServedModel is the model name a generic server (openai-server) is
 	// called with; empty for rig's own runtimes.
 	ServedModel string `json:"served_model,omitempty"`
+	// ServerCaps is, for a generic server, each pin held against what the
+	// server reported it used when it started ("… held (/slots)"), or
+	// "not reported" where it reports nothing for the pin (CapsSummary).
+	ServerCaps string `json:"server_caps,omitempty"`
 }
 
 // Stack is the part of the pins that the runtime's build decides: its

@@ -223,8 +223,13 @@ func (c *limitConn) Close() error {
 // rendered (and its token ids where the runtime gives them). A replay then
 // re-scores an Aider call the same way as any other row. Aider itself cannot be
 // trusted to send the pins, and an OpenAI-compatible endpoint cannot take them
-// all (Ollama's has no top_k, min_p or repeat_penalty), so nothing is forwarded
-// to one. The proxy also counts turns and tokens against the caps.
+// all (Ollama's has no top_k, min_p or repeat_penalty), so Aider's request is
+// never forwarded as it came. On a generic server (OpenAIServer) the arm's
+// driver is itself such a client: each call goes to the server's
+// /v1/chat/completions with every pin and logprobs set by rig, and is kept
+// as that driver keeps any call (the messages as sent, token texts without
+// ids, since the API gives none). The proxy also counts turns and tokens
+// against the caps.
 type recordingProxy struct {
 	arm      Runtime
 	sampling Sampling

@@ -46,7 +46,8 @@ func serverExecutable(s ServerSpec) (string, error) {
 // serverArgv is the command with its placeholders filled.
 func serverArgv(s ServerSpec, exe string, cfg Config, port int) []string {
 	r := strings.NewReplacer("{port}", strconv.Itoa(port), "{model}", cfg.Model,
-		"{context}", strconv.Itoa(cfg.Context), "{threads}", strconv.Itoa(cfg.Threads))
+		"{context_total}", strconv.Itoa(cfg.Context*cfg.slots()), "{context}", strconv.Itoa(cfg.Context),
+		"{slots}", strconv.Itoa(cfg.slots()), "{threads}", strconv.Itoa(cfg.Threads))
 	out := []string{exe}
 	for _, a := range s.Command[1:] {
 		out = append(out, r.Replace(a))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"rig/internal/offload"
+	"rig/internal/serverspec"
 	"rig/tasks"
 	"strings"
 )
@@ -233,17 +234,17 @@ func resolve(ctx context.Context, d *Design, assets Assets, opts ResolveOptions)
 			return nil, nil, nil, fmt.Errorf("arms[%d].model.sha256: %w", i, &StaleAssetError{Asset: key, Want: a.Model.SHA256, Got: sum})
 		}
 		fa := FrozenArm{Name: a.Name, ModelPath: path, ModelSHA256: sum, Pins: a.Pins}
-		if a.Runtime.OpenAIServer() {
-			b, err := serverBinary(ctx, a, assets, opts)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("arms[%d].server: %w", i, err)
-			}
-			addServerAssets(set, a.Name, b)
-			fa.Binaries = []Binary{b}
-			arms = append(arms, fa)
-			continue
-		}
 		for _, c := range ArmComponents(a) {
+			if c == serverspec.Kind {
+				// The arm's own server, not a provisioned component.
+				b, err := serverBinary(ctx, a, assets, opts)
+				if err != nil {
+					return nil, nil, nil, fmt.Errorf("arms[%d].server: %w", i, err)
+				}
+				addServerAssets(set, a.Name, b)
+				fa.Binaries = append(fa.Binaries, b)
+				continue
+			}
 			b, ok := bins[c]
 			if !ok {
 				if b, err = assets.Binary(ctx, c); err != nil {

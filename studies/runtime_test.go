@@ -19,6 +19,7 @@ func TestRuntimeParts(t *testing.T) {
 		{"aider+ollama", "aider", "ollama", true, []string{"aider", "ollama"}},
 		{"aider+llama-server", "aider", "llama-server", true, []string{"aider", "llama-server"}},
 		{"openai-server", "openai-server", "openai-server", false, []string{"openai-server"}},
+		{"aider+openai-server", "aider", "openai-server", true, []string{"aider", "openai-server"}},
 	}
 	for _, c := range cases {
 		if got := c.rt.Harness(); got != c.harness {
@@ -32,6 +33,9 @@ func TestRuntimeParts(t *testing.T) {
 		}
 		if got := c.rt.Components(); !slices.Equal(got, c.components) {
 			t.Errorf("%s: components %v, want %v", c.rt, got, c.components)
+		}
+		if got, want := c.rt.OpenAIServer(), c.engine == "openai-server"; got != want {
+			t.Errorf("%s: openai-server %v, want %v", c.rt, got, want)
 		}
 	}
 	for _, name := range runtimeNames {

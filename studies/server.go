@@ -8,16 +8,18 @@ import (
 	"rig/internal/serverspec"
 )
 
-// OpenAIServer says the arm runs on a generic OpenAI-compatible server
-// (arms[].server).
-func (r Runtime) OpenAIServer() bool { return string(r) == serverspec.Kind }
+// OpenAIServer says the arm's model runs on a generic OpenAI-compatible
+// server (arms[].server): "openai-server", or "aider+openai-server" with
+// Aider over it.
+func (r Runtime) OpenAIServer() bool { return r.Engine() == serverspec.Kind }
 
 // server checks an arm's server block against its runtime: an
-// "openai-server" arm needs one, every other arm has none.
+// "openai-server" arm (with Aider over it or not) needs one, every other
+// arm has none.
 func (v *validator) server(p string, a Arm) {
 	if !a.Runtime.OpenAIServer() {
 		if a.Server != nil {
-			v.add(KindInvalid, p+".server", "only an \"openai-server\" arm describes its server; remove it, or set \"runtime\": \"openai-server\"")
+			v.add(KindInvalid, p+".server", "only an \"openai-server\" or \"aider+openai-server\" arm describes its server; remove it, or set \"runtime\": \"openai-server\"")
 		}
 		return
 	}
@@ -29,9 +31,14 @@ func (v *validator) server(p string, a Arm) {
 		field, msg, _ := strings.Cut(err.Error(), ": ")
 		field, _, _ = strings.Cut(field, "[")
 		v.add(KindInvalid, p+".server."+field, "%s", nameList(msg))
+	} else if a.Runtime.Aider() && !a.Server.Speaks(serverspec.APIChat) {
+		// Aider sends chat requests, and rig's proxy answers each through
+		// the server's /v1/chat/completions.
+		v.add(KindInvalid, p+".server.api", "names only \"completions\", and Aider's calls are answered through the server's chat endpoint: add \"chat\" to api (or leave api out), or run the arm as \"openai-server\" without Aider")
 	}
-	if a.Pins.Slots > 1 {
-		v.add(KindInvalid, p+".pins.slots", "%d: an openai-server arm runs one request at a time for now; leave slots out", a.Pins.Slots)
+	if err := a.Server.CheckSlots(a.Pins.SlotCount()); err != nil {
+		// Named at the slots pin: the command is right for one slot.
+		v.add(KindInvalid, p+".pins.slots", "%s", err.Error())
 	}
 	if a.Pins.Offload.OnCard() {
 		v.add(KindInvalid, p+".pins.offload", "an openai-server arm places the model as its own command line says; rig cannot hold an offload pin on it, so leave offload out")
@@ -90,15 +97,27 @@ func addServerAssets(set AssetSet, arm string, b Binary) {
 	}
 }
 
+// Server is an openai-server arm's frozen server (its executable and
+// Python environment with their digests), among its binaries: an
+// aider+openai-server arm's are Aider's and the server's.
+func (fa FrozenArm) Server() (Binary, bool) {
+	for _, b := range fa.Binaries {
+		if b.Component == serverspec.Kind {
+			return b, true
+		}
+	}
+	return Binary{}, false
+}
+
 // serverAssetSHA256 reads an openai-server arm's executable ("server") or
 // environment ("server-env") digest as it is now, from where the freeze
 // found them.
 func (s *Snapshot) serverAssetSHA256(ctx context.Context, kind, arm string, assets Assets) (string, error) {
 	fa, ok := s.Arm(arm)
-	if !ok || len(fa.Binaries) != 1 {
+	b, frozen := fa.Server()
+	if !ok || !frozen {
 		return "", fmt.Errorf("arm %s: no frozen server", arm)
 	}
-	b := fa.Binaries[0]
 	if kind == "server" {
 		return assets.FileSHA256(ctx, b.Path)
 	}

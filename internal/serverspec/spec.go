@@ -30,14 +30,18 @@ const (
 )
 
 // Placeholders rig fills in the command.
-var Placeholders = []string{"{port}", "{model}", "{context}", "{threads}"}
+var Placeholders = []string{"{port}", "{model}", "{context}", "{context_total}", "{slots}", "{threads}"}
 
 // Spec describes an OpenAI-compatible server rig starts in its sandbox.
 type Spec struct {
 	// Command is the executable and its arguments. {port} is the port rig
 	// chose inside the sandbox, {model} the pinned model file, {context}
-	// the pinned context, {threads} the thread count. The executable is an
-	// absolute path or a reference such as "${LLAMA_SERVER_BIN}".
+	// the pinned context (of one request), {slots} how many requests the
+	// server serves at once (pins.slots), {context_total} the context of
+	// all of them (context × slots, for a server such as llama-server that
+	// divides its --ctx-size among its slots), {threads} the thread count.
+	// The executable is an absolute path or a reference such as
+	// "${LLAMA_SERVER_BIN}".
 	Command []string `json:"command"`
 	// Env is added to the sandbox's minimal environment.
 	Env map[string]string `json:"env,omitempty"`
@@ -114,6 +118,22 @@ func (s Spec) Check() error {
 	}
 	_, err := s.ReadyDuration(0)
 	return err
+}
+
+// ServesSlots reports whether the command says how many requests the
+// server serves at once (a {slots} placeholder): only such a server is
+// started for pins.slots above 1.
+func (s Spec) ServesSlots() bool { return strings.Contains(strings.Join(s.Command, " "), "{slots}") }
+
+// CheckSlots says, by its field, why the spec cannot serve slots requests at
+// once: a command with no {slots} placeholder starts a server rig cannot
+// tell to serve more than one (llama-cpp-python's has no parallel slots),
+// and rig would send requests it queues, timed as if they ran together.
+func (s Spec) CheckSlots(slots int) error {
+	if slots <= 1 || s.ServesSlots() {
+		return nil
+	}
+	return fmt.Errorf("command: no {slots} placeholder, so the server cannot be started for pins.slots %d: pass {slots} where the server takes how many requests it serves at once (llama-server: \"--parallel\", \"{slots}\", \"--ctx-size\", \"{context_total}\"), or leave pins.slots out for a server that serves one at a time (llama-cpp-python)", slots)
 }
 
 // credentialLike is an environment name that usually holds a secret.

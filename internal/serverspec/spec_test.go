@@ -34,3 +34,20 @@ func FuzzDistMetadata(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckSlots refuses pins.slots above 1 for a command with no {slots}
+// placeholder, naming the field and the fix.
+func TestCheckSlots(t *testing.T) {
+	one := Spec{Command: []string{"/venv/bin/python", "-m", "llama_cpp.server", "--port", "{port}"}}
+	if err := one.CheckSlots(1); err != nil {
+		t.Errorf("one slot: %v", err)
+	}
+	err := one.CheckSlots(2)
+	if err == nil || !strings.HasPrefix(err.Error(), "command: no {slots} placeholder") || !strings.Contains(err.Error(), "--parallel") {
+		t.Errorf("two slots on a server that serves one: %v", err)
+	}
+	par := Spec{Command: []string{"/bin/llama-server", "--port", "{port}", "--parallel", "{slots}", "--ctx-size", "{context_total}"}}
+	if err := par.CheckSlots(4); err != nil || !par.ServesSlots() {
+		t.Errorf("a command with {slots}: %v", err)
+	}
+}
