@@ -78,6 +78,8 @@ func TestCoordinatorMovesWithItsHomeOnDevServer(t *testing.T) {
 	t.Cleanup(cl.Close)
 	tw := worker.New(cl, Queue("llama-server", binarySHA, ArmCardClass(d, *d.Arm("a"))), worker.Options{DisableWorkflowWorker: true})
 	RegisterTrialActivity(tw, honest)
+	// The fake worker takes 4 at once, as a rig worker would advertise.
+	advertiseFake(t, spool, "w1", map[string]int{Queue("llama-server", binarySHA, ArmCardClass(d, *d.Arm("a"))): 4})
 	if err := tw.Start(); err != nil {
 		t.Fatal(err)
 	}

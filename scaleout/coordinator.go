@@ -61,6 +61,8 @@ type Coordinator struct {
 
 	served servedQueues // when each trial queue last returned a trial (QueueServed)
 
+	adverts adverts // the slots the workers advertise per queue (advertise.go)
+
 	trust trust // what the merge's own checks read once (trust.go)
 
 	// reportWait, when set, replaces lostReportWait (tests).
@@ -398,6 +400,7 @@ func (c *Coordinator) Chunk(ctx context.Context, in ChunkInput) ([]PlannedTrial,
 		pt.ModelSHA256 = fa.ModelSHA256
 		pt.CardClass = ArmCardClass(d, *arm)
 		pt.Queue = Queue(pt.Runtime, pt.BinarySHA256, pt.CardClass)
+		pt.QueueSlots = c.adverts.slots(c.cfg.Spool, pt.Queue)
 		out = append(out, pt)
 	}
 	return out, nil
@@ -428,6 +431,8 @@ func (c *Coordinator) Merge(ctx context.Context, tr TrialResult) (MergeResult, e
 	m, err := c.MergeEntry(ctx, tr.Study, tr.Execution, key, tr)
 	if err == nil {
 		c.noteMerged(tr.Study, key.Arm) // the queue is served (QueueServed)
+		// The chunk keeps this many of the queue's trials in flight now.
+		m.QueueSlots = c.queueSlotsOf(tr.Study, key.Arm)
 	}
 	return m, err
 }
@@ -744,6 +749,18 @@ const lostReportWait = 2 * time.Minute
 // recorded preempted and rerun as the next attempt.
 func (c *Coordinator) RecordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
 	defer beat(ctx)()
+	m, err := c.recordLost(ctx, l)
+	if err == nil {
+		// A worker lost may have taken its slots with it: the chunk keeps
+		// the queue's count of now.
+		if key, kerr := studies.ParseTrialKey(l.Key); kerr == nil {
+			m.QueueSlots = c.queueSlotsOf(l.Study, key.Arm)
+		}
+	}
+	return m, err
+}
+
+func (c *Coordinator) recordLost(ctx context.Context, l LostAttempt) (MergeResult, error) {
 	snap, _, st, _, err := c.load(l.Study, l.Execution)
 	if err != nil {
 		return MergeResult{}, err

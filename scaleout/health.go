@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rig/internal/atomicfile"
+	"rig/internal/serverspec"
 	"rig/runtimes"
 	"rig/studies"
 )
@@ -114,6 +115,8 @@ func (w *Worker) checkStudy() []Failed {
 	if err := atomicfile.ReadJSON(x.Snapshot(), &snap); err != nil {
 		return []Failed{{Check: "snapshot", Why: (&NoSnapshotError{Study: w.opts.Study, Execution: w.opts.Execution, Path: x.Snapshot(), Err: err}).Error()}}
 	}
+	// The study's arms' slots, advertised before its first trial here.
+	w.knowDesign(&snap)
 	var out []Failed
 	for _, a := range snap.Arms {
 		if a.ModelSHA256 == "" {
@@ -207,8 +210,10 @@ func (w *Worker) trialModel(in TrialInput) (string, error) {
 func (w *Worker) checkBuilds() {
 	for _, q := range w.opts.Queues {
 		kind, build, ok := parseQueue(q)
-		if !ok {
-			continue // a site's own queue name: each trial is still checked
+		if !ok || kind == serverspec.Kind {
+			// A site's own queue name, or a generic server's (known only
+			// from a snapshot): each trial is still checked.
+			continue
 		}
 		b, err := runtimes.BuildOf(w.opts.Installed, kind)
 		switch {

@@ -48,6 +48,10 @@ type fakeCoordinator struct {
 	// stopAfter, when > 0, makes the plan a stopping one (chunks of whole
 	// blocks) whose rule settles once this many trials count.
 	stopAfter int
+	// queueSlots, when > 0, is the count of advertised slots the fake
+	// gives every queue at the chunk's start and with each merge or loss
+	// (from v5 on; before, none).
+	queueSlots int
 
 	mu          sync.Mutex
 	lost        []LostAttempt
@@ -81,6 +85,7 @@ func (c *fakeCoordinator) Chunk(_ context.Context, in ChunkInput) ([]PlannedTria
 	out := slices.Clone(c.trials[lo:hi])
 	for j := range out {
 		out[j].Index = lo + j
+		out[j].QueueSlots = c.queueSlots
 	}
 	return out, nil
 }
@@ -102,7 +107,7 @@ func (c *fakeCoordinator) Merge(_ context.Context, tr TrialResult) (MergeResult,
 		return MergeResult{}, temporal.NewNonRetryableApplicationError("fake: the spool entry of "+tr.Key+" is cut", ErrMismatch, nil)
 	}
 	c.count(tr.Key, tr.Outcome)
-	return MergeResult{Outcome: tr.Outcome}, nil
+	return MergeResult{Outcome: tr.Outcome, QueueSlots: c.queueSlots}, nil
 }
 
 func (c *fakeCoordinator) RecordLost(_ context.Context, l LostAttempt) (MergeResult, error) {
@@ -111,12 +116,12 @@ func (c *fakeCoordinator) RecordLost(_ context.Context, l LostAttempt) (MergeRes
 	c.mu.Unlock()
 	if c.recovered[l.Key] && !l.Final {
 		c.count(l.Key, receipts.Scored)
-		return MergeResult{Outcome: receipts.Scored, Already: true}, nil
+		return MergeResult{Outcome: receipts.Scored, Already: true, QueueSlots: c.queueSlots}, nil
 	}
 	if l.Final {
-		return MergeResult{Outcome: receipts.Error}, nil
+		return MergeResult{Outcome: receipts.Error, QueueSlots: c.queueSlots}, nil
 	}
-	return MergeResult{Outcome: receipts.Preempted}, nil
+	return MergeResult{Outcome: receipts.Preempted, QueueSlots: c.queueSlots}, nil
 }
 
 // QueueServed: the fake serves the queues named in busy (their workers
@@ -249,6 +254,8 @@ func historyScenario() (*fakeCoordinator, *fakeTrials) {
 	c.trials[5].Done = true
 	c.trials = append(c.trials, pt(6, "rig.test.nobody"))
 	c.mergeFails = map[string]bool{c.trials[2].Key: true}
+	// From v5: each queue's workers advertise one slot.
+	c.queueSlots = 1
 	c.recovered = map[string]bool{c.trials[2].Key: true}
 	f := &fakeTrials{script: map[string][]string{c.trials[0].Key: {"refuse"}, c.trials[1].Key: {"lose"}, c.trials[3].Key: {"mismatch"}}}
 	return c, f
@@ -330,7 +337,7 @@ func TestRecordHistories(t *testing.T) {
 	saveHistory(t, cl, rr.GetID(), label+"-replay.json")
 
 	// A design with a stopping rule: four blocks, settled after the second.
-	sc := &fakeCoordinator{trials: blockTrials(4), stopAfter: 8}
+	sc := &fakeCoordinator{trials: blockTrials(4), stopAfter: 8, queueSlots: 1}
 	scl, scoord := engineOnDevServer(t, sc, &fakeTrials{}, "rig.test.qa", "rig.test.qb")
 	sin := StudyInput{Study: "hist", Execution: "exec-stop", DesignHash: "sha256:fake", Coordinator: scoord, Chunk: 6, InFlight: 2, ChunksAtOnce: 2}
 	sw, err := scl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(sin.Study, sin.Execution), TaskQueue: scoord}, StudyWorkflowName, sin)

@@ -143,6 +143,8 @@ func engineOutage(t *testing.T, outage time.Duration) {
 	out := newOutbox(cl, "w1", log)
 	tw := worker.New(cl, Queue("llama-server", binarySHA, ArmCardClass(d, *d.Arm("a"))), worker.Options{DisableWorkflowWorker: true})
 	RegisterTrialActivity(tw, out.trialActivity(trials.run))
+	// The fake worker takes 4 at once, as a rig worker would advertise.
+	advertiseFake(t, spool, "w1", map[string]int{Queue("llama-server", binarySHA, ArmCardClass(d, *d.Arm("a"))): 4})
 	if err := tw.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -236,6 +236,9 @@ type PlannedTrial struct {
 	// Index is the trial's place in the plan, Block its plan block.
 	Index int `json:"index,omitempty"`
 	Block int `json:"block,omitempty"`
+	// QueueSlots is the slots the live workers of Queue advertised when the
+	// chunk was laid out (as MergeResult.QueueSlots; 0: no count).
+	QueueSlots int `json:"queue_slots,omitempty"`
 }
 
 // TrialInput is what a worker gets for one attempt.
@@ -278,6 +281,12 @@ type MergeResult struct {
 	// Divergent: another receipt with a different digest holds this key and
 	// attempt; this one is kept as a divergent duplicate, never merged.
 	Divergent bool `json:"divergent,omitempty"`
+	// QueueSlots is the slots the live workers of the trial's queue
+	// advertise now, at least 1 (advertise.go): the chunk keeps that many
+	// of the queue's trials in flight, within its share of the in-flight
+	// limit. 0 (a coordinator before versionAdvertised, a test's fake): no
+	// count, the limit alone.
+	QueueSlots int `json:"queue_slots,omitempty"`
 }
 
 // LostAttempt is an attempt that never came back: its worker died or was

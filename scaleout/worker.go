@@ -87,6 +87,12 @@ type Worker struct {
 	pollers map[string]worker.Worker // by queue, while taking trials
 	refused map[string]string        // queue → why this worker stopped serving it
 	paused  string                   // why trials are not taken (governor), empty when taking
+
+	// What the worker advertises (advertise.go).
+	advertMu     sync.Mutex
+	designSlots  map[string]int // queue → widest slots the frozen designs known here pin for its arms
+	runningQueue string         // the queue of the arm whose runtime runs, "" before the first trial
+	lastAdvert   Advert         // the advertisement last written (Run's goroutine only)
 }
 
 // NewWorker dials the cluster and checks what the worker can serve.
@@ -124,6 +130,7 @@ func NewWorker(ctx context.Context, opts WorkerOptions) (*Worker, error) {
 			}
 			opts.Queues = append(opts.Queues, Queue(kind, b.BinarySHA256, opts.CardClass))
 		}
+		opts.Queues = append(opts.Queues, serverQueues(opts)...)
 	}
 	if len(opts.Queues) == 0 {
 		return nil, errors.New("this worker can serve no queue: no runtime is provisioned (run make setup)")
@@ -162,6 +169,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// to go through, before the client closes.
 	defer w.out.close(5 * time.Second)
 	defer w.stopPolling("shutting down")
+	defer w.withdraw()
 	defer func() {
 		for _, h := range w.hosts {
 			h.Close(context.Background())
@@ -179,6 +187,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if len(failed) > 0 {
 			why := (&NotReadyError{Worker: w.opts.ID, Failed: failed}).Error()
 			w.stopPolling(why)
+			w.withdraw()
 			// At start, every minute, and when the reasons change: a worker
 			// held from its first second has no poller to stop, and would
 			// otherwise sit idle with nothing in its log.
@@ -192,6 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		} else {
 			saidWhy = ""
+			w.advertise(time.Now())
 		}
 		select {
 		case <-ctx.Done():
@@ -297,9 +307,12 @@ func (w *Worker) runTrial(ctx context.Context, in TrialInput) (TrialResult, erro
 	defer stop()
 	// The runtime's stack must be the queue's: a build that differs is
 	// refused, never run, and the queue is no longer served here.
-	b, err := runtimes.BuildOf(w.opts.Installed, in.Runtime)
-	if err != nil || b.BinarySHA256 != in.BinarySHA256 {
-		got := b.BinarySHA256
+	got, err := w.stackSHA256(in)
+	var nosnap *NoSnapshotError
+	if errors.As(err, &nosnap) {
+		return TrialResult{}, refuse("worker %s: %v (refused, not run)", w.opts.ID, err)
+	}
+	if err != nil || got != in.BinarySHA256 {
 		if err != nil {
 			got = err.Error()
 		}
@@ -332,7 +345,7 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 	if err != nil {
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrMismatch, nil)
 	}
-	b, err := runtimes.BuildOf(w.opts.Installed, in.Runtime)
+	stack, err := w.stackSHA256(in)
 	if err != nil {
 		return TrialResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("worker %s: %v", w.opts.ID, err), ErrMismatch, err)
 	}
@@ -372,7 +385,7 @@ func (w *Worker) runAttempt(ctx context.Context, in TrialInput, model string) (T
 		return TrialResult{}, err
 	}
 	out := TrialResult{Study: in.Study, Execution: in.Execution, Key: in.Key, Attempt: in.Attempt, Worker: w.opts.ID, Entry: entry, ReceiptSHA256: sha256Hex(raw),
-		Outcome: res.Receipt.Outcome, Runtime: in.Runtime + "@" + b.BinarySHA256, Started: started}
+		Outcome: res.Receipt.Outcome, Runtime: in.Runtime + "@" + stack, Started: started}
 	if _, err := os.Stat(files.TrialRecord()); err == nil {
 		if out.RecordSHA256, err = fileSHA256(files.TrialRecord()); err != nil {
 			return TrialResult{}, err
@@ -426,6 +439,7 @@ func (w *Worker) host(in TrialInput, model string) (*run.Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.knowDesign(snap)
 	for i, a := range snap.Arms {
 		switch {
 		case a.Name == mustArm(in.Key) && model != "":
@@ -460,6 +474,9 @@ func execOf(in TrialInput) receipts.Execution { return receipts.Execution{ID: in
 // says so in its log when they change: what the worker advertises.
 func (w *Worker) takeSlots(in TrialInput, n int) {
 	w.gate.setSlots(trialArm(in), n)
+	w.advertMu.Lock()
+	w.runningQueue = in.Queue
+	w.advertMu.Unlock()
 	if was := w.slot.slots(); was != n {
 		w.slot.setMost(n)
 		w.log.Info("serves its arm's slots", "worker", w.opts.ID, "arm", mustArm(in.Key), "slots", n, "was", was)

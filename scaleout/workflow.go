@@ -210,6 +210,13 @@ const (
 	// the runtime and model it has up (queueByArm). Before it: each queue's
 	// trials in plan order, whatever arm the idle worker had loaded.
 	versionArmAffinity = "arm-affinity"
+	// versionAdvertised (v1): a chunk keeps in flight, per queue, the
+	// slots the queue's live workers advertise (advertise.go), as the
+	// coordinator counts them at the chunk's start and at each trial's
+	// merge or loss, within the chunk's share of the in-flight limit
+	// (queueCounts). Before it: the limit alone, so trials beyond the
+	// workers' slots waited on the engine.
+	versionAdvertised = "advertised-slots"
 )
 
 // signalWholeLimit tells a chunk started with a share of each queue's
@@ -235,7 +242,7 @@ func ChunkWorkflow(ctx workflow.Context, in ChunkInput) (StudyResult, error) {
 	if in.Stopping && workflow.GetVersion(ctx, versionStopping, workflow.DefaultVersion, 1) >= 1 {
 		return res, chunkByBlocks(ctx, in, trials, &res)
 	}
-	return res, runPerQueue(ctx, in.StudyInput, trials, &res, in.Share)
+	return res, runPerQueue(ctx, in.StudyInput, trials, &res, in.Share, nil)
 }
 
 // studyByBlocks runs the plan of a design with a stopping rule: its chunks
@@ -271,12 +278,13 @@ func studyByBlocks(ctx workflow.Context, in StudyInput, info PlanInfo) (StudyRes
 // takes it. A settled look ends the chunk with Stopped.
 func chunkByBlocks(ctx workflow.Context, in ChunkInput, trials []PlannedTrial, res *StudyResult) error {
 	cctx := coordinatorOptions(ctx, in.Coordinator)
+	slots := map[string]int{} // each queue's advertised slots, as the last block's merges left them
 	for lo := 0; lo < len(trials); {
 		hi := lo + 1
 		for hi < len(trials) && trials[hi].Block == trials[lo].Block {
 			hi++
 		}
-		if err := runPerQueue(ctx, in.StudyInput, trials[lo:hi], res, 0); err != nil {
+		if err := runPerQueue(ctx, in.StudyInput, trials[lo:hi], res, 0, slots); err != nil {
 			return err
 		}
 		var s StopResult
@@ -303,10 +311,15 @@ func (res *StudyResult) add(r StudyResult) {
 }
 
 // runPerQueue runs trials that have no counted receipt yet, at most
-// InFlight of each task queue at once. Each queue takes its own trials in
+// InFlight of each task queue at once, and (versionAdvertised) no more than
+// the slots the queue's workers advertise (queueCounts). Each queue takes its own trials in
 // plan order, so trials waiting on a queue with few workers do not hold a
 // slot another queue could use. It returns when every trial has ended.
-func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult, share int) error {
+//
+// slots, when given, is each queue's count of advertised slots carried
+// from one call to the next (a chunk run block by block); nil starts from
+// the trials' own.
+func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res *StudyResult, share int, slots map[string]int) error {
 	queues, byQueue := groupByQueue(trials, res)
 	limit := int64(max(in.InFlight, 1))
 	// A chunk side by side with another starts with its share of each
@@ -326,9 +339,13 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		}
 	}
 	if held > 0 {
-		workflow.Go(ctx, func(ctx workflow.Context) { releaseHeldOnSignal(ctx, sems, held, limit) })
+		workflow.Go(ctx, func(ctx workflow.Context) { releaseHeldOnSignal(ctx, sems, &held, limit) })
 	}
 	affinity := workflow.GetVersion(ctx, versionArmAffinity, workflow.DefaultVersion, 1) >= 1
+	var counts *queueCounts
+	if workflow.GetVersion(ctx, versionAdvertised, workflow.DefaultVersion, 1) >= 1 {
+		counts = newQueueCounts(trials, slots, int(limit), func() int { return int(limit - held) })
+	}
 	wg := workflow.NewWaitGroup(ctx)
 	var firstErr error
 	for qi, q := range queues {
@@ -336,7 +353,7 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		if affinity {
 			workflow.Go(ctx, func(ctx workflow.Context) {
 				defer wg.Done()
-				if err := queueByArm(ctx, in, byQueue[q], sems[qi], res); err != nil && firstErr == nil {
+				if err := queueByArm(ctx, in, byQueue[q], sems[qi], counts, res); err != nil && firstErr == nil {
 					firstErr = err
 				}
 			})
@@ -344,7 +361,7 @@ func runPerQueue(ctx workflow.Context, in StudyInput, trials []PlannedTrial, res
 		}
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			queueInPlanOrder(ctx, in, byQueue[q], sems[qi], res, &firstErr)
+			queueInPlanOrder(ctx, in, byQueue[q], sems[qi], counts, res, &firstErr)
 		})
 	}
 	wg.Wait(ctx)
@@ -372,34 +389,110 @@ func groupByQueue(trials []PlannedTrial, res *StudyResult) ([]string, map[string
 // releaseHeldOnSignal gives each queue's held-back slots to the chunk as the
 // parent signals: all of them when the chunk is alone, or down to a new
 // share.
-func releaseHeldOnSignal(ctx workflow.Context, sems []workflow.Semaphore, held, limit int64) {
+func releaseHeldOnSignal(ctx workflow.Context, sems []workflow.Semaphore, held *int64, limit int64) {
 	whole, more := workflow.GetSignalChannel(ctx, signalWholeLimit), workflow.GetSignalChannel(ctx, signalShare)
-	for held > 0 {
+	for *held > 0 {
 		give := int64(0)
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(whole, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, nil)
-			give = held
+			give = *held
 		})
 		sel.AddReceive(more, func(c workflow.ReceiveChannel, _ bool) {
 			var share int
 			c.Receive(ctx, &share)
-			give = min(max(held-(limit-int64(share)), 0), held)
+			give = min(max(*held-(limit-int64(share)), 0), *held)
 		})
 		sel.Select(ctx)
 		for _, sem := range sems {
 			sem.Release(give)
 		}
-		held -= give
+		*held -= give
 	}
+}
+
+// queueCounts is a chunk's count of each queue's advertised slots
+// (versionAdvertised): the coordinator's count when it laid the chunk out,
+// then the one that came with each trial's merge or loss. A queue's trials
+// go out while fewer of the chunk's run than its part of that count
+// (chunkSlots). Only activity results change it, so every replay of the
+// history waits where the run did.
+type queueCounts struct {
+	limit   int        // the execution's in-flight limit per queue
+	share   func() int // the chunk's part of limit now
+	slots   map[string]int
+	running map[string]int
+}
+
+func newQueueCounts(trials []PlannedTrial, slots map[string]int, limit int, share func() int) *queueCounts {
+	if slots == nil {
+		slots = map[string]int{}
+	}
+	c := &queueCounts{limit: limit, share: share, slots: slots, running: map[string]int{}}
+	for _, t := range trials {
+		if !t.Done && c.slots[t.Queue] == 0 {
+			c.slots[t.Queue] = t.QueueSlots
+		}
+	}
+	return c
+}
+
+// room says another trial of queue may go out now. A queue with no count
+// (a coordinator or fake that gives none) has the limit alone.
+func (c *queueCounts) room(queue string) bool {
+	n := c.slots[queue]
+	return n <= 0 || c.running[queue] < chunkSlots(n, c.share(), c.limit)
+}
+
+// wait blocks until room says queue may send a trial, then counts it out.
+func (c *queueCounts) wait(ctx workflow.Context, queue string) error {
+	if c == nil {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return c.room(queue) }); err != nil {
+		return err
+	}
+	c.running[queue]++
+	return nil
+}
+
+// ended counts a trial of queue back in, with the count its last merge or
+// loss brought (0: none, the count stays).
+func (c *queueCounts) ended(queue string, slots int) {
+	if c == nil {
+		return
+	}
+	c.running[queue]--
+	if slots > 0 {
+		c.slots[queue] = slots
+	}
+}
+
+// chunkSlots is a chunk's part of a queue's advertised slots: all of them
+// when it runs alone (share == limit), and in proportion to its share of
+// the in-flight limit while others run beside it, rounded up (a slot left
+// idle costs more than a trial that waits on the engine for one), at least
+// one, and never over its share.
+func chunkSlots(advertised, share, limit int) int {
+	share = max(share, 1)
+	if advertised >= limit {
+		return share
+	}
+	return min(share, max(1, (advertised*share+limit-1)/max(limit, 1)))
 }
 
 // queueInPlanOrder runs one queue's trials in plan order, each as soon as
 // sem has a slot, and returns when all have ended. The first error of any
 // run is kept in firstErr.
-func queueInPlanOrder(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, res *StudyResult, firstErr *error) {
+func queueInPlanOrder(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, counts *queueCounts, res *StudyResult, firstErr *error) {
 	running := workflow.NewWaitGroup(ctx)
 	for _, t := range trials {
+		if err := counts.wait(ctx, t.Queue); err != nil {
+			if *firstErr == nil {
+				*firstErr = err
+			}
+			break
+		}
 		if err := sem.Acquire(ctx, 1); err != nil {
 			if *firstErr == nil {
 				*firstErr = err
@@ -410,7 +503,7 @@ func queueInPlanOrder(ctx workflow.Context, in StudyInput, trials []PlannedTrial
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer running.Done()
 			defer sem.Release(1)
-			r, err := runTrial(ctx, in, t)
+			r, err := runTrial(ctx, in, t, counts)
 			if err != nil && *firstErr == nil {
 				*firstErr = err
 			}
@@ -430,12 +523,16 @@ func queueInPlanOrder(ctx workflow.Context, in StudyInput, trials []PlannedTrial
 // arm's. Each arm's trials still run in plan order, and the first ones of
 // the chunk in plan order across arms. A preference, not a guarantee: two
 // workers idle at once may take each other's.
-func queueByArm(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, res *StudyResult) error {
+func queueByArm(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem workflow.Semaphore, counts *queueCounts, res *StudyResult) error {
 	pending := slices.Clone(trials)
 	var freed []string // the arms of trials that ended, oldest first
 	var firstErr error
 	running := workflow.NewWaitGroup(ctx)
 	for len(pending) > 0 {
+		if err := counts.wait(ctx, pending[0].Queue); err != nil {
+			firstErr = err
+			break
+		}
 		if err := sem.Acquire(ctx, 1); err != nil {
 			firstErr = err
 			break
@@ -453,7 +550,7 @@ func queueByArm(ctx workflow.Context, in StudyInput, trials []PlannedTrial, sem 
 		running.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer running.Done()
-			r, err := runTrial(ctx, in, t)
+			r, err := runTrial(ctx, in, t, counts)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -492,7 +589,7 @@ func chunkInPlanOrder(ctx workflow.Context, in ChunkInput, trials []PlannedTrial
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
 			defer sem.Release(1)
-			r, err := runTrial(ctx, in.StudyInput, t)
+			r, err := runTrial(ctx, in.StudyInput, t, nil)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
@@ -506,8 +603,12 @@ func chunkInPlanOrder(ctx workflow.Context, in ChunkInput, trials []PlannedTrial
 // runTrial runs one trial to a counted receipt or an error receipt: a
 // preempted or lost attempt is rerun as the next attempt with its parent; a
 // refusal hands the same attempt to another worker of the queue.
-func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult, error) {
-	res := StudyResult{Workers: map[string]int{}}
+func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial, counts *queueCounts) (res StudyResult, err error) {
+	res = StudyResult{Workers: map[string]int{}}
+	// The queue's count of advertised slots, as the last merge or loss of
+	// this trial's attempts brought it, when the trial ends.
+	last := 0
+	defer func() { counts.ended(t.Queue, last) }()
 	cctx := coordinatorOptions(ctx, in.Coordinator)
 	mctx := mergeOptions(ctx, in.Coordinator)
 	attempt, parent := t.Attempt, t.Parent
@@ -577,6 +678,9 @@ func runTrial(ctx workflow.Context, in StudyInput, t PlannedTrial) (StudyResult,
 			} else {
 				res.Workers[tr.Worker]++
 			}
+		}
+		if m.QueueSlots > 0 {
+			last = m.QueueSlots
 		}
 		if tallyOutcome(&res, m.Outcome) {
 			parent, attempt = attempt, attempt+1

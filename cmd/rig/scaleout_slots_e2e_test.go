@@ -19,8 +19,10 @@ import (
 // slots 2 on one rig worker through the real Temporal dev server and the
 // real llama-server: the worker starts the runtime with 2 slots, says so in
 // its log, and runs two of the arm's trials at once (their receipts'
-// start-to-finish overlap); every trial has one counted receipt, from that
-// worker, pinned slots 2, and no generation row is there twice.
+// start-to-finish overlap); the coordinator keeps in flight the 2 slots the
+// worker advertises, not the 16 of its default --in-flight (the chunk's
+// history); every trial has one counted receipt, from that worker, pinned
+// slots 2, and no generation row is there twice.
 func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	testenv.Long(t, "a scale-out study on the Temporal dev server and llama-server")
 	e := newRigEnv(t)
@@ -84,11 +86,22 @@ func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	if overlaps == 0 {
 		t.Errorf("no two receipts of an arm overlap: the worker ran one trial at a time\n%s", w.logText())
 	}
+	// The coordinator kept in flight the slots the worker advertised (2),
+	// not its whole --in-flight limit (16): so the engine's record says.
+	most := mostTrialsInFlight(t, addr, spool, name)
+	if len(most) != 1 {
+		t.Errorf("trials went to queues %v, want the one llama-server queue", most)
+	}
+	for q, n := range most {
+		if n != 2 {
+			t.Errorf("queue %s: at most %d trials in flight at once, want the worker's advertised 2\n%s", q, n, w.logText())
+		}
+	}
 	noRowTwice(t, e, name, planned)
 	if check := e.rig(true, "study", "check", name); !strings.Contains(check, "store ok") {
 		t.Fatal(check)
 	}
-	t.Logf("%d trials, %d overlapping pairs of receipts on one runtime; status:\n%s", planned, overlaps, status)
+	t.Logf("%d trials, %d overlapping pairs of receipts on one runtime, most in flight per queue %v; status:\n%s", planned, overlaps, most, status)
 }
 
 // noRowTwice checks that exec-1 of study name has no generation row twice,
