@@ -10,6 +10,7 @@ import (
 	"rig/genrecord"
 	"rig/internal/atomicfile"
 	"rig/replay"
+	"rig/runtimes"
 )
 
 // ReplaySample replays a seeded sample of n rows from every generation
@@ -51,13 +52,20 @@ func (rp Reports) ReplaySample(ctx context.Context, name, execID string, n int) 
 		// must not reach the report as reproduced.
 		var sums []replay.ReceiptSum
 		var noReceipt string
-		if arm, err := replay.RecordArm(f); err == nil {
+		var server *runtimes.ServerSpec
+		arm, err := replay.RecordArm(f)
+		if err == nil {
 			if sums = replay.SumsOf(rcpts, arm); len(sums) == 0 {
 				noReceipt = fmt.Sprintf("no receipt of arm %s in execution %s records a sha256 for this record; its sha256 was not checked", arm, execID)
 			}
+			// An openai-server arm's record replays on the server its
+			// frozen arm describes.
+			if snap, serr := rp.s.Snapshot(name); serr == nil {
+				server, _ = replay.FrozenServer(snap, arm)
+			}
 		}
 		sum, err := replay.ReplayRecord(ctx, replay.ReplayRequest{File: f, NoSandbox: rp.s.NoSandbox, Receipts: sums,
-			Options: genrecord.ReplayOptions{Sample: n, Seed: 1}})
+			Options: genrecord.ReplayOptions{Sample: n, Seed: 1}, Server: server})
 		if err == nil && noReceipt != "" {
 			sum.Warnings = append(sum.Warnings, noReceipt)
 		}

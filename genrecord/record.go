@@ -71,6 +71,11 @@ type Pins struct {
 	// An empty map means "loaded none"; a missing one is an error.
 	Libraries  map[string]string `json:"libraries"`
 	BuildFlags string            `json:"build_flags"`
+	// EnvSHA256 is the digest of a Python server's environment (an
+	// openai-server arm's installed distributions): replay starts the
+	// server only if its environment still has it. Absent for rig's own
+	// runtimes and for records made before it was written.
+	EnvSHA256 string `json:"env_sha256,omitempty"`
 	// WeightRepack is "off" when llama-server ran with its CPU backend's
 	// weight repacking off (rig's default, so that a batched pass scores
 	// what the decode steps computed) and "on" when it repacked. Records

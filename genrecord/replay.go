@@ -56,6 +56,10 @@ type RowResult struct {
 	Error      string     `json:"error,omitempty"`
 	ReplayMS   float64    `json:"replay_ms"`
 	WallMS     float64    `json:"original_wall_ms,omitempty"`
+	// Method is how the row was re-scored where a runtime has more than
+	// one way (an openai-server's prompt log-probabilities, or
+	// regeneration), with why when it could not take the first.
+	Method string `json:"method,omitempty"`
 }
 
 // Summary is a whole replay, fit for a report or a recipe card.
@@ -351,7 +355,11 @@ func (s Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "sha256 checked: %s\n", s.ReceiptCheck)
 	}
 	for _, r := range s.Results {
-		fmt.Fprintf(&b, "row %s (line %d, %s, %s, %d steps): ", r.RowID, r.Line, r.Arm, r.Role, r.Comparison.Steps)
+		fmt.Fprintf(&b, "row %s (line %d, %s, %s, %d steps", r.RowID, r.Line, r.Arm, r.Role, r.Comparison.Steps)
+		if r.Method != "" {
+			fmt.Fprintf(&b, ", %s", r.Method)
+		}
+		b.WriteString("): ")
 		switch r.Status {
 		case StatusReproduced:
 			fmt.Fprintf(&b, "reproduced (max |Δ| %.6g nats", r.Comparison.MaxAbsDiff)

@@ -60,6 +60,11 @@ func (r rescorer) Rescore(ctx context.Context, row genrecord.Row) ([]genrecord.S
 			break
 		}
 		res, err = rt.GenerateRaw(ctx, row.RenderedPrompt, samp, len(row.Output), row.K)
+	case *runtimes.OpenAIServer:
+		// A control re-scored by another model's server (calibration):
+		// regenerated, as a row the server's prompt log-probabilities
+		// dispute is.
+		return serverRescorer{srv: rt, header: r.header, regenerateOnly: true, methods: &methodLog{}}.Rescore(ctx, row)
 	default:
 		return nil, fmt.Errorf("replay: no rescoring path for %s", r.rt.Name())
 	}
@@ -119,6 +124,9 @@ type ReplayRequest struct {
 	Receipts []ReceiptSum
 	// Mode is ModeExact (empty) or ModePrefill.
 	Mode string
+	// Server is the server an openai-server record's arm describes
+	// (LoadServerSpec): the record keeps its digests, not how to start it.
+	Server *runtimes.ServerSpec
 }
 
 // ReplayRecord verifies the record's pins against the stack this machine would run,
@@ -159,6 +167,14 @@ func ReplayRecord(ctx context.Context, req ReplayRequest) (genrecord.Summary, er
 		return genrecord.Summary{}, err
 	}
 	defer cleanup()
+	if kind == runtimes.OpenAIServerKind {
+		sum, err := replayOnServer(ctx, req, h, model, filepath.Join(work, kind))
+		sum.ToleranceSource, sum.ReceiptCheck = tol.Source, receiptCheck
+		if tol.Warning != "" {
+			sum.Warnings = append(sum.Warnings, tol.Warning)
+		}
+		return sum, err
+	}
 	component, cfg := replayLaunch(h.Pins, kind, model, filepath.Join(work, kind), req.NoSandbox)
 	rt, err := runtimes.Launch(ctx, in, component, cfg)
 	if err != nil {
@@ -220,6 +236,8 @@ func holdToReceipts(ctx context.Context, req *ReplayRequest) (string, error) {
 // this record on runtime kind.
 func checkReplayMode(req ReplayRequest, pins genrecord.Pins, kind, mode string) error {
 	switch {
+	case kind == runtimes.OpenAIServerKind && req.Server == nil:
+		return fmt.Errorf("%s: %w, and the record keeps its digests (binary_sha256 %.12s), not how to start it: give the study's design, or a file holding the arm's \"server\" block, with --server", req.File, ErrNoServerSpec, pins.BinarySHA256)
 	case mode != ModeExact && mode != ModePrefill:
 		return fmt.Errorf("--mode %q: the modes are exact (decode steps) and prefill (one batched pass)", req.Mode)
 	case mode == ModePrefill && kind != "llama-server":
@@ -274,12 +292,13 @@ func recheckDisputed(ctx context.Context, req ReplayRequest, exactRS genrecord.R
 	if err != nil {
 		return sum, err
 	}
-	return withFallback(sum, exact), nil
+	return withFallback(sum, exact, "the prefill pass disputed were checked again by decode steps (--mode exact)"), nil
 }
 
 // withFallback puts the exact replays of the rows a prefill pass disputed
 // in place of their prefill results, and counts again.
-func withFallback(prefill, exact genrecord.Summary) genrecord.Summary {
+// what says which rows went again, and how ("… rows WHAT: N reproduced there").
+func withFallback(prefill, exact genrecord.Summary, what string) genrecord.Summary {
 	byID := map[string]genrecord.RowResult{}
 	for _, r := range exact.Results {
 		byID[r.RowID] = r
@@ -325,6 +344,6 @@ func withFallback(prefill, exact genrecord.Summary) genrecord.Summary {
 	}
 	out.ElapsedSecs += exact.ElapsedSecs
 	out.Fallback, out.FallbackHeld = again, held
-	out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d rows the prefill pass disputed were checked again by decode steps (--mode exact): %d reproduced there", again, len(prefill.Results), held))
+	out.Warnings = append(out.Warnings, fmt.Sprintf("%d of %d rows %s: %d reproduced there", again, len(prefill.Results), what, held))
 	return out
 }

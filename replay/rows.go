@@ -25,6 +25,9 @@ type replayStack struct {
 	// slots is how many requests the runtime serves at once; generateRows
 	// sends that many together.
 	slots int
+	// server, on an openai-server stack, re-scores its rows as `rig replay`
+	// does (prompt log-probabilities, else regeneration).
+	server *serverRescorer
 }
 
 // replayDesignHash marks records made by replay's own studies, which have no
@@ -50,17 +53,6 @@ func startReplayStackOf(ctx context.Context, in provision.Installed, kind string
 	return launchStack(ctx, in, kind, m, work, noSandbox, old, 1)
 }
 
-// startBatchStack starts kind with model serving slots requests at once,
-// as an arm with pins.slots does: its generateRows sends them in batches of
-// that many, so its rows are what a batched study keeps.
-func startBatchStack(ctx context.Context, in provision.Installed, kind, model, work string, noSandbox bool, slots int) (*replayStack, error) {
-	m, ok := in.Models[model]
-	if !ok || m.Path == "" {
-		return nil, fmt.Errorf("model %q is not provisioned (run make setup)", model)
-	}
-	return launchStack(ctx, in, kind, m, filepath.Join(work, fmt.Sprintf("slots-%d", slots)), noSandbox, false, slots)
-}
-
 func launchStack(ctx context.Context, in provision.Installed, kind string, m provision.Model, work string, noSandbox, old bool, slots int) (*replayStack, error) {
 	rt, err := runtimes.Launch(ctx, in, kind, runtimes.Config{Model: m.Path, ModelName: m.Name, ModelSHA256: m.SHA256,
 		Context: 4096, Slots: slots, WorkDir: filepath.Join(work, kind+"-"+m.Name+"-"+strings.ToLower(m.Quant)), NoSandbox: noSandbox, WeightRepack: old, PromptCheckpoints: old})
@@ -84,6 +76,9 @@ func (s *replayStack) rescorer() rescorer { return rescorer{rt: s.rt, header: s.
 // rs is how the stack re-scores rows: by decode steps, or in one batched
 // pass when it has a prefill scorer.
 func (s *replayStack) rs() genrecord.Rescorer {
+	if s.server != nil {
+		return *s.server
+	}
 	if s.scorer != nil {
 		return prefillRescorer{rescorer: s.rescorer(), scorer: s.scorer}
 	}
@@ -172,7 +167,22 @@ func (s *replayStack) generateRows(ctx context.Context, prefix string, n, maxTok
 func (s *replayStack) generateRow(ctx context.Context, prefix string, i, maxTokens int, ask string) (liveRow, error) {
 	msgs, samp := rowPlan(i, ask)
 	id := fmt.Sprintf("%s-%03d", prefix, i)
-	res, err := s.rt.Generate(ctx, runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: maxTokens, TopK: genrecord.DefaultK})
+	req := runtimes.Request{CallID: id, Messages: msgs, Sampling: samp, MaxTokens: maxTokens, TopK: genrecord.DefaultK}
+	if s.server != nil && s.server.srv.Speaks(runtimes.APICompletions) && (i%4 >= 2 || !s.server.srv.Speaks(runtimes.APIChat)) {
+		// Half of a completions server's rows go as plain text, as a
+		// completion-format arm's do (all of them where it speaks no
+		// chat): those are the rows its prompt log-probabilities can
+		// score, so the calibration holds both kinds. A question and an
+		// answer's cue, so that the model continues rather than ending.
+		req.Messages, req.Prompt = nil, "Question: "+lastContent(msgs)+"\nAnswer:"
+	}
+	res, err := s.rt.Generate(ctx, req)
+	if err == nil && req.Prompt != "" && len(res.Steps) == 0 && s.server.srv.Speaks(runtimes.APIChat) {
+		// The model ended the plain prompt at once: a row with no step has
+		// nothing to replay, so it is asked as chat instead.
+		req.Messages, req.Prompt = msgs, ""
+		res, err = s.rt.Generate(ctx, req)
+	}
 	if err != nil {
 		return liveRow{}, fmt.Errorf("%s on %s, row %s: %w", s.model, s.rt.Name(), id, err)
 	}

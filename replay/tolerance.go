@@ -9,6 +9,7 @@ import (
 	"rig/genrecord"
 	"rig/internal/jsonerr"
 	"rig/internal/sizecap"
+	"rig/runtimes"
 )
 
 // ReplayTolerance is a tolerance read from a calibration written by `rig
@@ -55,6 +56,12 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 			// amount that depends on the slot count: each count has its own.
 			continue
 		}
+		if runtime == runtimes.OpenAIServerKind && !sameServer(rc.Pins, record) {
+			// "openai-server" names any server: a tolerance is one
+			// server's, known by its executable and environment.
+			have[len(have)-1] += fmt.Sprintf(" (server sha256 %.12s%s)", rc.Pins.BinarySHA256, envWord(rc.Pins.EnvSHA256))
+			continue
+		}
 		c := rc.Calibration
 		field := fmt.Sprintf("runtimes[%d].calibration", i)
 		if modeOf(mode) == ModePrefill && runtime == "llama-server" {
@@ -97,7 +104,25 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		}
 		return t, nil
 	}
+	if runtime == runtimes.OpenAIServerKind {
+		return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for the record's server (openai-server sha256 %.12s%s) at %s (it has: %s); run rig replay calibrate --runtime openai-server --server DESIGN.json --slots %d", path, record.BinarySHA256, envWord(record.EnvSHA256), slotWord(slots), strings.Join(have, ", "), slots)
+	}
 	return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for %s at %s, the record's (it has: %s); run rig replay calibrate --runtime %s --slots %d", path, runtime, slotWord(slots), strings.Join(have, ", "), runtime, slots)
+}
+
+// sameServer says whether a calibration's openai-server is the record's:
+// the same executable and the same Python environment (two venvs' python
+// is often one interpreter; their packages tell the servers apart).
+func sameServer(cal, record genrecord.Pins) bool {
+	return cal.BinarySHA256 == record.BinarySHA256 && cal.EnvSHA256 == record.EnvSHA256
+}
+
+// envWord names a Python server's environment digest in a message.
+func envWord(sum string) string {
+	if sum == "" {
+		return ""
+	}
+	return fmt.Sprintf(", environment %.12s", sum)
 }
 
 // errToleranceTwice is returned when a tolerance is given both ways.

@@ -47,6 +47,14 @@ func (s *OpenAIServer) Generate(ctx context.Context, req Request) (Result, error
 		return res, err
 	}
 	st.fill(&res)
+	for i, step := range res.Steps {
+		// The completions form's top-K is a map to which llama-cpp-python
+		// adds the chosen token when it is not among the K: the record
+		// keeps exactly K (the map is ordered by log-probability).
+		if len(step.Top) > req.TopK {
+			res.Steps[i].Top = step.Top[:req.TopK]
+		}
+	}
 	return res, nil
 }
 

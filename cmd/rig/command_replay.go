@@ -12,7 +12,7 @@ import (
 
 func newReplayCommand() *cobra.Command {
 	var req replay.ReplayRequest
-	var rows string
+	var rows, serverFile string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "replay GENERATIONS.jsonl",
@@ -54,10 +54,18 @@ cannot score given tokens and its llama.cpp is linked into its binary). A
 calibration is used only in the mode and for the models it was measured on;
 without one, prefill uses rig's default tolerance and says so.
 
+An openai-server record replays on the server its arm describes (--server
+design.json): started in its sandbox, its executable and Python environment
+checked against the record's digests (a change is stale_asset, nothing is
+replayed). A row is scored by the server's own prompt log-probabilities where
+it gives them (echo with logprobs on /v1/completions, for a plain-text
+prompt), else regenerated with its recorded sampling and seed; each row's
+method is in the summary.
+
 Exit status 1 unless every replayed row reproduced.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runReplay(cmd, &req, args[0], rows, asJSON)
+			return runReplay(cmd, &req, args[0], rows, serverFile, asJSON)
 		},
 	}
 	cmd.Flags().IntVar(&req.Options.Sample, "sample", 0, "replay a seeded random sample of this many rows")
@@ -71,6 +79,7 @@ Exit status 1 unless every replayed row reproduced.`,
 	cmd.Flags().StringVar(&req.Store, "store", "", "the study's store.bolt: check the record's sha256 against its trials' receipts first (a record that differs is refused, naming both digests)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	cmd.Flags().BoolVar(&req.NoSandbox, "no-sandbox", false, "run without network namespaces")
+	cmd.Flags().StringVar(&serverFile, "server", "", "an openai-server record's server: the study's design (the record's arm's server block) or a file holding the block")
 	cmd.Flags().StringVar(&req.Mode, "mode", replay.ModeExact, "exact (decode steps through the runtime) or prefill (one batched pass through its library)")
 	cmd.AddCommand(newReplayCalibrateCommand())
 	return cmd
@@ -78,8 +87,19 @@ Exit status 1 unless every replayed row reproduced.`,
 
 // runReplay replays the rows of the generation record file that req and
 // rows select, prints the summary, and fails unless every row reproduced.
-func runReplay(cmd *cobra.Command, req *replay.ReplayRequest, file, rows string, asJSON bool) error {
+func runReplay(cmd *cobra.Command, req *replay.ReplayRequest, file, rows, serverFile string, asJSON bool) error {
 	req.File = file
+	if serverFile != "" {
+		arm, err := replay.RecordArm(file)
+		if err != nil {
+			return err
+		}
+		spec, err := replay.LoadServerSpec(serverFile, arm)
+		if err != nil {
+			return err
+		}
+		req.Server = &spec
+	}
 	if rows != "" {
 		req.Options.Rows = strings.Split(rows, ",")
 	}

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"rig/replay"
+	"rig/runtimes"
 
 	"github.com/spf13/cobra"
 )
 
 func newReplayCalibrateCommand() *cobra.Command {
 	var req replay.ReplayCalibrationRequest
-	var runtime, out string
+	var runtime, out, serverFile, serverArm string
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "calibrate --out CALIBRATION.json",
@@ -47,6 +48,13 @@ rates it observed on these rows and writes everything to --out.
   rig replay calibrate --model gemma-3-270m --control smollm2-135m-instruct --out cal.json
   rig replay calibrate --runtime llama-server --slots 1,4 --out cal.json
 
+An openai-server is calibrated on the server an arm describes, each model
+started by the same command: rig replay calibrate --runtime openai-server
+--server design.json [--server-arm ARM]. Its tolerance is that server's
+(matched to a record by the executable's and the Python environment's
+digests); where the server speaks /v1/completions half its rows go as plain
+text, the rows its prompt log-probabilities can score.
+
 A study whose arms hold pins.slots N keeps rows made in batches of N, which
 differ slightly from a lone sequence's: replay holds each record to the
 tolerance calibrated at its own slot count (--slots), per runtime.
@@ -56,11 +64,23 @@ Replay with the tolerance it sets: rig replay FILE --calibration calibration.jso
 Exit status 1 when a runtime's noise and controls overlap (not separable).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runtime == runtimes.OpenAIServerKind {
+				if serverFile == "" {
+					return fmt.Errorf("replay calibrate: --runtime openai-server needs --server: the study's design (with --server-arm when several arms have a server block) or a file holding the server block")
+				}
+				spec, err := replay.LoadServerSpec(serverFile, serverArm)
+				if err != nil {
+					return err
+				}
+				req.Server = &spec
+			}
 			return runReplayCalibrate(cmd, &req, runtime, out, asJSON)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "write the calibration (JSON) to this file (required)")
-	cmd.Flags().StringVar(&runtime, "runtime", "both", "llama-server, ollama or both")
+	cmd.Flags().StringVar(&runtime, "runtime", "both", "llama-server, ollama, both, or openai-server (with --server)")
+	cmd.Flags().StringVar(&serverFile, "server", "", "with --runtime openai-server: the design whose arm describes the server, or a file holding its server block")
+	cmd.Flags().StringVar(&serverArm, "server-arm", "", "with --server DESIGN: the arm whose server is calibrated (default: the one arm with a server block)")
 	cmd.Flags().StringVar(&req.Model, "model", "smollm2-135m-instruct", "the model whose replay is calibrated (registry name)")
 	cmd.Flags().StringVar(&req.Control, "control", "gemma-3-270m", "another provisioned model, for the swapped-model control")
 	cmd.Flags().IntVar(&req.Rows, "rows", 40, "genuine rows generated on --model, per runtime")
@@ -82,7 +102,9 @@ func runReplayCalibrate(cmd *cobra.Command, req *replay.ReplayCalibrationRequest
 		return fmt.Errorf("replay calibrate: --out is required (the file the calibration is written to, e.g. --out calibration.json)")
 	}
 	var err error
-	if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
+	if runtime == runtimes.OpenAIServerKind {
+		req.Runtimes = []string{runtime}
+	} else if req.Runtimes, err = replayRuntimes("replay calibrate", runtime); err != nil {
 		return err
 	}
 	cal, err := replay.CalibrateReplay(cmd.Context(), *req)
