@@ -209,8 +209,8 @@ func (p *problems) checkFidelity(at string, f Fidelity) {
 	}
 	for j, pr := range f.Pairs {
 		fp := fmt.Sprintf("%s.pairs[%d]", at, j)
-		if !arms[pr.Challenger] {
-			p.bad(fp+".challenger", "%q has no fidelity row (arms are %v)", pr.Challenger, slices.Sorted(maps.Keys(arms)))
+		if !arms[pr.Challenger] && pr.Challenger != f.Reference {
+			p.bad(fp+".challenger", "%q has no fidelity row and is not the reference %q (arms are %v)", pr.Challenger, f.Reference, slices.Sorted(maps.Keys(arms)))
 		}
 		if !arms[pr.Baseline] && pr.Baseline != f.Reference {
 			p.bad(fp+".baseline", "%q has no fidelity row and is not the reference %q", pr.Baseline, f.Reference)

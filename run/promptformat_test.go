@@ -20,7 +20,10 @@ import (
 )
 
 // quickDesignMap reads the quick demo study as a JSON tree, its bank named
-// by absolute path and the design allowed to live in a temporary folder.
+// by absolute path and the design allowed to live in a temporary folder,
+// and its arms at one slot: these tests are of prompt formats, and what
+// they hold the answers to was seen one trial at a time (the demo's own
+// slot count, pins.slots 4, is TestQuickDemoScript's).
 func quickDesignMap(t *testing.T) map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile("../examples/quick-study/design.json")
@@ -35,6 +38,9 @@ func quickDesignMap(t *testing.T) map[string]any {
 	jk := m["job_kinds"].([]any)[0].(map[string]any)
 	jk["task_bank"], jk["sample_tasks"] = bank, 2
 	m["allow_paths_outside"] = true
+	for _, a := range m["arms"].([]any) {
+		a.(map[string]any)["pins"].(map[string]any)["slots"] = 1
+	}
 	return m
 }
 

@@ -2,7 +2,7 @@
 # A bundled example study, end to end on the real runtimes and models:
 # register → review → approve → freeze → preflight → validate → run → report.
 # By default the quick one (examples/quick-study: SmolLM2 at Q4_1 against
-# its Q8_0 requantization, both on llama-server, a few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards, demo-stopping).
+# its Q8_0 requantization, both on llama-server at 4 slots, a few minutes); RIG_DEMO_DESIGN names another (make demo-full, demo-cards, demo-stopping).
 # It starts a private daemon for the demo's own home and stops it at the end.
 # Everything is idempotent: running it again reuses the registered study and
 # makes a new execution only when the last one did not finish.
@@ -93,6 +93,9 @@ step "report (a sample of every generation record replayed through its pinned mo
 shot="$RIG_HOME/studies/$name/report.png"
 "$rig" study report "$name" --replay-sample "${RIG_DEMO_REPLAY_SAMPLE:-3}" --screenshot "$shot"
 md=$(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.md | head -1)
+# Each arm's slots as the report's speed card shows them: the trials of that
+# arm the run kept in flight at once (its pins.slots).
+slots=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(", ".join("%s %d" % (s["arm"], s.get("slots") or 1) for k in d["kinds"] for s in k.get("speed") or []))' "$(dirname "$md")/report.json")
 if grep -q '^## Card sub-study' "$md"; then
   step "card table"
   awk '/^## Card sub-study/{on=1} on&&/^## /&&!/Card sub-study/{exit} on' "$md"
@@ -102,4 +105,5 @@ echo "receipts:           $RIG_HOME/studies/$name/store.bolt (rig receipts expor
 echo "generation records: $RIG_HOME/studies/$name/executions/*/generations-*.jsonl"
 echo "report:             $(ls -t "$RIG_HOME"/studies/"$name"/reports/*/report.html | head -1)"
 echo "screenshot:         $shot"
+echo "slots:              ${slots:-none timed} (trials of an arm in flight at once, its pins.slots; the report's speed card)"
 echo "demo took:          $((SECONDS / 60))m$((SECONDS % 60))s"
