@@ -27,7 +27,7 @@ setup-test-tools: setup
 	@scripts/setup-test-tools.sh
 
 # make demo is a quick first look (examples/quick-study: two llama-server
-# arms, 24 tasks, a few minutes) that still shows every stage; demo-full runs
+# arms at 4 slots each, 24 tasks, a few minutes) that still shows every stage; demo-full runs
 # the bundled five-arm study (examples/demo-study, Ollama and Aider: ~9 min).
 demo: setup build
 	@scripts/demo.sh
@@ -46,11 +46,12 @@ demo-cards: setup build
 demo-stopping: setup build
 	@RIG_DEMO_DESIGN=examples/stopping-study/design.json RIG_DEMO_TARGET="make demo-stopping" scripts/demo.sh
 
-# Two packages at a time: cmd/rig's end-to-end tests take about 29 minutes
-# alone and everything else about 20, each mostly on one core (a runtime runs
-# with one thread on a 2-core machine), so the rest runs beside cmd/rig.
+# Three packages at a time on a 2-core machine: cmd/rig's end-to-end tests
+# take about 30 minutes alone and everything else about 25, and much of both
+# is waiting (engine outages, daemons starting, timeouts held on purpose),
+# not computing, so a third package fills the waits.
 test: setup setup-test-tools lint
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 2 $(PKGS)
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 3 $(PKGS)
 
 # Unit tests only: no real runtime is started.
 test-short:
