@@ -51,8 +51,12 @@ type Report struct {
 type KindResult struct {
 	JobKind string  `json:"job_kind"`
 	Measure Measure `json:"measure"`
-	Gate    float64 `json:"gate"`
-	Tasks   int     `json:"tasks"` // tasks seen for any arm
+	// RankBy is the job kind's JobKind.RankBy: MetricFidelityKL when its
+	// pairs are judged on fidelity, the arms' figures below then being
+	// their pass rates, shown beside.
+	RankBy string  `json:"rank_by,omitempty"`
+	Gate   float64 `json:"gate"`
+	Tasks  int     `json:"tasks"` // tasks seen for any arm
 	// CommonTasks have a result for every arm; P(best) is computed on them.
 	CommonTasks int         `json:"common_tasks"`
 	Arms        []ArmResult `json:"arms"`
@@ -137,7 +141,10 @@ type PairResult struct {
 	NotRun []string `json:"not_run,omitempty"`
 
 	direction int
-	allEqual  bool
+	// byFidelity: the pair is judged on fidelity (JobKind.RankBy), and
+	// fidelityRead says its figures were found.
+	byFidelity, fidelityRead bool
+	allEqual                 bool
 	// constant: every paired value of both arms is constantValue.
 	constant      bool
 	constantValue float64
@@ -276,7 +283,11 @@ func (r *Report) comparePairs(ctx context.Context, d Design, tables []*table, bo
 			if err != nil {
 				return fmt.Errorf("job kind %s, pair %s: %w", tb.kind.Name, p, err)
 			}
-			pr.applySequential(in.Sequential)
+			if tb.kind.RankBy == MetricFidelityKL {
+				pr.rankByFidelity(in.Fidelity)
+			} else {
+				pr.applySequential(in.Sequential)
+			}
 			pr.dropNotRun(in.Sequential)
 			if pr.notComparable == "" && pr.Tasks > 0 {
 				ps = append(ps, float64(pr.P))
@@ -300,7 +311,7 @@ func (r *Report) classifyPairs(d Design) {
 		p := &r.Pairs[i]
 		classify(p, d.Alpha, d.CostFactor)
 		p.Shown = "not shown"
-		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && float64(p.PHolm) <= d.Alpha {
+		if (p.Outcome == Improvement || p.Outcome == Regression || p.Outcome == Tradeoff) && (p.byFidelity || float64(p.PHolm) <= d.Alpha) {
 			p.Shown = "shown"
 		}
 		switch {
@@ -358,7 +369,7 @@ type shared struct {
 }
 
 func rank(ctx context.Context, d Design, tb *table, stream uint64) (KindResult, shared, error) {
-	kr := KindResult{JobKind: tb.kind.Name, Measure: tb.kind.Measure, Gate: tb.kind.Gate, Tasks: len(tb.tasks)}
+	kr := KindResult{JobKind: tb.kind.Name, Measure: tb.kind.Measure, RankBy: tb.kind.RankBy, Gate: tb.kind.Gate, Tasks: len(tb.tasks)}
 	k := len(tb.arms)
 	all := make([]int, k)
 	for a := range all {

@@ -307,6 +307,10 @@ func pBestBelowBar(d Design, rep *Report) (bool, string) {
 	var got []string
 	for _, k := range rep.Kinds {
 		switch {
+		case k.RankBy != "":
+			// Its pairs are judged on fidelity; P(best) here would be the
+			// pass rates', which do not rank it.
+			got = append(got, fmt.Sprintf("%s: ranked by %s, no P(best) read: no", k.JobKind, k.RankBy))
 		case k.Verdict == "no common tasks" || !k.LeaderPBest.Valid():
 			holds = true
 			got = append(got, fmt.Sprintf("%s: no P(best) (%s): yes", k.JobKind, k.Verdict))
@@ -390,7 +394,11 @@ func (c Condition) eval(rep *Report) (bool, string) {
 		if !ok {
 			mark = "no"
 		}
-		got = append(got, fmt.Sprintf("%s: %s, delta %+.3f, Holm p %.3g: %s", p.JobKind, p.Outcome, delta, float64(p.PHolm), mark))
+		if p.byFidelity {
+			got = append(got, fmt.Sprintf("%s: %s, mean KL delta %s [%s, %s] nats/token: %s", p.JobKind, p.Outcome, signed4(delta), signed4(float64(p.Interval.Lo)), signed4(float64(p.Interval.Hi)), mark))
+		} else {
+			got = append(got, fmt.Sprintf("%s: %s, delta %+.3f, Holm p %.3g: %s", p.JobKind, p.Outcome, delta, float64(p.PHolm), mark))
+		}
 		holds = holds && ok
 	}
 	if seen == 0 {

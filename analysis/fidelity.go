@@ -62,3 +62,59 @@ func signed4(v float64) string {
 	}
 	return fmt.Sprintf("%+.4g", v)
 }
+
+// rankByFidelity makes the pair's fidelity figures its primary comparison,
+// for a job kind ranked by fidelity: the paired difference in mean KL per
+// token (candidate − baseline) with its bootstrap interval over tasks, as
+// package fidelity computed it once for the report and the guardrail. The
+// pass comparison's newly fixed and failing tasks stay (the winner policy
+// reads them), and so does its p-value, in Holm's family as before, shown
+// beside as the pass rates are: it decides nothing here. Its detectable
+// lead, in pass points, does not stay.
+func (pr *PairResult) rankByFidelity(fs []FidelityKL) {
+	pr.byFidelity = true
+	pr.MinDetectable = Num(math.NaN())
+	pr.direction = 0
+	f, ok := fidelityOf(fs, pr.JobKind, pr.Candidate, pr.Baseline)
+	if !ok || !f.Delta.Valid() || !f.Interval.Lo.Valid() || !f.Interval.Hi.Valid() {
+		// Nothing to decide on: the pass comparison stays in view, said to
+		// be the pass rates', and the pair cannot lead (classifyFidelity).
+		pr.Test = "fidelity not measured for this pair (no fidelity records pair it by task), so it cannot lead; the difference and p are the pass rates' " + pr.Test + ", shown beside"
+		return
+	}
+	pr.Test = "the paired bootstrap over tasks of the mean KL per token from the reference decides (lower is better); p is the pass rates' " + pr.Test + ", shown beside"
+	pr.fidelityRead = true
+	pr.Delta, pr.Interval = f.Delta, f.Interval
+	// Lower is better: the candidate leads only when the whole interval
+	// is below zero, and trails only when it is wholly above.
+	switch {
+	case float64(f.Interval.Hi) < 0:
+		pr.direction = 1
+	case float64(f.Interval.Lo) > 0:
+		pr.direction = -1
+	}
+}
+
+// classifyFidelity is classify for a pair judged on fidelity: its interval
+// at the design's level decides, and the cost factor makes a tradeoff as
+// for any measure.
+func classifyFidelity(p *PairResult, costFactor float64) {
+	if !p.fidelityRead {
+		p.Outcome, p.Reason = Inconclusive, "fidelity not measured: no fidelity records pair these arms by task, so the job kind's ranking measure (mean KL to the reference) cannot be read"
+		return
+	}
+	cost := float64(p.CostRatio)
+	iv := fmt.Sprintf("mean KL difference %s nats/token [%s, %s]", signed4(float64(p.Delta)), signed4(float64(p.Interval.Lo)), signed4(float64(p.Interval.Hi)))
+	switch {
+	case p.direction > 0 && cost > costFactor:
+		p.Outcome, p.Reason = Tradeoff, fmt.Sprintf("closer to the reference (%s, wholly below 0) but %.2f× the baseline's cost, beyond the %.2f× factor", iv, cost, costFactor)
+	case p.direction > 0:
+		p.Outcome, p.Reason = Improvement, fmt.Sprintf("closer to the reference (%s, wholly below 0)", iv)
+	case p.direction < 0 && cost < 1/costFactor:
+		p.Outcome, p.Reason = Tradeoff, fmt.Sprintf("further from the reference (%s, wholly above 0) but %.2f× the baseline's cost, cheaper beyond the %.2f× factor", iv, cost, costFactor)
+	case p.direction < 0:
+		p.Outcome, p.Reason = Regression, fmt.Sprintf("further from the reference (%s, wholly above 0)", iv)
+	default:
+		p.Outcome, p.Reason = Inconclusive, fmt.Sprintf("difference in closeness to the reference not shown (%s spans 0); not shown is not equal", iv)
+	}
+}

@@ -95,6 +95,13 @@ type JobKind struct {
 	Name    string  `json:"name"`
 	Measure Measure `json:"measure"`
 	Gate    float64 `json:"gate"`
+	// RankBy is MetricFidelityKL when the job kind's pairs are judged on
+	// their paired difference in mean KL per token from the reference arm
+	// (Input.Fidelity; lower is better) instead of on Measure, which still
+	// gives the arms' pass rates beside. Empty ranks by Measure; omitted
+	// from the JSON then, so the comparison hash of a design that does not
+	// rank by fidelity is the one it had before fidelity could rank.
+	RankBy string `json:"rank_by,omitempty"`
 }
 
 // Pair is a comparison named in the design before any run.
@@ -338,6 +345,9 @@ func validateJobKinds(d Design) (map[string]bool, error) {
 		}
 		if k.Measure != MeasurePass && k.Measure != MeasureScore {
 			return nil, &FieldError{Field: f + ".measure", Problem: fmt.Sprintf("%q is not a measure", k.Measure), Fix: `use "pass" or "score"`}
+		}
+		if k.RankBy != "" && k.RankBy != MetricFidelityKL {
+			return nil, &FieldError{Field: f + ".rank_by", Problem: fmt.Sprintf("%q is not a ranking measure the analysis reads besides the trials", k.RankBy), Fix: `use "fidelity_kl" or leave it empty to rank by the measure`}
 		}
 		if k.Gate < 0 || k.Gate > 1 {
 			return nil, &FieldError{Field: f + ".gate", Problem: fmt.Sprintf("%v is outside [0,1]", k.Gate), Fix: "the gate is a per-task threshold in [0,1]"}

@@ -32,6 +32,11 @@ func classify(p *PairResult, alpha, costFactor float64) {
 	case p.MissingTasks > 0:
 		p.Outcome, p.Reason = Inconclusive, fmt.Sprintf("%d tasks lack a result for one of the arms; required paired data is missing", p.MissingTasks)
 		return
+	case p.byFidelity:
+		// Pass rates agreeing say nothing of the distributions: the
+		// fidelity interval decides, whatever the pass table shows.
+		classifyFidelity(p, costFactor)
+		return
 	case p.allEqual && p.constant:
 		// Not a tie: nothing was measured. A rule that takes the cheaper
 		// arm on a tie must not take it when both arms failed everything,

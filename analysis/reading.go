@@ -19,6 +19,12 @@ func NotShownText(delta, detectable float64) string {
 // second word for the same reading.
 func (p PairResult) Reading(detectable, alpha float64) string {
 	switch {
+	case p.byFidelity && p.Shown == "shown":
+		// Judged on its fidelity interval, not on a Holm-adjusted test,
+		// and in nats, not in the pass points detectable is stated in.
+		return "shown: the mean-KL interval excludes 0"
+	case p.byFidelity:
+		return "no difference in mean KL shown: the interval spans 0 or was not measured"
 	case p.Shown == "shown":
 		return wording.Shown(alpha)
 	case detectable > 0:

@@ -20,6 +20,9 @@ func (r *Report) WriteSummary(w io.Writer) error {
 	p("intervals %s (method beside each); bootstrap %s, %d resamples, seed %d; Holm across %d tests at alpha %.3g\n", LevelPercent(r.Level), r.IntervalMethod, r.Resamples, r.Seed, r.HolmFamily, r.Alpha)
 	for _, k := range r.Kinds {
 		p("\n%s (%s, gate %.2f, %d tasks, %d common)\n", k.JobKind, k.Measure, k.Gate, k.Tasks, k.CommonTasks)
+		if k.RankBy == MetricFidelityKL {
+			p("pairs ranked by mean KL per token to the reference (lower is better; closeness to the reference model, not correctness); the arms below are their pass rates, shown beside\n")
+		}
 		p("arm\ttasks\tmean [interval]\tpass\tmedian\tp10\tworst\tP(best)\tcapped\n")
 		for _, a := range k.Arms {
 			p("%s\t%d\t%s %s\t%s\t%s\t%s\t%s\t%s\t%d\n", a.Arm, a.Tasks, wording.Interval(float64(a.Mean), float64(a.Interval.Lo), float64(a.Interval.Hi)), a.Interval.Method, wording.Percent(float64(a.PassRate)), f3(a.Median), f3(a.P10), f3(a.Worst), wording.PBest(float64(a.PBest)), a.Counts.Capped)

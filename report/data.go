@@ -66,6 +66,11 @@ type Kind struct {
 	Measure string `json:"measure"`
 	// Direction is "higher" or "lower": which way the measure is better.
 	Direction string `json:"direction"`
+	// RankedBy words what ranks the job kind's pairs when the design ranks
+	// by fidelity: mean KL per token to the reference, lower is better.
+	// Measure and Direction then describe the arms' pass rates, shown
+	// beside; empty when the measure ranks.
+	RankedBy string `json:"ranked_by,omitempty"`
 	// Interval says in words how this job kind's intervals were made, one
 	// phrase per method its arms and pairs used, e.g. "95%; wilson-blaker:
 	// Wilson score interval joined with Blaker's exact interval at the

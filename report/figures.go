@@ -156,11 +156,26 @@ func better(k Kind) string {
 	return "higher is better"
 }
 
+// FidelityRankingDirection is which way is better for a job kind ranked by
+// fidelity (Kind.RankedBy), with the pass rates that are shown beside; the
+// page's template (report.html.tmpl) writes the same words.
+const FidelityRankingDirection = "lower is better; pass rates shown beside"
+
+// rankingMeasure is what ranks the job kind's pairs and which way is
+// better: its measure, or its RankedBy when fidelity ranks it.
+func rankingMeasure(k Kind) (string, string) {
+	if k.RankedBy != "" {
+		return k.RankedBy, FidelityRankingDirection
+	}
+	return k.Measure, better(k)
+}
+
 // forest plots each named pair's delta with its interval.
 func forest(k Kind, id string) (figure, error) {
 	styles := armStyles(k)
 	n := len(k.Pairs)
-	p := newPlot(fmt.Sprintf("Δ %s, challenger − baseline (%s)", k.Measure, better(k)), "")
+	measure, dir := rankingMeasure(k)
+	p := newPlot(fmt.Sprintf("Δ %s, challenger − baseline (%s)", measure, dir), "")
 	addGrid(p, true, false)
 	names := make([]string, n)
 	lo, hi := 0.0, 0.0

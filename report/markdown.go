@@ -172,7 +172,8 @@ func (m *mdWriter) warnings(ws []string) {
 // each of its tables and lists.
 func (m *mdWriter) kind(k Kind) {
 	m.p("## Job kind: %s\n\n", line(k.Name))
-	m.p("Ranking measure **%s** (%s), gate %s, interval: %s, P(best) bar %.2f, Holm at α = %.2f", line(k.Measure), better(k), num(k.Gate), line(k.Interval), k.BestBar, k.Alpha)
+	measure, dir := rankingMeasure(k)
+	m.p("Ranking measure **%s** (%s), gate %s, interval: %s, P(best) bar %.2f, Holm at α = %.2f", line(measure), dir, num(k.Gate), line(k.Interval), k.BestBar, k.Alpha)
 	m.p("; %s.\n\n", detectableText(k))
 	if a := leader(k); a != nil {
 		m.p("**%s**\n\n", line(leaderText(k, *a)))

@@ -3,6 +3,7 @@ package studies
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,26 +67,62 @@ func TestFidelityGuardrailNeedsAReferenceEverywhere(t *testing.T) {
 	}
 }
 
-// TestFidelityRankingMeasureRefused: fidelity_kl as a ranking measure is
-// refused, first for want of a reference, then, with one, because the
-// analysis does not rank by it (it would rank by the grader's scores
-// instead), naming the guardrail to use.
-func TestFidelityRankingMeasureRefused(t *testing.T) {
-	measure := func(ref string) func(d *Design) {
-		return func(d *Design) {
-			d.JobKinds[0].RankingMeasure = Measure{Name: MetricFidelityKL, Direction: "lower"}
-			d.JobKinds[0].Reference = ref
-		}
-	}
-	got := fidelityProblems(t, measure(""), "job_kinds[0].ranking_measure.name")
-	if len(got) != 1 || !strings.Contains(got[0].Msg, `"extract-json" names none`) {
-		t.Errorf("without a reference: %v; want the missing reference named", got)
-	}
-	got = fidelityProblems(t, measure(demoQ8), "job_kinds[0].ranking_measure.name")
-	if len(got) != 1 || !strings.Contains(got[0].Msg, "does not rank by fidelity yet") || !strings.Contains(got[0].Msg, `"metric": "fidelity_kl"`) {
-		t.Errorf("with a reference: %v; want it refused with the guardrail to use", got)
+// TestFidelityRankingMeasureAccepted: fidelity_kl ranks a job kind with a
+// reference whose pairs leave the reference out (it is the yardstick, KL 0
+// by construction), lower being better.
+func TestFidelityRankingMeasureAccepted(t *testing.T) {
+	got := fidelityProblems(t, func(d *Design) {
+		d.JobKinds[0].RankingMeasure = Measure{Name: MetricFidelityKL, Direction: "lower"}
+		d.JobKinds[0].Reference = demoQ8
+		d.Pairs = []Pair{{Challenger: demoQ8Olla, Incumbent: demoQ4, JobKind: d.JobKinds[0].Name}}
+	}, "job_kinds[0]")
+	if len(got) != 0 {
+		t.Errorf("fidelity_kl ranking beside a reference no pair names refused: %v", got)
 	}
 	if got := fidelityProblems(t, func(d *Design) { d.JobKinds[0].Reference = demoQ8 }, "job_kinds[0].ranking_measure"); len(got) != 0 {
 		t.Errorf("pass_rate beside a reference refused: %v", got)
+	}
+}
+
+// TestFidelityRankingMeasureRefused: fidelity_kl as a ranking measure is
+// refused, by field and with the fix, without a reference, with "higher",
+// when a pair of the job kind names the reference as incumbent or as
+// challenger (the demo's default pairs make Q8_0 a challenger), and beside a
+// stopping rule, whose looks come before fidelity is scored.
+func TestFidelityRankingMeasureRefused(t *testing.T) {
+	measure := func(ref, dir string, pairs []Pair) func(d *Design) {
+		return func(d *Design) {
+			d.JobKinds[0].RankingMeasure = Measure{Name: MetricFidelityKL, Direction: dir}
+			d.JobKinds[0].Reference = ref
+			if pairs != nil {
+				d.Pairs = pairs
+			}
+		}
+	}
+	kind := "extract-json"
+	otherPair := []Pair{{Challenger: demoQ8Olla, Incumbent: demoQ4, JobKind: kind}}
+	got := fidelityProblems(t, measure("", "lower", otherPair), "job_kinds[0].ranking_measure.name")
+	if len(got) != 1 || !strings.Contains(got[0].Msg, `"extract-json" names none`) {
+		t.Errorf("without a reference: %v; want the missing reference named", got)
+	}
+	got = fidelityProblems(t, measure(demoQ8, "higher", otherPair), "job_kinds[0].ranking_measure.direction")
+	if len(got) != 1 || !strings.Contains(got[0].Msg, `"direction": "lower"`) {
+		t.Errorf("direction higher: %v; want it refused with lower to use", got)
+	}
+	got = fidelityProblems(t, measure(demoQ4, "lower", otherPair), "job_kinds[0].reference")
+	if len(got) != 1 || !strings.Contains(got[0].Msg, "is the incumbent of") || !strings.Contains(got[0].Msg, "name another arm as reference") {
+		t.Errorf("reference as incumbent: %v; want it refused naming the fix", got)
+	}
+	got = fidelityProblems(t, measure(demoQ8, "lower", nil), "job_kinds[0].reference")
+	if len(got) != 1 || !strings.Contains(got[0].Msg, "is the challenger of "+demoQ8+" vs "+demoQ4) {
+		t.Errorf("reference as the demo's challenger: %v; want it refused by pair", got)
+	}
+	withStopping := func(d *Design) {
+		measure(demoQ8, "lower", otherPair)(d)
+		d.Stopping = &Stopping{Method: StopAnytime}
+	}
+	got = fidelityProblems(t, withStopping, "stopping")
+	if !slices.ContainsFunc(got, func(p Problem) bool { return strings.Contains(p.Msg, "scored after all its trials") }) {
+		t.Errorf("stopping beside fidelity ranking: %v; want it refused", got)
 	}
 }

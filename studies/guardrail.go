@@ -150,12 +150,15 @@ func (v *validator) fidelityGuardrail(p string, g Guardrail) {
 }
 
 // FidelityRankingMeasure names fidelity to the reference arm as a ranking
-// measure. The analysis does not rank by it yet, so validation refuses it
-// with the guardrail to use instead (and, without a reference, says that
-// first).
+// measure: each pair of the job kind is judged on the paired difference in
+// mean KL per token (lower is better) rather than on pass rates.
 const FidelityRankingMeasure = MetricFidelityKL
 
-// fidelityMeasure refuses fidelity_kl as job kind jk's ranking measure.
+// fidelityMeasure checks fidelity_kl as job kind jk's ranking measure: it
+// is lower-is-better, needs the job kind's reference arm, and ranks only the
+// other arms, since the reference is the yardstick (KL 0 from itself by
+// construction): a pair naming it would be decided by construction, not by
+// the study.
 func (v *validator) fidelityMeasure(p string, jk JobKind) {
 	if jk.RankingMeasure.Name != FidelityRankingMeasure {
 		return
@@ -164,7 +167,25 @@ func (v *validator) fidelityMeasure(p string, jk JobKind) {
 		v.add(KindInvalid, p+".ranking_measure.name", "%q measures fidelity to the job kind's reference arm, and %q names none: add \"reference\": \"ARM\" (an arm with the same tokenizer)", FidelityRankingMeasure, jk.Name)
 		return
 	}
-	v.add(KindInvalid, p+".ranking_measure.name", "%q: the analysis does not rank by fidelity yet; rank by pass_rate and hold fidelity as a guardrail, {\"metric\": \"fidelity_kl\", \"max_absolute_increase\": 0.05}", FidelityRankingMeasure)
+	if jk.RankingMeasure.Direction != "lower" {
+		v.add(KindInvalid, p+".ranking_measure.direction", "%q: %s is lower-is-better (mean KL per token to the reference); set \"direction\": \"lower\"", jk.RankingMeasure.Direction, FidelityRankingMeasure)
+	}
+	if v.d.Stopping != nil {
+		// The monitor reads grades between blocks; fidelity is scored
+		// only after the job kind's trials, so no look could read it.
+		v.add(KindInvalid, "stopping", "job kind %q ranks by %s, which is scored after all its trials, so no look between blocks can read it: leave stopping out, or rank by pass_rate and hold fidelity as a guardrail", jk.Name, FidelityRankingMeasure)
+	}
+	for _, pr := range v.d.ResolvedPairs() {
+		if pr.JobKind != jk.Name {
+			continue
+		}
+		switch jk.Reference {
+		case pr.Incumbent:
+			v.add(KindInvalid, p+".reference", "%q is the incumbent of %s vs %s, and job kind %q ranks by %s: the reference is the yardstick (KL 0 by construction), so no challenger could do better; name another arm as reference, or make another arm the incumbent (or list pairs without it)", jk.Reference, pr.Challenger, pr.Incumbent, jk.Name, FidelityRankingMeasure)
+		case pr.Challenger:
+			v.add(KindInvalid, p+".reference", "%q is the challenger of %s vs %s, and job kind %q ranks by %s: the reference is the yardstick (KL 0 by construction), so it would lead by construction; name another arm as reference, or list pairs that leave it out", jk.Reference, pr.Challenger, pr.Incumbent, jk.Name, FidelityRankingMeasure)
+		}
+	}
 }
 
 func (v *validator) winnerPolicy() {

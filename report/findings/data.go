@@ -110,6 +110,15 @@ func (b kindBuilder) kind(k analysis.KindResult) report.Kind {
 	d, rep := b.ev.Design, b.rep
 	jk := report.Kind{Name: k.JobKind, Measure: string(k.Measure), Direction: "higher", Gate: k.Gate, BestBar: d.PBestBar, Alpha: rep.Alpha,
 		Interval: rep.IntervalText(k), Verdict: k.Verdict, Leader: k.Leader}
+	if k.RankBy == analysis.MetricFidelityKL {
+		ref := ""
+		for _, dk := range d.JobKinds {
+			if dk.Name == k.JobKind {
+				ref = dk.Reference
+			}
+		}
+		jk.RankedBy = FidelityRankingWords(ref)
+	}
 	b.taskLists(&jk, k.JobKind)
 	if d.Power.SmallestDetectableDifference > 0 {
 		v := d.Power.SmallestDetectableDifference

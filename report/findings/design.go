@@ -32,11 +32,17 @@ func Design(d *studies.Design, designHash string) analysis.Design {
 		}
 	}
 	for _, jk := range d.JobKinds {
-		m := analysis.MeasurePass
-		if jk.RankingMeasure.Name != "pass_rate" {
+		m, rankBy := analysis.MeasurePass, ""
+		switch jk.RankingMeasure.Name {
+		case "pass_rate":
+		case studies.FidelityRankingMeasure:
+			// Its pairs are judged on fidelity (Evidence.Fidelity); the
+			// trials still give each arm's pass rate, shown beside.
+			rankBy = analysis.MetricFidelityKL
+		default:
 			m = analysis.MeasureScore
 		}
-		ad.JobKinds = append(ad.JobKinds, analysis.JobKind{Name: jk.Name, Measure: m, Gate: 0.5})
+		ad.JobKinds = append(ad.JobKinds, analysis.JobKind{Name: jk.Name, Measure: m, Gate: 0.5, RankBy: rankBy})
 	}
 	seen := map[analysis.Pair]bool{}
 	for _, p := range d.ResolvedPairs() {

@@ -261,3 +261,10 @@ func (f *Fidelity) cardFidelity(jobKind string, arm studies.Arm) (*report.Interv
 	}
 	return nil, false
 }
+
+// FidelityRankingWords is a job kind's ranking measure when it ranks by
+// fidelity: what it measures, said plainly, since a reader would otherwise
+// take the lower KL for the better answers.
+func FidelityRankingWords(reference string) string {
+	return fmt.Sprintf("mean KL per token to %s, nats (closeness to the reference model, not correctness)", reference)
+}

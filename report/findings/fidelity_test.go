@@ -470,3 +470,73 @@ func TestFidelityPairOnOtherTasksIsNoted(t *testing.T) {
 		t.Error("the note is not in the Markdown")
 	}
 }
+
+// fakeFidelityRankedStudy is the fake study with its job kind ranked by
+// fidelity to q8: incumbent and challenger are the other two arms, the
+// only pair is challenger against incumbent, and a challenger shown better
+// is accepted.
+func fakeFidelityRankedStudy(incumbent, challenger string) *Evidence {
+	ev := fakeFidelityStudy(nil)
+	d := ev.Design
+	d.JobKinds[0].RankingMeasure = studies.Measure{Name: studies.FidelityRankingMeasure, Direction: "lower"}
+	for i := range d.Arms {
+		d.Arms[i].Role = studies.RoleCandidate
+		if d.Arms[i].Name == incumbent {
+			d.Arms[i].Role = studies.RoleIncumbent
+		}
+	}
+	d.Pairs = []studies.Pair{{Challenger: challenger, Incumbent: incumbent}}
+	d.DecisionRule = studies.DecisionRule{Clauses: []studies.Clause{{When: studies.WhenChallengerBetter, Assign: "accept challenger"}}, Otherwise: "keep the incumbent"}
+	return ev
+}
+
+// TestFidelityRanksTheJobKind: ranked by fidelity to q8, q4 (mean KL near
+// 0.01) is accepted over q2 (near 0.05) on the paired KL interval though
+// their pass rates are alike, q2 over q4 is kept out, and the ranking line
+// says it ranks by mean KL to the reference, closeness not correctness,
+// with the pass rates beside.
+func TestFidelityRanksTheJobKind(t *testing.T) {
+	recs := writeFakeFidelity(t, fakeFidelityRecords())
+	_, rep, data := fakeFidelityReport(t, fakeFidelityRankedStudy("q2", "q4"), recs)
+	if len(rep.Pairs) != 1 || rep.Pairs[0].Outcome != analysis.Improvement || !(float64(rep.Pairs[0].Interval.Hi) < 0) {
+		t.Fatalf("pairs %+v; want q4 vs q2 an improvement, its KL interval below 0", rep.Pairs)
+	}
+	if rep.Decision.Verdict != analysis.Accept || rep.Decision.Arm != "q4" {
+		t.Errorf("decision %s %s; want q4 accepted:\n%s", rep.Decision.Verdict, rep.Decision.Arm, strings.Join(rep.Decision.Trace, "\n"))
+	}
+	if pr := data.Kinds[0].Pairs[0].Delta; pr.Value != float64(rep.Pairs[0].Delta) || pr.High >= 0 {
+		t.Errorf("report pair delta %+v; want the KL difference, below 0", pr)
+	}
+	md, _, page := renderFidelity(t, data)
+	want := "Ranking measure **mean KL per token to q8, nats (closeness to the reference model, not correctness)** (lower is better; pass rates shown beside)"
+	if !strings.Contains(md, want) {
+		t.Errorf("markdown has no ranking line %q", want)
+	}
+	if !strings.Contains(pageText(page), "Ranking measure  mean KL per token to q8, nats (closeness to the reference model, not correctness)  (lower is better; pass rates shown beside)") {
+		t.Error("page has no fidelity ranking line")
+	}
+	if !strings.Contains(md, "pass rate") {
+		t.Error("pass rates are not shown beside")
+	}
+
+	_, rep, _ = fakeFidelityReport(t, fakeFidelityRankedStudy("q4", "q2"), recs)
+	if len(rep.Pairs) != 1 || rep.Pairs[0].Outcome != analysis.Regression || rep.Decision.Verdict != analysis.Keep {
+		t.Errorf("q2 vs q4: pairs %+v, verdict %s; want a regression and the incumbent kept", rep.Pairs, rep.Decision.Verdict)
+	}
+}
+
+// TestFidelityRankingWithoutRecordsReports: ranked by fidelity with no
+// records, the pair is inconclusive, says it was not measured, and the
+// report stays valid, its difference said to be the pass rates'.
+func TestFidelityRankingWithoutRecordsReports(t *testing.T) {
+	_, rep, data := fakeFidelityReport(t, fakeFidelityRankedStudy("q2", "q4"), nil)
+	if len(rep.Pairs) != 1 || rep.Pairs[0].Outcome != analysis.Inconclusive || rep.Decision.Verdict != analysis.Keep {
+		t.Fatalf("pairs %+v, verdict %s; want inconclusive and the incumbent kept", rep.Pairs, rep.Decision.Verdict)
+	}
+	if pr := data.Kinds[0].Pairs[0]; !strings.Contains(pr.Test, "fidelity not measured") || !strings.Contains(pr.Test, "pass rates'") {
+		t.Errorf("pair test %q; want it to say fidelity was not measured and the figures are the pass rates'", pr.Test)
+	}
+	if md, _, _ := renderFidelity(t, data); !strings.Contains(md, "mean KL per token to q8") {
+		t.Error("the ranking line does not say it ranks by mean KL to q8")
+	}
+}
