@@ -216,8 +216,18 @@ func noLeader(k Kind) string {
 	return ""
 }
 
-// leaderText is the headline of a job kind whose leader is a, in words.
+// leaderText is the headline of a job kind whose leader is a, in words. A
+// job kind ranked by fidelity says that P(best) is the pass rate's, so the
+// headline cannot be read against the pairs, which rank by mean KL.
 func leaderText(k Kind, a Arm) string {
+	if k.RankedBy != "" {
+		return "By pass rate (the pairs and the decision rank by " + k.RankedBy + "): " + leaderByPassRate(k, a)
+	}
+	return leaderByPassRate(k, a)
+}
+
+// leaderByPassRate is leaderText's sentence on the arms' P(best).
+func leaderByPassRate(k Kind, a Arm) string {
 	switch {
 	case a.Tie:
 		return fmt.Sprintf("No single best arm. %s leads with P(best) %.2f, below the bar of %.2f: a tie.", a.Arm, a.PBest, k.BestBar)

@@ -518,6 +518,15 @@ func TestFidelityRanksTheJobKind(t *testing.T) {
 	if !strings.Contains(md, "pass rate") {
 		t.Error("pass rates are not shown beside")
 	}
+	// P(best) is the pass rate's: the headline says so, in both forms, so it
+	// is not read against the pairs, which rank by mean KL.
+	if data.Kinds[0].Leader == "" {
+		t.Fatal("the fake study has no leader, so its headline is not the one under test")
+	}
+	const by = "By pass rate (the pairs and the decision rank by mean KL per token to q8"
+	if !strings.Contains(md, by) || !strings.Contains(pageText(page), by) {
+		t.Errorf("the headline does not say its P(best) is by pass rate (%q)", by)
+	}
 
 	_, rep, _ = fakeFidelityReport(t, fakeFidelityRankedStudy("q4", "q2"), recs)
 	if len(rep.Pairs) != 1 || rep.Pairs[0].Outcome != analysis.Regression || rep.Decision.Verdict != analysis.Keep {
