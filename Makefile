@@ -46,12 +46,14 @@ demo-cards: setup build
 demo-stopping: setup build
 	@RIG_DEMO_DESIGN=examples/stopping-study/design.json RIG_DEMO_TARGET="make demo-stopping" scripts/demo.sh
 
-# Three packages at a time on a 2-core machine: cmd/rig's end-to-end tests
-# take about 30 minutes alone and everything else about 25, and much of both
-# is waiting (engine outages, daemons starting, timeouts held on purpose),
-# not computing, so a third package fills the waits.
+# Two packages at a time: cmd/rig's end-to-end tests take about 33 minutes
+# alone and everything else about as long, each mostly on one core (a
+# runtime runs with one thread on a 2-core machine), so the rest runs beside
+# cmd/rig. Three at a time measured 38 minutes instead of about 50, but the
+# governor's fault suite (a cgroup read held to 80 ms) then failed under
+# the load: timing is part of what these tests check.
 test: setup setup-test-tools lint
-	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 3 $(PKGS)
+	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 2 $(PKGS)
 
 # Unit tests only: no real runtime is started.
 test-short:
