@@ -142,9 +142,7 @@ func checkRecords(t *testing.T, r fidelityRun, reference string, tasks int) map[
 // second pass of the step scores nothing again, and an arm whose records
 // were lost is scored again, alone.
 func TestFidelityStepOnRealRuntimes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real llama-server and scorer (drop -short to run it)")
-	}
+	testenv.Long(t, "starts the real llama-server and scorer")
 	in, err := provision.Load()
 	testenv.NeedsSetup(t, "rig's provisioned runtimes, models and rig-prefill-score", err)
 	if in.PrefillScorer == "" {
@@ -207,9 +205,7 @@ func TestFidelityStepOnRealRuntimes(t *testing.T) {
 // the very same Q8_0 file diverges from it by nothing, the Q4_1 arm by
 // more; the Ollama reference is labelled the model's, not its runtime's.
 func TestFidelityStepWithAnOllamaReference(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real llama-server, Ollama and scorer (drop -short to run it)")
-	}
+	testenv.Long(t, "starts the real llama-server, Ollama and scorer")
 	in, err := provision.Load()
 	testenv.NeedsSetup(t, "rig's provisioned runtimes, models and rig-prefill-score", err)
 	if in.PrefillScorer == "" || in.Ollama == "" {

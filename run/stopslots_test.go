@@ -90,9 +90,7 @@ func runStoppingAt(t *testing.T, ctx context.Context, in provision.Installed, sl
 // block) and decides the same at each: the same path of looks, the stop at
 // the first, the same trials run and the same trials not run.
 func TestEarlyStopLooksAtTheSamePointsAtOneAndFourSlots(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: starts llama-server twice")
-	}
+	testenv.Long(t, "starts llama-server twice")
 	in, err := provision.Load()
 	testenv.NeedsSetup(t, "rig's provisioned runtimes and models", err)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
