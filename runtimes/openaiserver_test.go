@@ -8,9 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"rig/internal/provision"
 	"rig/internal/testenv"
@@ -285,45 +283,20 @@ func TestOpenAIServerSlotsOnLlamaServerV1(t *testing.T) {
 	if p := srv.Pins(); p.Slots != 2 || !strings.Contains(p.ServerCaps, "slots 2 held (/props)") || !strings.Contains(p.ServerCaps, "context 1024 held (/props)") {
 		t.Errorf("pins: %d slots, caps %q", p.Slots, p.ServerCaps)
 	}
-	busyNow := func() int {
-		var slots []SlotState
-		if err := srv.call(ctx, "GET", "/slots", nil, &slots); err != nil {
-			t.Fatal(err)
-		}
-		busy := 0
-		for _, sl := range slots {
-			if sl.Processing {
-				busy++
-			}
-		}
-		return busy
-	}
 	// A short prompt that asks for a long answer: llama-server takes a new
 	// request between decoding steps (not inside one prompt's batch), so
 	// the two overlap while both generate up to the stop cap.
 	prompt := "Count from one to one hundred in words, separated by commas."
-	var wg sync.WaitGroup
-	results := make([]Result, 2)
-	errs := make([]error, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = srv.Generate(ctx, Request{Messages: []Message{{Role: "user", Content: prompt}},
-				Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: 48, TopK: 5})
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	most := 0
-	for polling := true; polling; {
-		select {
-		case <-done:
-			polling = false
-		case <-time.After(20 * time.Millisecond):
-			most = max(most, busyNow())
+	results, errs, most := twoAtOnce(func() (Result, error) {
+		return srv.Generate(ctx, Request{Messages: []Message{{Role: "user", Content: prompt}},
+			Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: 48, TopK: 5})
+	}, func() []SlotState {
+		var slots []SlotState
+		if err := srv.call(ctx, "GET", "/slots", nil, &slots); err != nil {
+			t.Fatal(err)
 		}
-	}
+		return slots
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)

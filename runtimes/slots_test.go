@@ -127,38 +127,16 @@ func TestTwoSlotsServeTwoRequestsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := ids[:pinned-stopCap-8]
-	var wg sync.WaitGroup
-	results := make([]Result, 2)
-	errs := make([]error, 2)
-	for i := range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = rt.Generate(ctx, Request{CallID: "slot", PromptTokens: prompt,
-				Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: stopCap, TopK: 5})
-		}()
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	most := 0
-	for polling := true; polling; {
-		select {
-		case <-done:
-			polling = false
-		case <-time.After(20 * time.Millisecond):
-			slots, err := ls.SlotReport(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			busy := 0
-			for _, sl := range slots {
-				if sl.Processing {
-					busy++
-				}
-			}
-			most = max(most, busy)
+	results, errs, most := twoAtOnce(func() (Result, error) {
+		return rt.Generate(ctx, Request{CallID: "slot", PromptTokens: prompt,
+			Sampling: Sampling{Temperature: 0, Seed: 1}, MaxTokens: stopCap, TopK: 5})
+	}, func() []SlotState {
+		slots, err := ls.SlotReport(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		return slots
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
@@ -273,6 +251,39 @@ func TestSlotReportIsEachRequestsOwnProgress(t *testing.T) {
 		}
 		if p[len(p)-1] > len(ids)+stopCap {
 			t.Errorf("slot id %d: progress %d is past its own request's %d prompt tokens and %d output: not its own count", id, p[len(p)-1], len(ids), stopCap)
+		}
+	}
+}
+
+// twoAtOnce sends two requests at once with generate and, until both have
+// answered, polls the server's own slot report every 20 ms: it returns each
+// answer and the most slots the server said were processing at one time.
+func twoAtOnce(generate func() (Result, error), report func() []SlotState) ([]Result, []error, int) {
+	var wg sync.WaitGroup
+	results := make([]Result, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = generate()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	most := 0
+	for {
+		select {
+		case <-done:
+			return results, errs, most
+		case <-time.After(20 * time.Millisecond):
+			busy := 0
+			for _, sl := range report() {
+				if sl.Processing {
+					busy++
+				}
+			}
+			most = max(most, busy)
 		}
 	}
 }
