@@ -66,7 +66,7 @@ model or profile cannot be read.`,
 	f.StringVar(&profile, "profile", "", "card size (8GiB) or card=8GiB,ctx=...,kv=... (required)")
 	f.IntVar(&context, "context", 0, "context length the arm pins (default 4096 unless --profile says)")
 	f.StringVar(&kv, "kv", "", "KV cache type: f16, q8_0 or q4_0 (default f16 unless --profile says)")
-	f.StringVar(&runtime, "runtime", preflight.RuntimeLlamaServer, "runtime whose memory model to use: llama-server or ollama")
+	f.StringVar(&runtime, "runtime", preflight.RuntimeLlamaServer, "runtime whose memory model to use: llama-server, ollama or openai-server (a generic server, sized from the GGUF)")
 	f.BoolVar(&asJSON, "json", false, "print the verdict as JSON instead of text")
 	_ = cmd.MarkFlagRequired("profile")
 	return cmd
