@@ -21,7 +21,8 @@ func (d PinDiff) String() string {
 
 // StackDiff compares the pins that decide which bytes compute the
 // log-probs: runtime, model file, Ollama digest (when both have one),
-// server binary, where the model ran (the offload pin) and every library.
+// server binary, where the model ran (the offload pin), the fields a
+// generic server's spec adds to each request, and every library.
 // Machine line, design hash and ids are not compared: the same stack on
 // another run must still replay.
 func StackDiff(recorded, current Pins) []PinDiff {
@@ -38,6 +39,7 @@ func StackDiff(recorded, current Pins) []PinDiff {
 	}
 	add("binary_sha256", recorded.BinarySHA256, current.BinarySHA256)
 	add("offload", offloadString(recorded.OffloadPin()), offloadString(current.OffloadPin()))
+	add("server_request", recorded.ServerRequest, current.ServerRequest)
 	out = append(out, libraryDiff(recorded.Libraries, current.Libraries, true)...)
 	return out
 }

@@ -76,6 +76,11 @@ type Pins struct {
 	// server only if its environment still has it. Absent for rig's own
 	// runtimes and for records made before it was written.
 	EnvSHA256 string `json:"env_sha256,omitempty"`
+	// ServerRequest is the fields an openai-server arm's spec added to
+	// every request (such as {"cache_prompt":false}): they decide how the
+	// server evaluated each prompt, so replay sends the same. Absent for
+	// rig's own runtimes and for a server whose spec adds none.
+	ServerRequest string `json:"server_request,omitempty"`
 	// WeightRepack is "off" when llama-server ran with its CPU backend's
 	// weight repacking off (rig's default, so that a batched pass scores
 	// what the decode steps computed) and "on" when it repacked. Records

@@ -148,6 +148,9 @@ func TestReplayStackDiffers(t *testing.T) {
 		{"library", func(p *Pins) { p.Libraries["/opt/rig/lib/libllama.so"] = strings.Repeat("9", 64) }, "libraries[libllama.so]"},
 		{"extra library", func(p *Pins) { p.Libraries["/opt/rig/lib/libcuda.so"] = strings.Repeat("9", 64) }, "libraries[libcuda.so]"},
 		{"runtime", func(p *Pins) { p.Runtime = "ollama" }, "runtime"},
+		// A generic server asked to keep its prompt cache evaluates a
+		// prompt on top of the previous request's, unlike the record's.
+		{"server request", func(p *Pins) { p.ServerRequest = `{"cache_prompt":false}` }, "server_request"},
 		// The record ran on the CPU path; a stack that put the model on a
 		// card computes with other kernels.
 		{"offload", func(p *Pins) {

@@ -27,7 +27,10 @@ func realServers(t *testing.T, in provision.Installed) map[string]runtimes.Serve
 		"--n_ctx", "{context}", "--logits_all", "true", "--model_alias", "m"}
 	return map[string]runtimes.ServerSpec{
 		"llama-server-v1": {Command: []string{in.LlamaServer, "--model", "{model}", "--host", "127.0.0.1", "--port", "{port}",
-			"--ctx-size", "{context}", "--jinja", "--no-webui", "--offline"}, Ready: "/health", API: both},
+			"--ctx-size", "{context}", "--jinja", "--no-webui", "--offline"}, Ready: "/health", API: both,
+			// As docs/runtimes.md's snippet: each prompt evaluated afresh,
+			// so that a row regenerates as it was made.
+			Request: map[string]any{"cache_prompt": false}},
 		"llama-cpp-python": {Command: lcp, PythonEnv: venv, ServedModel: "m", API: both},
 		// Gemma 3's one-token chat answer on llama-cpp-python carries no
 		// log-probabilities, which the start refuses (ErrNoLogprobs), so
@@ -162,13 +165,15 @@ var serverTestTolerance = DefaultPrefillTolerance
 // TestOpenAIServerCalibration runs `rig replay calibrate` on llama-server's
 // /v1 driven as a generic server, at a small size: SmolLM2's and Gemma 3's
 // rows, half chat and half plain text, genuine and edited, re-scored by the
-// other model and the other quant on the same server command. The entry is
-// the server's (its pins), every control that changes a token or a kept
-// field is caught, and replay takes the entry for a record of that server
-// only if it separates the two sides. Whether it does is measured, not
-// assumed: on this server genuine rows regenerated on a warm server drift
-// (its prompt cache evaluates a prompt in other batches than at
-// generation), so at this size it did not (docs/generations.md).
+// other model and the other quant on the same server command. The server
+// block sends {"cache_prompt": false} with every request, as
+// docs/runtimes.md's snippet does: each prompt is evaluated afresh, so the
+// genuine rows regenerated on the warm server come back bit for bit and
+// the calibration separates them from every control (without it they
+// drifted up to 0.28 nats and it did not: docs/generations.md). The entry
+// is the server's (its pins, the request fields among them), every control
+// that changes a token or a kept field is caught, and replay takes the
+// entry for a record of that server.
 // (llama-cpp-python's echo on Gemma costs minutes a row here:
 // TestOpenAIServerRowsReplay measures it on two.)
 func TestOpenAIServerCalibration(t *testing.T) {
@@ -190,8 +195,11 @@ func TestOpenAIServerCalibration(t *testing.T) {
 		t.Fatalf("%d runtime entries", len(cal.Runtimes))
 	}
 	rc := cal.Runtimes[0]
-	if rc.Runtime != runtimes.OpenAIServerKind || rc.Pins.BinarySHA256 == "" || rc.Pins.Runtime != runtimes.OpenAIServerKind {
-		t.Errorf("entry: runtime %s, server %q", rc.Runtime, rc.Pins.BinarySHA256)
+	if rc.Runtime != runtimes.OpenAIServerKind || rc.Pins.BinarySHA256 == "" || rc.Pins.Runtime != runtimes.OpenAIServerKind || rc.Pins.ServerRequest != `{"cache_prompt":false}` {
+		t.Errorf("entry: runtime %s, server %q, request %q", rc.Runtime, rc.Pins.BinarySHA256, rc.Pins.ServerRequest)
+	}
+	if !rc.Separable() || rc.Calibration.FalseAccepts != 0 || rc.Calibration.FalseRejects != 0 {
+		t.Errorf("with cache_prompt false the genuine rows must regenerate as made and be told from every control: separable %v, false accepts %d, false rejects %d", rc.Separable(), rc.Calibration.FalseAccepts, rc.Calibration.FalseRejects)
 	}
 	for _, g := range rc.Groups {
 		if g.Side == SideControl && g.Changed > g.Caught {
@@ -203,11 +211,14 @@ func TestOpenAIServerCalibration(t *testing.T) {
 		t.Fatal(err)
 	}
 	tol, err := LoadReplayTolerance(path, runtimes.OpenAIServerKind, rc.Pins, "")
-	switch {
-	case rc.Separable() && (err != nil || tol.Tolerance != rc.Calibration.Tolerance):
+	if err != nil || tol.Tolerance != rc.Calibration.Tolerance {
 		t.Errorf("the record's own server's tolerance: %+v, %v", tol, err)
-	case !rc.Separable() && (err == nil || !strings.Contains(err.Error(), "separable is false")):
-		t.Errorf("a calibration that does not separate was taken: %+v, %v", tol, err)
+	}
+	// The same server without the request block is not the one measured.
+	other := rc.Pins
+	other.ServerRequest = ""
+	if _, err := LoadReplayTolerance(path, runtimes.OpenAIServerKind, other, ""); err == nil {
+		t.Error("a record of the server without cache_prompt false took this calibration's tolerance")
 	}
 	t.Logf("separable: %v; false accepts %d, false rejects %d", rc.Separable(), rc.Calibration.FalseAccepts, rc.Calibration.FalseRejects)
 }

@@ -148,7 +148,7 @@ func TestOpenAIServerRecordNeedsItsServer(t *testing.T) {
 
 // TestServerCalibrationIsThatServers: "openai-server" names any server, so
 // a tolerance is taken only from the entry measured on the record's
-// executable and environment.
+// executable, environment and request fields.
 func TestServerCalibrationIsThatServers(t *testing.T) {
 	cal := ReplayCalibration{Model: "smollm2-135m-instruct", Runtimes: []RuntimeCalibration{
 		{Runtime: runtimes.OpenAIServerKind, Pins: genrecord.Pins{BinarySHA256: "py", EnvSHA256: "venv-a"}, Calibration: genrecord.Calibration{Separable: true, Tolerance: genrecord.Tolerance{Token: 0.1, Row: 0.01}}},
@@ -168,5 +168,11 @@ func TestServerCalibrationIsThatServers(t *testing.T) {
 	_, err = LoadReplayTolerance(path, runtimes.OpenAIServerKind, genrecord.Pins{BinarySHA256: "py", EnvSHA256: "venv-b"}, "")
 	if err == nil || !strings.Contains(err.Error(), "no calibration for the record's server") || !strings.Contains(err.Error(), "environment venv-b") {
 		t.Errorf("the same interpreter in another venv: %v, want refused, naming the environment", err)
+	} // The same llama-server without the request fields its calibration was
+	// measured with (a warm prompt cache drifts where cache_prompt false
+	// does not) is another server's tolerance.
+	_, err = LoadReplayTolerance(path, runtimes.OpenAIServerKind, genrecord.Pins{BinarySHA256: "ls", ServerRequest: `{"cache_prompt":false}`}, "")
+	if err == nil || !strings.Contains(err.Error(), `request {"cache_prompt":false}`) {
+		t.Errorf("a record sent with other request fields: %v, want refused, naming them", err)
 	}
 }

@@ -59,7 +59,7 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		if runtime == runtimes.OpenAIServerKind && !sameServer(rc.Pins, record) {
 			// "openai-server" names any server: a tolerance is one
 			// server's, known by its executable and environment.
-			have[len(have)-1] += fmt.Sprintf(" (server sha256 %.12s%s)", rc.Pins.BinarySHA256, envWord(rc.Pins.EnvSHA256))
+			have[len(have)-1] += fmt.Sprintf(" (server sha256 %.12s%s%s)", rc.Pins.BinarySHA256, envWord(rc.Pins.EnvSHA256), requestWord(rc.Pins.ServerRequest))
 			continue
 		}
 		c := rc.Calibration
@@ -105,16 +105,26 @@ func LoadReplayTolerance(path, runtime string, record genrecord.Pins, mode strin
 		return t, nil
 	}
 	if runtime == runtimes.OpenAIServerKind {
-		return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for the record's server (openai-server sha256 %.12s%s) at %s (it has: %s); run rig replay calibrate --runtime openai-server --server DESIGN.json --slots %d", path, record.BinarySHA256, envWord(record.EnvSHA256), slotWord(slots), strings.Join(have, ", "), slots)
+		return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for the record's server (openai-server sha256 %.12s%s) at %s (it has: %s); run rig replay calibrate --runtime openai-server --server DESIGN.json --slots %d", path, record.BinarySHA256, envWord(record.EnvSHA256)+requestWord(record.ServerRequest), slotWord(slots), strings.Join(have, ", "), slots)
 	}
 	return ReplayTolerance{}, fmt.Errorf("--calibration %s: no calibration for %s at %s, the record's (it has: %s); run rig replay calibrate --runtime %s --slots %d", path, runtime, slotWord(slots), strings.Join(have, ", "), runtime, slots)
 }
 
 // sameServer says whether a calibration's openai-server is the record's:
-// the same executable and the same Python environment (two venvs' python
-// is often one interpreter; their packages tell the servers apart).
+// the same executable, the same Python environment (two venvs' python is
+// often one interpreter; their packages tell the servers apart) and the
+// same request fields (llama-server with and without "cache_prompt": false
+// drift differently at replay).
 func sameServer(cal, record genrecord.Pins) bool {
-	return cal.BinarySHA256 == record.BinarySHA256 && cal.EnvSHA256 == record.EnvSHA256
+	return cal.BinarySHA256 == record.BinarySHA256 && cal.EnvSHA256 == record.EnvSHA256 && cal.ServerRequest == record.ServerRequest
+}
+
+// requestWord names the fields a server's spec adds to each request.
+func requestWord(fields string) string {
+	if fields == "" {
+		return ""
+	}
+	return ", request " + fields
 }
 
 // envWord names a Python server's environment digest in a message.

@@ -708,6 +708,10 @@ func pinMap(a studies.Arm, rp runtimes.Pins) map[string]string {
 		// reported" where it does not say.
 		m["server_caps"] = rp.ServerCaps
 	}
+	if rp.ServerRequest != "" {
+		// What the arm's server block added to every request.
+		m["server_request"] = rp.ServerRequest
+	}
 	if rp.Slots > 0 {
 		// The slots the runtime said it serves, checked at its start.
 		m["runtime_slots"] = fmt.Sprint(rp.Slots)

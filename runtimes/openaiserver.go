@@ -226,7 +226,7 @@ func (s *OpenAIServer) afterStart(ctx context.Context, assets ServerAssets, want
 		ChatTemplate: "the server's own", ServedModel: s.model,
 		Sandboxed: s.sb.Containment.Sandboxed, NoSandbox: s.cfg.NoSandbox,
 		Containment: s.sb.Containment, Machine: ReadMachine(), Offload: s.cfg.Offload,
-		ServerCaps: CapsSummary(caps),
+		ServerCaps: CapsSummary(caps), ServerRequest: s.spec.RequestPin(),
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func (s *OpenAIServer) requestBody(req Request) (string, map[string]any) {
 	if len(req.Stop) > 0 {
 		body["stop"] = req.Stop
 	}
+	s.addRequestFields(body)
 	if req.Prompt != "" && s.spec.Speaks(APICompletions) {
 		body["prompt"] = req.Prompt
 		body["logprobs"] = req.TopK
@@ -90,6 +91,16 @@ func (s *OpenAIServer) requestBody(req Request) (string, map[string]any) {
 	body["logprobs"] = true
 	body["top_logprobs"] = req.TopK
 	return "/v1/chat/completions", body
+}
+
+// addRequestFields adds the spec's request block to a body; the spec's
+// Check refused any field rig sets itself, so none is overwritten.
+func (s *OpenAIServer) addRequestFields(body map[string]any) {
+	for k, v := range s.spec.Request {
+		if _, set := body[k]; !set {
+			body[k] = v
+		}
+	}
 }
 
 // streamState gathers a streamed answer.

@@ -34,6 +34,7 @@ func (s *OpenAIServer) Speaks(api string) bool { return s.spec.Speaks(api) }
 func (s *OpenAIServer) Echo(ctx context.Context, text string, k int) (EchoLogprobs, error) {
 	body := map[string]any{"model": s.model, "prompt": text, "echo": true, "logprobs": k,
 		"max_tokens": 1, "temperature": 0, "seed": 0, "stream": false}
+	s.addRequestFields(body)
 	var out struct {
 		Choices []struct {
 			Logprobs *EchoLogprobs `json:"logprobs"`

@@ -22,6 +22,8 @@ func llamaServerGenericSpec(bin string) ServerSpec {
 		Command: []string{bin, "--model", "{model}", "--host", "127.0.0.1", "--port", "{port}",
 			"--ctx-size", "{context}", "--threads", "{threads}", "--jinja", "--no-webui", "--offline"},
 		Ready: "/health", API: []string{APIChat, APICompletions},
+		// As docs/runtimes.md's snippet: each prompt evaluated afresh.
+		Request: map[string]any{"cache_prompt": false},
 	}
 }
 
@@ -75,6 +77,9 @@ func TestOpenAIServerDrivesLlamaServerV1(t *testing.T) {
 	p := srv.Pins()
 	if p.Runtime != OpenAIServerKind || p.RuntimeVersion == "" || p.ServedModel == "" || !p.Sandboxed || len(p.Libraries) == 0 {
 		t.Errorf("pins: runtime %q version %q served %q sandboxed %v, %d libraries", p.Runtime, p.RuntimeVersion, p.ServedModel, p.Sandboxed, len(p.Libraries))
+	}
+	if p.ServerRequest != `{"cache_prompt":false}` {
+		t.Errorf("pins: server request %q, the spec's request block was {\"cache_prompt\": false}", p.ServerRequest)
 	}
 	if sum, _ := FileSHA256(in.LlamaServer); p.BinarySHA256 != sum {
 		t.Errorf("executable digest %s, the file's %s", p.BinarySHA256, sum)
@@ -171,6 +176,25 @@ func TestServerSpecCheck(t *testing.T) {
 	par := ServerSpec{Command: []string{"/x", "--port", "{port}", "--parallel", "{slots}", "-c", "{context_total}", "--slot-ctx", "{context}"}}
 	if got := strings.Join(serverArgv(par, "/bin/x", Config{Context: 2048, Slots: 3}, 8080), " "); got != "/bin/x --port 8080 --parallel 3 -c 6144 --slot-ctx 2048" {
 		t.Errorf("argv with slots %s", got)
+	}
+}
+
+// TestRequestFieldsGoWithEveryRequest: the spec's request block is added to
+// a chat body and a completions body beside the pins, which it cannot
+// replace.
+func TestRequestFieldsGoWithEveryRequest(t *testing.T) {
+	s := &OpenAIServer{spec: ServerSpec{Command: []string{"/x", "{port}"}, API: []string{APIChat, APICompletions},
+		Request: map[string]any{"cache_prompt": false}}, model: "m"}
+	req := Request{MaxTokens: 9, Sampling: Sampling{Temperature: 0.3, Seed: 4}, TopK: 5}
+	for _, prompt := range []string{"", "plain text"} {
+		req.Prompt = prompt
+		if prompt == "" {
+			req.Messages = []Message{{Role: "user", Content: "hi"}}
+		}
+		path, body := s.requestBody(req)
+		if body["cache_prompt"] != false || body["max_tokens"] != 9 || body["temperature"] != 0.3 || body["seed"] != 4 {
+			t.Errorf("%s: body %v lacks the request field or a pin", path, body)
+		}
 	}
 }
 

@@ -55,6 +55,10 @@ type Pins struct {
 	// server reported it used when it started ("… held (/slots)"), or
 	// "not reported" where it reports nothing for the pin (CapsSummary).
 	ServerCaps string `json:"server_caps,omitempty"`
+	// ServerRequest is, for a generic server, the fields its spec adds to
+	// every request (serverspec.Spec.RequestPin), such as llama-server's
+	// {"cache_prompt":false}; empty when it adds none.
+	ServerRequest string `json:"server_request,omitempty"`
 }
 
 // Stack is the part of the pins that the runtime's build decides: its

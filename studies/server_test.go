@@ -24,6 +24,7 @@ func TestOpenAIServerArmValidation(t *testing.T) {
 		{"no port", "openai-server", &serverspec.Spec{Command: []string{"/bin/vllm", "serve"}}, KindInvalid, "arms[0].server.command"},
 		{"bad api", "openai-server", &serverspec.Spec{Command: good.Command, API: []string{"embeddings"}}, KindInvalid, "arms[0].server.api"},
 		{"slots without {slots}", "openai-server", good, KindInvalid, "arms[0].pins.slots"},
+		{"request sets a pin", "openai-server", &serverspec.Spec{Command: good.Command, Request: map[string]any{"cache_prompt": false, "n_predict": 9}}, KindInvalid, "arms[0].server.request.n_predict"},
 	} {
 		d := demoDesign(t)
 		d.Arms[0].Runtime, d.Arms[0].Server = c.runtime, c.server

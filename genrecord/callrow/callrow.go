@@ -66,7 +66,7 @@ func Pins(rp runtimes.Pins, designHash, study, exec string) genrecord.Pins {
 		Runtime: rp.Runtime, RuntimeVersion: rp.RuntimeVersion, BinarySHA256: rp.BinarySHA256,
 		Libraries: rp.Libraries, BuildFlags: cmp.Or(rp.BuildFlags, "unrecorded"), WeightRepack: rp.WeightRepack, PromptCheckpoints: rp.PromptCheckpoints, MachineLine: rp.Machine.String(),
 		DesignHash: designHash, StudyID: study, ExecutionID: exec, Context: rp.Context,
-		EnvSHA256: rp.EnvSHA256,
+		EnvSHA256: rp.EnvSHA256, ServerRequest: rp.ServerRequest,
 	}
 	if rp.Slots > 1 {
 		p.Slots = rp.Slots

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -64,6 +65,46 @@ type Spec struct {
 	// ReadOnly lists more host paths the server must read (its install
 	// tree beyond the executable's folder, a tokenizer folder).
 	ReadOnly []string `json:"read_only,omitempty"`
+	// Request is added to the body of every request rig sends the server
+	// (each generation, the start's probe, replay's echo): settings outside
+	// the OpenAI API that the server reads, such as llama-server's
+	// {"cache_prompt": false}, without which it evaluates a prompt on top
+	// of the previous request's cache and a row does not regenerate bit
+	// for bit at replay (docs/generations.md). It cannot set what rig sends
+	// for the pins, nor change sampling (ReservedRequestFields).
+	Request map[string]any `json:"request,omitempty"`
+}
+
+// ReservedRequestFields are the body fields a spec's Request may not set,
+// with why: rig sends them for the arm's pins (each with the servers'
+// aliases that would override it: llama-server reads n_predict before
+// max_tokens), or they change how tokens are chosen, which the pins hold
+// equal across arms, or they change the answer's shape.
+var ReservedRequestFields = map[string]string{
+	"model": "pin", "stream": "pin", "stream_options": "pin", "max_tokens": "pin", "max_completion_tokens": "pin", "n_predict": "pin",
+	"temperature": "pin", "top_p": "pin", "top_k": "pin", "min_p": "pin", "seed": "pin", "stop": "pin",
+	"prompt": "pin", "messages": "pin", "logprobs": "pin", "top_logprobs": "pin", "n_probs": "pin", "echo": "pin", "prompt_logprobs": "pin",
+	"presence_penalty": "sampling", "frequency_penalty": "sampling", "repeat_penalty": "sampling", "repetition_penalty": "sampling",
+	"typical_p": "sampling", "dynatemp_range": "sampling", "mirostat": "sampling", "samplers": "sampling", "top_n_sigma": "sampling",
+	"xtc_probability": "sampling", "dry_multiplier": "sampling", "logit_bias": "sampling", "ignore_eos": "sampling", "min_tokens": "sampling",
+	"grammar": "sampling", "json_schema": "sampling", "response_format": "sampling", "guided_json": "sampling", "guided_regex": "sampling",
+	"n": "shape", "best_of": "shape", "use_beam_search": "shape", "tools": "shape", "tool_choice": "shape",
+}
+
+// maxRequestBytes caps a spec's Request as JSON: a few switches, not a payload.
+const maxRequestBytes = 4 << 10
+
+// RequestPin is the Request as the pins record it: its JSON with the keys
+// sorted, "" when there is none. Replay and calibration hold a record to it.
+func (s Spec) RequestPin() string {
+	if len(s.Request) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(s.Request)
+	if err != nil {
+		return fmt.Sprintf("unencodable: %v", err)
+	}
+	return string(b)
 }
 
 // Speaks reports whether the server speaks api.
@@ -116,8 +157,35 @@ func (s Spec) Check() error {
 			return fmt.Errorf("env: %s looks like a credential; a server rig runs reaches nothing outside its sandbox, so it needs none", k)
 		}
 	}
+	if err := s.checkRequest(); err != nil {
+		return err
+	}
 	_, err := s.ReadyDuration(0)
 	return err
+}
+
+// checkRequest refuses a Request field rig sends itself or that changes
+// sampling, naming the field.
+func (s Spec) checkRequest() error {
+	keys := make([]string, 0, len(s.Request))
+	for k := range s.Request {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch ReservedRequestFields[strings.ToLower(k)] {
+		case "pin":
+			return fmt.Errorf("request.%s: rig sends %s itself, from the arm's pins, with every request; set the pin instead (or remove it from request)", k, k)
+		case "sampling":
+			return fmt.Errorf("request.%s: changes how tokens are chosen, which the pins hold equal across arms; remove it (request is for a server's own switches, such as llama-server's \"cache_prompt\": false)", k)
+		case "shape":
+			return fmt.Errorf("request.%s: changes the answer's shape (one choice, plain text), which rig's record reads; remove it", k)
+		}
+	}
+	if b := []byte(s.RequestPin()); len(b) > maxRequestBytes {
+		return fmt.Errorf("request: %d bytes of JSON, over %d (a few switches such as {\"cache_prompt\": false}, not a payload)", len(b), maxRequestBytes)
+	}
+	return nil
 }
 
 // ServesSlots reports whether the command says how many requests the

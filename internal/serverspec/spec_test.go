@@ -51,3 +51,42 @@ func TestCheckSlots(t *testing.T) {
 		t.Errorf("a command with {slots}: %v", err)
 	}
 }
+
+// TestCheckRequest takes a server's own switches in request and refuses,
+// naming the field, one that rig sends for a pin (or an alias a server
+// reads before it), one that changes sampling, and one that changes the
+// answer's shape; the pin form has its keys sorted.
+func TestCheckRequest(t *testing.T) {
+	base := Spec{Command: []string{"/bin/llama-server", "--port", "{port}"}}
+	ok := base
+	ok.Request = map[string]any{"cache_prompt": false, "n_keep": 0}
+	if err := ok.Check(); err != nil {
+		t.Errorf("a server's own switches: %v", err)
+	}
+	if got := ok.RequestPin(); got != `{"cache_prompt":false,"n_keep":0}` {
+		t.Errorf("request pin %s", got)
+	}
+	if (Spec{}).RequestPin() != "" {
+		t.Error("no request block must pin nothing")
+	}
+	for field, want := range map[string]string{
+		"n_predict":        "rig sends n_predict itself",
+		"temperature":      "rig sends temperature itself",
+		"repeat_penalty":   "changes how tokens are chosen",
+		"n":                "changes the answer's shape",
+		"prompt_logprobs":  "rig sends prompt_logprobs itself",
+		"presence_penalty": "changes how tokens are chosen",
+	} {
+		bad := base
+		bad.Request = map[string]any{"cache_prompt": false, field: 1}
+		err := bad.Check()
+		if err == nil || !strings.HasPrefix(err.Error(), "request."+field+": ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("request.%s: %v, want %q", field, err, want)
+		}
+	}
+	big := base
+	big.Request = map[string]any{"x": strings.Repeat("a", maxRequestBytes)}
+	if err := big.Check(); err == nil || !strings.HasPrefix(err.Error(), "request: ") {
+		t.Errorf("a request block over the cap: %v", err)
+	}
+}
