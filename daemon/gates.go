@@ -126,7 +126,7 @@ func (ex Executions) checkGates(ctx context.Context, name string, snap *studies.
 		}
 		var need []string
 		for _, a := range d.Arms {
-			h := string(a.Runtime) // validated once per runtime, as run.Validate does
+			h := run.ValidationHarness(d, a) // validated once per runtime (and generic server)
 			if !passed[h] {
 				need = append(need, h)
 			}

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,8 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 	}
 	for _, arm := range d.Arms {
 		// One validation per runtime: each server, and each server under
-		// Aider.
-		h := string(arm.Runtime)
+		// Aider; each generic server a design describes on its own.
+		h := ValidationHarness(d, arm)
 		if seen[h] {
 			continue
 		}
@@ -75,10 +76,30 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 	return out, saveValidationVerdict(dir, out)
 }
 
+// ValidationHarness is what one validation run stands for: the arm's
+// runtime, and for a generic server (with Aider over it or not) which one,
+// since two openai-server arms may start different servers (llama-server's
+// /v1 and llama-cpp-python) whose records and caps are checked apart. Arms
+// whose server blocks are the same share one run, named by the first of
+// them in the design: "openai-server (server of ARM)".
+func ValidationHarness(d *studies.Design, arm studies.Arm) string {
+	h := string(arm.Runtime)
+	if arm.Server == nil {
+		return h
+	}
+	key, _ := json.Marshal(arm.Server)
+	for _, a := range d.Arms {
+		if other, _ := json.Marshal(a.Server); a.Runtime == arm.Runtime && string(other) == string(key) {
+			return fmt.Sprintf("%s (server of %s)", h, a.Name)
+		}
+	}
+	return h
+}
+
 // validateHarness makes the free validation run of arm's harness and checks
 // what it recorded; an error means the run could not be made at all.
 func (x *trialRunner) validateHarness(ctx context.Context, arm studies.Arm, dir string, w io.Writer) (ValidationRecord, error) {
-	h := string(arm.Runtime)
+	h := ValidationHarness(x.design, arm)
 	// The validation's own stop cap: short by construction, on any machine.
 	arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
 	rec := ValidationRecord{Snapshot: x.snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
