@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
 
 	"rig/runtimes"
 )
@@ -142,13 +146,35 @@ func (d *DevServer) startOnce(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
-		if c, err := net.DialTimeout("tcp", d.Address(), time.Second); err == nil {
-			c.Close()
+		if d.answers(ctx) {
 			return nil
 		}
 	}
 	d.Stop()
 	return fmt.Errorf("the temporal dev server did not answer on %s within 60 s (its log: %s)", d.Address(), d.logName())
+}
+
+// answers says whether the frontend on the port is this server's. A TCP
+// connect alone is accepted by any socket on the port, such as one that
+// held it before the server tried to bind it (the server then exits saying
+// "address already in use", after the connect succeeded), so the check is
+// Temporal's own: a client's dial and health call, which only a Temporal
+// frontend answers.
+func (d *DevServer) answers(ctx context.Context) bool {
+	c, err := net.DialTimeout("tcp", d.Address(), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	cl, err := client.DialContext(ctx, client.Options{HostPort: d.Address(), Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	_, err = cl.CheckHealth(ctx, &client.CheckHealthRequest{})
+	return err == nil
 }
 
 // startOutput is what the server wrote to its log since this start began.

@@ -11,13 +11,12 @@ import (
 	"testing"
 
 	"rig/internal/provision"
+	"rig/internal/testenv"
 )
 
 func startDevServer(t *testing.T) *DevServer {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts the real Temporal dev server (run without -short)")
-	}
+	testenv.Long(t, "starts the real Temporal dev server")
 	in, err := provision.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +119,7 @@ func TestOnLoopbackDecidesCompression(t *testing.T) {
 // process holds is an error that quotes the server's own reason and names
 // the port, after one try (a fixed port is not tried again).
 func TestDevServerNamesATakenPort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the real Temporal dev server (run without -short)")
-	}
+	testenv.Long(t, "starts the real Temporal dev server")
 	in, err := provision.Load()
 	if err != nil {
 		t.Fatal(err)
@@ -148,5 +145,35 @@ func TestDevServerNamesATakenPort(t *testing.T) {
 	log, _ := os.ReadFile(s.Log)
 	if n := strings.Count(string(log), "address already in use"); n != 1 {
 		t.Errorf("the log holds %d failed starts, want 1 (a fixed port is not retried):\n%s", n, log)
+	}
+}
+
+// TestDevServerStartIsNotFooledByAnotherSocket: a fake temporal binary (a
+// shell script) that fails to bind the port only after a second, as the
+// real one does on a busy machine, while another socket holds the port.
+// A TCP connect to the port succeeds against that socket; Start must still
+// wait for Temporal's own answer and report the failed start, not return a
+// server that is not there.
+func TestDevServerStartIsNotFooledByAnotherSocket(t *testing.T) {
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	port := holder.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fake-temporal")
+	script := fmt.Sprintf("#!/bin/sh\nsleep 1\necho 'listen tcp 127.0.0.1:%d: bind: address already in use'\nexit 1\n", port)
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &DevServer{Bin: fake, Port: port, Log: filepath.Join(dir, "temporal.log")}
+	err = s.Start(context.Background())
+	if err == nil {
+		s.Stop()
+		t.Fatalf("Start returned a server on port %d, which only another socket held", port)
+	}
+	if !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("the error does not say why: %v", err)
 	}
 }
