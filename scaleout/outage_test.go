@@ -100,12 +100,16 @@ func (f *fakeOutageTrials) running() int {
 // record twice. An outage past the attempt's heartbeat timeout (20 s)
 // closes the attempt in the engine: the worker's result then comes in
 // through its report (ReportWorkflow), which the test sees in the engine.
+// The three outages run at once, each on its own dev server, fixture and
+// fake worker: they mostly wait, and one after another they held make test
+// for six minutes.
 func TestFinishedTrialSurvivesEngineOutage(t *testing.T) {
 	for _, outage := range []time.Duration{15 * time.Second, 60 * time.Second, 300 * time.Second} {
 		t.Run(outage.String(), func(t *testing.T) {
 			if outage > time.Minute {
 				testenv.Long(t, "a "+outage.String()+" outage of the real Temporal dev server")
 			}
+			t.Parallel()
 			engineOutage(t, outage)
 		})
 	}
