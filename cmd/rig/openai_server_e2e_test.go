@@ -123,7 +123,7 @@ func TestOpenAIServerStudy(t *testing.T) {
 	if len(recs) != 1 {
 		t.Fatalf("no generation record of the generic arm: %v", recs)
 	}
-	rec, err := os.ReadFile(recs[0])
+	raw, err := os.ReadFile(recs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,31 @@ func TestOpenAIServerStudy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"runtime":"openai-server"`, `"top"`, sum} {
-		if !strings.Contains(string(rec), want) {
+		if !strings.Contains(string(raw), want) {
 			t.Errorf("the generic arm's record lacks %q", want)
 		}
 	}
 	// The report with a replayed sample of every record: each generic arm's
 	// rows replay on the server its frozen arm describes.
+	// rig replay with the design as --server (the record's arm's server
+	// block); the same design without the request block is another stack.
+	if out := e.rig(true, "replay", recs[0], "--server", design, "--sample", "2"); !strings.Contains(out, "reproduced") {
+		t.Errorf("rig replay --server on the generic arm's record:\n%s", out)
+	}
+	var noRequest map[string]any
+	raw, _ = json.Marshal(d)
+	json.Unmarshal(raw, &noRequest)
+	for _, a := range noRequest["arms"].([]any) {
+		if am := a.(map[string]any); am["name"] == "smollm2-generic-v1" {
+			delete(am["server"].(map[string]any), "request")
+		}
+	}
+	out = e.rig(false, "replay", recs[0], "--server", writeDesignMap(t, noRequest), "--sample", "1")
+	if !strings.Contains(out, "server_request") {
+		t.Errorf("a record made with cache_prompt false replayed on a server block without it:\n%s", out)
+	}
+	t.Logf("replayed on the server block without its request fields:\n%s", out)
+
 	rep := e.rig(true, "study", "report", name, "--replay-sample", "2")
 	html := regexp.MustCompile(`report: (\S+\.html)`).FindStringSubmatch(rep)
 	if html == nil {
@@ -151,7 +170,7 @@ func TestOpenAIServerStudy(t *testing.T) {
 			} `json:"rows"`
 		} `json:"replay"`
 	}
-	raw, err := os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".json")
+	raw, err = os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
