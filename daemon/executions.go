@@ -533,6 +533,44 @@ func (e engineStudies) ExecDir(study, execution string) string {
 	return x.Dir()
 }
 
+// AfterTrials runs an engine execution's fidelity step on this host, once
+// its workflow has run the trials and their rows are merged here: this
+// host froze the study, so it has the pinned scorer and the arms' model
+// files, and its governor watches the scorer as it watches a local run's.
+// A design with no reference arm has no step.
+func (e engineStudies) AfterTrials(ctx context.Context, study string, exec receipts.Execution, say func(current string)) error {
+	snap, err := e.s.Snapshot(study)
+	if err != nil {
+		return err
+	}
+	d, err := snap.DesignValue()
+	if err != nil {
+		return err
+	}
+	if !run.HasFidelityStep(d) {
+		return nil
+	}
+	st, err := e.s.store(study)
+	if err != nil {
+		return err
+	}
+	x, err := e.s.execution(study, exec.ID)
+	if err != nil {
+		return err
+	}
+	env, err := e.s.runEnv()
+	if err != nil {
+		return err
+	}
+	e.s.Log.Info("fidelity step of an engine execution: its trials ran on the workers; each arm is scored here on the merged rows", "study", study, "execution", exec.ID)
+	say("fidelity: starting on the merged rows")
+	if err := run.MergedFidelity(ctx, env, run.Spec{Study: study, Snapshot: snap, Store: st, Exec: exec, Dir: x.Dir()}, say); err != nil {
+		return err
+	}
+	e.s.Log.Info("fidelity step done", "study", study, "execution", exec.ID, "records", x.Records().Fidelity())
+	return nil
+}
+
 // StartEngine connects the daemon to a Temporal cluster as the coordinator
 // of its studies' scale-out runs.
 func (ex Executions) StartEngine(ctx context.Context, cfg scaleout.Config) error {

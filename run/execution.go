@@ -93,6 +93,11 @@ type execution struct {
 	// prices are the dry run's price of one trial per arm, for the ETA
 	// until an arm's own trials are measured (Spec.Prices).
 	prices map[string]time.Duration
+	// say, when set, is told what the execution does now, beside its
+	// Handle's progress (showCurrent); trialsElsewhere marks an execution
+	// whose trials ran on other machines (MergedFidelity).
+	say             func(current string)
+	trialsElsewhere bool
 }
 
 // records is the execution's folder as the layout names its files.

@@ -33,6 +33,52 @@ func (x *execution) afterTrials(ctx context.Context) error {
 	return x.fidelity(ctx)
 }
 
+// fidelityGroups are the design's groups of arms held to a reference, over
+// every job kind: none where no job kind names a reference.
+func fidelityGroups(d *studies.Design) []studies.FidelityGroup {
+	var groups []studies.FidelityGroup
+	for _, jk := range d.JobKinds {
+		groups = append(groups, d.FidelityGroups(jk)...)
+	}
+	return groups
+}
+
+// HasFidelityStep reports whether an execution of d ends in the fidelity
+// step: some job kind names a reference arm.
+func HasFidelityStep(d *studies.Design) bool { return len(fidelityGroups(d)) > 0 }
+
+// MergedFidelity is the fidelity step of an execution whose trials ran on
+// other machines (the temporal engine's workers) and whose receipts and
+// generation records are merged into spec.Store and spec.Dir. It runs on
+// the host that froze the study, which has the pinned scorer and the
+// arms' frozen model files, under env's governor and resumable as the
+// local step (fidelity). say is told what it scores now. Every arm's
+// figure is its model's (scored_by model): its trials ran on a worker's
+// build and backend, not beside the scorer. Walls and banks are not read:
+// the step reads only the kept rows.
+func MergedFidelity(ctx context.Context, env Env, spec Spec, say func(current string)) error {
+	d, err := spec.Snapshot.DesignValue()
+	if err != nil {
+		return err
+	}
+	env.Log = env.log()
+	r := &trialRunner{env: env, study: spec.Study, design: d, snap: spec.Snapshot, exec: spec.Exec,
+		installed: env.Installed, workDir: layout.Records(spec.Dir).Work()}
+	x := &execution{trialRunner: r, store: spec.Store, recDir: spec.Dir, state: &Handle{}, say: say, trialsElsewhere: true}
+	return x.fidelity(ctx)
+}
+
+// showCurrent puts what the execution does now on its progress, and tells
+// say where a host other than the Handle shows it.
+func (x *execution) showCurrent(what string) {
+	x.state.mu.Lock()
+	x.state.info.Current = what
+	x.state.mu.Unlock()
+	if x.say != nil {
+		x.say(what)
+	}
+}
+
 // fidelityKey names one arm's records in a fidelity group.
 type fidelityKey struct{ jobKind, profile, arm string }
 
@@ -44,10 +90,7 @@ type fidelityKey struct{ jobKind, profile, arm string }
 // step where it stopped; each arm's records are written together,
 // atomically, beside the ones before.
 func (x *execution) fidelity(ctx context.Context) error {
-	var groups []studies.FidelityGroup
-	for _, jk := range x.design.JobKinds {
-		groups = append(groups, x.design.FidelityGroups(jk)...)
-	}
+	groups := fidelityGroups(x.design)
 	if len(groups) == 0 {
 		return nil
 	}
@@ -123,9 +166,7 @@ func (x *execution) fidelityGroup(ctx context.Context, g studies.FidelityGroup, 
 		if err := fidelity.SameTokenizer(refPath, armPath); err != nil {
 			return recs, fmt.Errorf("arm %s: %w", arm.Name, err)
 		}
-		x.state.mu.Lock()
-		x.state.info.Current = fmt.Sprintf("fidelity: %s held to %s on %s (%d tasks)", arm.Name, ref.Name, g.JobKind, len(segs))
-		x.state.mu.Unlock()
+		x.showCurrent(fmt.Sprintf("fidelity: %s held to %s on %s (%d tasks)", arm.Name, ref.Name, g.JobKind, len(segs)))
 		run, err := x.scoreWatched(ctx, scorer, "fidelity/"+g.JobKind+"/"+arm.Name, refPath, armPath, nctx, segs)
 		if err != nil {
 			return recs, fmt.Errorf("arm %s: %w", arm.Name, err)
@@ -289,9 +330,9 @@ func (x *execution) modelPath(arm string) (string, error) {
 // scoredBy says whose figure an arm's records are: its stack's where the
 // arm runs llama-server from the scorer's own build folder (the same
 // library on the same backend), else its model's (the GGUF through the
-// pinned scorer; Ollama, a CUDA build, a harness).
+// pinned scorer; Ollama, a CUDA build, a harness, trials run on workers).
 func (x *execution) scoredBy(a studies.Arm) string {
-	if a.Runtime.Aider() {
+	if a.Runtime.Aider() || x.trialsElsewhere {
 		return fidelity.ScoredByModel
 	}
 	kind, _ := x.snap.ArmRuntime(a)

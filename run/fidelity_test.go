@@ -242,3 +242,36 @@ func stepOf(t *testing.T, r fidelityRun, installed provision.Installed) *executi
 	tr.installed = installed
 	return &execution{trialRunner: tr, store: r.store, recDir: r.info.Records, state: &Handle{}, writers: map[string]*genrecord.Writer{}}
 }
+
+// Only a design whose job kind names a reference has the step; and where
+// the trials ran on other machines (an engine execution's workers) every
+// arm's figure is its model's, though the daemon's own llama-server sits
+// beside its scorer: the worker's build and backend are not the scorer's.
+func TestMergedFidelityScoresEveryArmAsItsModel(t *testing.T) {
+	bin := t.TempDir()
+	// Fake binaries: scoredBy reads only where they are and their digests.
+	in := provision.Installed{LlamaServer: filepath.Join(bin, "llama-server"), PrefillScorer: filepath.Join(bin, "rig-prefill-score")}
+	for _, f := range []string{in.LlamaServer, in.PrefillScorer} {
+		if err := os.WriteFile(f, []byte("fake "+filepath.Base(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := &studies.Design{JobKinds: []studies.JobKind{{Name: "qa"}},
+		Arms: []studies.Arm{{Name: "ref", Runtime: "llama-server"}, {Name: "q4", Runtime: "llama-server"}}}
+	if HasFidelityStep(d) {
+		t.Error("a design with no reference arm has a fidelity step")
+	}
+	d.JobKinds[0].Reference = "ref"
+	if !HasFidelityStep(d) {
+		t.Error("a design whose job kind names a reference has no fidelity step")
+	}
+	for _, tc := range []struct {
+		elsewhere bool
+		want      string
+	}{{false, fidelity.ScoredByStack}, {true, fidelity.ScoredByModel}} {
+		x := &execution{trialRunner: &trialRunner{design: d, snap: &studies.Snapshot{}, installed: in}, trialsElsewhere: tc.elsewhere}
+		if got := x.scoredBy(d.Arms[1]); got != tc.want {
+			t.Errorf("trials elsewhere %v: scored_by %q, want %q", tc.elsewhere, got, tc.want)
+		}
+	}
+}

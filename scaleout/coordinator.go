@@ -39,6 +39,11 @@ type Studies interface {
 	Store(study string) (*receipts.Store, error)
 	// ExecDir is the execution's folder (plan, generation records, repos).
 	ExecDir(study, execution string) string
+	// AfterTrials runs, on this host, the steps that read an execution's
+	// merged outputs once its workflow has run every trial (the fidelity
+	// step: run.MergedFidelity); say is told what it does now. It keeps
+	// what it finished, so a call after a restart goes on from there.
+	AfterTrials(ctx context.Context, study string, e receipts.Execution, say func(current string)) error
 }
 
 // Coordinator is the daemon's side of scale-out: it submits executions as

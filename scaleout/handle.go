@@ -25,6 +25,11 @@ type Handle struct {
 	done   chan struct{}
 	c      *Coordinator
 	id     string
+	// stepping is set while the steps after the trials run on this host
+	// (end), which Cancel then cancels itself: the workflow has ended, so
+	// the engine has nothing to cancel. cancelAsked keeps a Cancel that
+	// came between the workflow's end and the step's start.
+	stepping, cancelAsked bool
 	// since counts the trials done that finished after following began:
 	// the rate is of those alone. Trials a restarted daemon merges in its
 	// first seconds finished while it was down, and counted over those
@@ -44,8 +49,17 @@ func (h *Handle) Info() run.ExecInfo {
 	return info
 }
 
-// Cancel asks the engine to cancel the workflow; the receipts merged stay.
+// Cancel asks the engine to cancel the workflow, or, once the workflow has
+// ended, cancels the steps after the trials; the receipts merged stay.
 func (h *Handle) Cancel() {
+	h.mu.Lock()
+	h.cancelAsked = true
+	stepping := h.stepping
+	h.mu.Unlock()
+	if stepping {
+		h.cancel()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.c.client.CancelWorkflow(ctx, h.id, ""); err != nil {
@@ -87,15 +101,57 @@ func (c *Coordinator) Follow(study string, e receipts.Execution, ended func(ctx 
 		defer cancel()
 		err := <-resCh
 		c.unfollow(study, e.ID)
-		if err != nil && c.closing.Load() {
-			// The daemon is stopping, not the workflow: the execution goes
-			// on on the workers, and the restarted daemon follows it again.
-			c.log.Info("stopped following: the daemon is stopping; the execution goes on on the engine", "study", study, "execution", e.ID)
-			return
-		}
-		h.finish(st, study, e.ID, res, err, ended)
+		h.end(ctx, st, study, e, res, err, ended)
 	}()
 	return h, nil
+}
+
+// end records how the followed workflow ended. A workflow that ran its
+// trials (every one, or until the stopping rule settled) is followed by the
+// steps on this host that read the merged outputs (Studies.AfterTrials: the
+// fidelity step) before the execution's status is stored, as a local
+// execution's are. A daemon that stops meanwhile (Close cancels ctx)
+// stores nothing: the restarted daemon follows the ended workflow again
+// and the step goes on where it stopped.
+func (h *Handle) end(ctx context.Context, st *receipts.Store, study string, e receipts.Execution, res StudyResult, err error, ended func(ctx context.Context, kind, why string)) {
+	if err != nil && h.c.closing.Load() {
+		// The daemon is stopping, not the workflow: the execution goes
+		// on on the workers, and the restarted daemon follows it again.
+		h.c.log.Info("stopped following: the daemon is stopping; the execution goes on on the engine", "study", study, "execution", e.ID)
+		return
+	}
+	// Every merged row is on disk before a step reads the records.
+	h.c.CloseRecords(h.c.studies.ExecDir(study, e.ID))
+	if err == nil {
+		err = h.afterTrials(ctx, study, e)
+		if err != nil && h.c.closing.Load() {
+			h.c.log.Info("stopped the steps after the trials: the daemon is stopping; the restarted daemon finishes them", "study", study, "execution", e.ID, "err", err)
+			return
+		}
+	}
+	h.finish(st, study, e.ID, res, err, ended)
+}
+
+// afterTrials runs Studies.AfterTrials with its progress on the handle,
+// cancellable by Cancel.
+func (h *Handle) afterTrials(ctx context.Context, study string, e receipts.Execution) error {
+	h.mu.Lock()
+	h.stepping = true
+	asked := h.cancelAsked
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.stepping, h.info.Current = false, ""
+		h.mu.Unlock()
+	}()
+	if asked {
+		return context.Canceled
+	}
+	return h.c.studies.AfterTrials(ctx, study, e, func(what string) {
+		h.mu.Lock()
+		h.info.Current = what
+		h.mu.Unlock()
+	})
 }
 
 // count adds one stored receipt to the progress; h.mu is held or h is not
@@ -138,7 +194,7 @@ func (h *Handle) finish(st *receipts.Store, study, exec string, res StudyResult,
 	status, kind, why := receipts.Done, studies.EventFinish, fmt.Sprintf("all planned trials have a counted receipt (through temporal, %d workers)", len(res.Workers))
 	var canceled *temporal.CanceledError
 	switch {
-	case errors.As(err, &canceled) || temporal.IsCanceledError(err):
+	case errors.As(err, &canceled) || temporal.IsCanceledError(err) || errors.Is(err, context.Canceled):
 		status, kind, why = receipts.Cancelled, studies.EventCancel, "cancelled"
 	case err != nil:
 		status, kind, why = receipts.Failed, studies.EventCancel, "failed: "+err.Error()
@@ -158,7 +214,6 @@ func (h *Handle) finish(st *receipts.Store, study, exec string, res StudyResult,
 			why += "; " + run.DescribeStop(seq)
 		}
 	}
-	h.c.CloseRecords(h.c.studies.ExecDir(study, exec))
 	if e := st.SetExecutionStatus(ctx, exec, receipts.Running, status, "rig daemon", why); e != nil {
 		h.c.log.Error("recording execution status", "err", e)
 	}

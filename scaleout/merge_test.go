@@ -28,15 +28,23 @@ import (
 )
 
 // fakeStudies is the daemon's side, faked: one study with its real store.
+// after, when set, is its steps after the trials; else it has none.
 type fakeStudies struct {
-	snap *studies.Snapshot
-	st   *receipts.Store
-	dir  string
+	snap  *studies.Snapshot
+	st    *receipts.Store
+	dir   string
+	after func(ctx context.Context, e receipts.Execution, say func(string)) error
 }
 
 func (f fakeStudies) Snapshot(string) (*studies.Snapshot, error) { return f.snap, nil }
 func (f fakeStudies) Store(string) (*receipts.Store, error)      { return f.st, nil }
 func (f fakeStudies) ExecDir(_, execution string) string         { return filepath.Join(f.dir, execution) }
+func (f fakeStudies) AfterTrials(ctx context.Context, _ string, e receipts.Execution, say func(string)) error {
+	if f.after == nil {
+		return nil
+	}
+	return f.after(ctx, e, say)
+}
 
 var (
 	modelSHA  = strings.Repeat("a", 64)

@@ -111,6 +111,11 @@ func (f fleetStudies) Snapshot(string) (*studies.Snapshot, error) { return f.sna
 func (f fleetStudies) Store(string) (*receipts.Store, error)      { return f.st, nil }
 func (f fleetStudies) ExecDir(_, execution string) string         { return filepath.Join(f.dir, execution) }
 
+// AfterTrials has nothing to do: the synthetic study names no reference arm.
+func (f fleetStudies) AfterTrials(context.Context, string, receipts.Execution, func(string)) error {
+	return nil
+}
+
 const (
 	fleetStudyName = "fleet"
 	fleetExec      = "exec-1"

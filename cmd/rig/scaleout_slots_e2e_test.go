@@ -1,18 +1,23 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"rig/fidelity"
 	"rig/genrecord"
 	"rig/internal/layout"
 	"rig/internal/testenv"
 	"rig/receipts"
+	"rig/report"
 )
 
 // TestScaleOutWorkerServesItsArmsSlots runs a two-arm study whose arms pin
@@ -22,7 +27,11 @@ import (
 // start-to-finish overlap); the coordinator keeps in flight the 2 slots the
 // worker advertises, not the 16 of its default --in-flight (the chunk's
 // history); every trial has one counted receipt, from that worker, pinned
-// slots 2, and no generation row is there twice.
+// slots 2, and no generation row is there twice. The job kind names the
+// Q8_0 arm its reference, so the execution ends with the fidelity step on
+// the daemon's host, on the rows merged from the worker: fidelity.jsonl
+// holds both arms on the same tasks, each scored as its model, and the
+// report has its "Fidelity to" section.
 func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	testenv.Long(t, "a scale-out study on the Temporal dev server and llama-server")
 	e := newRigEnv(t)
@@ -30,7 +39,9 @@ func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	e.ensureGovernorPass()
 	e.startDaemon("--temporal", addr, "--spool", spool)
 	name := "slots"
-	d, _ := demoDesignFor(t, name, "extract-json", 4)
+	d, kind := demoDesignFor(t, name, "extract-json", 4)
+	const reference = "smollm2-q8-llama-server"
+	kind["reference"] = reference
 	var arms []any
 	for _, a := range d["arms"].([]any) {
 		am := a.(map[string]any)
@@ -101,6 +112,7 @@ func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 	if check := e.rig(true, "study", "check", name); !strings.Contains(check, "store ok") {
 		t.Fatal(check)
 	}
+	checkEngineFidelity(t, e, name, reference)
 	t.Logf("%d trials, %d overlapping pairs of receipts on one runtime, most in flight per queue %v; status:\n%s", planned, overlaps, most, status)
 }
 
@@ -141,5 +153,68 @@ func noRowTwice(t *testing.T, e *rigEnv, name string, planned int) {
 	}
 	if rows < planned {
 		t.Errorf("%d generation rows for %d planned trials", rows, planned)
+	}
+}
+
+// checkEngineFidelity: an engine execution of a design with a reference
+// arm ends with the fidelity step on the daemon's host: exec-1's
+// fidelity.jsonl holds every arm on the same tasks, each scored as its
+// model (its trials ran on a worker, not beside the scorer), the daemon's
+// log says so, and the report reads the records into its section.
+func checkEngineFidelity(t *testing.T, e *rigEnv, name, reference string) {
+	t.Helper()
+	st, err := layout.Home(e.home).Study(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := st.Execution("exec-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := fidelity.ReadStudy(x.Records().Fidelity())
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("the engine execution kept no fidelity records at %s (%v)", x.Records().Fidelity(), err)
+	}
+	tasks := map[string][]string{}
+	for _, r := range recs {
+		tasks[r.Arm] = append(tasks[r.Arm], r.Task)
+		if r.Reference != reference || r.ScoredBy != fidelity.ScoredByModel || len(r.Tokens) == 0 {
+			t.Errorf("record of %s on %s: reference %q, scored_by %q, %d tokens; want %s, model, some tokens", r.Arm, r.Task, r.Reference, r.ScoredBy, len(r.Tokens), reference)
+		}
+	}
+	if len(tasks) != 2 || !slices.Equal(slices.Sorted(slices.Values(tasks[reference])), slices.Sorted(slices.Values(tasks["smollm2-llama-server"]))) {
+		t.Errorf("fidelity records by arm %v; want both arms on the same tasks", tasks)
+	}
+	log, _ := os.ReadFile(filepath.Join(e.home, "daemon.log"))
+	if !strings.Contains(string(log), "fidelity step of an engine execution") || !strings.Contains(string(log), `msg="fidelity scored"`) {
+		t.Errorf("the daemon's log does not say the fidelity step ran:\n%s", log)
+	}
+	rep := e.rig(true, "study", "report", name)
+	html := regexp.MustCompile(`report: (\S+\.html)`).FindStringSubmatch(rep)
+	if html == nil {
+		t.Fatalf("report path not printed:\n%s", rep)
+	}
+	raw, err := os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data report.Data
+	if err := json.Unmarshal(raw, &data); err != nil || len(data.Kinds) != 1 {
+		t.Fatalf("report.json: %v", err)
+	}
+	// The section lists the arms held to the reference (not the reference
+	// itself) and their pair with it.
+	f := data.Kinds[0].Fidelity
+	if f == nil || f.Reference != reference || len(f.Arms) != 1 || f.Arms[0].Arm != "smollm2-llama-server" || len(f.Pairs) != 1 {
+		t.Fatalf("the report's fidelity section is %+v; want the Q4_1 arm held to %s, and their pair", f, reference)
+	}
+	for _, a := range f.Arms {
+		if a.Tasks != len(tasks[a.Arm]) || a.Tokens == 0 || a.ScoredBy != fidelity.ScoredByModel {
+			t.Errorf("the report's fidelity of %s: %d tasks, %d tokens, scored by %q; want %d tasks, some tokens, model", a.Arm, a.Tasks, a.Tokens, a.ScoredBy, len(tasks[a.Arm]))
+		}
+	}
+	md, err := os.ReadFile(strings.TrimSuffix(html[1], ".html") + ".md")
+	if err != nil || !strings.Contains(string(md), "Fidelity to "+reference) {
+		t.Errorf("report.md has no \"Fidelity to %s\" section (%v)", reference, err)
 	}
 }
