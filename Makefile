@@ -46,16 +46,16 @@ demo-cards: setup build
 demo-stopping: setup build
 	@RIG_DEMO_DESIGN=examples/stopping-study/design.json RIG_DEMO_TARGET="make demo-stopping" scripts/demo.sh
 
-# Two packages at a time: cmd/rig's end-to-end tests take about 28 minutes
+# Two packages at a time: cmd/rig's end-to-end tests take about 27 minutes
 # alone and everything else about as long, each mostly on one core (a
 # runtime runs with one thread on a 2-core machine), so the rest runs beside
 # cmd/rig. Three at a time measured 38 minutes instead of about 50, but the
 # governor's fault suite (a cgroup read held to 80 ms) then failed under
 # the load: timing is part of what these tests check.
 # go test starts packages in the order named, so the longest come first
-# (measured 2026-12-06: cmd/rig 28 min, replay 18, deploy 10, scaleout 7–9,
-# runtimes 5, run 3½) and the short ones fill in beside them: named in
-# ./... order, replay and scaleout ran last, one lane idle for minutes.
+# (measured 2026-12-06 on 2d0a3e6: cmd/rig 27 min, replay 24, deploy 9,
+# scaleout 7, runtimes and run 3½) and the short ones fill in beside them:
+# named in ./... order, scaleout ran last with one lane idle.
 TESTPKGS := ./cmd/rig ./replay ./deploy ./scaleout ./runtimes ./run ./fidelity ./daemon $(PKGS)
 test: setup setup-test-tools lint
 	$(GO) test -count=1 -timeout $(TESTTIMEOUT) -p 2 $(TESTPKGS)
