@@ -124,12 +124,7 @@ func TestDevServerNamesATakenPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	port := holder.Addr().(*net.TCPAddr).Port
+	port := heldPort(t)
 	dir := t.TempDir()
 	s := &DevServer{Bin: in.Temporal, DB: filepath.Join(dir, "temporal.db"), Port: port, Log: filepath.Join(dir, "temporal.log")}
 	err = s.Start(context.Background())
@@ -155,12 +150,7 @@ func TestDevServerNamesATakenPort(t *testing.T) {
 // wait for Temporal's own answer and report the failed start, not return a
 // server that is not there.
 func TestDevServerStartIsNotFooledByAnotherSocket(t *testing.T) {
-	holder, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	port := holder.Addr().(*net.TCPAddr).Port
+	port := heldPort(t)
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "fake-temporal")
 	script := fmt.Sprintf("#!/bin/sh\nsleep 1\necho 'listen tcp 127.0.0.1:%d: bind: address already in use'\nexit 1\n", port)
@@ -168,7 +158,7 @@ func TestDevServerStartIsNotFooledByAnotherSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &DevServer{Bin: fake, Port: port, Log: filepath.Join(dir, "temporal.log")}
-	err = s.Start(context.Background())
+	err := s.Start(context.Background())
 	if err == nil {
 		s.Stop()
 		t.Fatalf("Start returned a server on port %d, which only another socket held", port)
@@ -176,4 +166,15 @@ func TestDevServerStartIsNotFooledByAnotherSocket(t *testing.T) {
 	if !strings.Contains(err.Error(), "address already in use") {
 		t.Errorf("the error does not say why: %v", err)
 	}
+}
+
+// heldPort is a loopback port another socket holds until the test ends.
+func heldPort(t *testing.T) int {
+	t.Helper()
+	holder, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	return holder.Addr().(*net.TCPAddr).Port
 }

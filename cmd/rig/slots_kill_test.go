@@ -109,9 +109,8 @@ func killWithTrialsInFlight(t *testing.T, slots int) {
 	}
 }
 
-// rowIDs counts the rows of the study's first execution by row id, and
-// fails the test on a row id met twice or a record that does not read.
-func (e *rigEnv) rowIDs(name string) map[string]int {
+// firstExecution is the folder of the study's first execution (exec-1).
+func (e *rigEnv) firstExecution(name string) layout.Execution {
 	e.t.Helper()
 	st, err := layout.Home(e.home).Study(name)
 	if err != nil {
@@ -121,6 +120,14 @@ func (e *rigEnv) rowIDs(name string) map[string]int {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	return x
+}
+
+// rowIDs counts the rows of the study's first execution by row id, and
+// fails the test on a row id met twice or a record that does not read.
+func (e *rigEnv) rowIDs(name string) map[string]int {
+	e.t.Helper()
+	x := e.firstExecution(name)
 	files, _ := filepath.Glob(x.Generations())
 	seen := map[string]int{}
 	for _, f := range files {
