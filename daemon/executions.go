@@ -562,6 +562,11 @@ func (e engineStudies) AfterTrials(ctx context.Context, study string, exec recei
 	if err != nil {
 		return err
 	}
+	// The scorer has the card and the host's memory to itself, as a local
+	// run's trials do.
+	if err := e.s.cardForStep(ctx, say); err != nil {
+		return err
+	}
 	e.s.Log.Info("fidelity step of an engine execution: its trials ran on the workers; each arm is scored here on the merged rows", "study", study, "execution", exec.ID)
 	say("fidelity: starting on the merged rows")
 	if err := run.MergedFidelity(ctx, env, run.Spec{Study: study, Snapshot: snap, Store: st, Exec: exec, Dir: x.Dir()}, say); err != nil {

@@ -392,6 +392,25 @@ func apiPilot(p run.TryPilot) api.TryPilot {
 	}
 }
 
+// cardForStep readies the card for a step an engine execution runs on this
+// host after its trials (the fidelity step's scorer): as cardFromTries,
+// but a try running now is waited for, not refused. None starts meanwhile:
+// a try is refused while an execution runs, and the engine's stays running
+// until its steps end.
+func (s *Service) cardForStep(ctx context.Context, say func(current string)) error {
+	for {
+		if err := s.cardFromTries(); err == nil {
+			return nil
+		}
+		say("waiting for the try on the card to end before the steps after the trials")
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // cardFromTries readies the card for a counted run, which must have it and
 // the host's memory to itself: it refuses while a try is running, and stops
 // the runtimes kept warm for the next try.
