@@ -67,7 +67,7 @@ func Validate(ctx context.Context, env Env, study string, snap *studies.Snapshot
 			out = append(out, v)
 			continue
 		}
-		rec, err := x.validateHarness(ctx, arm, dir, w)
+		rec, err := x.validateHarness(ctx, h, arm, dir, w)
 		if err != nil {
 			return out, err
 		}
@@ -96,10 +96,9 @@ func ValidationHarness(d *studies.Design, arm studies.Arm) string {
 	return h
 }
 
-// validateHarness makes the free validation run of arm's harness and checks
+// validateHarness makes the free validation run of arm's harness h and checks
 // what it recorded; an error means the run could not be made at all.
-func (x *trialRunner) validateHarness(ctx context.Context, arm studies.Arm, dir string, w io.Writer) (ValidationRecord, error) {
-	h := ValidationHarness(x.design, arm)
+func (x *trialRunner) validateHarness(ctx context.Context, h string, arm studies.Arm, dir string, w io.Writer) (ValidationRecord, error) {
 	// The validation's own stop cap: short by construction, on any machine.
 	arm.Pins.StopCap = min(arm.Pins.StopCap, studies.ValidationStopCap)
 	rec := ValidationRecord{Snapshot: x.snap.Hash, Harness: h, Arm: arm.Name, At: time.Now().UTC(),
